@@ -1,0 +1,84 @@
+//! Cache manager (CacheRAG §4.2, §4.4): intent representations and verified plans.
+
+use serde::{Deserialize, Serialize};
+
+use super::Rpc;
+use crate::{
+    graph::{Entity, Metapath},
+    Role,
+};
+
+/// Intermediate semantic representation of a question (CacheRAG's ISR).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Isr {
+    pub topic_entities: Vec<String>,
+    /// Constraints in the user's words.
+    pub constraints: Vec<String>,
+    pub domain: String,
+    pub aspect: String,
+}
+
+/// What retrieved a verified answer, replayable without a model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub entities: Vec<Entity>,
+    pub metapaths: Vec<Metapath>,
+    pub cypher: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheEntry {
+    pub question: String,
+    pub isr: Isr,
+    pub plan: Plan,
+    pub answers: Vec<String>,
+    /// Times replaying the plan succeeded / failed since it was stored.
+    pub hits: u32,
+    pub failures: u32,
+}
+
+/// A past plan shown to the KG-Linker as an example.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FewShotExample {
+    pub question: String,
+    pub plan: Plan,
+    pub answers: Vec<String>,
+    pub similarity: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheLookup {
+    pub question: String,
+    pub k: u16,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheLookupReply {
+    pub isr: Isr,
+    /// MMR-selected examples, most relevant first; empty when nothing is relevant.
+    pub examples: Vec<FewShotExample>,
+    /// A near-exact match worth replaying before calling a model.
+    pub replay: Option<Plan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheStore {
+    pub entry: CacheEntry,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheStoreReply {
+    pub stored: bool,
+}
+
+impl Rpc for CacheLookup {
+    const OP: &'static str = "lookup";
+    const DEFAULT_ROLE: &'static str = Role::CACHE_MANAGER;
+    type Reply = CacheLookupReply;
+}
+
+impl Rpc for CacheStore {
+    const OP: &'static str = "store";
+    const DEFAULT_ROLE: &'static str = Role::CACHE_MANAGER;
+    type Reply = CacheStoreReply;
+}

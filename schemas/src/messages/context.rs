@@ -1,0 +1,31 @@
+//! Evidence: what retrievers find and what judges, summarizers and models read.
+
+use serde::{Deserialize, Serialize};
+
+use crate::graph::{Path, Rows, Triple};
+
+/// One piece of retrieved evidence and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Role that produced it.
+    pub source: String,
+    /// Relevance to the question as the producer scored it (higher is better).
+    pub score: f32,
+    pub item: EvidenceItem,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum EvidenceItem {
+    Triple(Triple),
+    Path(Path),
+    Query { cypher: String, rows: Rows },
+}
+
+/// Everything retrieved for a question so far, plus notes about what failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Context {
+    pub evidence: Vec<Evidence>,
+    /// Human-readable notes (a retriever timed out, a query was refused, …). Never
+    /// passed off as evidence.
+    pub notes: Vec<String>,
+}

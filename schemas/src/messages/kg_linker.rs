@@ -1,0 +1,41 @@
+//! KG-Linker (ByoKG-RAG §3.1): one call proposes entities, relation paths, Cypher and
+//! draft answers for a question.
+
+use serde::{Deserialize, Serialize};
+
+use super::{cache::FewShotExample, context::Context, Rpc};
+use crate::{
+    graph::{Metapath, ScoredEntity},
+    Role,
+};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KgLinkRequest {
+    pub question: String,
+    /// Verbalized context from earlier rounds (empty in round 1).
+    pub context: Context,
+    /// Repair hints for Cypher refused in earlier rounds.
+    pub repair_hints: Vec<String>,
+    /// Past verified plans to show as examples.
+    pub examples: Vec<FewShotExample>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KgLinkReply {
+    /// Entity mentions as written in the question (to be linked).
+    pub mentions: Vec<String>,
+    /// Entities already linked to graph ids (the LLM-free linker does this itself).
+    pub linked: Vec<ScoredEntity>,
+    pub metapaths: Vec<Metapath>,
+    pub cypher: Vec<String>,
+    /// Answers the linker guesses; linked and checked against the graph, never trusted.
+    pub draft_answers: Vec<String>,
+    /// The linker considers the context sufficient.
+    pub finish: bool,
+}
+
+impl Rpc for KgLinkRequest {
+    const OP: &'static str = "link";
+    const DEFAULT_ROLE: &'static str = Role::KG_LINKER;
+    type Reply = KgLinkReply;
+}

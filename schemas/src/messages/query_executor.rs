@@ -1,0 +1,30 @@
+//! Query executor (ByoKG-RAG §3.4, GraphRAFT): validated, read-only Cypher.
+
+use serde::{Deserialize, Serialize};
+
+use super::Rpc;
+use crate::{
+    graph::{Rows, Value},
+    AgentError, Role,
+};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryRequest {
+    pub cypher: String,
+    pub params: Vec<(String, Value)>,
+    /// Row cap; the budget's `result_rows` applies when lower.
+    pub max_rows: u32,
+    pub timeout_ms: u32,
+}
+
+/// A query's rows, or why it was refused (`AgentError::InvalidQuery` with a repair hint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryReply {
+    pub outcome: Result<Rows, AgentError>,
+}
+
+impl Rpc for QueryRequest {
+    const OP: &'static str = "query";
+    const DEFAULT_ROLE: &'static str = Role::QUERY_EXECUTOR;
+    type Reply = QueryReply;
+}

@@ -1,0 +1,39 @@
+//! Summarizer: final answers with the evidence they rest on.
+
+use serde::{Deserialize, Serialize};
+
+use super::{context::Context, Rpc};
+use crate::{graph::Entity, Role};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummarizeRequest {
+    pub question: String,
+    pub context: Context,
+    /// Question entities (never an answer to their own question).
+    pub topic_entities: Vec<Entity>,
+    pub max_answers: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub text: String,
+    /// The graph entity the answer names, when it is one.
+    pub entity: Option<Entity>,
+    pub score: f32,
+    /// Indices into the request context's evidence.
+    pub evidence: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SummarizeReply {
+    /// Best first; empty when the context does not answer the question.
+    pub answers: Vec<Answer>,
+    /// A sentence for people (or the "I don't know" explanation).
+    pub explanation: String,
+}
+
+impl Rpc for SummarizeRequest {
+    const OP: &'static str = "summarize";
+    const DEFAULT_ROLE: &'static str = Role::SUMMARIZER;
+    type Reply = SummarizeReply;
+}

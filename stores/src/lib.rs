@@ -1,0 +1,212 @@
+//! Where the graph and the vectors live. Agents never talk to a database directly: they
+//! use [`GraphStore`] and [`VectorIndex`], whose calls take whole frontiers so that a
+//! question costs a few calls, not one per edge.
+//!
+//! Backends: the embedded CSR graph (default) and Neo4j over Bolt; the embedded vector
+//! index (default) and Qdrant.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kgmesh_schemas::{
+    graph::{Direction, Entity, GraphSchema, Metapath, Path, Rows, Triple, Value},
+    NodeId,
+};
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    #[error("{what} not found")]
+    NotFound { what: String },
+    #[error("store call timed out after {millis} ms")]
+    Timeout { millis: u64 },
+    #[error("store unavailable: {detail}")]
+    Unavailable { detail: String },
+    /// A query was refused or failed validation; `hint` says how to repair it.
+    #[error("invalid query: {reason}")]
+    InvalidQuery {
+        reason: String,
+        hint: Option<String>,
+    },
+    #[error("limit exceeded: {detail}")]
+    LimitExceeded { detail: String },
+    #[error("I/O error on {path}: {detail}")]
+    Io { path: String, detail: String },
+    #[error("corrupt data in {path}: {detail}")]
+    Corrupt { path: String, detail: String },
+    #[error("backend error: {detail}")]
+    Backend { detail: String },
+}
+
+/// How names are matched when resolving them to nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameMatch {
+    /// Byte-for-byte.
+    Exact,
+    /// Case-folded, whitespace and punctuation normalized (see `normalize_name`).
+    Normalized,
+}
+
+/// A batched one-hop expansion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NeighborQuery {
+    pub direction: Direction,
+    /// Only these relations; `None` for all.
+    pub relations: Option<Vec<String>>,
+    /// Most edges returned per frontier node (the rest are reported as truncated).
+    pub fanout_cap: usize,
+}
+
+/// What a one-hop expansion returns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Neighborhood {
+    /// Edges in stored direction (head → relation → tail) whatever way they were followed.
+    pub triples: Vec<Triple>,
+    /// Frontier nodes whose fan-out was cut by the cap.
+    pub truncated: Vec<NodeId>,
+}
+
+/// Bounds for path operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathLimits {
+    /// At most [`kgmesh_schemas::budget::MAX_DEPTH`].
+    pub max_depth: u8,
+    /// Edges expanded per node per step.
+    pub fanout_cap: usize,
+    /// Paths returned in total.
+    pub max_paths: usize,
+}
+
+impl Default for PathLimits {
+    fn default() -> Self {
+        Self {
+            max_depth: 3,
+            fanout_cap: 1_000,
+            max_paths: 1_000,
+        }
+    }
+}
+
+/// Bounds for a Cypher query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryLimits {
+    pub max_rows: usize,
+    pub timeout: std::time::Duration,
+    /// Deepest variable-length pattern allowed.
+    pub max_depth: u8,
+}
+
+impl Default for QueryLimits {
+    fn default() -> Self {
+        Self {
+            max_rows: 1_000,
+            timeout: std::time::Duration::from_secs(5),
+            max_depth: 3,
+        }
+    }
+}
+
+/// An entity and its one-hop neighbourhood (for cache pre-warming).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Star {
+    pub center: Entity,
+    pub triples: Vec<Triple>,
+}
+
+#[async_trait]
+pub trait GraphStore: Send + Sync + 'static {
+    /// `"embedded"`, `"bolt"`, …
+    fn backend(&self) -> &'static str;
+
+    /// Labels, relation types, property keys and sampled endpoint statistics (cached).
+    async fn schema(&self) -> StoreResult<Arc<GraphSchema>>;
+
+    /// For each name, the nodes it names (empty when none).
+    async fn resolve(&self, names: &[String], mode: NameMatch) -> StoreResult<Vec<Vec<Entity>>>;
+
+    /// Display names of nodes, in request order; unknown ids are an error.
+    async fn entities(&self, ids: &[NodeId]) -> StoreResult<Vec<Entity>>;
+
+    /// Pages through every node's name in id order, starting after `after`
+    /// (for building linker indexes).
+    async fn scan_names(&self, after: Option<NodeId>, limit: usize) -> StoreResult<Vec<Entity>>;
+
+    /// One hop from every node of the frontier.
+    async fn neighbors(
+        &self,
+        frontier: &[NodeId],
+        query: &NeighborQuery,
+    ) -> StoreResult<Neighborhood>;
+
+    /// Every path from `sources` that follows one of `metapaths`, bounded by `limits`.
+    async fn follow_metapaths(
+        &self,
+        sources: &[NodeId],
+        metapaths: &[Metapath],
+        limits: &PathLimits,
+    ) -> StoreResult<Vec<Path>>;
+
+    /// Shortest paths (either direction per edge) from any source to any target.
+    async fn shortest_paths(
+        &self,
+        sources: &[NodeId],
+        targets: &[NodeId],
+        limits: &PathLimits,
+    ) -> StoreResult<Vec<Path>>;
+
+    /// `count` random entities with up to `max_neighbors` of their edges.
+    async fn sample_stars(
+        &self,
+        count: usize,
+        max_neighbors: usize,
+        seed: u64,
+    ) -> StoreResult<Vec<Star>>;
+
+    /// Runs validated, read-only openCypher.
+    async fn cypher(
+        &self,
+        query: &str,
+        params: &[(String, Value)],
+        limits: &QueryLimits,
+    ) -> StoreResult<Rows>;
+}
+
+/// Distance used by a vector index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Cosine,
+    L2,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorItem {
+    pub id: u64,
+    pub vector: Vec<f32>,
+    pub payload: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorHit {
+    pub id: u64,
+    /// Higher is more similar (cosine similarity, or negated L2 distance).
+    pub score: f32,
+    pub payload: Vec<(String, String)>,
+}
+
+#[async_trait]
+pub trait VectorIndex: Send + Sync + 'static {
+    fn backend(&self) -> &'static str;
+    fn dim(&self) -> usize;
+    fn metric(&self) -> Metric;
+    async fn upsert(&self, items: Vec<VectorItem>) -> StoreResult<()>;
+    /// The `k` nearest items, restricted to `only` when given.
+    async fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        only: Option<&[u64]>,
+    ) -> StoreResult<Vec<VectorHit>>;
+    async fn delete(&self, ids: &[u64]) -> StoreResult<()>;
+    async fn len(&self) -> StoreResult<usize>;
+}
