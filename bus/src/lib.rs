@@ -7,6 +7,8 @@
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
+pub mod typed;
+
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::future::BoxFuture;

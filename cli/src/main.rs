@@ -1,1 +1,70 @@
-fn main() {}
+//! `kgmesh`: answers natural-language questions over your knowledge graph.
+//!
+//! One binary, many jobs: `ask` (embedded, every role in-process), `serve` (coordinator
+//! and HTTP API), `agent --role R` (one role as a NATS service), `load`, `eval`, `cache`,
+//! `config check`.
+
+mod cmd;
+mod config;
+
+use std::{path::PathBuf, process::ExitCode};
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kgmesh",
+    version,
+    about = "Answers natural-language questions over your knowledge graph"
+)]
+struct Cli {
+    /// TOML configuration file (defaults → file → KGMESH__SECTION__KEY environment).
+    #[arg(long, global = true, env = "KGMESH_CONFIG")]
+    config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Answer one question over a KG, with every role in this process.
+    Ask(cmd::ask::AskArgs),
+    /// Run the coordinator and its HTTP API.
+    Serve(cmd::serve::ServeArgs),
+    /// Run one agent role as a NATS service (run several to share the load).
+    Agent(cmd::agent::AgentArgs),
+    /// Load a KG into the embedded store (snapshot) or a Bolt database.
+    Load(cmd::load::LoadArgs),
+    /// Evaluate answers against a question set.
+    Eval(cmd::eval::EvalArgs),
+    /// Inspect the configuration.
+    Config(cmd::config::ConfigArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match config::Config::load(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("kgmesh: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    cmd::init_logging(&config);
+    let result = match cli.command {
+        Command::Ask(args) => cmd::ask::run(config, args),
+        Command::Serve(args) => cmd::serve::run(config, args),
+        Command::Agent(args) => cmd::agent::run(config, args),
+        Command::Load(args) => cmd::load::run(config, args),
+        Command::Eval(args) => cmd::eval::run(config, args),
+        Command::Config(args) => cmd::config::run(config, args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("kgmesh: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Typed calls over any [`Bus`]: envelopes, content types and schema-version checks.
+//!
+//! A client calls [`call`] with a request type implementing [`Rpc`]; a server wraps a
+//! typed function with [`serve_typed`]-style decoding through [`decode_request`] and
+//! [`encode_reply`]. Undecodable payloads and unknown versions become typed
+//! [`AgentError`] replies, never panics.
+
+use std::time::Duration;
+
+use kgmesh_schemas::{
+    codec, envelope::headers, AgentError, ContentType, Meta, Reply, Request, Role, Rpc,
+    SCHEMA_VERSION,
+};
+
+use crate::{Bus, BusError, Headers, Message};
+
+/// Why a typed call failed: the transport, or the agent's own typed error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    #[error("{role}: {error}")]
+    Agent { role: String, error: AgentError },
+}
+
+impl CallError {
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            CallError::Bus(error) => error.is_retryable(),
+            CallError::Agent { error, .. } => error.is_retryable(),
+        }
+    }
+
+    /// The error as it would be reported inside a reply.
+    pub fn to_agent_error(&self, subject: &str) -> AgentError {
+        match self {
+            CallError::Bus(BusError::TimedOut { timeout, .. }) => AgentError::Timeout {
+                detail: format!("{subject} did not answer within {timeout:?}"),
+            },
+            CallError::Bus(BusError::NoResponders { .. }) => AgentError::NoResponders {
+                subject: subject.to_owned(),
+            },
+            CallError::Bus(other) => AgentError::Unavailable {
+                detail: other.to_string(),
+            },
+            CallError::Agent { error, .. } => error.clone(),
+        }
+    }
+}
+
+/// Headers for a message in `content_type`, with the schema version and question id.
+pub fn envelope_headers(content_type: ContentType, meta: Option<&Meta>) -> Headers {
+    let mut map = Headers::new();
+    map.insert(
+        headers::CONTENT_TYPE.to_owned(),
+        content_type.mime().to_owned(),
+    );
+    map.insert(
+        headers::SCHEMA_VERSION.to_owned(),
+        SCHEMA_VERSION.to_string(),
+    );
+    if let Some(meta) = meta {
+        map.insert(
+            headers::QUESTION_ID.to_owned(),
+            meta.question_id.to_string(),
+        );
+        if !meta.trace.traceparent.is_empty() {
+            map.insert(
+                headers::TRACEPARENT.to_owned(),
+                meta.trace.traceparent.clone(),
+            );
+        }
+        if !meta.trace.tracestate.is_empty() {
+            map.insert(
+                headers::TRACESTATE.to_owned(),
+                meta.trace.tracestate.clone(),
+            );
+        }
+    }
+    map
+}
+
+/// Encodes a request for `R` in `content_type`.
+pub fn encode_request<R: Rpc>(
+    content_type: ContentType,
+    meta: Meta,
+    body: R,
+) -> Result<Message, BusError> {
+    let headers = envelope_headers(content_type, Some(&meta));
+    let request = Request { meta, body };
+    let payload = codec::encode(content_type, &request)
+        .map_err(|e| BusError::Other(format!("cannot encode request: {e}")))?;
+    Ok(Message { headers, payload })
+}
+
+/// Reads the content type and checks the schema version from headers.
+pub fn check_headers(message: &Message) -> Result<ContentType, AgentError> {
+    let version = message
+        .headers
+        .get(headers::SCHEMA_VERSION)
+        .map(String::as_str)
+        .unwrap_or("");
+    if version != SCHEMA_VERSION.to_string() {
+        return Err(AgentError::UnsupportedVersion {
+            got: if version.is_empty() {
+                "(none)".to_owned()
+            } else {
+                version.to_owned()
+            },
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let mime = message
+        .headers
+        .get(headers::CONTENT_TYPE)
+        .map(String::as_str)
+        .unwrap_or(ContentType::BINCODE_MIME);
+    ContentType::from_mime(mime).map_err(|e| AgentError::Decode {
+        detail: e.to_string(),
+    })
+}
+
+/// Decodes a request for `R`; on failure, the typed error to reply with and the
+/// content type to reply in.
+pub fn decode_request<R: Rpc>(
+    message: &Message,
+) -> Result<(ContentType, Request<R>), (ContentType, AgentError)> {
+    let content_type = check_headers(message).map_err(|e| (ContentType::Bincode, e))?;
+    let request: Request<R> = codec::decode(content_type, &message.payload).map_err(|e| {
+        (
+            content_type,
+            AgentError::Decode {
+                detail: e.to_string(),
+            },
+        )
+    })?;
+    if request.meta.schema_version != SCHEMA_VERSION {
+        return Err((
+            content_type,
+            AgentError::UnsupportedVersion {
+                got: request.meta.schema_version.to_string(),
+                supported: SCHEMA_VERSION,
+            },
+        ));
+    }
+    Ok((content_type, request))
+}
+
+/// Encodes a reply. Encoding failures turn into an `Internal` error reply.
+pub fn encode_reply<T: serde::Serialize>(content_type: ContentType, reply: &Reply<T>) -> Message {
+    let mut headers = envelope_headers(content_type, None);
+    if let Err(error) = &reply.result {
+        headers.insert(headers::ERROR.to_owned(), error.kind().to_owned());
+    }
+    match codec::encode(content_type, reply) {
+        Ok(payload) => Message { headers, payload },
+        Err(e) => {
+            let fallback: Reply<()> = Reply::err(AgentError::Internal {
+                detail: format!("cannot encode reply: {e}"),
+            });
+            let payload = codec::encode(content_type, &fallback).unwrap_or_default();
+            headers.insert(headers::ERROR.to_owned(), "internal".to_owned());
+            Message { headers, payload }
+        }
+    }
+}
+
+/// Calls `role`'s operation `R::OP` with `body` and waits up to `timeout`.
+///
+/// Returns the reply body and what the work cost, or a [`CallError`] that says whether
+/// the transport or the agent failed.
+pub async fn call<R: Rpc>(
+    bus: &dyn Bus,
+    role: &Role,
+    meta: Meta,
+    body: R,
+    timeout: Duration,
+) -> Result<(R::Reply, kgmesh_schemas::budget::Cost), CallError> {
+    let subject = role.subject(R::OP);
+    let content_type = ContentType::Bincode;
+    let message = encode_request(content_type, meta, body)?;
+    let reply_message = bus.request(&subject, message, timeout).await?;
+    let reply_type = check_headers(&reply_message).map_err(|error| CallError::Agent {
+        role: role.to_string(),
+        error,
+    })?;
+    let reply: Reply<R::Reply> =
+        codec::decode(reply_type, &reply_message.payload).map_err(|e| {
+            CallError::Bus(BusError::Decode {
+                subject: subject.clone(),
+                detail: e.to_string(),
+            })
+        })?;
+    match reply.result {
+        Ok(body) => Ok((body, reply.cost)),
+        Err(error) => Err(CallError::Agent {
+            role: role.to_string(),
+            error,
+        }),
+    }
+}

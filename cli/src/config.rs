@@ -1,0 +1,371 @@
+//! The one configuration tree of every kgmesh process.
+//!
+//! Layers, later wins: built-in defaults → a TOML file (`--config`) → environment
+//! variables `KGMESH__SECTION__KEY` (double underscores separate levels). Unknown keys
+//! are rejected so a typo never silently falls back to a default.
+
+use std::path::{Path, PathBuf};
+
+use figment::{
+    providers::{Env, Format, Serialized, Toml},
+    Figment,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub bus: BusConfig,
+    pub graph: GraphConfig,
+    pub llm: LlmConfig,
+    pub embedder: EmbedderConfig,
+    pub budget: BudgetConfig,
+    pub http: HttpConfig,
+    pub telemetry: TelemetryConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BusKind {
+    /// Every role in this process, on the in-process bus.
+    Local,
+    /// Roles in any process, on NATS.
+    Nats,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BusConfig {
+    pub kind: BusKind,
+    pub nats_url: String,
+    /// Name of an environment variable holding a NATS token or `user:password`.
+    pub nats_credentials_env: Option<String>,
+    pub request_timeout_ms: u64,
+    /// Retries of a request that timed out or found no responders.
+    pub retries: u32,
+}
+
+impl Default for BusConfig {
+    fn default() -> Self {
+        Self {
+            kind: BusKind::Local,
+            nats_url: "nats://127.0.0.1:4222".to_owned(),
+            nats_credentials_env: None,
+            request_timeout_ms: 10_000,
+            retries: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GraphBackend {
+    Embedded,
+    Bolt,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GraphConfig {
+    pub backend: GraphBackend,
+    /// KG file, directory or snapshot for the embedded backend.
+    pub path: Option<PathBuf>,
+    /// `bolt://host:port` for the Bolt backend.
+    pub bolt_uri: Option<String>,
+    pub bolt_user: String,
+    /// Name of the environment variable that holds the Bolt password (never the
+    /// password itself).
+    pub bolt_password_env: String,
+    pub bolt_database: Option<String>,
+    pub query_timeout_ms: u64,
+}
+
+impl Default for GraphConfig {
+    fn default() -> Self {
+        Self {
+            backend: GraphBackend::Embedded,
+            path: None,
+            bolt_uri: None,
+            bolt_user: "neo4j".to_owned(),
+            bolt_password_env: "NEO4J_PASSWORD".to_owned(),
+            bolt_database: None,
+            query_timeout_ms: 5_000,
+        }
+    }
+}
+
+/// An OpenAI-compatible chat endpoint. Without `base_url` (here or in
+/// `OPENAI_BASE_URL`) kgmesh runs its LLM-free strategy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    pub base_url: Option<String>,
+    pub model: String,
+    /// Name of the environment variable holding the API key.
+    pub api_key_env: String,
+    pub timeout_ms: u64,
+    pub max_retries: u32,
+    pub max_concurrency: u32,
+    pub requests_per_minute: Option<u32>,
+    pub temperature: f32,
+    pub max_tokens: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            model: "gpt-4o-mini".to_owned(),
+            api_key_env: "OPENAI_API_KEY".to_owned(),
+            timeout_ms: 60_000,
+            max_retries: 3,
+            max_concurrency: 8,
+            requests_per_minute: None,
+            temperature: 0.0,
+            max_tokens: 1_024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderKind {
+    /// Lexical scoring only.
+    None,
+    /// all-MiniLM-L6-v2 from local files.
+    Minilm,
+    /// An OpenAI-compatible `/v1/embeddings` endpoint.
+    Openai,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbedderConfig {
+    pub kind: EmbedderKind,
+    /// Folder with `model.safetensors`, `config.json` and `tokenizer.json`.
+    pub model_dir: Option<PathBuf>,
+    pub base_url: Option<String>,
+    pub model: String,
+    pub batch_size: usize,
+}
+
+impl Default for EmbedderConfig {
+    fn default() -> Self {
+        Self {
+            kind: EmbedderKind::None,
+            model_dir: None,
+            base_url: None,
+            model: "all-MiniLM-L6-v2".to_owned(),
+            batch_size: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BudgetConfig {
+    pub rounds: u8,
+    pub depth: u8,
+    pub breadth: u16,
+    pub depth_expansions: u8,
+    pub llm_calls: u32,
+    pub tokens: u64,
+    pub result_rows: u32,
+    pub timeout_ms: u64,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        let budget = kgmesh_schemas::Budget::default();
+        Self {
+            rounds: budget.rounds,
+            depth: budget.depth.get(),
+            breadth: budget.breadth,
+            depth_expansions: budget.depth_expansions,
+            llm_calls: budget.llm_calls,
+            tokens: budget.tokens,
+            result_rows: budget.result_rows,
+            timeout_ms: 60_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    pub listen: String,
+    pub max_question_chars: usize,
+    pub max_body_bytes: usize,
+    pub max_concurrent_questions: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".to_owned(),
+            max_question_chars: 2_000,
+            max_body_bytes: 64 * 1024,
+            max_concurrent_questions: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetryConfig {
+    /// Log filter (`RUST_LOG` syntax); `RUST_LOG` wins when set.
+    pub log: String,
+    pub log_json: bool,
+    /// Address of the Prometheus `/metrics` listener of agent processes.
+    pub metrics_listen: Option<String>,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            log: "warn,kgmesh=info".to_owned(),
+            log_json: false,
+            metrics_listen: None,
+        }
+    }
+}
+
+/// Every problem found in a configuration, reported at once.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration:\n  - {}", .problems.join("\n  - "))]
+pub struct ConfigError {
+    pub problems: Vec<String>,
+}
+
+impl Config {
+    /// Defaults → `file` (when given) → `KGMESH__…` environment variables, validated.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_from(file, Env::prefixed("KGMESH__").split("__"))
+    }
+
+    fn load_from(file: Option<&Path>, env: Env) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(ConfigError {
+                    problems: vec![format!("config file {} does not exist", path.display())],
+                });
+            }
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        let config: Config = figment.merge(env).extract().map_err(|error| ConfigError {
+            problems: error.into_iter().map(|e| e.to_string()).collect(),
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks value ranges and combinations; every problem is listed.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        if !(1..=kgmesh_schemas::budget::MAX_DEPTH).contains(&self.budget.depth) {
+            problems.push(format!(
+                "budget.depth = {} must be between 1 and {}",
+                self.budget.depth,
+                kgmesh_schemas::budget::MAX_DEPTH
+            ));
+        }
+        if self.budget.rounds == 0 {
+            problems.push("budget.rounds must be at least 1".to_owned());
+        }
+        if self.budget.timeout_ms == 0 {
+            problems.push("budget.timeout_ms must be positive".to_owned());
+        }
+        if self.bus.request_timeout_ms == 0 {
+            problems.push("bus.request_timeout_ms must be positive".to_owned());
+        }
+        if self.graph.backend == GraphBackend::Bolt && self.graph.bolt_uri.is_none() {
+            problems.push("graph.backend = \"bolt\" needs graph.bolt_uri".to_owned());
+        }
+        if self.embedder.kind == EmbedderKind::Minilm && self.embedder.model_dir.is_none() {
+            problems.push("embedder.kind = \"minilm\" needs embedder.model_dir".to_owned());
+        }
+        if self.embedder.kind == EmbedderKind::Openai && self.embedder.base_url.is_none() {
+            problems.push("embedder.kind = \"openai\" needs embedder.base_url".to_owned());
+        }
+        if self.embedder.batch_size == 0 {
+            problems.push("embedder.batch_size must be positive".to_owned());
+        }
+        if self.http.max_concurrent_questions == 0 {
+            problems.push("http.max_concurrent_questions must be positive".to_owned());
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+
+    pub fn budget(&self) -> kgmesh_schemas::Budget {
+        let b = &self.budget;
+        kgmesh_schemas::Budget {
+            rounds: b.rounds,
+            depth: kgmesh_schemas::Depth::saturating(b.depth),
+            breadth: b.breadth,
+            depth_expansions: b.depth_expansions,
+            llm_calls: b.llm_calls,
+            tokens: b.tokens,
+            result_rows: b.result_rows,
+            deadline: kgmesh_schemas::Deadline::after(std::time::Duration::from_millis(
+                b.timeout_ms,
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn no_env() -> Env {
+        Env::prefixed("KGMESH_TEST_UNUSED__").split("__")
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        Config::default().validate().expect("defaults validate");
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "[bus]\nkind = \"nats\"\nnats_ulr = \"nats://x\"").unwrap();
+        let error = Config::load_from(Some(file.path()), no_env()).unwrap_err();
+        assert!(error.to_string().contains("nats_ulr"), "{error}");
+    }
+
+    #[test]
+    fn file_values_override_defaults_and_env_overrides_file() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "[budget]\nrounds = 3\ndepth = 2").unwrap();
+        let config = Config::load_from(Some(file.path()), no_env()).unwrap();
+        assert_eq!(config.budget.rounds, 3);
+        assert_eq!(config.budget.depth, 2);
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("KGMESH_JAILTEST__BUDGET__ROUNDS", "5");
+            let config = Config::load_from(
+                Some(file.path()),
+                Env::prefixed("KGMESH_JAILTEST__").split("__"),
+            )
+            .unwrap();
+            assert_eq!(config.budget.rounds, 5);
+            assert_eq!(config.budget.depth, 2);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn all_problems_are_reported_at_once() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "[budget]\nrounds = 0\ndepth = 7").unwrap();
+        let error = Config::load_from(Some(file.path()), no_env()).unwrap_err();
+        assert_eq!(error.problems.len(), 2, "{error}");
+    }
+}
