@@ -1,1 +1,15 @@
-//! (in progress)
+//! The agent roles of kgmesh. Each role is one folder: a pure core (tested without a
+//! bus) and a thin actix actor that the runtime connects to the bus.
+
+pub mod runtime;
+pub mod verbalize;
+
+pub mod echo;
+pub mod entity_linker;
+pub mod judge;
+pub mod kg_linker;
+pub mod path_follower;
+pub mod query_executor;
+pub mod scoring;
+pub mod summarizer;
+pub mod traverser;

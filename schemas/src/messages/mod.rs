@@ -2,6 +2,7 @@
 //! names its operation and its reply type, so a typed client cannot send a request to
 //! the wrong subject or expect the wrong reply.
 
+pub mod ask;
 pub mod cache;
 pub mod context;
 pub mod echo;

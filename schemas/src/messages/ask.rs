@@ -1,0 +1,61 @@
+//! What a user asks the coordinator and what comes back (CLI, HTTP API, evaluation).
+
+use serde::{Deserialize, Serialize};
+
+use super::summarizer::Answer;
+use crate::budget::Cost;
+
+/// Options a user may set per question; unset fields take the configured defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AskOptions {
+    pub max_rounds: Option<u8>,
+    pub timeout_ms: Option<u64>,
+    pub max_answers: Option<u16>,
+    /// Skip the plan cache (lookup and store).
+    pub no_cache: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskRequest {
+    pub question: String,
+    #[serde(default)]
+    pub options: AskOptions,
+}
+
+/// One line of evidence as shown to people: the verbalized text and its producer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceLine {
+    pub source: String,
+    pub text: String,
+}
+
+/// Time spent per stage, in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    pub total_us: u64,
+    /// (stage name, microseconds), in the order they ran.
+    pub stages: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskReply {
+    pub question_id: String,
+    /// Best first; empty when kgmesh does not know.
+    pub answers: Vec<Answer>,
+    /// Everything retrieved (answers cite it by index).
+    pub evidence: Vec<EvidenceLine>,
+    pub explanation: String,
+    pub rounds: u8,
+    pub cost: Cost,
+    pub timings: Timings,
+    /// The answer was cut short by an exhausted budget.
+    pub partial: bool,
+    /// The plan cache supplied examples or a replayed plan.
+    pub cache_hit: bool,
+    /// W3C trace id when tracing is on.
+    pub trace_id: Option<String>,
+    /// Failures along the way (retriever timeouts, refused queries) for people to read.
+    pub notes: Vec<String>,
+}
