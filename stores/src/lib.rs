@@ -7,6 +7,10 @@
 
 use std::sync::Arc;
 
+pub mod embedded;
+
+pub use embedded::EmbeddedGraph;
+
 use async_trait::async_trait;
 use kgmesh_schemas::{
     graph::{Direction, Entity, GraphSchema, Metapath, Path, Rows, Triple, Value},

@@ -1,0 +1,1 @@
+//! Loaders (in progress).
