@@ -1,5 +1,35 @@
 //! Language models and embedders behind small traits, the project's prompts, and
 //! parsers that tolerate what real models emit.
+//!
+//! Agents never talk HTTP or parse model text themselves. They build a prompt with
+//! [`prompts`], send it through a [`LanguageModel`] (in production the
+//! OpenAI-compatible client in [`openai`], which speaks to vLLM, Ollama, llama.cpp's
+//! server, LM Studio or a hosted API), and turn the reply into typed values with
+//! [`parse`]. Embeddings come from a local all-MiniLM-L6-v2 ([`minilm`], feature
+//! `minilm`) or an OpenAI-compatible `/v1/embeddings` endpoint. With no model at all,
+//! [`lexical`] links entity mentions and scores relation paths from the graph's names.
+//!
+//! ```no_run
+//! use kgmesh_models::{openai::{OpenAiChat, OpenAiConfig}, prompts, parse, LanguageModel};
+//! # async fn run(schema: kgmesh_schemas::graph::GraphSchema,
+//! #              request: kgmesh_schemas::messages::kg_linker::KgLinkRequest)
+//! #              -> Result<(), Box<dyn std::error::Error>> {
+//! let llm = OpenAiChat::new(OpenAiConfig::from_env("qwen2.5-coder-0.5b-instruct"))?;
+//! let prompt = prompts::kg_linker::build(&request, &schema, prompts::Round::First,
+//!                                        &prompts::PromptBudget::default());
+//! let reply = llm.chat(prompt).await?;
+//! let relation_names: Vec<String> = schema.relations.iter().map(|r| r.name.clone()).collect();
+//! let artifacts = parse::kg_linker::parse(&reply.text, &relation_names);
+//! # let _ = artifacts; Ok(()) }
+//! ```
+
+pub mod lexical;
+#[cfg(feature = "minilm")]
+pub mod minilm;
+pub mod openai;
+pub mod parse;
+pub mod prompts;
+pub mod tokens;
 
 use std::time::Duration;
 
@@ -85,4 +115,65 @@ pub trait Embedder: Send + Sync + 'static {
     fn dim(&self) -> usize;
     /// One L2-normalized vector per text, in order.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self {
+            role: ChatRole::System,
+            content: content.into(),
+        }
+    }
+
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: ChatRole::User,
+            content: content.into(),
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: ChatRole::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+impl ChatRequest {
+    /// A deterministic request (temperature 0), which is what every prompt of this crate
+    /// wants: the same question should retrieve the same things.
+    pub fn new(messages: Vec<ChatMessage>, max_tokens: u32) -> Self {
+        Self {
+            messages,
+            max_tokens,
+            temperature: 0.0,
+            stop: Vec::new(),
+        }
+    }
+
+    /// Rough prompt size, for budgets checked before the call.
+    pub fn estimated_prompt_tokens(&self) -> u64 {
+        tokens::estimate_chat_tokens(&self.messages)
+    }
+}
+
+/// Scales a vector to unit length (a zero vector stays zero).
+pub fn l2_normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        vector.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// Cosine similarity of two vectors of the same length (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm_a = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let norm_b = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm_a == 0.0 || norm_b == 0.0 {
+        0.0
+    } else {
+        dot / (norm_a * norm_b)
+    }
 }

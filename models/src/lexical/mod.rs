@@ -1,0 +1,1 @@
+//! LLM-free linking: entity mentions from the graph's names and relation paths scored against the question.

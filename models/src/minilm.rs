@@ -1,0 +1,1 @@
+//! Local all-MiniLM-L6-v2.

@@ -1,0 +1,236 @@
+//! Retrieved evidence as lines a model reads and cites (`E1: …`), within a token budget.
+
+use kgmesh_schemas::{
+    graph::{Path, Rows, Triple, Value},
+    messages::context::{Context, EvidenceItem},
+};
+
+use super::quote;
+use crate::tokens::estimate_tokens;
+
+/// Rows of a query result shown per evidence line.
+const MAX_ROWS_SHOWN: usize = 20;
+
+pub fn verbalize_triple(triple: &Triple) -> String {
+    format!(
+        "{} -[{}]-> {}",
+        quote(&triple.head.name),
+        quote(&triple.relation),
+        quote(&triple.tail.name)
+    )
+}
+
+/// `Tom Hanks <-[starred_actors]- Big -[release_year]-> 1988`
+pub fn verbalize_path(path: &Path) -> String {
+    let mut out = quote(&path.start.name);
+    for step in &path.steps {
+        if step.inverse {
+            out.push_str(&format!(
+                " <-[{}]- {}",
+                quote(&step.relation),
+                quote(&step.node.name)
+            ));
+        } else {
+            out.push_str(&format!(
+                " -[{}]-> {}",
+                quote(&step.relation),
+                quote(&step.node.name)
+            ));
+        }
+    }
+    out
+}
+
+pub fn verbalize_rows(cypher: &str, rows: &Rows) -> String {
+    let mut out = format!("query {} returned", quote(cypher.trim()));
+    if rows.rows.is_empty() {
+        out.push_str(" no rows");
+        return out;
+    }
+    out.push_str(&format!(" ({}):", rows.columns.join(", ")));
+    for row in rows.rows.iter().take(MAX_ROWS_SHOWN) {
+        let cells: Vec<String> = row.iter().map(value_text).collect();
+        out.push_str(&format!(" [{}]", cells.join(", ")));
+    }
+    let hidden = rows.rows.len().saturating_sub(MAX_ROWS_SHOWN);
+    if hidden > 0 || rows.truncated {
+        out.push_str(" …more rows");
+    }
+    out
+}
+
+pub fn verbalize(item: &EvidenceItem) -> String {
+    match item {
+        EvidenceItem::Triple(triple) => verbalize_triple(triple),
+        EvidenceItem::Path(path) => verbalize_path(path),
+        EvidenceItem::Query { cypher, rows } => verbalize_rows(cypher, rows),
+    }
+}
+
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::String(s) => quote(s),
+        Value::List(items) => format!(
+            "[{}]",
+            items.iter().map(value_text).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Map(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", quote(k), value_text(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Node(node) => node
+            .properties
+            .iter()
+            .find(|(k, _)| k == "name" || k == "title")
+            .map(|(_, v)| value_text(v))
+            .unwrap_or_else(|| node.id.to_string()),
+        Value::Relationship(rel) => quote(&rel.rel_type),
+        Value::Path(path) => path
+            .nodes
+            .iter()
+            .map(|n| value_text(&Value::Node(n.clone())))
+            .collect::<Vec<_>>()
+            .join(" - "),
+    }
+}
+
+/// Evidence lines labelled `E<index+1>`, the best-scored kept when the budget is short,
+/// shown in their original order so labels stay stable across prompts.
+pub fn evidence_block(context: &Context, budget_tokens: usize) -> String {
+    if context.evidence.is_empty() {
+        return "(no graph context yet)\n".to_owned();
+    }
+    let lines: Vec<String> = context
+        .evidence
+        .iter()
+        .enumerate()
+        .map(|(i, e)| format!("E{}: {}\n", i + 1, verbalize(&e.item)))
+        .collect();
+    let mut by_score: Vec<usize> = (0..lines.len()).collect();
+    by_score.sort_by(|&a, &b| {
+        context.evidence[b]
+            .score
+            .partial_cmp(&context.evidence[a].score)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    let mut keep = vec![false; lines.len()];
+    let mut used = 0u64;
+    for index in by_score {
+        let cost = estimate_tokens(&lines[index]);
+        if used + cost > budget_tokens as u64 {
+            continue;
+        }
+        used += cost;
+        keep[index] = true;
+    }
+    let mut out = String::new();
+    for (index, line) in lines.iter().enumerate() {
+        if keep[index] {
+            out.push_str(line);
+        }
+    }
+    let hidden = keep.iter().filter(|k| !**k).count();
+    if hidden > 0 {
+        out.push_str(&format!("({hidden} lower-scored lines not shown)\n"));
+    }
+    out
+}
+
+/// Notes about failures (a refused query, a timed-out retriever); never evidence.
+pub fn notes_block(context: &Context) -> String {
+    context
+        .notes
+        .iter()
+        .take(10)
+        .map(|n| format!("- {}\n", quote(n)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kgmesh_schemas::{
+        graph::{Entity, PathStep},
+        messages::context::Evidence,
+        NodeId,
+    };
+
+    fn entity(id: u64, name: &str) -> Entity {
+        Entity {
+            id: NodeId(id),
+            name: name.into(),
+        }
+    }
+
+    fn triple_evidence(score: f32, head: &str, tail: &str) -> Evidence {
+        Evidence {
+            source: "test".into(),
+            score,
+            item: EvidenceItem::Triple(Triple {
+                head: entity(1, head),
+                relation: "directed_by".into(),
+                tail: entity(2, tail),
+            }),
+        }
+    }
+
+    #[test]
+    fn paths_show_inverse_steps() {
+        let path = Path {
+            start: entity(1, "Tom Hanks"),
+            steps: vec![
+                PathStep {
+                    relation: "starred_actors".into(),
+                    inverse: true,
+                    node: entity(2, "Big"),
+                },
+                PathStep {
+                    relation: "release_year".into(),
+                    inverse: false,
+                    node: entity(3, "1988"),
+                },
+            ],
+        };
+        assert_eq!(
+            verbalize_path(&path),
+            "Tom Hanks <-[starred_actors]- Big -[release_year]-> 1988"
+        );
+    }
+
+    #[test]
+    fn the_budget_keeps_the_best_scored_lines_with_their_labels() {
+        let context = Context {
+            evidence: vec![
+                triple_evidence(0.1, "Low", "Score"),
+                triple_evidence(0.9, "Inception", "Christopher Nolan"),
+            ],
+            notes: vec![],
+        };
+        let block = evidence_block(&context, 14);
+        assert!(
+            block.contains("E2: Inception -[directed_by]-> Christopher Nolan"),
+            "{block}"
+        );
+        assert!(!block.contains("E1:"), "{block}");
+        assert!(block.contains("1 lower-scored lines not shown"));
+    }
+
+    #[test]
+    fn names_cannot_open_tags() {
+        let text = verbalize_triple(&Triple {
+            head: entity(1, "</answers>"),
+            relation: "r".into(),
+            tail: entity(2, "x"),
+        });
+        assert_eq!(text, "‹/answers> -[r]-> x");
+    }
+}
