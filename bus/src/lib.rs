@@ -7,7 +7,10 @@
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
+pub mod local;
 pub mod typed;
+
+pub use local::{LocalBus, LocalBusOptions, Selection};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -123,4 +126,15 @@ pub trait Bus: Send + Sync + 'static {
 
     /// Largest payload the bus carries.
     fn max_payload(&self) -> usize;
+}
+
+/// How many instances of each role are reachable, from a [`Bus::discover`] answer.
+pub fn replica_counts(instances: &[ServiceInstance]) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for instance in instances {
+        *counts
+            .entry(instance.info.role.as_str().to_owned())
+            .or_insert(0) += 1;
+    }
+    counts
 }

@@ -165,6 +165,49 @@ pub fn encode_reply<T: serde::Serialize>(content_type: ContentType, reply: &Repl
     }
 }
 
+/// Encodes a request for `R` without taking ownership of the body, so that a client
+/// can encode once and resend the same bytes on retries.
+pub fn encode_request_ref<R: Rpc>(
+    content_type: ContentType,
+    meta: &Meta,
+    body: &R,
+) -> Result<Message, BusError> {
+    let headers = envelope_headers(content_type, Some(meta));
+    let request = Request {
+        meta: meta.clone(),
+        body,
+    };
+    let payload = codec::encode(content_type, &request)
+        .map_err(|e| BusError::Other(format!("cannot encode request: {e}")))?;
+    Ok(Message { headers, payload })
+}
+
+/// Decodes the reply to a request for `R` sent to `subject` on `role`.
+pub fn decode_reply<R: Rpc>(
+    role: &Role,
+    subject: &str,
+    reply_message: &Message,
+) -> Result<(R::Reply, kgmesh_schemas::budget::Cost), CallError> {
+    let reply_type = check_headers(reply_message).map_err(|error| CallError::Agent {
+        role: role.to_string(),
+        error,
+    })?;
+    let reply: Reply<R::Reply> =
+        codec::decode(reply_type, &reply_message.payload).map_err(|e| {
+            CallError::Bus(BusError::Decode {
+                subject: subject.to_owned(),
+                detail: e.to_string(),
+            })
+        })?;
+    match reply.result {
+        Ok(body) => Ok((body, reply.cost)),
+        Err(error) => Err(CallError::Agent {
+            role: role.to_string(),
+            error,
+        }),
+    }
+}
+
 /// Calls `role`'s operation `R::OP` with `body` and waits up to `timeout`.
 ///
 /// Returns the reply body and what the work cost, or a [`CallError`] that says whether
@@ -177,25 +220,7 @@ pub async fn call<R: Rpc>(
     timeout: Duration,
 ) -> Result<(R::Reply, kgmesh_schemas::budget::Cost), CallError> {
     let subject = role.subject(R::OP);
-    let content_type = ContentType::Bincode;
-    let message = encode_request(content_type, meta, body)?;
+    let message = encode_request(ContentType::Bincode, meta, body)?;
     let reply_message = bus.request(&subject, message, timeout).await?;
-    let reply_type = check_headers(&reply_message).map_err(|error| CallError::Agent {
-        role: role.to_string(),
-        error,
-    })?;
-    let reply: Reply<R::Reply> =
-        codec::decode(reply_type, &reply_message.payload).map_err(|e| {
-            CallError::Bus(BusError::Decode {
-                subject: subject.clone(),
-                detail: e.to_string(),
-            })
-        })?;
-    match reply.result {
-        Ok(body) => Ok((body, reply.cost)),
-        Err(error) => Err(CallError::Agent {
-            role: role.to_string(),
-            error,
-        }),
-    }
+    decode_reply::<R>(role, &subject, &reply_message)
 }

@@ -1,1 +1,201 @@
-//! (in progress)
+//! The agent runtime: turns a role's typed handlers into a bus service.
+//!
+//! A role is declared as a [`RoleSpec`]: what it announces ([`kgmesh_schemas::RoleInfo`])
+//! and one async handler per operation, `Fn(CallContext, Request) -> Result<Reply,
+//! AgentError>`. [`start_role`] runs the role as an actix actor and serves every
+//! operation on the bus in the role's queue group, so N replicas share the load. The
+//! runtime owns everything around the handler:
+//!
+//! - decoding (an undecodable payload or an unknown schema version gets a typed error
+//!   reply; the handler never sees it),
+//! - the question's deadline (checked on arrival and enforced while the handler runs),
+//! - panics (a panicking handler answers `AgentError::Internal`, the role keeps serving),
+//! - the reply's cost (what the handler recorded on its [`CallContext`], plus time),
+//! - graceful shutdown ([`RoleHandle::stop`] stops taking requests and drains).
+//!
+//! Callers use [`Client`], which retries on timeouts and missing responders.
+//!
+//! ```
+//! use std::{sync::Arc, time::Duration};
+//!
+//! use kgmesh_agents::runtime::{start_role, CallContext, Client, RoleSpec};
+//! use kgmesh_bus::LocalBus;
+//! use kgmesh_schemas::{
+//!     messages::echo::{EchoReply, EchoRequest},
+//!     AgentError, Budget, Meta, QuestionId, Role, RoleKind,
+//! };
+//!
+//! // A role is a name, a kind, and a handler per operation. State the handlers need
+//! // (a pure core, store handles) is captured, usually in an `Arc`.
+//! let shout = Arc::new(|text: &str| text.to_uppercase());
+//! let spec = RoleSpec::new(Role::new("shouter").unwrap(), RoleKind::Core).op(
+//!     move |ctx: CallContext, request: EchoRequest| {
+//!         let shout = shout.clone();
+//!         async move {
+//!             ctx.check_deadline()?;
+//!             ctx.record_graph(0, Duration::ZERO);
+//!             if request.text.is_empty() {
+//!                 return Err(AgentError::BadRequest { detail: "empty text".into() });
+//!             }
+//!             Ok(EchoReply { text: shout(&request.text), served_by: ctx.served_by() })
+//!         }
+//!     },
+//! );
+//!
+//! tokio::runtime::Runtime::new().unwrap().block_on(async {
+//!     let bus = Arc::new(LocalBus::new());
+//!     let handle = start_role(bus.clone(), spec).await.unwrap();
+//!
+//!     let client = Client::new(bus);
+//!     let meta = Meta::new(QuestionId::new_random(), 1, Budget::default());
+//!     let role = Role::new("shouter").unwrap();
+//!     let (reply, cost) = client
+//!         .call(&role, &meta, &EchoRequest { text: "hi".into() })
+//!         .await
+//!         .unwrap();
+//!     assert_eq!(reply.text, "HI");
+//!     assert_eq!(cost.bus_messages, 1);
+//!
+//!     handle.stop(Duration::from_secs(5)).await;
+//! });
+//! ```
+//!
+//! To make a role runnable by name (`kgmesh agent --role R`, the embedded mode), add
+//! its factory to [`registry::roles`].
+
+mod actor;
+mod bridge;
+mod client;
+mod context;
+pub mod registry;
+mod spec;
+
+use std::sync::Arc;
+
+pub use bridge::{start_role, start_role_with, RoleHandle, StartOptions};
+pub use client::Client;
+pub use context::CallContext;
+pub use spec::RoleSpec;
+
+use kgmesh_bus::{Bus, BusError};
+use kgmesh_models::{Embedder, LanguageModel};
+use kgmesh_stores::{GraphStore, VectorIndex};
+
+/// What a role may use. Built once per process and handed to every role factory;
+/// cheap to clone. A factory takes what it needs and fails with
+/// [`RoleBuildError::MissingDependency`] when something it requires is absent.
+#[derive(Clone)]
+pub struct AgentDeps {
+    pub bus: Arc<dyn Bus>,
+    pub graph: Option<Arc<dyn GraphStore>>,
+    pub vectors: Option<Arc<dyn VectorIndex>>,
+    pub llm: Option<Arc<dyn LanguageModel>>,
+    pub embedder: Option<Arc<dyn Embedder>>,
+}
+
+impl std::fmt::Debug for AgentDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentDeps")
+            .field("graph", &self.graph.is_some())
+            .field("vectors", &self.vectors.is_some())
+            .field("llm", &self.llm.is_some())
+            .field("embedder", &self.embedder.is_some())
+            .finish()
+    }
+}
+
+impl AgentDeps {
+    /// Only a bus; add the rest with the `with_*` methods.
+    pub fn new(bus: Arc<dyn Bus>) -> Self {
+        Self {
+            bus,
+            graph: None,
+            vectors: None,
+            llm: None,
+            embedder: None,
+        }
+    }
+
+    pub fn with_graph(mut self, graph: Arc<dyn GraphStore>) -> Self {
+        self.graph = Some(graph);
+        self
+    }
+
+    pub fn with_vectors(mut self, vectors: Arc<dyn VectorIndex>) -> Self {
+        self.vectors = Some(vectors);
+        self
+    }
+
+    pub fn with_llm(mut self, llm: Arc<dyn LanguageModel>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The graph store, or the error a factory returns without one.
+    pub fn require_graph(&self, role: &str) -> Result<Arc<dyn GraphStore>, RoleBuildError> {
+        self.graph.clone().ok_or_else(|| {
+            RoleBuildError::missing(role, "a graph store (graph.path or graph.bolt_uri)")
+        })
+    }
+
+    pub fn require_vectors(&self, role: &str) -> Result<Arc<dyn VectorIndex>, RoleBuildError> {
+        self.vectors
+            .clone()
+            .ok_or_else(|| RoleBuildError::missing(role, "a vector index"))
+    }
+
+    pub fn require_llm(&self, role: &str) -> Result<Arc<dyn LanguageModel>, RoleBuildError> {
+        self.llm
+            .clone()
+            .ok_or_else(|| RoleBuildError::missing(role, "a language model (llm.base_url)"))
+    }
+
+    pub fn require_embedder(&self, role: &str) -> Result<Arc<dyn Embedder>, RoleBuildError> {
+        self.embedder
+            .clone()
+            .ok_or_else(|| RoleBuildError::missing(role, "an embedder (embedder.kind)"))
+    }
+
+    /// A [`Client`] on this bus with default timeouts and retries.
+    pub fn client(&self) -> Client {
+        Client::new(self.bus.clone())
+    }
+}
+
+/// Why a role could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoleBuildError {
+    #[error("unknown role {name:?}; known roles: {}", known.join(", "))]
+    UnknownRole { name: String, known: Vec<String> },
+    #[error("role {role} needs {dependency}")]
+    MissingDependency { role: String, dependency: String },
+    #[error("role {role}: {detail}")]
+    Invalid { role: String, detail: String },
+}
+
+impl RoleBuildError {
+    pub fn missing(role: &str, dependency: &str) -> Self {
+        RoleBuildError::MissingDependency {
+            role: role.to_owned(),
+            dependency: dependency.to_owned(),
+        }
+    }
+}
+
+/// Why a role could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Build(#[from] RoleBuildError),
+    #[error("invalid role: {0}")]
+    InvalidRole(String),
+    #[error("cannot serve the role: {0}")]
+    Bus(#[from] BusError),
+    #[error("cannot start the role's actor: {0}")]
+    Actor(String),
+}

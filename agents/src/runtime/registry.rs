@@ -1,0 +1,84 @@
+//! Every role this build can run, by name. `kgmesh agent --role R` and the embedded
+//! mode both start roles from here.
+//!
+//! Adding a role is one line in [`roles`]: its name, a one-line summary, and its
+//! factory (`fn(&AgentDeps) -> Result<RoleSpec, RoleBuildError>`), which takes what it
+//! needs from the dependencies and captures it in its handlers.
+
+use kgmesh_schemas::Role;
+
+use super::{
+    start_role_with, AgentDeps, RoleBuildError, RoleHandle, RoleSpec, RuntimeError, StartOptions,
+};
+
+/// Builds a role's spec from the process's dependencies.
+pub type RoleFactory = fn(&AgentDeps) -> Result<RoleSpec, RoleBuildError>;
+
+/// A role this build can run.
+#[derive(Debug, Clone, Copy)]
+pub struct RoleEntry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub build: RoleFactory,
+}
+
+/// The roles of this build.
+pub fn roles() -> Vec<RoleEntry> {
+    vec![RoleEntry {
+        name: Role::ECHO,
+        summary: "answers with the text it got (smoke tests)",
+        build: crate::echo::role,
+    }]
+}
+
+/// Names of the roles of this build, in registration order.
+pub fn names() -> Vec<&'static str> {
+    roles().iter().map(|entry| entry.name).collect()
+}
+
+/// The entry named `name`, or an error listing the known ones.
+pub fn find(name: &str) -> Result<RoleEntry, RoleBuildError> {
+    roles()
+        .into_iter()
+        .find(|entry| entry.name == name)
+        .ok_or_else(|| RoleBuildError::UnknownRole {
+            name: name.to_owned(),
+            known: names().iter().map(|n| (*n).to_owned()).collect(),
+        })
+}
+
+/// Builds the role named `name` from `deps` and starts it on `deps.bus`.
+pub async fn start(
+    name: &str,
+    deps: &AgentDeps,
+    options: StartOptions,
+) -> Result<RoleHandle, RuntimeError> {
+    let entry = find(name)?;
+    let spec = (entry.build)(deps)?;
+    start_role_with(deps.bus.clone(), spec, options).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_valid_roles() {
+        let names = names();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "duplicate role names: {names:?}");
+        for name in names {
+            assert!(Role::new(name).is_ok(), "{name} is not a valid role name");
+        }
+    }
+
+    #[test]
+    fn unknown_role_lists_the_known_ones() {
+        let error = find("no-such-role").unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("no-such-role"), "{text}");
+        assert!(text.contains(Role::ECHO), "{text}");
+    }
+}
