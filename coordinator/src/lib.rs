@@ -1,1 +1,32 @@
-//! (in progress)
+//! The kgmesh coordinator: turns a question into answers with evidence by driving the
+//! roles on a bus through ByoKG-RAG's refinement rounds and CacheRAG's bounded
+//! expansions, under budgets it enforces (rounds, depth, breadth, LLM calls, tokens,
+//! result rows, deadline).
+//!
+//! It knows roles only by what they announce on the bus: retrievers are discovered
+//! and all called in parallel each round, so a new retrieval strategy needs no change
+//! here; in-process and NATS deployments look the same to it.
+//!
+//! ```no_run
+//! # async fn demo(bus: std::sync::Arc<dyn kgmesh_bus::Bus>) {
+//! use kgmesh_coordinator::{Coordinator, CoordinatorConfig};
+//! use kgmesh_schemas::messages::ask::{AskOptions, AskRequest};
+//! let coordinator = Coordinator::new(bus, CoordinatorConfig::default());
+//! let reply = coordinator
+//!     .ask(AskRequest { question: "who directed Heat".into(), options: AskOptions::default() })
+//!     .await
+//!     .expect("roles are on the bus");
+//! println!("{:?} (partial: {})", reply.answers, reply.partial);
+//! # }
+//! ```
+
+pub mod config;
+pub mod context;
+mod coordinator;
+pub mod directory;
+pub mod http;
+pub mod ledger;
+
+pub use config::CoordinatorConfig;
+pub use coordinator::{Coordinator, CoordinatorError, REQUIRED_ROLES};
+pub use directory::{RoleDirectory, RoleSnapshot, RoleSummary};

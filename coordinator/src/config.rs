@@ -1,0 +1,77 @@
+//! What a coordinator may spend and how long it waits, per question and per call.
+
+use std::time::Duration;
+
+use kgmesh_schemas::{messages::entity_linker::LinkMode, Budget, Deadline};
+
+/// Most refinement rounds a request may ask for.
+pub const MAX_ROUNDS: u8 = 10;
+
+/// Limits and knobs of the round loop. The defaults follow the papers (2 rounds,
+/// depth ≤ 3, K_degree = 30, top-3 linking).
+#[derive(Debug, Clone)]
+pub struct CoordinatorConfig {
+    /// The budget every question starts with; its deadline is replaced per question by
+    /// `question_timeout` (or the request's `timeout_ms`).
+    pub budget: Budget,
+    pub question_timeout: Duration,
+    /// Longest wait for one bus call; the question's deadline cuts it shorter.
+    pub call_timeout: Duration,
+    /// Retries of a call that timed out or found no responders (another replica may
+    /// answer). Never beyond the deadline.
+    pub retries: u32,
+    /// Candidates kept per mention by the entity linker (ByoKG's m).
+    pub top_m: u8,
+    pub link_mode: LinkMode,
+    /// Evidence items one retriever may return per round.
+    pub max_evidence_per_retriever: u32,
+    /// Answers returned unless the request asks for fewer or more.
+    pub max_answers: u16,
+    /// Past plans asked of the cache manager (CacheRAG's k).
+    pub cache_examples: u16,
+    /// How long a discovery of the roles on the bus is reused.
+    pub discovery_ttl: Duration,
+    /// How long one discovery listens for announcements.
+    pub discovery_wait: Duration,
+    /// Time the summarizer still gets after the deadline, so an exhausted question
+    /// ends with its best answer rather than none.
+    pub finalize_grace: Duration,
+    /// Most frontier entities handed to the judge and to expansions.
+    pub max_frontier: usize,
+    /// Longest question accepted, in characters.
+    pub max_question_chars: usize,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        Self {
+            budget: Budget::default(),
+            question_timeout: Duration::from_secs(60),
+            call_timeout: Duration::from_secs(30),
+            retries: 1,
+            top_m: 3,
+            link_mode: LinkMode::Both,
+            max_evidence_per_retriever: 200,
+            max_answers: 10,
+            cache_examples: 5,
+            discovery_ttl: Duration::from_secs(5),
+            discovery_wait: Duration::from_millis(250),
+            finalize_grace: Duration::from_secs(2),
+            max_frontier: 64,
+            max_question_chars: 2_000,
+        }
+    }
+}
+
+impl CoordinatorConfig {
+    /// The starting budget of one question: the configured limits, the request's
+    /// overrides, and a deadline `timeout` from now.
+    pub fn budget_for(&self, max_rounds: Option<u8>, timeout: Option<Duration>) -> Budget {
+        let mut budget = self.budget;
+        if let Some(rounds) = max_rounds {
+            budget.rounds = rounds.clamp(1, MAX_ROUNDS);
+        }
+        budget.deadline = Deadline::after(timeout.unwrap_or(self.question_timeout));
+        budget
+    }
+}

@@ -1,0 +1,263 @@
+//! The context a question accumulates: evidence from every retriever and expansion,
+//! merged in a stable order and de-duplicated, plus notes about what failed.
+//!
+//! Evidence keeps its first position (answers cite evidence by index, and the same
+//! question must cite the same indices whichever replica answered first); a duplicate
+//! only raises the kept item's score.
+
+use std::collections::{HashMap, HashSet};
+
+use kgmesh_schemas::{
+    graph::{Entity, Value},
+    messages::{
+        ask::EvidenceLine,
+        context::{Context, Evidence, EvidenceItem},
+    },
+    NodeId,
+};
+
+#[derive(Debug, Default)]
+pub struct ContextState {
+    context: Context,
+    index_by_key: HashMap<String, usize>,
+}
+
+impl ContextState {
+    /// Adds `items` in order; returns how many were new.
+    pub fn merge(&mut self, items: Vec<Evidence>) -> usize {
+        let mut added = 0;
+        for item in items {
+            let key = evidence_key(&item.item);
+            match self.index_by_key.get(&key) {
+                Some(&index) => {
+                    let kept = &mut self.context.evidence[index];
+                    if item.score > kept.score {
+                        kept.score = item.score;
+                    }
+                }
+                None => {
+                    self.index_by_key.insert(key, self.context.evidence.len());
+                    self.context.evidence.push(item);
+                    added += 1;
+                }
+            }
+        }
+        added
+    }
+
+    pub fn note(&mut self, note: String) {
+        if !self.context.notes.contains(&note) {
+            self.context.notes.push(note);
+        }
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    pub fn len(&self) -> usize {
+        self.context.evidence.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.context.evidence.is_empty()
+    }
+
+    /// Entities at the edge of the evidence from `from` on: path ends and the
+    /// non-topic ends of triples, best-scored first, at most `max`. Falls back to the
+    /// topic entities when the evidence reaches nothing new.
+    pub fn frontier(&self, from: usize, topic: &[Entity], max: usize) -> Vec<Entity> {
+        let topic_ids: HashSet<NodeId> = topic.iter().map(|e| e.id).collect();
+        let mut scored: Vec<(f32, usize, Entity)> = Vec::new();
+        let mut seen: HashSet<NodeId> = HashSet::new();
+        for (position, evidence) in self.context.evidence.iter().enumerate().skip(from) {
+            let ends: Vec<&Entity> = match &evidence.item {
+                EvidenceItem::Path(path) => vec![path.end()],
+                EvidenceItem::Triple(triple) => vec![&triple.head, &triple.tail],
+                EvidenceItem::Query { .. } => Vec::new(),
+            };
+            for end in ends {
+                if topic_ids.contains(&end.id) || !seen.insert(end.id) {
+                    continue;
+                }
+                scored.push((evidence.score, position, end.clone()));
+            }
+        }
+        if scored.is_empty() {
+            return topic.iter().take(max).cloned().collect();
+        }
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().take(max).map(|(_, _, e)| e).collect()
+    }
+
+    /// The evidence as people read it, in context order (answers' indices point here).
+    pub fn lines(&self) -> Vec<EvidenceLine> {
+        self.context
+            .evidence
+            .iter()
+            .map(|evidence| EvidenceLine {
+                source: evidence.source.clone(),
+                text: verbalize(&evidence.item),
+            })
+            .collect()
+    }
+
+    pub fn into_context(self) -> Context {
+        self.context
+    }
+}
+
+/// Identity of an evidence item: graph ids, not names (two nodes may share a name).
+fn evidence_key(item: &EvidenceItem) -> String {
+    match item {
+        EvidenceItem::Triple(triple) => {
+            format!(
+                "t|{}|{}|{}",
+                triple.head.id.0, triple.relation, triple.tail.id.0
+            )
+        }
+        EvidenceItem::Path(path) => {
+            let mut key = format!("p|{}", path.start.id.0);
+            for step in &path.steps {
+                let arrow = if step.inverse { "<" } else { ">" };
+                key.push_str(&format!("|{arrow}{}|{}", step.relation, step.node.id.0));
+            }
+            key
+        }
+        EvidenceItem::Query { cypher, .. } => format!("q|{cypher}"),
+    }
+}
+
+/// One line of text per evidence item (`h -> r -> t`; an inverted hop reads
+/// `a <- r <- b`).
+pub fn verbalize(item: &EvidenceItem) -> String {
+    match item {
+        EvidenceItem::Triple(triple) => format!(
+            "{} -> {} -> {}",
+            triple.head.name, triple.relation, triple.tail.name
+        ),
+        EvidenceItem::Path(path) => {
+            let mut text = path.start.name.clone();
+            for step in &path.steps {
+                if step.inverse {
+                    text.push_str(&format!(" <- {} <- {}", step.relation, step.node.name));
+                } else {
+                    text.push_str(&format!(" -> {} -> {}", step.relation, step.node.name));
+                }
+            }
+            text
+        }
+        EvidenceItem::Query { cypher, rows } => {
+            let shown: Vec<String> = rows
+                .rows
+                .iter()
+                .take(20)
+                .map(|row| row.iter().map(value_text).collect::<Vec<_>>().join(", "))
+                .collect();
+            let more = if rows.truncated || rows.rows.len() > 20 {
+                " …"
+            } else {
+                ""
+            };
+            format!(
+                "Graph Query: {cypher} | Result ({}): {}{more}",
+                rows.columns.join(", "),
+                shown.join("; ")
+            )
+        }
+    }
+}
+
+/// A query value as a short string (nodes by their `name` property when they have one).
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::String(s) => s.clone(),
+        Value::List(items) => format!(
+            "[{}]",
+            items.iter().map(value_text).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Map(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", value_text(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Node(node) => node
+            .properties
+            .iter()
+            .find(|(k, _)| k == "name")
+            .map(|(_, v)| value_text(v))
+            .unwrap_or_else(|| node.id.to_string()),
+        Value::Relationship(rel) => rel.rel_type.clone(),
+        Value::Path(path) => format!("path of {} hops", path.relationships.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kgmesh_schemas::graph::{Path, PathStep, Triple};
+
+    use super::*;
+
+    fn entity(id: u64, name: &str) -> Entity {
+        Entity {
+            id: NodeId(id),
+            name: name.to_owned(),
+        }
+    }
+
+    fn triple(h: u64, r: &str, t: u64, score: f32) -> Evidence {
+        Evidence {
+            source: "test".into(),
+            score,
+            item: EvidenceItem::Triple(Triple {
+                head: entity(h, &format!("n{h}")),
+                relation: r.into(),
+                tail: entity(t, &format!("n{t}")),
+            }),
+        }
+    }
+
+    #[test]
+    fn duplicates_keep_their_first_place_and_the_best_score() {
+        let mut state = ContextState::default();
+        assert_eq!(
+            state.merge(vec![triple(1, "r", 2, 0.2), triple(1, "r", 3, 0.5)]),
+            2
+        );
+        assert_eq!(state.merge(vec![triple(1, "r", 2, 0.9)]), 0);
+        assert_eq!(state.len(), 2);
+        assert_eq!(state.context().evidence[0].score, 0.9);
+        assert_eq!(state.lines()[1].text, "n1 -> r -> n3");
+    }
+
+    #[test]
+    fn the_frontier_skips_topic_entities_and_prefers_high_scores() {
+        let mut state = ContextState::default();
+        state.merge(vec![triple(1, "r", 2, 0.2), triple(1, "r", 3, 0.5)]);
+        state.merge(vec![Evidence {
+            source: "p".into(),
+            score: 0.1,
+            item: EvidenceItem::Path(Path {
+                start: entity(1, "n1"),
+                steps: vec![PathStep {
+                    relation: "s".into(),
+                    inverse: true,
+                    node: entity(4, "n4"),
+                }],
+            }),
+        }]);
+        let frontier = state.frontier(0, &[entity(1, "n1")], 10);
+        let ids: Vec<u64> = frontier.iter().map(|e| e.id.0).collect();
+        assert_eq!(ids, vec![3, 2, 4]);
+        assert_eq!(state.lines()[2].text, "n1 <- s <- n4");
+        // Nothing new from position 3 on: the topic entities are the frontier.
+        assert_eq!(state.frontier(3, &[entity(1, "n1")], 10)[0].id.0, 1);
+    }
+}

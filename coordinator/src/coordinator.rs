@@ -1,0 +1,809 @@
+//! The round loop (ByoKG-RAG Algorithm 2 with CacheRAG's dispatcher, Algorithm 3).
+//!
+//! ```text
+//! cache lookup ─┐
+//!               ▼
+//! round t: kg-linker ─► entity-linker ─► every retriever (parallel) ─► merge
+//!               ▲                                                       │
+//!               │            judge ◄──── σ_depth / σ_breadth expansion ◄┤
+//!               └──── next round ◄── NextRound        COMPLETE ──► summarizer ─► cache store
+//! ```
+//!
+//! The coordinator only talks to the bus: it cannot tell in-process roles from remote
+//! ones, and every role it fans out to is discovered, not configured.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use futures::future::join_all;
+use kgmesh_bus::{
+    typed::{call, CallError},
+    Bus, BusError,
+};
+use kgmesh_schemas::{
+    budget::{Cost, Limit},
+    graph::{Entity, Metapath, ScoredEntity},
+    messages::{
+        ask::{AskReply, AskRequest},
+        cache::{CacheEntry, CacheLookup, CacheStore, FewShotExample, Isr, Plan},
+        entity_linker::LinkRequest,
+        judge::{JudgeRequest, Verdict},
+        kg_linker::{KgLinkReply, KgLinkRequest},
+        path_follower::{ExpandRequest, Expansion},
+        retrieve::{RetrieveReply, RetrieveRequest},
+        summarizer::{SummarizeReply, SummarizeRequest},
+    },
+    AgentError, Deadline, Meta, QuestionId, Role, Rpc, TraceContext,
+};
+use tracing::Instrument;
+
+use crate::{
+    config::CoordinatorConfig,
+    context::ContextState,
+    directory::{RoleDirectory, RoleSnapshot},
+    ledger::Ledger,
+};
+
+/// Roles a question cannot be answered without.
+pub const REQUIRED_ROLES: [&str; 2] = [Role::KG_LINKER, Role::SUMMARIZER];
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoordinatorError {
+    #[error("invalid question: {0}")]
+    InvalidQuestion(String),
+    #[error("cannot discover the roles on the bus: {0}")]
+    Discovery(BusError),
+    #[error("required roles are not on the bus: {}", .0.join(", "))]
+    MissingRoles(Vec<String>),
+}
+
+impl CoordinatorError {
+    /// A short stable name for HTTP error bodies and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CoordinatorError::InvalidQuestion(_) => "invalid_question",
+            CoordinatorError::Discovery(_) => "discovery_failed",
+            CoordinatorError::MissingRoles(_) => "missing_roles",
+        }
+    }
+}
+
+/// Answers questions by driving the roles on a bus. Cheap to share (`Arc`).
+pub struct Coordinator {
+    bus: Arc<dyn Bus>,
+    config: CoordinatorConfig,
+    directory: RoleDirectory,
+}
+
+impl Coordinator {
+    pub fn new(bus: Arc<dyn Bus>, config: CoordinatorConfig) -> Self {
+        let directory =
+            RoleDirectory::new(bus.clone(), config.discovery_ttl, config.discovery_wait);
+        Self {
+            bus,
+            config,
+            directory,
+        }
+    }
+
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
+    pub fn directory(&self) -> &RoleDirectory {
+        &self.directory
+    }
+
+    pub fn bus(&self) -> &Arc<dyn Bus> {
+        &self.bus
+    }
+
+    /// Checks a question before any work is done on it.
+    pub fn validate(&self, request: &AskRequest) -> Result<(), CoordinatorError> {
+        let question = request.question.trim();
+        if question.is_empty() {
+            return Err(CoordinatorError::InvalidQuestion(
+                "the question is empty".into(),
+            ));
+        }
+        let chars = question.chars().count();
+        if chars > self.config.max_question_chars {
+            return Err(CoordinatorError::InvalidQuestion(format!(
+                "the question has {chars} characters; at most {} are accepted",
+                self.config.max_question_chars
+            )));
+        }
+        if request.options.max_rounds == Some(0) {
+            return Err(CoordinatorError::InvalidQuestion(
+                "options.max_rounds must be at least 1".into(),
+            ));
+        }
+        if request.options.timeout_ms == Some(0) {
+            return Err(CoordinatorError::InvalidQuestion(
+                "options.timeout_ms must be positive".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub async fn ask(&self, request: AskRequest) -> Result<AskReply, CoordinatorError> {
+        self.ask_traced(request, TraceContext::default()).await
+    }
+
+    /// Answers `request` as part of the trace `trace` (a fresh trace when empty).
+    pub async fn ask_traced(
+        &self,
+        request: AskRequest,
+        trace: TraceContext,
+    ) -> Result<AskReply, CoordinatorError> {
+        self.validate(&request)?;
+        let snapshot = self
+            .directory
+            .snapshot()
+            .await
+            .map_err(CoordinatorError::Discovery)?;
+        let missing: Vec<String> = REQUIRED_ROLES
+            .iter()
+            .filter(|role| !snapshot.has(role))
+            .map(|role| role.to_string())
+            .collect();
+        if !missing.is_empty() {
+            return Err(CoordinatorError::MissingRoles(missing));
+        }
+        let trace = if trace.is_empty() { new_trace() } else { trace };
+        let question_id = QuestionId::new_random();
+        let budget = self.config.budget_for(
+            request.options.max_rounds,
+            request.options.timeout_ms.map(Duration::from_millis),
+        );
+        let span = tracing::info_span!(
+            "question",
+            question_id = %question_id,
+            trace_id = trace.trace_id().unwrap_or("")
+        );
+        let run = Run {
+            coordinator: self,
+            snapshot,
+            question: request.question.trim().to_owned(),
+            no_cache: request.options.no_cache,
+            max_answers: request
+                .options
+                .max_answers
+                .unwrap_or(self.config.max_answers),
+            ledger: Ledger::new(question_id, trace, budget),
+            context: ContextState::default(),
+            linked_mentions: HashMap::new(),
+            topic: Vec::new(),
+            drafts: Vec::new(),
+            seen_metapaths: HashSet::new(),
+            seen_cypher: HashSet::new(),
+            plan: Plan::default(),
+            repair_hints: Vec::new(),
+            examples: Vec::new(),
+            isr: None,
+            cache_hit: false,
+            rounds_run: 0,
+            complete: false,
+        };
+        Ok(run.run().instrument(span).await)
+    }
+}
+
+/// A fresh W3C trace context, so that every question has a trace id to quote even
+/// when no tracer is installed.
+fn new_trace() -> TraceContext {
+    let trace_id = uuid::Uuid::new_v4().simple().to_string();
+    let span_id = &uuid::Uuid::new_v4().simple().to_string()[..16];
+    TraceContext {
+        traceparent: format!("00-{trace_id}-{span_id}-01"),
+        tracestate: String::new(),
+    }
+}
+
+/// Sends one typed request, retrying once more per `retries` when no replica
+/// answered (another may have come up); a timeout is not retried, since a slow role
+/// would only be slower twice.
+async fn send<R: Rpc + Clone>(
+    bus: &dyn Bus,
+    role: &Role,
+    meta: Meta,
+    body: R,
+    timeout: Duration,
+    retries: u32,
+) -> Result<(R::Reply, Cost), CallError> {
+    let mut attempt = 0;
+    loop {
+        let result = call::<R>(bus, role, meta.clone(), body.clone(), timeout).await;
+        match result {
+            Err(CallError::Bus(BusError::NoResponders { .. }))
+            | Err(CallError::Agent {
+                error: AgentError::Unavailable { .. },
+                ..
+            }) if attempt < retries && !meta.budget.deadline.is_past() => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt))).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One question in flight.
+struct Run<'a> {
+    coordinator: &'a Coordinator,
+    snapshot: Arc<RoleSnapshot>,
+    question: String,
+    no_cache: bool,
+    max_answers: u16,
+    ledger: Ledger,
+    context: ContextState,
+    /// Mentions (lower-cased) already sent to the entity linker, with what came back.
+    linked_mentions: HashMap<String, Vec<ScoredEntity>>,
+    /// Linked question entities, first-linked first.
+    topic: Vec<ScoredEntity>,
+    /// Linked draft answers.
+    drafts: Vec<ScoredEntity>,
+    seen_metapaths: HashSet<Metapath>,
+    seen_cypher: HashSet<String>,
+    /// What retrieved the evidence, for the plan cache.
+    plan: Plan,
+    repair_hints: Vec<String>,
+    examples: Vec<FewShotExample>,
+    isr: Option<Isr>,
+    cache_hit: bool,
+    rounds_run: u8,
+    complete: bool,
+}
+
+/// What one round asks the retrievers for.
+#[derive(Default)]
+struct RoundWork {
+    metapaths: Vec<Metapath>,
+    cypher: Vec<String>,
+}
+
+impl Run<'_> {
+    fn config(&self) -> &CoordinatorConfig {
+        &self.coordinator.config
+    }
+
+    async fn run(mut self) -> AskReply {
+        let max_rounds = self.ledger.budget().rounds.max(1);
+        let mut replay = self.cache_lookup().await;
+        let mut round: u8 = 0;
+        while round < max_rounds {
+            if self.complete || self.ledger.is_exhausted() {
+                break;
+            }
+            round += 1;
+            self.rounds_run = round;
+            self.ledger.begin_round(round, max_rounds);
+            let round_span = tracing::info_span!("round", round);
+            let keep_going = if let Some(plan) = replay.take() {
+                self.replay_round(round, plan).instrument(round_span).await
+            } else {
+                self.linker_round(round).instrument(round_span).await
+            };
+            if !keep_going {
+                break;
+            }
+        }
+        self.finish().await
+    }
+
+    /// ByoKG-RAG's round: link, retrieve, judge. Returns whether another round may
+    /// help.
+    async fn linker_round(&mut self, round: u8) -> bool {
+        let request = KgLinkRequest {
+            question: self.question.clone(),
+            context: self.context.context().clone(),
+            repair_hints: std::mem::take(&mut self.repair_hints),
+            examples: self.examples.clone(),
+        };
+        let Some(link): Option<KgLinkReply> = self
+            .call_role(
+                &Role::well_known(Role::KG_LINKER),
+                round,
+                request,
+                "kg-linker",
+            )
+            .await
+        else {
+            return false;
+        };
+        let finish = link.finish;
+        let work = self.adopt_link(round, link).await;
+        let Some(work) = work else {
+            let why = if finish {
+                "the kg-linker answered FINISH"
+            } else {
+                "the kg-linker found nothing new"
+            };
+            tracing::debug!(round, why, "rounds end");
+            return false;
+        };
+        if self.ledger.is_exhausted() {
+            return false;
+        }
+        self.retrieve_and_judge(round, work).await;
+        !finish
+    }
+
+    /// A cached plan replayed without the kg-linker (the 0-LLM-call fast path);
+    /// the rounds after it use the linker only when the replay was not enough.
+    async fn replay_round(&mut self, round: u8, plan: Plan) -> bool {
+        for entity in &plan.entities {
+            push_unique(
+                &mut self.topic,
+                ScoredEntity {
+                    entity: entity.clone(),
+                    score: 1.0,
+                },
+            );
+        }
+        self.plan.entities = self.topic.iter().map(|s| s.entity.clone()).collect();
+        let mut work = RoundWork::default();
+        for metapath in plan.metapaths {
+            if self.seen_metapaths.insert(metapath.clone()) {
+                self.plan.metapaths.push(metapath.clone());
+                work.metapaths.push(metapath);
+            }
+        }
+        for cypher in plan.cypher {
+            if self.seen_cypher.insert(cypher.clone()) {
+                self.plan.cypher.push(cypher.clone());
+                work.cypher.push(cypher);
+            }
+        }
+        self.retrieve_and_judge(round, work).await;
+        true
+    }
+
+    async fn retrieve_and_judge(&mut self, round: u8, work: RoundWork) {
+        let first_new = self.context.len();
+        self.retrieve(round, work).await;
+        if self.ledger.is_exhausted() {
+            return;
+        }
+        self.judge_and_expand(round, first_new).await;
+    }
+
+    async fn cache_lookup(&mut self) -> Option<Plan> {
+        if self.no_cache || !self.snapshot.serves(Role::CACHE_MANAGER, CacheLookup::OP) {
+            return None;
+        }
+        let request = CacheLookup {
+            question: self.question.clone(),
+            // Not linked yet at this point: the cache masks mentions itself.
+            entities: Vec::new(),
+            k: self.config().cache_examples,
+        };
+        let reply = self
+            .call_role(&Role::well_known(Role::CACHE_MANAGER), 0, request, "cache")
+            .await?;
+        self.cache_hit = !reply.examples.is_empty() || reply.replay.is_some();
+        self.examples = reply.examples;
+        self.isr = Some(reply.isr);
+        reply.replay
+    }
+
+    /// Takes in the kg-linker's proposals, links new mentions and draft answers, and
+    /// returns the round's work, or `None` when nothing is new (self-termination).
+    async fn adopt_link(&mut self, round: u8, link: KgLinkReply) -> Option<RoundWork> {
+        let mut new_anything = false;
+        for entity in link.linked {
+            new_anything |= push_unique(&mut self.topic, entity);
+        }
+
+        let mut to_link: Vec<(String, bool)> = Vec::new();
+        let mut queued: HashSet<String> = HashSet::new();
+        let mentions = link.mentions.iter().map(|m| (m, false));
+        let drafts = link.draft_answers.iter().map(|m| (m, true));
+        for (mention, is_draft) in mentions.chain(drafts) {
+            let key = mention.trim().to_lowercase();
+            if key.is_empty() {
+                continue;
+            }
+            match self.linked_mentions.get(&key) {
+                // Linked in an earlier round: reuse, do not ask again.
+                Some(candidates) => {
+                    let candidates = candidates.clone();
+                    new_anything |= self.adopt_candidates(candidates, is_draft);
+                }
+                None => {
+                    if queued.insert(key) {
+                        to_link.push((mention.trim().to_owned(), is_draft));
+                    }
+                }
+            }
+        }
+        if !to_link.is_empty() {
+            new_anything |= self.link_mentions(round, to_link).await;
+        }
+
+        let mut work = RoundWork::default();
+        for metapath in link.metapaths {
+            if metapath.steps.is_empty() {
+                continue;
+            }
+            if self.seen_metapaths.insert(metapath.clone()) {
+                self.plan.metapaths.push(metapath.clone());
+                work.metapaths.push(metapath);
+                new_anything = true;
+            }
+        }
+        for cypher in link.cypher {
+            let cypher = cypher.trim().to_owned();
+            if !cypher.is_empty() && self.seen_cypher.insert(cypher.clone()) {
+                self.plan.cypher.push(cypher.clone());
+                work.cypher.push(cypher);
+                new_anything = true;
+            }
+        }
+        self.plan.entities = self.topic.iter().map(|s| s.entity.clone()).collect();
+        new_anything.then_some(work)
+    }
+
+    fn adopt_candidates(&mut self, candidates: Vec<ScoredEntity>, is_draft: bool) -> bool {
+        let target = if is_draft {
+            &mut self.drafts
+        } else {
+            &mut self.topic
+        };
+        let mut added = false;
+        for candidate in candidates {
+            added |= push_unique(target, candidate);
+        }
+        added
+    }
+
+    async fn link_mentions(&mut self, round: u8, mentions: Vec<(String, bool)>) -> bool {
+        if !self.snapshot.has(Role::ENTITY_LINKER) {
+            self.context.note(format!(
+                "round {round}: no entity-linker on the bus; {} mention(s) left unlinked",
+                mentions.len()
+            ));
+            return false;
+        }
+        let request = LinkRequest {
+            mentions: mentions.iter().map(|(m, _)| m.clone()).collect(),
+            top_m: self.config().top_m,
+            mode: self.config().link_mode,
+        };
+        let Some(reply) = self
+            .call_role(
+                &Role::well_known(Role::ENTITY_LINKER),
+                round,
+                request,
+                "entity-linker",
+            )
+            .await
+        else {
+            return false;
+        };
+        let mut added = false;
+        for ((mention, is_draft), links) in mentions.into_iter().zip(reply.links) {
+            self.linked_mentions
+                .insert(mention.to_lowercase(), links.candidates.clone());
+            added |= self.adopt_candidates(links.candidates, is_draft);
+        }
+        added
+    }
+
+    /// Calls every retriever on the bus at once; a failing one leaves a note.
+    async fn retrieve(&mut self, round: u8, work: RoundWork) {
+        let retrievers = self.snapshot.retrievers();
+        if retrievers.is_empty() {
+            self.context
+                .note(format!("round {round}: no retriever is on the bus"));
+            return;
+        }
+        let Some(timeout) = self.ledger.call_timeout(self.config().call_timeout) else {
+            self.ledger.exhaust(Limit::Deadline);
+            return;
+        };
+        let body = RetrieveRequest {
+            question: self.question.clone(),
+            entities: self.topic.clone(),
+            draft_answers: self.drafts.clone(),
+            metapaths: work.metapaths,
+            cypher: work.cypher,
+            max_evidence: self
+                .config()
+                .max_evidence_per_retriever
+                .min(self.ledger.budget().result_rows),
+        };
+        let meta = self.ledger.meta(round);
+        let bus = self.coordinator.bus.as_ref();
+        let retries = self.config().retries;
+        let started = Instant::now();
+        let calls = retrievers.iter().map(|role| {
+            let span = tracing::info_span!("retrieve", role = role.as_str());
+            send::<RetrieveRequest>(bus, role, meta.clone(), body.clone(), timeout, retries)
+                .instrument(span)
+        });
+        let results = join_all(calls).await;
+        self.ledger
+            .record_stage(format!("round{round}.retrieve"), started.elapsed());
+        // Merged in role-name order, whatever order the replies arrived in.
+        for (role, result) in retrievers.iter().zip(results) {
+            match result {
+                Ok((reply, cost)) => {
+                    self.ledger.charge(&cost);
+                    self.adopt_retrieved(reply);
+                }
+                Err(error) => self.note_failure(round, role, &error),
+            }
+        }
+    }
+
+    fn adopt_retrieved(&mut self, reply: RetrieveReply) {
+        self.context.merge(reply.evidence);
+        for note in reply.notes {
+            self.context.note(note);
+        }
+        self.repair_hints.extend(reply.repair_hints);
+    }
+
+    /// CacheRAG's dispatcher: ask the judge, grow the context by bounded expansions
+    /// until it says COMPLETE, the next round, or the expansion budget is spent.
+    async fn judge_and_expand(&mut self, round: u8, first_new: usize) {
+        if !self.snapshot.has(Role::JUDGE) {
+            return;
+        }
+        let topic: Vec<Entity> = self.topic.iter().map(|s| s.entity.clone()).collect();
+        let max_frontier = self.config().max_frontier;
+        let mut frontier = self.context.frontier(first_new, &topic, max_frontier);
+        loop {
+            if self.ledger.is_exhausted() {
+                return;
+            }
+            let request = JudgeRequest {
+                question: self.question.clone(),
+                context: self.context.context().clone(),
+                frontier: frontier.clone(),
+                depth_expansions_left: self.ledger.budget().depth_expansions,
+            };
+            let Some(reply) = self
+                .call_role(&Role::well_known(Role::JUDGE), round, request, "judge")
+                .await
+            else {
+                return;
+            };
+            let (expansion, proposed) = match reply.verdict {
+                Verdict::Complete => {
+                    self.complete = true;
+                    return;
+                }
+                Verdict::NextRound => return,
+                Verdict::ExpandDepth {
+                    relation,
+                    direction,
+                    frontier,
+                } => (
+                    Expansion::Depth {
+                        relation,
+                        direction,
+                    },
+                    frontier,
+                ),
+                Verdict::ExpandBreadth { frontier } => (
+                    Expansion::Breadth {
+                        k_degree: self.ledger.budget().breadth,
+                    },
+                    frontier,
+                ),
+            };
+            // Each expansion, deep or broad, spends one of CacheRAG's K_depth steps, so
+            // a question's expanded subgraph stays O(K_depth · K_degree).
+            if !self.ledger.take_depth_expansion() {
+                self.context.note(format!(
+                    "round {round}: the judge asked for more expansion than the budget allows"
+                ));
+                return;
+            }
+            let Some(role) = self
+                .snapshot
+                .role_serving(Role::PATH_FOLLOWER, ExpandRequest::OP)
+            else {
+                self.context
+                    .note(format!("round {round}: no role on the bus serves expand"));
+                return;
+            };
+            let mut start = if proposed.is_empty() {
+                frontier.clone()
+            } else {
+                proposed
+            };
+            start.truncate(max_frontier);
+            let request = ExpandRequest {
+                question: self.question.clone(),
+                frontier: start,
+                expansion,
+            };
+            let Some(expanded) = self.call_role(&role, round, request, "expand").await else {
+                return;
+            };
+            let added = self.context.merge(expanded.evidence);
+            if added == 0 {
+                return;
+            }
+            frontier = expanded.frontier;
+            frontier.truncate(max_frontier);
+        }
+    }
+
+    async fn finish(mut self) -> AskReply {
+        let summary = self.summarize().await;
+        let answers = {
+            let mut answers = summary.answers;
+            answers.truncate(usize::from(self.max_answers));
+            answers
+        };
+        let partial = self.ledger.is_exhausted();
+        if let Some(limit) = self.ledger.exhausted() {
+            self.context.note(format!(
+                "budget exhausted ({limit}): the answer may be incomplete"
+            ));
+        }
+        if self.complete && !partial && !answers.is_empty() {
+            self.cache_store(&answers).await;
+        }
+        let evidence = self.context.lines();
+        let trace_id = self.ledger.trace().trace_id().map(str::to_owned);
+        AskReply {
+            question_id: self.ledger.question_id().to_string(),
+            answers,
+            evidence,
+            explanation: summary.explanation,
+            rounds: self.rounds_run,
+            cost: self.ledger.spent(),
+            timings: self.ledger.timings(),
+            partial,
+            cache_hit: self.cache_hit,
+            trace_id,
+            notes: self.context.context().notes.clone(),
+        }
+    }
+
+    /// The summarizer always gets a chance, even past the deadline: it then works
+    /// without a model (its budget says no LLM calls are left) on what was retrieved.
+    async fn summarize(&mut self) -> SummarizeReply {
+        let request = SummarizeRequest {
+            question: self.question.clone(),
+            context: self.context.context().clone(),
+            topic_entities: self.topic.iter().map(|s| s.entity.clone()).collect(),
+            max_answers: self.max_answers,
+        };
+        let mut meta = self.ledger.meta(self.rounds_run);
+        let grace = self.config().finalize_grace;
+        if self.ledger.is_exhausted() {
+            meta.budget.llm_calls = 0;
+            meta.budget.deadline = Deadline::after(grace);
+        }
+        let timeout = meta
+            .budget
+            .deadline
+            .remaining()
+            .max(grace)
+            .min(self.config().call_timeout);
+        let role = Role::well_known(Role::SUMMARIZER);
+        let started = Instant::now();
+        let result = send(
+            self.coordinator.bus.as_ref(),
+            &role,
+            meta,
+            request,
+            timeout,
+            self.config().retries,
+        )
+        .await;
+        self.ledger
+            .record_stage("summarizer".to_owned(), started.elapsed());
+        match result {
+            Ok((reply, cost)) => {
+                self.ledger.charge(&cost);
+                reply
+            }
+            Err(error) => {
+                self.note_failure(self.rounds_run, &role, &error);
+                SummarizeReply {
+                    answers: Vec::new(),
+                    explanation: "no answer: the summarizer failed".to_owned(),
+                }
+            }
+        }
+    }
+
+    async fn cache_store(&mut self, answers: &[kgmesh_schemas::messages::summarizer::Answer]) {
+        if self.no_cache || !self.snapshot.serves(Role::CACHE_MANAGER, CacheStore::OP) {
+            return;
+        }
+        let entry = CacheEntry {
+            question: self.question.clone(),
+            // Left to the cache manager, which owns the masking rule.
+            template: String::new(),
+            isr: self.isr.clone().unwrap_or_default(),
+            plan: self.plan.clone(),
+            answers: answers.iter().map(|a| a.text.clone()).collect(),
+            hits: 0,
+            failures: 0,
+        };
+        let role = Role::well_known(Role::CACHE_MANAGER);
+        let _stored = self
+            .call_role(&role, self.rounds_run, CacheStore { entry }, "cache-store")
+            .await;
+    }
+
+    /// One sequential call: bounded by the deadline, charged, timed; a failure becomes
+    /// a note (and an exhausted budget when the agent said so).
+    async fn call_role<R: Rpc + Clone>(
+        &mut self,
+        role: &Role,
+        round: u8,
+        body: R,
+        stage: &str,
+    ) -> Option<R::Reply> {
+        let Some(timeout) = self.ledger.call_timeout(self.config().call_timeout) else {
+            self.ledger.exhaust(Limit::Deadline);
+            return None;
+        };
+        let meta = self.ledger.meta(round);
+        let started = Instant::now();
+        let span = tracing::info_span!("call", role = role.as_str(), op = R::OP);
+        let result = send(
+            self.coordinator.bus.as_ref(),
+            role,
+            meta,
+            body,
+            timeout,
+            self.config().retries,
+        )
+        .instrument(span)
+        .await;
+        let stage = if round == 0 {
+            stage.to_owned()
+        } else {
+            format!("round{round}.{stage}")
+        };
+        self.ledger.record_stage(stage, started.elapsed());
+        match result {
+            Ok((reply, cost)) => {
+                self.ledger.charge(&cost);
+                Some(reply)
+            }
+            Err(error) => {
+                self.note_failure(round, role, &error);
+                None
+            }
+        }
+    }
+
+    fn note_failure(&mut self, round: u8, role: &Role, error: &CallError) {
+        let agent_error = error.to_agent_error(&role.subject("*"));
+        match &agent_error {
+            AgentError::BudgetExhausted { limit } => self.ledger.exhaust(*limit),
+            AgentError::Timeout { .. } if self.ledger.budget().deadline.is_past() => {
+                self.ledger.exhaust(Limit::Deadline)
+            }
+            _ => {}
+        }
+        tracing::warn!(round, role = role.as_str(), kind = agent_error.kind(), %error, "role call failed");
+        self.context.note(format!(
+            "round {round}: {role} failed ({}): {error}",
+            agent_error.kind()
+        ));
+    }
+}
+
+/// Adds `entity` unless its id is already there; true when added.
+fn push_unique(list: &mut Vec<ScoredEntity>, entity: ScoredEntity) -> bool {
+    if list.iter().any(|e| e.entity.id == entity.entity.id) {
+        return false;
+    }
+    list.push(entity);
+    true
+}

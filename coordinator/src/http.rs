@@ -1,0 +1,225 @@
+//! The HTTP API (actix-web): `POST /v1/ask`, `GET /healthz`, `GET /readyz`,
+//! `GET /v1/agents`.
+//!
+//! Every error is a JSON body `{"error": {"kind": "...", "message": "..."}}` with a
+//! 4xx/5xx status, so clients never parse text. Limits: request body size, question
+//! length (the coordinator's), and questions in flight (beyond it: 429).
+
+use std::{sync::Arc, time::Duration};
+
+use actix_web::{
+    error::{InternalError, JsonPayloadError},
+    http::StatusCode,
+    web, HttpRequest, HttpResponse,
+};
+use kgmesh_schemas::{envelope::headers, messages::ask::AskRequest, TraceContext};
+use serde::Serialize;
+use tokio::sync::Semaphore;
+
+use crate::{Coordinator, CoordinatorError, RoleSummary, REQUIRED_ROLES};
+
+#[derive(Debug, Clone)]
+pub struct ApiLimits {
+    pub max_body_bytes: usize,
+    pub max_concurrent_questions: usize,
+    /// Longest a readiness probe waits for discovery.
+    pub readiness_timeout: Duration,
+}
+
+impl Default for ApiLimits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 64 * 1024,
+            max_concurrent_questions: 64,
+            readiness_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// What the handlers share.
+pub struct ApiState {
+    coordinator: Arc<Coordinator>,
+    in_flight: Semaphore,
+    limits: ApiLimits,
+}
+
+impl ApiState {
+    pub fn new(coordinator: Arc<Coordinator>, limits: ApiLimits) -> web::Data<Self> {
+        web::Data::new(Self {
+            coordinator,
+            in_flight: Semaphore::new(limits.max_concurrent_questions),
+            limits,
+        })
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct ErrorDetail<'a> {
+    kind: &'a str,
+    message: String,
+}
+
+fn error_response(status: StatusCode, kind: &str, message: String) -> HttpResponse {
+    HttpResponse::build(status).json(ErrorBody {
+        error: ErrorDetail { kind, message },
+    })
+}
+
+/// Registers the API's routes; `App::new().configure(kgmesh_coordinator::http::routes(state))`.
+pub fn routes(state: web::Data<ApiState>) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |config: &mut web::ServiceConfig| {
+        let json_config = web::JsonConfig::default()
+            .limit(state.limits.max_body_bytes)
+            .error_handler(json_error);
+        config
+            .app_data(state)
+            .app_data(json_config)
+            .route("/v1/ask", web::post().to(ask))
+            .route("/v1/agents", web::get().to(agents))
+            .route("/healthz", web::get().to(healthz))
+            .route("/readyz", web::get().to(readyz))
+            .default_service(web::to(not_found));
+    }
+}
+
+fn json_error(error: JsonPayloadError, _request: &HttpRequest) -> actix_web::Error {
+    let (status, kind) = match &error {
+        JsonPayloadError::Overflow { .. } | JsonPayloadError::OverflowKnownLength { .. } => {
+            (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large")
+        }
+        JsonPayloadError::ContentType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "content_type"),
+        _ => (StatusCode::BAD_REQUEST, "invalid_json"),
+    };
+    let response = error_response(status, kind, error.to_string());
+    InternalError::from_response(error, response).into()
+}
+
+async fn not_found(request: HttpRequest) -> HttpResponse {
+    error_response(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no route for {} {}", request.method(), request.path()),
+    )
+}
+
+async fn ask(
+    state: web::Data<ApiState>,
+    request: HttpRequest,
+    body: web::Json<AskRequest>,
+) -> HttpResponse {
+    let Ok(_permit) = state.in_flight.try_acquire() else {
+        return error_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_questions",
+            format!(
+                "{} questions are already in flight; retry later",
+                state.limits.max_concurrent_questions
+            ),
+        );
+    };
+    let trace = TraceContext {
+        traceparent: header(&request, headers::TRACEPARENT),
+        tracestate: header(&request, headers::TRACESTATE),
+    };
+    match state.coordinator.ask_traced(body.into_inner(), trace).await {
+        Ok(reply) => HttpResponse::Ok().json(reply),
+        Err(error) => {
+            let status = match error {
+                CoordinatorError::InvalidQuestion(_) => StatusCode::BAD_REQUEST,
+                CoordinatorError::Discovery(_) | CoordinatorError::MissingRoles(_) => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
+            };
+            error_response(status, error.kind(), error.to_string())
+        }
+    }
+}
+
+fn header(request: &HttpRequest, name: &str) -> String {
+    request
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= 512)
+        .unwrap_or("")
+        .to_owned()
+}
+
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
+}
+
+#[derive(Debug, Serialize)]
+struct Readiness {
+    ready: bool,
+    missing: Vec<String>,
+    retrievers: Vec<String>,
+}
+
+async fn readyz(state: web::Data<ApiState>) -> HttpResponse {
+    let refresh = state.coordinator.directory().refresh();
+    let snapshot = match tokio::time::timeout(state.limits.readiness_timeout, refresh).await {
+        Ok(Ok(snapshot)) => snapshot,
+        Ok(Err(error)) => {
+            return error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "bus_unavailable",
+                error.to_string(),
+            )
+        }
+        Err(_) => {
+            return error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "bus_unavailable",
+                "role discovery did not finish in time".to_owned(),
+            )
+        }
+    };
+    let mut missing: Vec<String> = REQUIRED_ROLES
+        .iter()
+        .filter(|role| !snapshot.has(role))
+        .map(|role| role.to_string())
+        .collect();
+    let retrievers: Vec<String> = snapshot
+        .retrievers()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    if retrievers.is_empty() {
+        missing.push("(any retriever)".to_owned());
+    }
+    let readiness = Readiness {
+        ready: missing.is_empty(),
+        missing,
+        retrievers,
+    };
+    let status = if readiness.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    HttpResponse::build(status).json(readiness)
+}
+
+#[derive(Debug, Serialize)]
+struct Agents {
+    roles: Vec<RoleSummary>,
+}
+
+async fn agents(state: web::Data<ApiState>) -> HttpResponse {
+    match state.coordinator.directory().snapshot().await {
+        Ok(snapshot) => HttpResponse::Ok().json(Agents {
+            roles: snapshot.roles().cloned().collect(),
+        }),
+        Err(error) => error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "bus_unavailable",
+            error.to_string(),
+        ),
+    }
+}

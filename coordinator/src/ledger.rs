@@ -1,0 +1,174 @@
+//! One question's accounts: what it may still spend, what it spent, where the time
+//! went, and which limit (if any) ended it.
+
+use std::time::{Duration, Instant};
+
+use kgmesh_schemas::{
+    budget::{Cost, Limit},
+    messages::ask::Timings,
+    Budget, BudgetError, Meta, QuestionId, TraceContext,
+};
+
+pub struct Ledger {
+    question_id: QuestionId,
+    trace: TraceContext,
+    budget: Budget,
+    spent: Cost,
+    exhausted: Option<Limit>,
+    started: Instant,
+    stages: Vec<(String, u64)>,
+}
+
+impl Ledger {
+    pub fn new(question_id: QuestionId, trace: TraceContext, budget: Budget) -> Self {
+        Self {
+            question_id,
+            trace,
+            budget,
+            spent: Cost::default(),
+            exhausted: None,
+            started: Instant::now(),
+            stages: Vec::new(),
+        }
+    }
+
+    pub fn question_id(&self) -> QuestionId {
+        self.question_id
+    }
+
+    pub fn trace(&self) -> &TraceContext {
+        &self.trace
+    }
+
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// The envelope of a request made in `round`: carries what is left of the budget.
+    pub fn meta(&self, round: u8) -> Meta {
+        let mut meta = Meta::new(self.question_id, round, self.budget);
+        meta.trace = self.trace.clone();
+        meta
+    }
+
+    /// Charges a reply's cost. A crossed limit is remembered (the first one wins) and
+    /// ends the question after the current step.
+    pub fn charge(&mut self, cost: &Cost) {
+        let mut cost = *cost;
+        cost.bus_messages = cost.bus_messages.max(1);
+        self.spent.add(&cost);
+        if let Err(BudgetError::Exhausted { limit }) = self.budget.charge(&cost) {
+            self.exhausted.get_or_insert(limit);
+        }
+    }
+
+    /// Records that a limit ran out without a charge (deadline seen before a call,
+    /// an agent refusing for lack of budget).
+    pub fn exhaust(&mut self, limit: Limit) {
+        self.exhausted.get_or_insert(limit);
+    }
+
+    /// The limit that ended the question, checking the deadline now.
+    pub fn exhausted(&mut self) -> Option<Limit> {
+        if self.exhausted.is_none() && self.budget.deadline.is_past() {
+            self.exhausted = Some(Limit::Deadline);
+        }
+        self.exhausted
+    }
+
+    pub fn is_exhausted(&mut self) -> bool {
+        self.exhausted().is_some()
+    }
+
+    /// How long a call may wait: `cap`, cut to the time left before the deadline;
+    /// `None` when no time is left.
+    pub fn call_timeout(&self, cap: Duration) -> Option<Duration> {
+        let left = self.budget.deadline.remaining();
+        if left.is_zero() {
+            return None;
+        }
+        Some(cap.min(left))
+    }
+
+    /// Starts `round` of `max_rounds`: requests now say how many rounds are left,
+    /// this one included.
+    pub fn begin_round(&mut self, round: u8, max_rounds: u8) {
+        self.budget.rounds = max_rounds.saturating_sub(round).saturating_add(1);
+    }
+
+    /// Uses one depth expansion (CacheRAG's K_depth); false when none is left.
+    pub fn take_depth_expansion(&mut self) -> bool {
+        if self.budget.depth_expansions == 0 {
+            return false;
+        }
+        self.budget.depth_expansions -= 1;
+        true
+    }
+
+    pub fn record_stage(&mut self, name: String, elapsed: Duration) {
+        self.stages.push((name, elapsed.as_micros() as u64));
+    }
+
+    pub fn spent(&self) -> Cost {
+        self.spent
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub fn timings(&self) -> Timings {
+        Timings {
+            total_us: self.started.elapsed().as_micros() as u64,
+            stages: self.stages.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charging_past_a_limit_marks_the_question_exhausted() {
+        let mut budget = Budget::with_timeout(Duration::from_secs(60));
+        budget.llm_calls = 1;
+        let mut ledger = Ledger::new(QuestionId::new_random(), TraceContext::default(), budget);
+        ledger.charge(&Cost {
+            llm_calls: 1,
+            ..Cost::default()
+        });
+        assert_eq!(ledger.exhausted(), None);
+        assert_eq!(ledger.meta(1).budget.llm_calls, 0);
+        ledger.charge(&Cost {
+            llm_calls: 1,
+            ..Cost::default()
+        });
+        assert_eq!(ledger.exhausted(), Some(Limit::LlmCalls));
+        assert_eq!(ledger.spent().llm_calls, 2);
+        assert_eq!(ledger.spent().bus_messages, 2);
+    }
+
+    #[test]
+    fn call_timeouts_never_outlive_the_deadline() {
+        let budget = Budget::with_timeout(Duration::from_millis(200));
+        let ledger = Ledger::new(QuestionId::new_random(), TraceContext::default(), budget);
+        let timeout = ledger.call_timeout(Duration::from_secs(30)).unwrap();
+        assert!(timeout <= Duration::from_millis(200), "{timeout:?}");
+        let mut past = budget;
+        past.deadline = kgmesh_schemas::Deadline { unix_ms: 1 };
+        let mut ledger = Ledger::new(QuestionId::new_random(), TraceContext::default(), past);
+        assert_eq!(ledger.call_timeout(Duration::from_secs(30)), None);
+        assert_eq!(ledger.exhausted(), Some(Limit::Deadline));
+    }
+
+    #[test]
+    fn depth_expansions_are_bounded() {
+        let mut budget = Budget::with_timeout(Duration::from_secs(60));
+        budget.depth_expansions = 2;
+        let mut ledger = Ledger::new(QuestionId::new_random(), TraceContext::default(), budget);
+        assert!(ledger.take_depth_expansion());
+        assert!(ledger.take_depth_expansion());
+        assert!(!ledger.take_depth_expansion());
+    }
+}

@@ -1,0 +1,247 @@
+//! Stand-in roles on the in-process bus: each answers from a closure, so a test states
+//! exactly what every role says and counts what the coordinator asked.
+
+#![allow(dead_code)]
+
+use std::{
+    future::Future,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use futures::future::BoxFuture;
+use kgmesh_bus::{
+    typed::{decode_request, encode_reply},
+    Bus, Endpoint, LocalBus, Message, ServiceHandle, ServiceSpec,
+};
+use kgmesh_coordinator::{Coordinator, CoordinatorConfig};
+use kgmesh_schemas::{
+    budget::Cost,
+    graph::{Entity, Path, PathStep, ScoredEntity},
+    messages::{
+        context::{Evidence, EvidenceItem},
+        kg_linker::{KgLinkReply, KgLinkRequest},
+        retrieve::{RetrieveReply, RetrieveRequest},
+        summarizer::{Answer, SummarizeReply, SummarizeRequest},
+    },
+    NodeId, Reply, Request, Role, RoleInfo, RoleKind, Rpc,
+};
+
+/// Every await in these tests is bounded by this.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub async fn bounded<F: Future>(future: F) -> F::Output {
+    tokio::time::timeout(TEST_TIMEOUT, future)
+        .await
+        .expect("the test step did not finish in time")
+}
+
+/// Serves `R` for `role` with `handler`; the returned handles keep serving until the
+/// bus is dropped.
+pub async fn serve<R, F, Fut>(
+    bus: &Arc<LocalBus>,
+    role: &str,
+    kind: RoleKind,
+    handler: F,
+) -> Box<dyn ServiceHandle>
+where
+    R: Rpc,
+    F: Fn(Request<R>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Reply<R::Reply>> + Send + 'static,
+{
+    let role = Role::new(role).expect("valid role name");
+    let spec = ServiceSpec {
+        info: RoleInfo {
+            role: role.clone(),
+            version: "test".into(),
+            kind,
+            ops: vec![R::OP.to_owned()],
+        },
+        endpoints: vec![Endpoint {
+            subject: role.subject(R::OP),
+            queue_group: role.queue_group(),
+        }],
+    };
+    let handler = Arc::new(handler);
+    let bus_handler = move |_subject: String, message: Message| -> BoxFuture<'static, Message> {
+        let handler = handler.clone();
+        Box::pin(async move {
+            match decode_request::<R>(&message) {
+                Ok((content_type, request)) => encode_reply(content_type, &handler(request).await),
+                Err((content_type, error)) => {
+                    encode_reply::<R::Reply>(content_type, &Reply::err(error))
+                }
+            }
+        })
+    };
+    bus.serve(spec, Arc::new(bus_handler))
+        .await
+        .expect("the stand-in role starts")
+}
+
+pub fn entity(id: u64, name: &str) -> Entity {
+    Entity {
+        id: NodeId(id),
+        name: name.to_owned(),
+    }
+}
+
+pub fn scored(id: u64, name: &str) -> ScoredEntity {
+    ScoredEntity {
+        entity: entity(id, name),
+        score: 1.0,
+    }
+}
+
+/// A one-hop path `start -relation-> end` as evidence from `source`.
+pub fn hop(source: &str, start: &Entity, relation: &str, end: &Entity, score: f32) -> Evidence {
+    Evidence {
+        source: source.to_owned(),
+        score,
+        item: EvidenceItem::Path(Path {
+            start: start.clone(),
+            steps: vec![PathStep {
+                relation: relation.to_owned(),
+                inverse: false,
+                node: end.clone(),
+            }],
+        }),
+    }
+}
+
+pub fn counter() -> Arc<AtomicUsize> {
+    Arc::new(AtomicUsize::new(0))
+}
+
+pub fn count(counter: &AtomicUsize) -> usize {
+    counter.load(Ordering::SeqCst)
+}
+
+pub fn bump(counter: &AtomicUsize) -> usize {
+    counter.fetch_add(1, Ordering::SeqCst) + 1
+}
+
+/// A kg-linker that links entity 1 ("Heat") and proposes one metapath in every round,
+/// costing one LLM call and 100 tokens.
+pub async fn linker_linking_heat(
+    bus: &Arc<LocalBus>,
+    calls: Arc<AtomicUsize>,
+) -> Box<dyn ServiceHandle> {
+    serve::<KgLinkRequest, _, _>(bus, Role::KG_LINKER, RoleKind::Core, move |_request| {
+        bump(&calls);
+        async move {
+            Reply::ok(
+                KgLinkReply {
+                    linked: vec![scored(1, "Heat")],
+                    metapaths: vec![metapath("directed_by")],
+                    ..KgLinkReply::default()
+                },
+                Cost {
+                    llm_calls: 1,
+                    prompt_tokens: 80,
+                    completion_tokens: 20,
+                    ..Cost::default()
+                },
+            )
+        }
+    })
+    .await
+}
+
+pub fn metapath(relation: &str) -> kgmesh_schemas::graph::Metapath {
+    kgmesh_schemas::graph::Metapath {
+        steps: vec![kgmesh_schemas::graph::RelationStep {
+            relation: relation.to_owned(),
+            direction: kgmesh_schemas::graph::Direction::Out,
+        }],
+    }
+}
+
+/// A retriever answering `Heat -directed_by-> Michael Mann`.
+pub async fn path_retriever(bus: &Arc<LocalBus>, role: &str) -> Box<dyn ServiceHandle> {
+    serve::<RetrieveRequest, _, _>(bus, role, RoleKind::Retriever, |request| async move {
+        let evidence = request
+            .body
+            .entities
+            .iter()
+            .map(|e| {
+                hop(
+                    "paths",
+                    &e.entity,
+                    "directed_by",
+                    &entity(2, "Michael Mann"),
+                    1.0,
+                )
+            })
+            .collect();
+        Reply::ok(
+            RetrieveReply {
+                evidence,
+                ..RetrieveReply::default()
+            },
+            Cost {
+                graph_rows: 1,
+                ..Cost::default()
+            },
+        )
+    })
+    .await
+}
+
+/// A summarizer that answers with the end of every path in the context (topic
+/// entities excluded), citing the evidence index.
+pub async fn ends_summarizer(bus: &Arc<LocalBus>) -> Box<dyn ServiceHandle> {
+    serve::<SummarizeRequest, _, _>(
+        bus,
+        Role::SUMMARIZER,
+        RoleKind::Core,
+        |request| async move {
+            let topic: Vec<NodeId> = request.body.topic_entities.iter().map(|e| e.id).collect();
+            let mut answers: Vec<Answer> = Vec::new();
+            for (index, evidence) in request.body.context.evidence.iter().enumerate() {
+                if let EvidenceItem::Path(path) = &evidence.item {
+                    let end = path.end();
+                    if topic.contains(&end.id) || answers.iter().any(|a| a.text == end.name) {
+                        continue;
+                    }
+                    answers.push(Answer {
+                        text: end.name.clone(),
+                        entity: Some(end.clone()),
+                        score: evidence.score,
+                        evidence: vec![index as u32],
+                    });
+                }
+            }
+            let explanation = if answers.is_empty() {
+                "unknown"
+            } else {
+                "from paths"
+            };
+            Reply::ok(
+                SummarizeReply {
+                    answers,
+                    explanation: explanation.into(),
+                },
+                Cost::default(),
+            )
+        },
+    )
+    .await
+}
+
+pub fn coordinator(bus: &Arc<LocalBus>, config: CoordinatorConfig) -> Coordinator {
+    let bus: Arc<dyn Bus> = bus.clone();
+    Coordinator::new(bus, config)
+}
+
+/// Config for tests: short discovery, generous deadlines.
+pub fn test_config() -> CoordinatorConfig {
+    CoordinatorConfig {
+        discovery_ttl: Duration::from_millis(1),
+        discovery_wait: Duration::from_millis(10),
+        ..CoordinatorConfig::default()
+    }
+}
