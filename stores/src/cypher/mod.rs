@@ -55,3 +55,6 @@ pub fn check_read_only(
     validate(&query, schema, limits)?;
     Ok(query)
 }
+
+mod embedded_impl;
+pub use embedded_impl::run_on_embedded;

@@ -116,13 +116,16 @@ impl GraphStore for EmbeddedGraph {
 
     async fn cypher(
         &self,
-        _query: &str,
-        _params: &[(String, Value)],
-        _limits: &QueryLimits,
+        query: &str,
+        params: &[(String, Value)],
+        limits: &QueryLimits,
     ) -> StoreResult<Rows> {
-        Err(StoreError::InvalidQuery {
-            reason: "Cypher is not available on the embedded store in this build".to_owned(),
-            hint: Some("use metapaths, neighbours or shortest paths instead".to_owned()),
+        let query = query.to_owned();
+        let params = params.to_vec();
+        let limits = *limits;
+        blocking(self, move |graph| {
+            crate::cypher::run_on_embedded(&graph, &query, &params, &limits)
         })
+        .await
     }
 }
