@@ -29,8 +29,8 @@ for tool in kubernetes-validate yamllint hadolint; do
     command -v "$tool" >/dev/null 2>&1 || fail "$tool is missing: run scripts/setup.d/40-helm.sh"
 done
 
-TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-KGMESH="$TARGET_DIR/debug/kgmesh"
+# The binary the tests just built (KGMESH_BIN picks another one).
+KGMESH="${KGMESH_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/debug/kgmesh}"
 if [ ! -x "$KGMESH" ]; then
     cargo build --quiet -p kgmesh
 fi
