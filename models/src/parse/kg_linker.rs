@@ -145,9 +145,7 @@ fn pattern_path(line: &str, relation_names: &[String]) -> Option<Metapath> {
         let after = &rest[open + 2..];
         let close = after.find(']').unwrap_or(after.len());
         let inside = &after[..close];
-        let name_end = inside
-            .find(['*', '{', ' ', '|'])
-            .unwrap_or(inside.len());
+        let name_end = inside.find(['*', '{', ' ', '|']).unwrap_or(inside.len());
         let name = inside[..name_end].trim_matches('`');
         let direction = if before.trim_end().ends_with("<-") {
             Direction::In

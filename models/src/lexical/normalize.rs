@@ -1,0 +1,112 @@
+//! One normalization for names and questions, so "Schindler's List", "schindlers list"
+//! and "SCHINDLER’S  LIST!" compare equal.
+
+/// Words that carry no identity on their own. A name that is only one of these (a film
+/// called "It") is never matched by itself inside a question: it would match everywhere.
+pub const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "by", "can", "could", "did", "do", "does", "during", "each", "for", "from",
+    "had", "has", "have", "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is",
+    "it", "its", "me", "my", "no", "not", "of", "on", "or", "other", "our", "she", "so", "some",
+    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+    "to", "up", "us", "was", "we", "were", "what", "when", "where", "which", "while", "who",
+    "whom", "whose", "why", "will", "with", "would", "you", "your", "same", "share", "shares",
+    "shared", "name", "names", "tell", "give", "show", "find",
+];
+
+pub fn is_stopword(token: &str) -> bool {
+    STOPWORDS.contains(&token)
+}
+
+/// Lower case, accents folded, apostrophes dropped, every other non-alphanumeric
+/// character a separator, single spaces.
+pub fn normalize(text: &str) -> String {
+    tokens(text)
+        .into_iter()
+        .map(|(token, _)| token)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Normalized tokens with the byte range each covers in `text`.
+pub fn tokens(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut start = 0;
+    for (offset, c) in text.char_indices() {
+        if matches!(c, '\'' | '’' | 'ʼ' | '`' | '´') {
+            continue;
+        }
+        let mut produced = false;
+        for folded in fold(c) {
+            for lower in folded.to_lowercase() {
+                if lower.is_alphanumeric() {
+                    if current.is_empty() {
+                        start = offset;
+                    }
+                    current.push(lower);
+                    produced = true;
+                }
+            }
+        }
+        if !produced && !current.is_empty() {
+            out.push((std::mem::take(&mut current), start..offset));
+        }
+    }
+    if !current.is_empty() {
+        out.push((current, start..text.len()));
+    }
+    out
+}
+
+/// Folds the accented Latin letters common in names to their base letters.
+fn fold(c: char) -> impl Iterator<Item = char> {
+    let folded: &str = match c {
+        'À'..='Å' | 'à'..='å' | 'Ā' | 'ā' | 'Ă' | 'ă' | 'Ą' | 'ą' => "a",
+        'Ç' | 'ç' | 'Ć' | 'ć' | 'Č' | 'č' => "c",
+        'Ď' | 'ď' | 'Đ' | 'đ' => "d",
+        'È'..='Ë' | 'è'..='ë' | 'Ē' | 'ē' | 'Ė' | 'ė' | 'Ę' | 'ę' | 'Ě' | 'ě' => "e",
+        'Ğ' | 'ğ' => "g",
+        'Ì'..='Ï' | 'ì'..='ï' | 'Ī' | 'ī' | 'İ' | 'ı' => "i",
+        'Ł' | 'ł' => "l",
+        'Ñ' | 'ñ' | 'Ń' | 'ń' | 'Ň' | 'ň' => "n",
+        'Ò'..='Ö' | 'Ø' | 'ò'..='ö' | 'ø' | 'Ō' | 'ō' | 'Ő' | 'ő' => "o",
+        'Ř' | 'ř' => "r",
+        'Ś' | 'ś' | 'Š' | 'š' | 'Ş' | 'ş' => "s",
+        'Ť' | 'ť' | 'Ţ' | 'ţ' => "t",
+        'Ù'..='Ü' | 'ù'..='ü' | 'Ū' | 'ū' | 'Ů' | 'ů' | 'Ű' | 'ű' => "u",
+        'Ý' | 'ý' | 'ÿ' | 'Ÿ' => "y",
+        'Ź' | 'ź' | 'Ż' | 'ż' | 'Ž' | 'ž' => "z",
+        'ß' => "ss",
+        'Æ' | 'æ' => "ae",
+        'Œ' | 'œ' => "oe",
+        _ => "",
+    };
+    let keep = folded.is_empty();
+    folded.chars().chain(keep.then_some(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_punctuation_apostrophes_and_accents() {
+        assert_eq!(normalize("Schindler's List"), "schindlers list");
+        assert_eq!(normalize("  SCHINDLER’S   LIST!! "), "schindlers list");
+        assert_eq!(normalize("Amélie (2001)"), "amelie 2001");
+        assert_eq!(normalize("Straße"), "strasse");
+        assert_eq!(normalize("AC/DC"), "ac dc");
+        assert_eq!(normalize("東京 タワー"), "東京 タワー");
+        assert_eq!(normalize("..."), "");
+    }
+
+    #[test]
+    fn token_ranges_point_into_the_original() {
+        let text = "Who directed [Amélie]?";
+        let tokens = tokens(text);
+        let (token, range) = &tokens[2];
+        assert_eq!(token, "amelie");
+        assert_eq!(&text[range.clone()], "Amélie");
+    }
+}
