@@ -6,6 +6,7 @@
 
 mod cmd;
 mod config;
+mod eval;
 
 use std::{path::PathBuf, process::ExitCode};
 

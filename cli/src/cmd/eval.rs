@@ -1,10 +1,378 @@
-//! `kgmesh eval`.
+//! `kgmesh eval`: run a benchmark and write a report; `compare`, `plot` and `table`
+//! read reports back.
 
-use crate::config::Config;
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use anyhow::{bail, Context as _};
+use kgmesh_schemas::messages::ask::AskOptions;
+
+use crate::{
+    config::Config,
+    eval::{
+        self,
+        answerer::{Answerer, HttpAnswerer},
+        compare,
+        dataset::{Brackets, DatasetKind},
+        embedded::EmbeddedAnswerer,
+        plot,
+        report::{self, Report, Versions},
+        runner::{self, RunSettings},
+        QuestionPlan, RunContext,
+    },
+};
 
 #[derive(Debug, clap::Args)]
-pub struct EvalArgs {}
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    command: Option<EvalCommand>,
 
-pub fn run(_config: Config, _args: EvalArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`kgmesh eval` is not available in this build yet")
+    // Boxed: the run's flags are most of the size of the whole command line.
+    #[command(flatten)]
+    run: Box<RunArgs>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum EvalCommand {
+    /// Print what changed between two reports (configuration, scores, flipped questions).
+    Compare(CompareArgs),
+    /// Draw one SVG (Hits@1 by dataset/hop, latency CDF) from one or more reports.
+    Plot(PlotArgs),
+    /// Print one Markdown results table for several reports.
+    Table(TableArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Format of the questions file(s).
+    #[arg(long, value_enum, required = true)]
+    dataset: Option<DatasetKind>,
+
+    /// KG for the embedded pipeline (default: graph.path from the configuration). With
+    /// --server it is only recorded in the report.
+    #[arg(long)]
+    kg: Option<PathBuf>,
+
+    /// Questions file; repeat to evaluate several (e.g. MetaQA 1-, 2- and 3-hop).
+    #[arg(long = "questions", required = true)]
+    questions: Vec<PathBuf>,
+
+    /// At most N questions from each file.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+
+    /// Draw the --limit questions at random with this seed instead of taking the first.
+    #[arg(long, value_name = "S", requires = "limit")]
+    sample_seed: Option<u64>,
+
+    /// Questions in flight at once.
+    #[arg(long, value_name = "C", default_value_t = 1)]
+    concurrency: usize,
+
+    /// Evaluate a running `kgmesh serve` (e.g. http://127.0.0.1:8080) instead of the
+    /// embedded pipeline.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
+
+    /// Folder for report.json, summary.md and plot.svg
+    /// (default: eval-results/<name>-<time>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    /// MetaQA only: keep the [topic entity] brackets (a linking hint) or strip them.
+    #[arg(long, value_enum)]
+    metaqa_brackets: Option<Brackets>,
+
+    /// Name of the run in tables and plots (default: from the questions' folder).
+    #[arg(long)]
+    name: Option<String>,
+
+    /// Per-question option: refinement rounds.
+    #[arg(long)]
+    max_rounds: Option<u8>,
+
+    /// Per-question option: answers returned.
+    #[arg(long)]
+    max_answers: Option<u16>,
+
+    /// Per-question option: the system's own deadline.
+    #[arg(long, value_name = "MS")]
+    timeout_ms: Option<u64>,
+
+    /// Per-question option: skip the plan cache (no lookup, no store).
+    #[arg(long)]
+    no_cache: bool,
+
+    /// The harness gives up on a question after this long
+    /// (default: budget.timeout_ms + 5 s).
+    #[arg(long, value_name = "MS")]
+    question_timeout_ms: Option<u64>,
+
+    /// No progress bar or progress lines on stderr.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct CompareArgs {
+    /// The baseline report.
+    a: PathBuf,
+    /// The report compared with it.
+    b: PathBuf,
+    /// Flipped questions listed per direction.
+    #[arg(long, default_value_t = 20)]
+    max_listed: usize,
+}
+
+#[derive(Debug, clap::Args)]
+struct PlotArgs {
+    /// report.json files.
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+    /// Where to write the SVG.
+    #[arg(long, default_value = "eval-plot.svg")]
+    out: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+struct TableArgs {
+    /// report.json files.
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+}
+
+pub fn run(config: Config, args: EvalArgs) -> anyhow::Result<()> {
+    match args.command {
+        Some(EvalCommand::Compare(compare_args)) => run_compare(&compare_args),
+        Some(EvalCommand::Plot(plot_args)) => run_plot(&plot_args),
+        Some(EvalCommand::Table(table_args)) => run_table(&table_args),
+        None => run_evaluation(config, *args.run),
+    }
+}
+
+fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
+    let a = Report::load(&args.a)?;
+    let b = Report::load(&args.b)?;
+    print!(
+        "{}",
+        compare::render(
+            &a,
+            &b,
+            &args.a.display().to_string(),
+            &args.b.display().to_string(),
+            args.max_listed
+        )
+    );
+    Ok(())
+}
+
+fn run_plot(args: &PlotArgs) -> anyhow::Result<()> {
+    let reports = load_all(&args.reports)?;
+    let refs: Vec<&Report> = reports.iter().collect();
+    write_file(&args.out, &plot::render(&refs))?;
+    eprintln!("kgmesh eval: wrote {}", args.out.display());
+    Ok(())
+}
+
+fn run_table(args: &TableArgs) -> anyhow::Result<()> {
+    let reports = load_all(&args.reports)?;
+    println!(
+        "| run | questions | sample | LLM | Hits@1 | Hits@any | F1 | context hit | p50 ms | p95 ms | q/s |"
+    );
+    println!("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for report in &reports {
+        let mut rows = vec![(report.name.clone(), &report.aggregate)];
+        if report.breakdown.by_hops.len() > 1 {
+            for (hops, aggregate) in &report.breakdown.by_hops {
+                rows.push((format!("{} · {hops}", report.name), aggregate));
+            }
+        }
+        let sample = match (report.dataset.limit, report.dataset.sample_seed) {
+            (None, _) => "all".to_owned(),
+            (Some(limit), None) => format!("first {limit}/file"),
+            (Some(limit), Some(seed)) => format!("{limit}/file, seed {seed}"),
+        };
+        for (name, a) in rows {
+            let latency = a.latency_ms.unwrap_or_default();
+            println!(
+                "| {name} | {} | {sample} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                a.questions,
+                report.system.llm.replace('|', "\\|"),
+                100.0 * a.hits_at_1,
+                100.0 * a.hits_at_any,
+                100.0 * a.f1,
+                100.0 * a.context_hit,
+                latency.p50,
+                latency.p95,
+                report.run.throughput_qps
+            );
+        }
+    }
+    Ok(())
+}
+
+fn load_all(paths: &[PathBuf]) -> anyhow::Result<Vec<Report>> {
+    paths
+        .iter()
+        .map(|path| Report::load(path).map_err(anyhow::Error::from))
+        .collect()
+}
+
+fn write_file(path: &Path, contents: &str) -> anyhow::Result<()> {
+    std::fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
+    let Some(kind) = args.dataset else {
+        bail!("--dataset is required");
+    };
+    let mut problems = Vec::new();
+    if args.concurrency == 0 {
+        problems.push("--concurrency must be at least 1".to_owned());
+    }
+    if args.limit == Some(0) {
+        problems.push("--limit must be at least 1".to_owned());
+    }
+    if args.metaqa_brackets.is_some() && kind != DatasetKind::Metaqa {
+        problems.push("--metaqa-brackets applies to --dataset metaqa only".to_owned());
+    }
+    let kg = args.kg.clone().or_else(|| config.graph.path.clone());
+    if args.server.is_none() && kg.is_none() {
+        problems.push(
+            "the embedded pipeline needs a KG: pass --kg PATH (or set graph.path), or \
+             evaluate a server with --server URL"
+                .to_owned(),
+        );
+    }
+    if !problems.is_empty() {
+        bail!("invalid arguments:\n  - {}", problems.join("\n  - "));
+    }
+
+    let plan = QuestionPlan {
+        kind,
+        files: args.questions.clone(),
+        brackets: args.metaqa_brackets.unwrap_or_default(),
+        limit: args.limit,
+        sample_seed: args.sample_seed,
+    };
+    let (questions, available) = eval::load_questions(&plan)?;
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| eval::default_name(&questions, kind));
+    let name = if plan.kind == DatasetKind::Metaqa && plan.brackets == Brackets::Strip {
+        format!("{name} (stripped)")
+    } else {
+        name
+    };
+    let started_at = report::now_rfc3339();
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("eval-results").join(format!(
+            "{}-{}",
+            sanitize(&name),
+            started_at.replace([':', '-'], "")
+        ))
+    });
+    std::fs::create_dir_all(&out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let versions = Versions::collect();
+
+    let settings = RunSettings {
+        concurrency: args.concurrency,
+        options: AskOptions {
+            max_rounds: args.max_rounds,
+            timeout_ms: args.timeout_ms,
+            max_answers: args.max_answers,
+            no_cache: args.no_cache,
+        },
+        question_timeout: Duration::from_millis(
+            args.question_timeout_ms
+                .unwrap_or(config.budget.timeout_ms.saturating_add(5_000)),
+        ),
+        progress: !args.no_progress,
+    };
+    let selected = questions.len();
+    eprintln!(
+        "kgmesh eval: {name}: {selected} of {available} questions, concurrency {}",
+        settings.concurrency
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let (report, interrupted) = runtime.block_on(async {
+        let answerer: Arc<dyn Answerer> = match &args.server {
+            Some(url) => Arc::new(HttpAnswerer::new(url, settings.question_timeout).await?),
+            None => {
+                let kg = kg.as_deref().context("no KG")?;
+                Arc::new(EmbeddedAnswerer::start(&config, kg, args.no_cache).await?)
+            }
+        };
+        let system = answerer.describe();
+        let interrupt = async {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => eprintln!(
+                    "\nkgmesh eval: interrupted; dropping questions in flight and writing the \
+                     partial report"
+                ),
+                // Without a signal handler the run simply cannot be interrupted.
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        let outcome = runner::run_questions(answerer, questions, &settings, interrupt).await;
+        let interrupted = outcome.interrupted;
+        let context = RunContext {
+            name,
+            plan,
+            kg,
+            available,
+            selected,
+            settings: settings.clone(),
+            started_at,
+            system,
+            versions,
+        };
+        anyhow::Ok((eval::assemble_report(context, outcome), interrupted))
+    })?;
+
+    let json_path = out_dir.join("report.json");
+    let markdown_path = out_dir.join("summary.md");
+    let svg_path = out_dir.join("plot.svg");
+    report.write_json(&json_path)?;
+    let markdown = report.markdown();
+    write_file(&markdown_path, &markdown)?;
+    write_file(&svg_path, &plot::render(&[&report]))?;
+    print!("{markdown}");
+    eprintln!(
+        "kgmesh eval: wrote {}, {} and {}",
+        json_path.display(),
+        markdown_path.display(),
+        svg_path.display()
+    );
+    if interrupted {
+        bail!(
+            "interrupted after {} of {} questions (partial report written)",
+            report.run.completed,
+            report.dataset.selected
+        );
+    }
+    Ok(())
+}
+
+/// A folder-name-safe form of a run name.
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }

@@ -1,0 +1,401 @@
+//! The JSON report of a run (configuration, versions, every question, aggregates) and
+//! its Markdown summary.
+
+use std::{
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use kgmesh_schemas::messages::ask::AskOptions;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    answerer::AnswererConfig,
+    dataset::{Brackets, DatasetKind},
+    metrics::{Aggregate, Breakdown, LatencySummary, QuestionResult},
+};
+
+/// Bumped when a field changes meaning; readers refuse reports they do not know.
+pub const REPORT_FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub format: u32,
+    /// A short label for tables and plots, e.g. `metaqa/1-hop`.
+    pub name: String,
+    pub dataset: DatasetInfo,
+    pub run: RunInfo,
+    pub system: AnswererConfig,
+    pub versions: Versions,
+    pub aggregate: Aggregate,
+    pub breakdown: Breakdown,
+    pub results: Vec<QuestionResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetInfo {
+    pub kind: DatasetKind,
+    pub files: Vec<PathBuf>,
+    pub kg: Option<PathBuf>,
+    /// MetaQA only.
+    pub brackets: Option<Brackets>,
+    /// Questions in the files before selection.
+    pub available: usize,
+    /// Questions selected for the run.
+    pub selected: usize,
+    /// Per file.
+    pub limit: Option<usize>,
+    /// `None`: the first `limit` questions of each file.
+    pub sample_seed: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub wall_s: f64,
+    /// Completed questions per second of wall time.
+    pub throughput_qps: f64,
+    pub concurrency: usize,
+    pub question_timeout_ms: u64,
+    pub ask_options: AskOptions,
+    pub completed: usize,
+    /// Stopped early (Ctrl-C): the aggregates cover `completed` questions only.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Versions {
+    pub kgmesh: String,
+    pub git_commit: Option<String>,
+    /// Uncommitted changes in the working tree the run started from.
+    pub git_dirty: Option<bool>,
+    pub os: String,
+    pub arch: String,
+    pub cpus: usize,
+    pub command_line: Vec<String>,
+}
+
+impl Versions {
+    /// Reads git state with `git` (blocking; call before the run starts).
+    pub fn collect() -> Self {
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()
+                .filter(|output| output.status.success())
+                .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        };
+        let git_commit = git(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty());
+        let git_dirty = git_commit
+            .as_ref()
+            .and_then(|_| git(&["status", "--porcelain", "--untracked-files=no"]))
+            .map(|status| !status.is_empty());
+        Self {
+            kgmesh: env!("CARGO_PKG_VERSION").to_owned(),
+            git_commit,
+            git_dirty,
+            os: std::env::consts::OS.to_owned(),
+            arch: std::env::consts::ARCH.to_owned(),
+            cpus: std::thread::available_parallelism()
+                .map(usize::from)
+                .unwrap_or(1),
+            command_line: std::env::args().collect(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a kgmesh eval report: {problem}")]
+    Invalid { path: PathBuf, problem: String },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Report {
+    pub fn load(path: &Path) -> Result<Self, ReportError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|error| ReportError::Invalid {
+                path: path.to_owned(),
+                problem: error.to_string(),
+            })?;
+        let format = value.get("format").and_then(serde_json::Value::as_u64);
+        if format != Some(u64::from(REPORT_FORMAT)) {
+            return Err(ReportError::Invalid {
+                path: path.to_owned(),
+                problem: format!(
+                    "report format {format:?}, this build reads format {REPORT_FORMAT}"
+                ),
+            });
+        }
+        serde_json::from_value(value).map_err(|error| ReportError::Invalid {
+            path: path.to_owned(),
+            problem: error.to_string(),
+        })
+    }
+
+    pub fn write_json(&self, path: &Path) -> Result<(), ReportError> {
+        let json = serde_json::to_string_pretty(self).map_err(|error| ReportError::Invalid {
+            path: path.to_owned(),
+            problem: error.to_string(),
+        })?;
+        std::fs::write(path, json + "\n").map_err(|source| ReportError::Write {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// The summary people read: configuration first, then the scores.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "# kgmesh eval: {}\n", self.name);
+        if self.run.interrupted {
+            let _ = writeln!(
+                out,
+                "**Interrupted:** {} of {} selected questions completed; the figures cover \
+                 those only.\n",
+                self.run.completed, self.dataset.selected
+            );
+        }
+        let _ = writeln!(out, "## Configuration\n");
+        let _ = writeln!(out, "| setting | value |\n|---|---|");
+        let d = &self.dataset;
+        let files: Vec<String> = d.files.iter().map(|f| f.display().to_string()).collect();
+        let row = |out: &mut String, key: &str, value: String| {
+            let _ = writeln!(out, "| {key} | {} |", value.replace('|', "\\|"));
+        };
+        row(&mut out, "dataset", d.kind.to_string());
+        row(&mut out, "questions", files.join(", "));
+        row(
+            &mut out,
+            "kg",
+            d.kg.as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "(server's)".to_owned()),
+        );
+        if let Some(brackets) = d.brackets {
+            row(
+                &mut out,
+                "MetaQA brackets",
+                format!("{brackets:?}").to_lowercase(),
+            );
+        }
+        let sample = match (d.limit, d.sample_seed) {
+            (None, _) => "all".to_owned(),
+            (Some(limit), None) => format!("first {limit} per file"),
+            (Some(limit), Some(seed)) => format!("{limit} per file, seed {seed}"),
+        };
+        row(
+            &mut out,
+            "sample",
+            format!("{} of {} ({sample})", d.selected, d.available),
+        );
+        let s = &self.system;
+        row(&mut out, "mode", format!("{:?}", s.mode).to_lowercase());
+        if let Some(url) = &s.server_url {
+            row(&mut out, "server", url.clone());
+        }
+        row(&mut out, "LLM", s.llm.clone());
+        row(&mut out, "embedder", s.embedder.clone());
+        if let Some(budget) = &s.budget {
+            row(&mut out, "budget", compact_json(budget));
+        }
+        row(&mut out, "plan cache", s.cache.clone());
+        row(
+            &mut out,
+            "ask options",
+            serde_json::to_value(&self.run.ask_options)
+                .map(|v| compact_json(&v))
+                .unwrap_or_default(),
+        );
+        row(&mut out, "concurrency", self.run.concurrency.to_string());
+        let v = &self.versions;
+        row(
+            &mut out,
+            "version",
+            format!(
+                "kgmesh {} (commit {}{}), {}/{} {} CPUs",
+                v.kgmesh,
+                v.git_commit
+                    .as_deref()
+                    .map(|c| &c[..c.len().min(12)])
+                    .unwrap_or("unknown"),
+                if v.git_dirty == Some(true) {
+                    ", dirty"
+                } else {
+                    ""
+                },
+                v.os,
+                v.arch,
+                v.cpus
+            ),
+        );
+        row(&mut out, "started", self.run.started_at.clone());
+
+        let _ = writeln!(out, "\n## Scores\n");
+        out.push_str(&aggregate_table(&[("all", &self.aggregate)]));
+        for (title, groups) in [
+            ("By hops", &self.breakdown.by_hops),
+            ("By question type", &self.breakdown.by_type),
+            ("By file", &self.breakdown.by_source),
+        ] {
+            if groups.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "\n### {title}\n");
+            let rows: Vec<(&str, &Aggregate)> =
+                groups.iter().map(|(k, a)| (k.as_str(), a)).collect();
+            out.push_str(&aggregate_table(&rows));
+        }
+
+        let a = &self.aggregate;
+        let _ = writeln!(out, "\n## Cost and latency\n");
+        let _ = writeln!(out, "| measure | value |\n|---|---|");
+        let _ = writeln!(out, "| rounds (mean) | {:.2} |", a.rounds_mean);
+        let _ = writeln!(
+            out,
+            "| LLM calls (mean / total) | {:.2} / {} |",
+            a.llm_calls_mean, a.llm_calls_total
+        );
+        let _ = writeln!(
+            out,
+            "| tokens prompt / completion (total) | {} / {} |",
+            a.prompt_tokens_total, a.completion_tokens_total
+        );
+        let _ = writeln!(out, "| bus messages (mean) | {:.2} |", a.bus_messages_mean);
+        let _ = writeln!(out, "| graph rows (mean) | {:.1} |", a.graph_rows_mean);
+        let _ = writeln!(
+            out,
+            "| plan-cache hits | {:.1}% |",
+            100.0 * a.cache_hit_rate
+        );
+        let _ = writeln!(out, "| partial answers | {:.1}% |", 100.0 * a.partial_rate);
+        let _ = writeln!(
+            out,
+            "| errors / empty answers | {} / {} |",
+            a.errors, a.empty
+        );
+        if let Some(latency) = &a.latency_ms {
+            let _ = writeln!(out, "| latency ms (harness) | {} |", latency_cell(latency));
+        }
+        if let Some(latency) = &a.server_ms {
+            let _ = writeln!(
+                out,
+                "| latency ms (system's own) | {} |",
+                latency_cell(latency)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "| throughput | {:.2} questions/s ({} in {:.1} s) |",
+            self.run.throughput_qps, self.run.completed, self.run.wall_s
+        );
+        out
+    }
+}
+
+fn latency_cell(latency: &LatencySummary) -> String {
+    format!(
+        "p50 {:.1}, p95 {:.1}, p99 {:.1}, mean {:.1}, max {:.1}",
+        latency.p50, latency.p95, latency.p99, latency.mean, latency.max
+    )
+}
+
+fn compact_json(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn percent(value: f64) -> String {
+    format!("{:.1}", 100.0 * value)
+}
+
+/// A scores table, one row per group (percentages).
+pub fn aggregate_table(rows: &[(&str, &Aggregate)]) -> String {
+    let mut out = String::from(
+        "| group | n | Hits@1 | Hits@any | F1 | context recall (any / share) | errors | latency p50 / p95 ms |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (name, a) in rows {
+        let latency = a
+            .latency_ms
+            .map(|l| format!("{:.1} / {:.1}", l.p50, l.p95))
+            .unwrap_or_else(|| "-".to_owned());
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} | {} / {} | {} | {latency} |",
+            a.questions,
+            percent(a.hits_at_1),
+            percent(a.hits_at_any),
+            percent(a.f1),
+            percent(a.context_hit),
+            percent(a.context_recall),
+            a.errors
+        );
+    }
+    out
+}
+
+/// Now as RFC 3339 UTC (second precision).
+pub fn now_rfc3339() -> String {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    rfc3339(seconds)
+}
+
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn rfc3339(unix_seconds: u64) -> String {
+    let days = (unix_seconds / 86_400) as i64;
+    let second_of_day = unix_seconds % 86_400;
+    // Civil-from-days (H. Hinnant), valid for every date after 1970.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        second_of_day / 3_600,
+        (second_of_day % 3_600) / 60,
+        second_of_day % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        // 2000-02-29 12:34:56 UTC (a leap day).
+        assert_eq!(rfc3339(951_827_696), "2000-02-29T12:34:56Z");
+        assert_eq!(rfc3339(1_798_761_599), "2026-12-31T23:59:59Z");
+    }
+}

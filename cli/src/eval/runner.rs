@@ -1,0 +1,249 @@
+//! Asks every question, `concurrency` at a time, scoring each reply as it lands.
+//!
+//! An interrupt (Ctrl-C in the CLI, any future in tests) stops the run at once: questions
+//! still in flight are dropped, not counted, and the outcome holds what completed.
+
+use std::{
+    future::Future,
+    io::IsTerminal,
+    sync::{atomic::Ordering, Arc},
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kgmesh_schemas::messages::ask::{AskOptions, AskReply, AskRequest};
+
+use super::{
+    answerer::{AnswerError, Answerer},
+    dataset::Question,
+    metrics::{score, Prediction, QuestionCost, QuestionResult, Score},
+};
+
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub concurrency: usize,
+    pub options: AskOptions,
+    /// The harness gives up on a question after this long.
+    pub question_timeout: Duration,
+    pub progress: bool,
+}
+
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// In dataset order.
+    pub results: Vec<QuestionResult>,
+    pub wall: Duration,
+    pub interrupted: bool,
+}
+
+pub async fn run_questions(
+    answerer: Arc<dyn Answerer>,
+    questions: Vec<Question>,
+    settings: &RunSettings,
+    interrupt: impl Future<Output = ()>,
+) -> RunOutcome {
+    let planned = questions.len();
+    let progress = Progress::new(planned as u64, settings.progress);
+    let started = Instant::now();
+    let mut pending = futures::stream::iter(questions.into_iter().enumerate())
+        .map(|(index, question)| {
+            let answerer = Arc::clone(&answerer);
+            let options = settings.options.clone();
+            let timeout = settings.question_timeout;
+            async move {
+                (
+                    index,
+                    ask_one(answerer.as_ref(), question, options, timeout).await,
+                )
+            }
+        })
+        .buffer_unordered(settings.concurrency.max(1));
+
+    let mut finished: Vec<(usize, QuestionResult)> = Vec::with_capacity(planned);
+    let mut hits = 0usize;
+    let mut errors = 0usize;
+    let mut interrupted = false;
+    tokio::pin!(interrupt);
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut interrupt => {
+                interrupted = true;
+                break;
+            }
+            next = pending.next() => match next {
+                Some((index, result)) => {
+                    hits += usize::from(result.score.hits_at_1);
+                    errors += usize::from(result.error.is_some());
+                    finished.push((index, result));
+                    progress.advance(finished.len(), hits, errors);
+                }
+                None => break,
+            },
+        }
+    }
+    // Dropping the stream cancels whatever is still in flight.
+    drop(pending);
+    let wall = started.elapsed();
+    progress.finish(finished.len(), hits, errors, interrupted);
+    finished.sort_by_key(|(index, _)| *index);
+    RunOutcome {
+        results: finished.into_iter().map(|(_, result)| result).collect(),
+        wall,
+        interrupted,
+    }
+}
+
+async fn ask_one(
+    answerer: &dyn Answerer,
+    question: Question,
+    options: AskOptions,
+    timeout: Duration,
+) -> QuestionResult {
+    let request = AskRequest {
+        question: question.question.clone(),
+        options,
+    };
+    let started = Instant::now();
+    let outcome = match tokio::time::timeout(timeout, answerer.ask(request)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(AnswerError::TimedOut(timeout)),
+    };
+    let latency_ms = started.elapsed().as_secs_f64() * 1e3;
+    match outcome {
+        Ok(reply) => scored(question, reply, latency_ms),
+        Err(error) => QuestionResult {
+            id: question.id,
+            question: question.question,
+            source: question.source,
+            hops: question.hops,
+            kind: question.kind,
+            gold: question.answers,
+            predictions: Vec::new(),
+            score: Score::default(),
+            cost: QuestionCost::default(),
+            latency_ms,
+            server_ms: None,
+            evidence_lines: 0,
+            question_id: None,
+            trace_id: None,
+            notes: Vec::new(),
+            error: Some(error.to_string()),
+        },
+    }
+}
+
+/// The result of a question the system answered.
+pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionResult {
+    let predictions: Vec<Prediction> = reply
+        .answers
+        .iter()
+        .map(|answer| {
+            let mut surface_forms = vec![answer.text.clone()];
+            if let Some(entity) = &answer.entity {
+                surface_forms.push(entity.name.clone());
+            }
+            Prediction { surface_forms }
+        })
+        .collect();
+    let evidence: Vec<String> = reply.evidence.iter().map(|e| e.text.clone()).collect();
+    let score = score(&question.answers, &predictions, &evidence);
+    QuestionResult {
+        id: question.id,
+        question: question.question,
+        source: question.source,
+        hops: question.hops,
+        kind: question.kind,
+        gold: question.answers,
+        predictions: reply.answers.iter().map(|a| a.text.clone()).collect(),
+        score,
+        cost: QuestionCost {
+            rounds: reply.rounds,
+            llm_calls: reply.cost.llm_calls,
+            prompt_tokens: reply.cost.prompt_tokens,
+            completion_tokens: reply.cost.completion_tokens,
+            bus_messages: reply.cost.bus_messages,
+            graph_rows: reply.cost.graph_rows,
+            cache_hit: reply.cache_hit,
+            partial: reply.partial,
+        },
+        latency_ms,
+        server_ms: Some(reply.timings.total_us as f64 / 1e3),
+        evidence_lines: reply.evidence.len(),
+        question_id: Some(reply.question_id),
+        trace_id: reply.trace_id,
+        notes: reply.notes,
+        error: None,
+    }
+}
+
+/// A bar with running Hits@1 on a terminal; a line every 10% otherwise, so that logs of
+/// long unattended runs still show progress.
+struct Progress {
+    bar: Option<ProgressBar>,
+    total: u64,
+    enabled: bool,
+    next_line_at: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    fn new(total: u64, enabled: bool) -> Self {
+        let on_terminal = enabled && std::io::stderr().is_terminal();
+        let bar = on_terminal.then(|| {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} {per_sec} eta {eta} {msg}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        });
+        Self {
+            bar,
+            total,
+            enabled,
+            next_line_at: std::sync::atomic::AtomicU64::new(total.div_ceil(10).max(1)),
+        }
+    }
+
+    fn message(done: usize, hits: usize, errors: usize) -> String {
+        let rate = if done == 0 {
+            0.0
+        } else {
+            hits as f64 / done as f64
+        };
+        format!("Hits@1 {rate:.3} errors {errors}")
+    }
+
+    fn advance(&self, done: usize, hits: usize, errors: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done as u64);
+            bar.set_message(Self::message(done, hits, errors));
+        } else if self.enabled && done as u64 >= self.next_line_at.load(Ordering::Relaxed) {
+            eprintln!(
+                "kgmesh eval: {done}/{} {}",
+                self.total,
+                Self::message(done, hits, errors)
+            );
+            self.next_line_at
+                .fetch_add(self.total.div_ceil(10).max(1), Ordering::Relaxed);
+        }
+    }
+
+    fn finish(&self, done: usize, hits: usize, errors: usize, interrupted: bool) {
+        let message = Self::message(done, hits, errors);
+        if let Some(bar) = &self.bar {
+            if interrupted {
+                bar.abandon_with_message(format!("{message} (interrupted)"));
+            } else {
+                bar.finish_with_message(message);
+            }
+        } else if self.enabled && interrupted {
+            eprintln!(
+                "kgmesh eval: interrupted after {done}/{} {message}",
+                self.total
+            );
+        }
+    }
+}
