@@ -1,1 +1,397 @@
-//! Loaders (in progress).
+//! Loaders: read a KG from files into an [`EmbeddedGraph`].
+//!
+//! Formats ([`KgFormat`]): triples as TSV (`head<TAB>relation<TAB>tail`, also the format of
+//! the bundled `kb.tsv` files), CSV (`head,relation,tail`, RFC 4180 quoting), MetaQA's
+//! `head|relation|tail`, N-Triples, property-graph CSV directories described by a TOML
+//! mapping ([`mapping::Mapping`]), and the store's own snapshots. [`detect_format`]
+//! guesses from the extension and the first line; callers can override it.
+//!
+//! Bad input never vanishes: every malformed line is counted and reported with
+//! `file:line` and a reason ([`LoadReport::bad_lines`]); the first
+//! [`LoadOptions::max_reported_bad_lines`] are also printed on stderr as they are met.
+//! Loading stops at the first bad line only in strict mode.
+
+mod mapping;
+mod ntriples;
+mod triples;
+
+use std::{
+    fmt,
+    io::Read,
+    path::{Path, PathBuf},
+    str::FromStr,
+    time::{Duration, Instant},
+};
+
+pub use mapping::{EndpointMapping, Mapping, NodeMapping, PropertyType, RelationshipMapping};
+
+use super::{EmbeddedGraph, GraphBuilder};
+use crate::{StoreError, StoreResult};
+
+/// Name of the mapping file looked for inside a property-graph CSV directory.
+pub const DEFAULT_MAPPING_FILE: &str = "kgmesh-mapping.toml";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KgFormat {
+    /// `head<TAB>relation<TAB>tail` per line.
+    Tsv,
+    /// `head,relation,tail` per record (an optional header row is recognised).
+    Csv,
+    /// MetaQA's `head|relation|tail`.
+    Pipe,
+    /// W3C N-Triples.
+    NTriples,
+    /// A directory of CSV files plus a TOML mapping.
+    PropertyCsv,
+    /// A snapshot written by [`crate::embedded::snapshot::save`].
+    Snapshot,
+}
+
+impl KgFormat {
+    pub const NAMES: &'static [&'static str] =
+        &["tsv", "csv", "pipe", "ntriples", "pgcsv", "snapshot"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KgFormat::Tsv => "tsv",
+            KgFormat::Csv => "csv",
+            KgFormat::Pipe => "pipe",
+            KgFormat::NTriples => "ntriples",
+            KgFormat::PropertyCsv => "pgcsv",
+            KgFormat::Snapshot => "snapshot",
+        }
+    }
+}
+
+impl fmt::Display for KgFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for KgFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "tsv" | "tab" => Ok(KgFormat::Tsv),
+            "csv" => Ok(KgFormat::Csv),
+            "pipe" | "metaqa" => Ok(KgFormat::Pipe),
+            "ntriples" | "nt" | "n-triples" => Ok(KgFormat::NTriples),
+            "pgcsv" | "property-csv" | "csv-dir" => Ok(KgFormat::PropertyCsv),
+            "snapshot" | "kgs" => Ok(KgFormat::Snapshot),
+            other => Err(format!(
+                "unknown KG format `{other}` (expected one of: {})",
+                KgFormat::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// `None`: detect from the path.
+    pub format: Option<KgFormat>,
+    /// Mapping for property-graph CSV; `None`: `DIR/kgmesh-mapping.toml`.
+    pub mapping: Option<PathBuf>,
+    /// Stop at the first bad line (with an error naming it).
+    pub strict: bool,
+    /// Print progress lines on stderr.
+    pub progress: bool,
+    /// Print a progress line at least every this many lines …
+    pub progress_every_lines: u64,
+    /// … or every this long, whichever comes first.
+    pub progress_every: Duration,
+    /// Bad lines printed on stderr and kept in the report (all are counted).
+    pub max_reported_bad_lines: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            format: None,
+            mapping: None,
+            strict: false,
+            progress: false,
+            progress_every_lines: 1_000_000,
+            progress_every: Duration::from_secs(2),
+            max_reported_bad_lines: 100,
+        }
+    }
+}
+
+/// A line that could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLine {
+    pub file: String,
+    pub line: u64,
+    pub reason: String,
+}
+
+impl fmt::Display for BadLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.reason)
+    }
+}
+
+/// What a load read and what it could not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadReport {
+    pub format: KgFormat,
+    pub files: Vec<PathBuf>,
+    pub lines: u64,
+    pub bytes: u64,
+    /// Every bad line, counted.
+    pub bad_line_count: u64,
+    /// The first `max_reported_bad_lines` of them.
+    pub bad_lines: Vec<BadLine>,
+    /// Lines loaded after a repair the input's mapping asked for.
+    pub repaired_line_count: u64,
+    pub elapsed: Duration,
+}
+
+/// Guesses a KG's format: a directory is property-graph CSV; a file is recognised by its
+/// first bytes (snapshot magic, an N-Triples term) and then by extension or separator.
+pub fn detect_format(path: &Path) -> StoreResult<KgFormat> {
+    let metadata = std::fs::metadata(path).map_err(|error| io_error(path, error))?;
+    if metadata.is_dir() {
+        return Ok(KgFormat::PropertyCsv);
+    }
+    let mut head = vec![0u8; 4096];
+    let mut file = std::fs::File::open(path).map_err(|error| io_error(path, error))?;
+    let read = file
+        .read(&mut head)
+        .map_err(|error| io_error(path, error))?;
+    head.truncate(read);
+    if head.starts_with(super::snapshot::MAGIC) {
+        return Ok(KgFormat::Snapshot);
+    }
+    let extension = path
+        .extension()
+        .and_then(|extension| extension.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match extension.as_str() {
+        "nt" => return Ok(KgFormat::NTriples),
+        "kgs" => return Ok(KgFormat::Snapshot),
+        _ => {}
+    }
+    let text = String::from_utf8_lossy(&head);
+    let first_line = text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with('#'))
+        .unwrap_or("");
+    if (first_line.starts_with('<') || first_line.starts_with("_:")) && first_line.ends_with('.') {
+        return Ok(KgFormat::NTriples);
+    }
+    if first_line.contains('\t') {
+        return Ok(KgFormat::Tsv);
+    }
+    match extension.as_str() {
+        "tsv" => return Ok(KgFormat::Tsv),
+        "csv" => return Ok(KgFormat::Csv),
+        _ => {}
+    }
+    if first_line.matches('|').count() >= 2 {
+        return Ok(KgFormat::Pipe);
+    }
+    if first_line.contains(',') {
+        return Ok(KgFormat::Csv);
+    }
+    Err(StoreError::InvalidQuery {
+        reason: format!("cannot tell the format of {}", path.display()),
+        hint: Some(format!(
+            "pass a format explicitly: one of {}",
+            KgFormat::NAMES.join(", ")
+        )),
+    })
+}
+
+/// Loads a KG file or directory into an [`EmbeddedGraph`].
+pub fn load_graph(path: &Path, options: &LoadOptions) -> StoreResult<(EmbeddedGraph, LoadReport)> {
+    let started = Instant::now();
+    let format = match options.format {
+        Some(format) => format,
+        None => detect_format(path)?,
+    };
+    let mut sink = LoadSink::new(options);
+    let builder = match format {
+        KgFormat::Snapshot => {
+            let graph = super::snapshot::open(path)?;
+            let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            let report = LoadReport {
+                format,
+                files: vec![path.to_path_buf()],
+                lines: 0,
+                bytes,
+                bad_line_count: 0,
+                bad_lines: Vec::new(),
+                repaired_line_count: 0,
+                elapsed: started.elapsed(),
+            };
+            return Ok((graph, report));
+        }
+        KgFormat::Tsv | KgFormat::Pipe => {
+            let mut builder = GraphBuilder::new();
+            let separator = if format == KgFormat::Tsv { b'\t' } else { b'|' };
+            triples::load_separated(path, separator, &mut builder, &mut sink)?;
+            builder
+        }
+        KgFormat::Csv => {
+            let mut builder = GraphBuilder::new();
+            triples::load_csv(path, &mut builder, &mut sink)?;
+            builder
+        }
+        KgFormat::NTriples => {
+            let mut builder = GraphBuilder::new();
+            ntriples::load(path, &mut builder, &mut sink)?;
+            builder
+        }
+        KgFormat::PropertyCsv => {
+            let mapping_path = options
+                .mapping
+                .clone()
+                .unwrap_or_else(|| path.join(DEFAULT_MAPPING_FILE));
+            let mapping = Mapping::from_file(&mapping_path)?;
+            let mut builder = GraphBuilder::new();
+            mapping::load(path, &mapping, &mut builder, &mut sink)?;
+            builder
+        }
+    };
+    sink.note("building the graph (sorting edges, indexing names)");
+    let graph = builder.finish();
+    let report = sink.into_report(format, started.elapsed());
+    Ok((graph, report))
+}
+
+/// Collects progress and bad lines while files are read.
+pub(crate) struct LoadSink<'o> {
+    options: &'o LoadOptions,
+    files: Vec<PathBuf>,
+    lines: u64,
+    bytes: u64,
+    bad_line_count: u64,
+    bad_lines: Vec<BadLine>,
+    repaired_line_count: u64,
+    started: Instant,
+    last_print: Instant,
+    last_print_lines: u64,
+}
+
+impl<'o> LoadSink<'o> {
+    fn new(options: &'o LoadOptions) -> Self {
+        let now = Instant::now();
+        Self {
+            options,
+            files: Vec::new(),
+            lines: 0,
+            bytes: 0,
+            bad_line_count: 0,
+            bad_lines: Vec::new(),
+            repaired_line_count: 0,
+            started: now,
+            last_print: now,
+            last_print_lines: 0,
+        }
+    }
+
+    pub(crate) fn start_file(&mut self, path: &Path) {
+        self.files.push(path.to_path_buf());
+        if self.options.progress {
+            eprintln!("reading {}", path.display());
+        }
+    }
+
+    /// Counts one line of `bytes` bytes and prints progress when due.
+    pub(crate) fn line(&mut self, bytes: usize) {
+        self.lines += 1;
+        self.bytes += bytes as u64;
+        if !self.options.progress || self.lines & 0x3fff != 0 {
+            return;
+        }
+        let due_by_lines = self.lines - self.last_print_lines >= self.options.progress_every_lines;
+        if due_by_lines || self.last_print.elapsed() >= self.options.progress_every {
+            self.print_progress();
+        }
+    }
+
+    fn print_progress(&mut self) {
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-9);
+        eprintln!(
+            "  {:>12} lines  {:>9.1} MB  {:>8.0} lines/s  {:>6.1} MB/s  {} bad",
+            self.lines,
+            self.bytes as f64 / 1e6,
+            self.lines as f64 / seconds,
+            self.bytes as f64 / 1e6 / seconds,
+            self.bad_line_count
+        );
+        self.last_print = Instant::now();
+        self.last_print_lines = self.lines;
+    }
+
+    pub(crate) fn note(&self, message: &str) {
+        if self.options.progress {
+            eprintln!("{message}");
+        }
+    }
+
+    pub(crate) fn repaired(&mut self) {
+        self.repaired_line_count += 1;
+    }
+
+    /// Records a bad line; in strict mode returns the error that stops the load.
+    pub(crate) fn bad(
+        &mut self,
+        file: &Path,
+        line: u64,
+        reason: impl Into<String>,
+    ) -> StoreResult<()> {
+        let bad = BadLine {
+            file: file.display().to_string(),
+            line,
+            reason: reason.into(),
+        };
+        self.bad_line_count += 1;
+        if self.options.strict {
+            return Err(StoreError::Corrupt {
+                path: format!("{}:{}", bad.file, bad.line),
+                detail: format!("{} (strict mode stops at the first bad line)", bad.reason),
+            });
+        }
+        if self.bad_lines.len() < self.options.max_reported_bad_lines {
+            eprintln!("bad line {bad}");
+            self.bad_lines.push(bad);
+            if self.bad_lines.len() == self.options.max_reported_bad_lines {
+                eprintln!("further bad lines are counted but not printed");
+            }
+        }
+        Ok(())
+    }
+
+    fn into_report(mut self, format: KgFormat, elapsed: Duration) -> LoadReport {
+        if self.options.progress {
+            self.print_progress();
+        }
+        LoadReport {
+            format,
+            files: self.files,
+            lines: self.lines,
+            bytes: self.bytes,
+            bad_line_count: self.bad_line_count,
+            bad_lines: self.bad_lines,
+            repaired_line_count: self.repaired_line_count,
+            elapsed,
+        }
+    }
+}
+
+pub(crate) fn io_error(path: &Path, error: impl fmt::Display) -> StoreError {
+    StoreError::Io {
+        path: path.display().to_string(),
+        detail: error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

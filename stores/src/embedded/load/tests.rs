@@ -1,0 +1,264 @@
+//! Loader tests on small files written here, plus the bundled data sets.
+
+use std::{io::Write, path::PathBuf};
+
+use kgmesh_schemas::graph::Value;
+
+use super::*;
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    let mut file = std::fs::File::create(&path).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    path
+}
+
+fn quiet() -> LoadOptions {
+    LoadOptions::default()
+}
+
+#[test]
+fn tsv_bad_lines_are_counted_with_their_line_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "kb.tsv",
+        "Heat\tdirected_by\tMichael Mann\n\nHeat\tstarred_actors\n# comment\nHeat\t\tX\nCollateral\tdirected_by\tMichael Mann\r\n",
+    );
+    let (graph, report) = load_graph(&path, &quiet()).unwrap();
+    assert_eq!(report.format, KgFormat::Tsv);
+    assert_eq!(graph.edge_count(), 2);
+    assert_eq!(graph.node_count(), 3);
+    assert_eq!(report.lines, 6);
+    assert_eq!(report.bad_line_count, 2);
+    assert_eq!(
+        report
+            .bad_lines
+            .iter()
+            .map(|bad| bad.line)
+            .collect::<Vec<_>>(),
+        vec![3, 5]
+    );
+    assert!(report.bad_lines[0].to_string().contains("kb.tsv:3"));
+    // The \r of a Windows line ending is not part of the name.
+    assert_eq!(graph.lookup_exact("Michael Mann").len(), 1);
+
+    let strict = LoadOptions {
+        strict: true,
+        ..quiet()
+    };
+    match load_graph(&path, &strict) {
+        Err(StoreError::Corrupt { path, .. }) => assert!(path.ends_with("kb.tsv:3"), "{path}"),
+        other => panic!("strict mode must stop at line 3: {other:?}"),
+    }
+}
+
+#[test]
+fn pipe_csv_and_ntriples_are_detected_and_parsed() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = write(
+        &dir,
+        "kb.txt",
+        "Kismet|directed_by|William Dieterle\nKismet|has_genre|Drama|Musical\n",
+    );
+    assert_eq!(detect_format(&pipe).unwrap(), KgFormat::Pipe);
+    let (graph, _) = load_graph(&pipe, &quiet()).unwrap();
+    assert_eq!(
+        graph.lookup_exact("Drama|Musical").len(),
+        1,
+        "the tail keeps the rest of the line"
+    );
+
+    let csv = write(
+        &dir,
+        "kb.csv",
+        "head,relation,tail\n\"Smith, John\",knows,Jane\nonly,two\n",
+    );
+    assert_eq!(detect_format(&csv).unwrap(), KgFormat::Csv);
+    let (graph, report) = load_graph(&csv, &quiet()).unwrap();
+    assert_eq!(graph.edge_count(), 1);
+    assert_eq!(graph.lookup_exact("Smith, John").len(), 1);
+    assert_eq!(report.bad_line_count, 1);
+    assert_eq!(report.bad_lines[0].line, 3);
+
+    let nt = write(
+        &dir,
+        "kb.nt",
+        concat!(
+            "<http://ex.org/Heat> <http://ex.org/year> \"1995\"^^<http://www.w3.org/2001/XMLSchema#gYear> .\n",
+            "<http://ex.org/Heat> <http://ex.org/title> \"Heat \\\"95\\\"\"@en .\n",
+            "_:b1 <http://ex.org/likes> <http://ex.org/Heat> .\n",
+            "<http://ex.org/Heat> <http://ex.org/broken> .\n",
+        ),
+    );
+    assert_eq!(detect_format(&nt).unwrap(), KgFormat::NTriples);
+    let (graph, report) = load_graph(&nt, &quiet()).unwrap();
+    assert_eq!(graph.edge_count(), 3);
+    assert_eq!(graph.lookup_exact("1995").len(), 1);
+    assert_eq!(graph.lookup_exact("Heat \"95\"").len(), 1);
+    assert_eq!(graph.lookup_exact("_:b1").len(), 1);
+    assert_eq!(report.bad_line_count, 1);
+    assert_eq!(report.bad_lines[0].line, 4);
+
+    let explicit = LoadOptions {
+        format: Some(KgFormat::Tsv),
+        ..quiet()
+    };
+    let (graph, report) = load_graph(&csv, &explicit).unwrap();
+    assert_eq!(graph.edge_count(), 0, "a forced format is obeyed");
+    assert_eq!(report.bad_line_count, 3);
+    assert!("bogus".parse::<KgFormat>().is_err());
+}
+
+#[test]
+fn property_csv_mapping_reports_dangling_keys_and_bad_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        &dir,
+        "people.csv",
+        "id,first,last,age\n1,Ada,Lovelace,36\n2,Alan,Turing,forty\n3,Grace,Hopper,NULL\n",
+    );
+    write(
+        &dir,
+        "knows.csv",
+        "a,b,since\n1,2,1936\n2,9,1940\n3,NULL,1950\n",
+    );
+    let mapping = write(
+        &dir,
+        "kgmesh-mapping.toml",
+        r#"
+null_values = ["NULL"]
+[[nodes]]
+label = "Person"
+file = "people.csv"
+key = "id"
+name = "{first} {last}"
+types = { age = "int" }
+[[relationships]]
+type = "KNOWS"
+file = "knows.csv"
+from = { label = "Person", column = "a" }
+to = { label = "Person", column = "b" }
+properties = ["since"]
+types = { since = "int" }
+"#,
+    );
+    let (graph, report) = load_graph(dir.path(), &quiet()).unwrap();
+    assert_eq!(report.format, KgFormat::PropertyCsv);
+    assert_eq!(graph.node_count(), 3);
+    assert_eq!(graph.edge_count(), 1);
+    let ada = graph.lookup_exact("Ada Lovelace")[0];
+    assert_eq!(
+        graph.node_property_by_name(ada, "age"),
+        Some(&Value::Int(36))
+    );
+    assert_eq!(
+        graph.node_property_by_name(ada, "id"),
+        Some(&Value::String("1".into()))
+    );
+    let grace = graph.lookup_exact("Grace Hopper")[0];
+    assert_eq!(
+        graph.node_property_by_name(grace, "age"),
+        None,
+        "NULL is a missing value"
+    );
+    let knows = graph.relation_id("KNOWS").unwrap();
+    let edge = graph.out_edges_via(ada, knows).edge_id(0);
+    assert_eq!(
+        graph.edge_property_by_name(edge, "since"),
+        Some(&Value::Int(1936))
+    );
+    // `forty` is not an int; person 9 does not exist.
+    assert_eq!(report.bad_line_count, 2);
+    assert!(report
+        .bad_lines
+        .iter()
+        .any(|bad| bad.file.ends_with("people.csv") && bad.line == 3));
+    assert!(report
+        .bad_lines
+        .iter()
+        .any(|bad| bad.file.ends_with("knows.csv") && bad.line == 3));
+
+    let broken = write(&dir, "broken.toml", "[[relationships]]\ntype = \"X\"\nfile = \"knows.csv\"\nfrom = { label = \"Nope\", column = \"a\" }\nto = { label = \"Person\", column = \"b\" }\n");
+    let options = LoadOptions {
+        mapping: Some(broken),
+        ..quiet()
+    };
+    assert!(matches!(
+        load_graph(dir.path(), &options),
+        Err(StoreError::Corrupt { .. })
+    ));
+    drop(mapping);
+}
+
+fn shared_data(relative: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data")
+        .join(relative);
+    assert!(path.exists(), "test data missing: {}", path.display());
+    path
+}
+
+#[test]
+fn northwind_loads_as_the_neo4j_property_graph() {
+    let mapping = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/northwind.toml");
+    let options = LoadOptions {
+        mapping: Some(mapping),
+        ..quiet()
+    };
+    let (graph, report) = load_graph(&shared_data("northwind/csv"), &options).unwrap();
+    assert_eq!(report.bad_line_count, 0, "{:?}", report.bad_lines);
+    // 176 order rows and 9 supplier rows carry unquoted commas; orders.csv is read four
+    // times (Order nodes, PURCHASED, SOLD, SHIPS_VIA), suppliers.csv once.
+    assert_eq!(report.repaired_line_count, 176 * 4 + 9);
+    let count = |label: &str| graph.nodes_with_label(graph.label_id(label).unwrap()).len();
+    // Row counts of the CSV files.
+    assert_eq!(count("Product"), 77);
+    assert_eq!(count("Order"), 830);
+    assert_eq!(count("Customer"), 91);
+    assert_eq!(count("Employee"), 9);
+    let counts = graph.relation_edge_counts();
+    let edges = |relation: &str| counts[graph.relation_id(relation).unwrap().0 as usize];
+    assert_eq!(edges("ORDERS"), 2155);
+    assert_eq!(edges("PART_OF"), 77);
+    assert_eq!(edges("SUPPLIES"), 77);
+    assert_eq!(edges("REPORTS_TO"), 8);
+    let chai = graph.lookup_exact("Chai")[0];
+    assert_eq!(
+        graph.node_property_by_name(chai, "unitPrice"),
+        Some(&Value::Float(18.0))
+    );
+    assert_eq!(
+        graph.node_property_by_name(chai, "discontinued"),
+        Some(&Value::Bool(false))
+    );
+    assert_eq!(
+        graph.node_property_by_name(chai, "productID"),
+        Some(&Value::String("1".into()))
+    );
+    let orders = graph.relation_id("ORDERS").unwrap();
+    let first = graph.lookup_exact("10248")[0];
+    let line = graph.out_edges_via(first, orders);
+    assert_eq!(line.len(), 3);
+    let quantities: Vec<&Value> = (0..3)
+        .filter_map(|index| graph.edge_property_by_name(line.edge_id(index), "quantity"))
+        .collect();
+    assert!(quantities.contains(&&Value::Int(12)));
+    let hanari = graph.lookup_exact("10250")[0];
+    assert_eq!(
+        graph.node_property_by_name(hanari, "shipAddress"),
+        Some(&Value::String("Rua do Paço, 67".into()))
+    );
+    let nancy = graph.lookup_normalized("nancy davolio");
+    assert_eq!(nancy.len(), 1);
+}
+
+#[test]
+fn metaqa_kb_loads_every_line() {
+    let path = shared_data("metaqa/kb.tsv");
+    let (graph, report) = load_graph(&path, &quiet()).unwrap();
+    assert_eq!(report.lines, 129_413);
+    assert_eq!(report.bad_line_count, 0);
+    assert_eq!(graph.relation_count(), 9);
+    assert!(graph.edge_count() > 129_000);
+}
