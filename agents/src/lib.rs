@@ -4,6 +4,7 @@
 pub mod runtime;
 pub mod verbalize;
 
+pub mod cache_manager;
 pub mod echo;
 pub mod entity_linker;
 pub mod judge;

@@ -29,6 +29,8 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheEntry {
     pub question: String,
+    /// The question with its entity mentions masked (what replay matching compares).
+    pub template: String,
     pub isr: Isr,
     pub plan: Plan,
     pub answers: Vec<String>,
@@ -49,6 +51,10 @@ pub struct FewShotExample {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheLookup {
     pub question: String,
+    /// Entities linked in the question, when the caller already knows them; the cache
+    /// masks their mentions so that questions differing only in entity match.
+    pub entities: Vec<Entity>,
+    /// Examples wanted (CacheRAG's k, default 5).
     pub k: u16,
 }
 

@@ -1,0 +1,772 @@
+//! The in-memory plan index: domain → aspect buckets, BM25 relevance over question
+//! templates, MMR selection, LRU-bounded buckets, and exact-template replay.
+//!
+//! Scoring is bounded per lookup: query terms are processed rarest first and common
+//! terms (which carry little BM25 weight) only re-score candidates already found, so a
+//! lookup touches a bounded number of postings whatever the cache size.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use kgmesh_schemas::{
+    graph::Entity,
+    messages::cache::{CacheEntry, FewShotExample, Isr, Plan},
+};
+
+use super::template::{self, ENTITY_SLOT};
+
+/// Tuning of the cache (CacheRAG §5.12 defaults).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheConfig {
+    /// Examples returned (k).
+    pub k: usize,
+    /// MMR trade-off between relevance (1.0) and diversity (0.0).
+    pub lambda: f32,
+    /// Below this normalized relevance (0..=1) an entry is not returned at all.
+    pub min_relevance: f32,
+    /// Entries kept per aspect bucket; the least recently used is evicted beyond it.
+    pub bucket_capacity: usize,
+    /// Candidates considered by MMR.
+    pub candidate_pool: usize,
+    /// Postings scanned per lookup before remaining (common) terms only re-score.
+    pub max_postings_scanned: usize,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            k: 5,
+            lambda: 0.5,
+            min_relevance: 0.3,
+            bucket_capacity: 10_000,
+            candidate_pool: 50,
+            max_postings_scanned: 50_000,
+        }
+    }
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Lookup {
+    pub examples: Vec<FewShotExample>,
+    /// A stored plan for the same template, rebound to the new question's entities.
+    pub replay: Option<Plan>,
+    /// Keys of the entries behind `examples` (for feedback).
+    pub keys: Vec<String>,
+}
+
+const BM25_K1: f32 = 1.2;
+const BM25_B: f32 = 0.75;
+
+struct Stored {
+    key: String,
+    entry: CacheEntry,
+    domain: String,
+    aspect: String,
+    /// (term id, term frequency), sorted by term id.
+    term_freqs: Vec<(u32, u16)>,
+    length: u32,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct DomainIndex {
+    postings: HashMap<u32, HashSet<u64>>,
+    total_length: u64,
+    /// aspect → (last-used tick → slot)
+    buckets: HashMap<String, BTreeMap<u64, u64>>,
+    /// template → slot, for replay and de-duplication.
+    templates: HashMap<String, u64>,
+}
+
+/// A two-layer (domain → aspect) semantic plan cache.
+#[derive(Default)]
+pub struct PlanCache {
+    config: CacheConfig,
+    terms: HashMap<String, u32>,
+    slots: HashMap<u64, Stored>,
+    keys: HashMap<String, u64>,
+    domains: HashMap<String, DomainIndex>,
+    next_slot: u64,
+    tick: u64,
+}
+
+/// The stable key of an entry: one entry per (domain, template).
+pub fn entry_key(domain: &str, template: &str) -> String {
+    // FNV-1a: stable across processes and versions, unlike std's hasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in domain.bytes().chain([0u8]).chain(template.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("p{hash:016x}")
+}
+
+impl PlanCache {
+    pub fn new(config: CacheConfig) -> Self {
+        Self {
+            config,
+            ..Self::default()
+        }
+    }
+
+    pub fn config(&self) -> &CacheConfig {
+        &self.config
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    fn domain_of(isr: &Isr) -> String {
+        if isr.domain.trim().is_empty() {
+            "default".to_owned()
+        } else {
+            isr.domain.trim().to_lowercase()
+        }
+    }
+
+    fn aspect_of(isr: &Isr) -> String {
+        isr.aspect.trim().to_lowercase()
+    }
+
+    fn term_id(&mut self, term: &str) -> u32 {
+        if let Some(id) = self.terms.get(term) {
+            return *id;
+        }
+        let id = self.terms.len() as u32;
+        self.terms.insert(term.to_owned(), id);
+        id
+    }
+
+    /// Stores (or replaces) the entry for its (domain, template). Returns its key and
+    /// the keys evicted to keep the bucket within capacity.
+    pub fn insert(&mut self, mut entry: CacheEntry) -> (String, Vec<String>) {
+        if entry.template.is_empty() {
+            entry.template = template::mask(&entry.question, &[]);
+        }
+        let domain = Self::domain_of(&entry.isr);
+        let aspect = Self::aspect_of(&entry.isr);
+        let key = entry_key(&domain, &entry.template);
+        if let Some(existing) = self.keys.get(&key).copied() {
+            let previous = self.remove_slot(existing);
+            if let Some(previous) = previous {
+                entry.hits = entry.hits.max(previous.entry.hits);
+            }
+        }
+        let tokens = template::tokens(&entry.template);
+        let mut counts: BTreeMap<u32, u16> = BTreeMap::new();
+        for token in &tokens {
+            let id = self.term_id(token);
+            let count = counts.entry(id).or_default();
+            *count = count.saturating_add(1);
+        }
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        self.tick += 1;
+        let tick = self.tick;
+        let index = self.domains.entry(domain.clone()).or_default();
+        for term in counts.keys() {
+            index.postings.entry(*term).or_default().insert(slot);
+        }
+        index.total_length += tokens.len() as u64;
+        index.templates.insert(entry.template.clone(), slot);
+        let bucket = index.buckets.entry(aspect.clone()).or_default();
+        bucket.insert(tick, slot);
+        let mut evicted_slots = Vec::new();
+        while bucket.len() > self.config.bucket_capacity.max(1) {
+            if let Some((_, oldest)) = bucket.pop_first() {
+                evicted_slots.push(oldest);
+            }
+        }
+        self.keys.insert(key.clone(), slot);
+        self.slots.insert(
+            slot,
+            Stored {
+                key: key.clone(),
+                entry,
+                domain,
+                aspect,
+                term_freqs: counts.into_iter().collect(),
+                length: tokens.len() as u32,
+                last_used: tick,
+            },
+        );
+        let evicted = evicted_slots
+            .into_iter()
+            .filter_map(|s| self.remove_slot(s).map(|stored| stored.key))
+            .collect();
+        (key, evicted)
+    }
+
+    /// Removes an entry by key; returns it when present.
+    pub fn remove(&mut self, key: &str) -> Option<CacheEntry> {
+        let slot = self.keys.get(key).copied()?;
+        self.remove_slot(slot).map(|s| s.entry)
+    }
+
+    fn remove_slot(&mut self, slot: u64) -> Option<Stored> {
+        let stored = self.slots.remove(&slot)?;
+        self.keys.remove(&stored.key);
+        if let Some(index) = self.domains.get_mut(&stored.domain) {
+            for (term, _) in &stored.term_freqs {
+                if let Some(posting) = index.postings.get_mut(term) {
+                    posting.remove(&slot);
+                    if posting.is_empty() {
+                        index.postings.remove(term);
+                    }
+                }
+            }
+            index.total_length = index.total_length.saturating_sub(u64::from(stored.length));
+            if index.templates.get(&stored.entry.template) == Some(&slot) {
+                index.templates.remove(&stored.entry.template);
+            }
+            if let Some(bucket) = index.buckets.get_mut(&stored.aspect) {
+                bucket.remove(&stored.last_used);
+                if bucket.is_empty() {
+                    index.buckets.remove(&stored.aspect);
+                }
+            }
+        }
+        Some(stored)
+    }
+
+    fn touch(&mut self, slot: u64) {
+        self.tick += 1;
+        let tick = self.tick;
+        let Some(stored) = self.slots.get_mut(&slot) else {
+            return;
+        };
+        if let Some(bucket) = self
+            .domains
+            .get_mut(&stored.domain)
+            .and_then(|index| index.buckets.get_mut(&stored.aspect))
+        {
+            bucket.remove(&stored.last_used);
+            bucket.insert(tick, slot);
+        }
+        stored.last_used = tick;
+    }
+
+    /// Records whether replaying or using an entry's plan worked. A plan that fails
+    /// more often than it succeeds is demoted (removed). Returns true when removed.
+    pub fn record_outcome(&mut self, key: &str, success: bool) -> bool {
+        let Some(slot) = self.keys.get(key).copied() else {
+            return false;
+        };
+        let demote = match self.slots.get_mut(&slot) {
+            Some(stored) => {
+                if success {
+                    stored.entry.hits = stored.entry.hits.saturating_add(1);
+                } else {
+                    stored.entry.failures = stored.entry.failures.saturating_add(1);
+                }
+                stored.entry.failures > stored.entry.hits
+            }
+            None => false,
+        };
+        if demote {
+            self.remove_slot(slot);
+        }
+        demote
+    }
+
+    pub fn get(&self, key: &str) -> Option<&CacheEntry> {
+        self.keys
+            .get(key)
+            .and_then(|slot| self.slots.get(slot))
+            .map(|s| &s.entry)
+    }
+
+    /// Finds examples for `question` (whose linked `entities` are masked) under `isr`.
+    pub fn lookup(&mut self, question: &str, entities: &[Entity], isr: &Isr, k: usize) -> Lookup {
+        let k = if k == 0 { self.config.k } else { k };
+        let mentions: Vec<&str> = entities.iter().map(|e| e.name.as_str()).collect();
+        let query_template = template::mask(question, &mentions);
+        let domain = Self::domain_of(isr);
+        let aspect = Self::aspect_of(isr);
+        let Some(index) = self.domains.get(&domain) else {
+            return Lookup::default();
+        };
+
+        let replay_slot = index
+            .templates
+            .get(&query_template)
+            .copied()
+            .filter(|slot| {
+                self.slots.get(slot).is_some_and(|stored| {
+                    let slots_in_template = query_template
+                        .split(' ')
+                        .filter(|t| *t == ENTITY_SLOT)
+                        .count();
+                    stored.entry.failures <= stored.entry.hits
+                        && slots_in_template > 0
+                        && slots_in_template == entities.len()
+                        && !stored.entry.plan.metapaths.is_empty()
+                            | !stored.entry.plan.cypher.is_empty()
+                })
+            });
+
+        let candidates = self.score_candidates(index, &query_template);
+        let in_aspect: Vec<(u64, f32)> = candidates
+            .iter()
+            .copied()
+            .filter(|(slot, _)| self.slots.get(slot).is_some_and(|s| s.aspect == aspect))
+            .collect();
+        // CacheRAG: search the aspect bucket, fall back to the whole domain when it
+        // holds fewer than k relevant plans.
+        let pool = if in_aspect.len() >= k {
+            in_aspect
+        } else {
+            candidates
+        };
+        let chosen = self.mmr(&pool, k);
+
+        let mut lookup = Lookup::default();
+        for (slot, relevance) in &chosen {
+            if let Some(stored) = self.slots.get(slot) {
+                lookup.examples.push(FewShotExample {
+                    question: stored.entry.question.clone(),
+                    plan: stored.entry.plan.clone(),
+                    answers: stored.entry.answers.clone(),
+                    similarity: *relevance,
+                });
+                lookup.keys.push(stored.key.clone());
+            }
+        }
+        if let Some(slot) = replay_slot {
+            if let Some(stored) = self.slots.get(&slot) {
+                lookup.replay = Some(rebind(&stored.entry.plan, entities));
+                if !lookup.keys.contains(&stored.key) {
+                    lookup.keys.insert(0, stored.key.clone());
+                }
+            }
+        }
+        let used: Vec<u64> = chosen.iter().map(|(s, _)| *s).chain(replay_slot).collect();
+        for slot in used {
+            self.touch(slot);
+        }
+        lookup
+    }
+
+    /// BM25 over the domain, normalized by the query's best possible score; only
+    /// candidates at or above `min_relevance`, best first, at most `candidate_pool`.
+    fn score_candidates(&self, index: &DomainIndex, query_template: &str) -> Vec<(u64, f32)> {
+        let mut query_terms: Vec<u32> = template::tokens(query_template)
+            .iter()
+            .filter_map(|t| self.terms.get(t).copied())
+            .collect();
+        query_terms.sort_unstable();
+        query_terms.dedup();
+        let documents = index.templates.len().max(1) as f32;
+        let average_length = (index.total_length as f32 / documents).max(1.0);
+        let idf = |term: u32| {
+            let df = index.postings.get(&term).map_or(0, |p| p.len()) as f32;
+            ((documents - df + 0.5) / (df + 0.5) + 1.0).ln()
+        };
+        // The score a document identical to the query would get; relevance is the
+        // share of it a candidate reaches.
+        let all_query_tokens = template::tokens(query_template).len().max(1);
+        let best_possible: f32 = {
+            let mut sum = 0.0;
+            for token in template::tokens(query_template)
+                .iter()
+                .collect::<HashSet<_>>()
+            {
+                let term_idf = self
+                    .terms
+                    .get(token.as_str())
+                    .map_or_else(|| ((documents + 0.5) / 0.5 + 1.0).ln(), |id| idf(*id));
+                sum += term_idf;
+            }
+            sum.max(f32::EPSILON)
+        };
+        let _ = all_query_tokens;
+
+        query_terms.sort_by_key(|term| index.postings.get(term).map_or(0, |p| p.len()));
+        let mut scores: HashMap<u64, f32> = HashMap::new();
+        let mut scanned = 0usize;
+        for term in &query_terms {
+            let Some(posting) = index.postings.get(term) else {
+                continue;
+            };
+            let term_idf = idf(*term);
+            let open =
+                scanned + posting.len() <= self.config.max_postings_scanned || scores.is_empty();
+            if open {
+                scanned += posting.len();
+                for slot in posting {
+                    let weight = self.bm25_term(*slot, *term, term_idf, average_length);
+                    *scores.entry(*slot).or_default() += weight;
+                }
+            } else {
+                for (slot, score) in scores.iter_mut() {
+                    if posting.contains(slot) {
+                        *score += self.bm25_term(*slot, *term, term_idf, average_length);
+                    }
+                }
+            }
+        }
+        let mut ranked: Vec<(u64, f32)> = scores
+            .into_iter()
+            .map(|(slot, score)| (slot, (score / best_possible).min(1.0)))
+            .filter(|(_, relevance)| *relevance >= self.config.min_relevance)
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(self.config.candidate_pool.max(1));
+        ranked
+    }
+
+    fn bm25_term(&self, slot: u64, term: u32, idf: f32, average_length: f32) -> f32 {
+        let Some(stored) = self.slots.get(&slot) else {
+            return 0.0;
+        };
+        let tf = stored
+            .term_freqs
+            .binary_search_by_key(&term, |(t, _)| *t)
+            .map(|i| f32::from(stored.term_freqs[i].1))
+            .unwrap_or(0.0);
+        if tf == 0.0 {
+            return 0.0;
+        }
+        let norm = 1.0 - BM25_B + BM25_B * stored.length as f32 / average_length;
+        idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
+    }
+
+    /// Maximal marginal relevance: each pick maximizes
+    /// λ·relevance − (1−λ)·(max similarity to the picks so far).
+    fn mmr(&self, pool: &[(u64, f32)], k: usize) -> Vec<(u64, f32)> {
+        let lambda = self.config.lambda.clamp(0.0, 1.0);
+        let mut remaining: Vec<(u64, f32)> = pool.to_vec();
+        let mut chosen: Vec<(u64, f32)> = Vec::new();
+        while chosen.len() < k && !remaining.is_empty() {
+            let mut best_index = 0;
+            let mut best_value = f32::NEG_INFINITY;
+            for (i, (slot, relevance)) in remaining.iter().enumerate() {
+                let redundancy = chosen
+                    .iter()
+                    .map(|(picked, _)| self.similarity(*slot, *picked))
+                    .fold(0.0f32, f32::max);
+                let value = lambda * relevance - (1.0 - lambda) * redundancy;
+                if value > best_value {
+                    best_value = value;
+                    best_index = i;
+                }
+            }
+            chosen.push(remaining.swap_remove(best_index));
+        }
+        chosen
+    }
+
+    /// Jaccard similarity of two entries' template terms.
+    fn similarity(&self, a: u64, b: u64) -> f32 {
+        let (Some(a), Some(b)) = (self.slots.get(&a), self.slots.get(&b)) else {
+            return 0.0;
+        };
+        let (mut i, mut j, mut shared) = (0, 0, 0usize);
+        while i < a.term_freqs.len() && j < b.term_freqs.len() {
+            match a.term_freqs[i].0.cmp(&b.term_freqs[j].0) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    shared += 1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        let union = a.term_freqs.len() + b.term_freqs.len() - shared;
+        if union == 0 {
+            0.0
+        } else {
+            shared as f32 / union as f32
+        }
+    }
+
+    /// Every entry, for persistence snapshots.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &CacheEntry)> {
+        self.slots.values().map(|s| (s.key.as_str(), &s.entry))
+    }
+}
+
+/// A stored plan with its entities replaced by the new question's, position by
+/// position; quoted entity names inside stored Cypher are replaced too.
+pub fn rebind(plan: &Plan, entities: &[Entity]) -> Plan {
+    let cypher = plan
+        .cypher
+        .iter()
+        .map(|query| {
+            let mut query = query.clone();
+            for (old, new) in plan.entities.iter().zip(entities) {
+                for quote in ['\'', '"'] {
+                    let from = format!("{quote}{}{quote}", escape_literal(&old.name, quote));
+                    let to = format!("{quote}{}{quote}", escape_literal(&new.name, quote));
+                    query = query.replace(&from, &to);
+                }
+            }
+            query
+        })
+        .collect();
+    Plan {
+        entities: entities.to_vec(),
+        metapaths: plan.metapaths.clone(),
+        cypher,
+    }
+}
+
+fn escape_literal(text: &str, quote: char) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == quote || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use kgmesh_schemas::{
+        graph::{Direction, Metapath, RelationStep},
+        NodeId,
+    };
+
+    use super::*;
+
+    fn entity(id: u64, name: &str) -> Entity {
+        Entity {
+            id: NodeId(id),
+            name: name.to_owned(),
+        }
+    }
+
+    fn entry(question: &str, mention: &str, relation: &str, aspect: &str) -> CacheEntry {
+        CacheEntry {
+            question: question.to_owned(),
+            template: template::mask(question, &[mention]),
+            isr: Isr {
+                aspect: aspect.to_owned(),
+                ..Isr::default()
+            },
+            plan: Plan {
+                entities: vec![entity(1, mention)],
+                metapaths: vec![Metapath {
+                    steps: vec![RelationStep {
+                        relation: relation.to_owned(),
+                        direction: Direction::Out,
+                    }],
+                }],
+                cypher: vec![format!(
+                    "MATCH (m {{name: '{mention}'}})-[:{relation}]->(x) RETURN x.name"
+                )],
+            },
+            answers: vec!["x".to_owned()],
+            hits: 0,
+            failures: 0,
+        }
+    }
+
+    #[test]
+    fn same_template_replays_with_the_new_entity() {
+        let mut cache = PlanCache::new(CacheConfig::default());
+        cache.insert(entry(
+            "who directed Heat",
+            "Heat",
+            "directed_by",
+            "director",
+        ));
+        let found = cache.lookup(
+            "Who directed Alien?",
+            &[entity(7, "Alien")],
+            &Isr::default(),
+            5,
+        );
+        let replay = found.replay.expect("replay");
+        assert_eq!(replay.entities, vec![entity(7, "Alien")]);
+        assert_eq!(replay.metapaths[0].steps[0].relation, "directed_by");
+        assert_eq!(
+            replay.cypher[0],
+            "MATCH (m {name: 'Alien'})-[:directed_by]->(x) RETURN x.name"
+        );
+        assert_eq!(found.examples.len(), 1);
+    }
+
+    #[test]
+    fn unrelated_questions_get_nothing() {
+        let mut cache = PlanCache::new(CacheConfig::default());
+        cache.insert(entry(
+            "who directed Heat",
+            "Heat",
+            "directed_by",
+            "director",
+        ));
+        let found = cache.lookup(
+            "what is the population of Paris",
+            &[entity(3, "Paris")],
+            &Isr::default(),
+            5,
+        );
+        assert!(found.examples.is_empty(), "{found:?}");
+        assert!(found.replay.is_none());
+    }
+
+    #[test]
+    fn mmr_enforces_diversity() {
+        // Three near-identical phrasings and two different but relevant questions.
+        let questions = [
+            ("who directed the movie Heat", "directed_by"),
+            ("who directed the movie Heat please", "directed_by"),
+            ("who directed the movie Heat now", "directed_by"),
+            ("which movie did Mann direct", "directed"),
+            ("the movie Heat was directed by whom", "directed_by"),
+        ];
+        let build = |lambda: f32| {
+            let mut cache = PlanCache::new(CacheConfig {
+                lambda,
+                min_relevance: 0.01,
+                ..CacheConfig::default()
+            });
+            for (question, relation) in questions {
+                let mention = if question.contains("Mann") {
+                    "Mann"
+                } else {
+                    "Heat"
+                };
+                cache.insert(entry(question, mention, relation, ""));
+            }
+            cache
+        };
+        let redundancy = |cache: &mut PlanCache| {
+            let found = cache.lookup(
+                "who directed the movie Alien",
+                &[entity(7, "Alien")],
+                &Isr::default(),
+                3,
+            );
+            assert_eq!(found.examples.len(), 3);
+            assert_eq!(
+                found.examples[0].question, "who directed the movie Heat",
+                "most relevant first"
+            );
+            let slots: Vec<u64> = found.keys.iter().map(|k| cache.keys[k]).collect();
+            let mut worst = 0.0f32;
+            for (i, a) in slots.iter().enumerate() {
+                for b in &slots[i + 1..] {
+                    worst = worst.max(cache.similarity(*a, *b));
+                }
+            }
+            (
+                worst,
+                found
+                    .examples
+                    .iter()
+                    .map(|e| e.question.clone())
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let (diverse, diverse_picks) = redundancy(&mut build(0.3));
+        let (relevant, relevant_picks) = redundancy(&mut build(1.0));
+        // Pure relevance picks the near-duplicates; a diversity-leaning λ trades some
+        // relevance for picks that overlap less.
+        assert!(
+            relevant_picks[1].starts_with("who directed the movie Heat "),
+            "{relevant_picks:?}"
+        );
+        assert!(
+            diverse < relevant,
+            "λ=0.3 {diverse_picks:?} ({diverse}) vs λ=1 {relevant_picks:?} ({relevant})"
+        );
+    }
+
+    #[test]
+    fn aspect_bucket_falls_back_to_the_domain() {
+        let config = CacheConfig {
+            min_relevance: 0.05,
+            ..CacheConfig::default()
+        };
+        let mut cache = PlanCache::new(config);
+        cache.insert(entry(
+            "who directed Heat",
+            "Heat",
+            "directed_by",
+            "director",
+        ));
+        cache.insert(entry("who wrote Heat", "Heat", "written_by", "writer"));
+        let isr = Isr {
+            aspect: "director".to_owned(),
+            ..Isr::default()
+        };
+        // Only one entry in the "director" bucket and k = 2: the domain supplies the rest.
+        let found = cache.lookup(
+            "who directed and wrote Alien",
+            &[entity(7, "Alien")],
+            &isr,
+            2,
+        );
+        assert_eq!(found.examples.len(), 2, "{found:?}");
+        // With k = 1 the bucket alone suffices.
+        let found = cache.lookup("who directed Alien", &[entity(7, "Alien")], &isr, 1);
+        assert_eq!(found.examples[0].question, "who directed Heat");
+    }
+
+    #[test]
+    fn buckets_are_bounded_by_lru() {
+        let config = CacheConfig {
+            bucket_capacity: 2,
+            min_relevance: 0.0,
+            ..CacheConfig::default()
+        };
+        let mut cache = PlanCache::new(config);
+        let (first, _) = cache.insert(entry("who directed Heat", "Heat", "directed_by", "a"));
+        let (second, _) = cache.insert(entry("who wrote Heat", "Heat", "written_by", "a"));
+        // Use the first so the second becomes least recently used.
+        cache.lookup(
+            "who directed Alien",
+            &[entity(7, "Alien")],
+            &Isr {
+                aspect: "a".into(),
+                ..Isr::default()
+            },
+            1,
+        );
+        let (_, evicted) =
+            cache.insert(entry("who starred in Heat", "Heat", "starred_actors", "a"));
+        assert_eq!(evicted, vec![second.clone()]);
+        assert!(cache.get(&first).is_some());
+        assert!(cache.get(&second).is_none());
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn failing_plans_are_demoted() {
+        let mut cache = PlanCache::new(CacheConfig::default());
+        let (key, _) = cache.insert(entry("who directed Heat", "Heat", "directed_by", ""));
+        assert!(!cache.record_outcome(&key, true));
+        assert!(!cache.record_outcome(&key, false));
+        assert!(
+            cache.record_outcome(&key, false),
+            "more failures than hits demotes"
+        );
+        assert!(cache.get(&key).is_none());
+        let found = cache.lookup(
+            "who directed Alien",
+            &[entity(7, "Alien")],
+            &Isr::default(),
+            5,
+        );
+        assert!(found.replay.is_none());
+    }
+
+    #[test]
+    fn reinserting_a_template_replaces_it() {
+        let mut cache = PlanCache::new(CacheConfig::default());
+        let (a, _) = cache.insert(entry("who directed Heat", "Heat", "directed_by", ""));
+        let (b, _) = cache.insert(entry("who directed Alien", "Alien", "directed_by", ""));
+        assert_eq!(a, b);
+        assert_eq!(cache.len(), 1);
+    }
+}

@@ -1,0 +1,13 @@
+//! Cache manager (CacheRAG §4.2, §4.4): a semantic cache of verified retrieval plans.
+//!
+//! A plan that retrieved a verified answer is stored with the question it answered,
+//! indexed by domain → aspect of the question's intent (ISR), and found again for new
+//! questions by BM25 relevance and MMR diversity. Selected plans become few-shot
+//! examples for the KG-Linker; a near-exact match (the same question with another
+//! entity) is replayed directly, skipping the model.
+
+pub mod core;
+pub mod persist;
+pub mod template;
+
+pub use self::core::{CacheConfig, Lookup, PlanCache};

@@ -1,0 +1,326 @@
+//! Where the plan cache survives restarts. In embedded mode a JSON-lines log file; in
+//! distributed mode NATS JetStream KV (one key per entry, so concurrent writers never
+//! overwrite each other's entries).
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+};
+
+use async_trait::async_trait;
+use kgmesh_schemas::messages::cache::CacheEntry;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    #[error("plan cache file {path}: {detail}")]
+    Io { path: String, detail: String },
+    #[error("plan cache store: {0}")]
+    Remote(String),
+}
+
+#[async_trait]
+pub trait PlanStore: Send + Sync + 'static {
+    /// Every stored entry with its key.
+    async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError>;
+    async fn put(&self, key: &str, entry: &CacheEntry) -> Result<(), PersistError>;
+    async fn delete(&self, key: &str) -> Result<(), PersistError>;
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+enum LogLine {
+    Put { key: String, entry: CacheEntry },
+    Del { key: String },
+}
+
+/// An append-only JSON-lines log, compacted when loaded. Each write is flushed and
+/// synced before it returns, so an acknowledged entry survives a crash. A torn last
+/// line (a crash mid-write) is skipped with a warning; other bad lines are reported
+/// and kept out of the cache, never silently dropped from the file until compaction
+/// has written every good entry.
+pub struct FilePlanStore {
+    path: PathBuf,
+    file: tokio::sync::Mutex<Option<std::fs::File>>,
+}
+
+impl FilePlanStore {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            file: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    fn io_error(path: &Path, error: impl std::fmt::Display) -> PersistError {
+        PersistError::Io {
+            path: path.display().to_string(),
+            detail: error.to_string(),
+        }
+    }
+
+    fn read(path: &Path) -> Result<(BTreeMap<String, CacheEntry>, usize), PersistError> {
+        let mut entries = BTreeMap::new();
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok((entries, 0)),
+            Err(error) => return Err(Self::io_error(path, error)),
+        };
+        let mut lines = 0;
+        for (number, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(|e| Self::io_error(path, e))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            lines += 1;
+            match serde_json::from_str::<LogLine>(&line) {
+                Ok(LogLine::Put { key, entry }) => {
+                    entries.insert(key, entry);
+                }
+                Ok(LogLine::Del { key }) => {
+                    entries.remove(&key);
+                }
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), line = number + 1, %error, "skipping unreadable plan cache line");
+                }
+            }
+        }
+        Ok((entries, lines))
+    }
+
+    fn append(&self, file: &mut std::fs::File, line: &LogLine) -> Result<(), PersistError> {
+        let mut text = serde_json::to_string(line).map_err(|e| Self::io_error(&self.path, e))?;
+        text.push('\n');
+        file.write_all(text.as_bytes())
+            .map_err(|e| Self::io_error(&self.path, e))?;
+        file.sync_data().map_err(|e| Self::io_error(&self.path, e))
+    }
+
+    async fn with_file<T>(
+        &self,
+        work: impl FnOnce(&Self, &mut std::fs::File) -> Result<T, PersistError>,
+    ) -> Result<T, PersistError> {
+        let mut guard = self.file.lock().await;
+        if guard.is_none() {
+            if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| Self::io_error(&self.path, e))?;
+            }
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .map_err(|e| Self::io_error(&self.path, e))?;
+            *guard = Some(file);
+        }
+        let file = guard
+            .as_mut()
+            .ok_or_else(|| Self::io_error(&self.path, "not open"))?;
+        work(self, file)
+    }
+}
+
+#[async_trait]
+impl PlanStore for FilePlanStore {
+    async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+        let (entries, lines) = Self::read(&self.path)?;
+        if lines > 2 * entries.len() + 64 {
+            // Compact: write the live entries to a new file and swap it in atomically.
+            let mut guard = self.file.lock().await;
+            *guard = None;
+            let temporary = self.path.with_extension("compact");
+            let mut out =
+                std::fs::File::create(&temporary).map_err(|e| Self::io_error(&temporary, e))?;
+            for (key, entry) in &entries {
+                self.append(
+                    &mut out,
+                    &LogLine::Put {
+                        key: key.clone(),
+                        entry: entry.clone(),
+                    },
+                )?;
+            }
+            std::fs::rename(&temporary, &self.path).map_err(|e| Self::io_error(&self.path, e))?;
+        }
+        Ok(entries.into_iter().collect())
+    }
+
+    async fn put(&self, key: &str, entry: &CacheEntry) -> Result<(), PersistError> {
+        let line = LogLine::Put {
+            key: key.to_owned(),
+            entry: entry.clone(),
+        };
+        self.with_file(|store, file| store.append(file, &line))
+            .await
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), PersistError> {
+        let line = LogLine::Del {
+            key: key.to_owned(),
+        };
+        self.with_file(|store, file| store.append(file, &line))
+            .await
+    }
+}
+
+/// NATS JetStream KV: every coordinator and cache-manager replica shares one bucket.
+/// One key per entry, history 1: concurrent writers of different entries never lose
+/// each other's work; writers of the same entry (same template) keep the last write.
+pub struct KvPlanStore {
+    kv: async_nats::jetstream::kv::Store,
+}
+
+impl KvPlanStore {
+    /// Opens `bucket`, creating it when it does not exist yet.
+    pub async fn open(client: async_nats::Client, bucket: &str) -> Result<Self, PersistError> {
+        let jetstream = async_nats::jetstream::new(client);
+        let kv = match jetstream.get_key_value(bucket).await {
+            Ok(kv) => kv,
+            Err(_) => jetstream
+                .create_key_value(async_nats::jetstream::kv::Config {
+                    bucket: bucket.to_owned(),
+                    history: 1,
+                    description: "kgmesh verified retrieval plans".to_owned(),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| {
+                    PersistError::Remote(format!("cannot create KV bucket {bucket}: {e}"))
+                })?,
+        };
+        Ok(Self { kv })
+    }
+
+    /// Changes made by any replica (puts and deletes), as they happen.
+    pub async fn watch(&self) -> Result<async_nats::jetstream::kv::Watch, PersistError> {
+        self.kv
+            .watch_all()
+            .await
+            .map_err(|e| PersistError::Remote(e.to_string()))
+    }
+
+    /// Decodes a watched entry: `Some(entry)` for a put, `None` for a delete or purge.
+    pub fn decode(entry: &async_nats::jetstream::kv::Entry) -> Option<CacheEntry> {
+        match entry.operation {
+            async_nats::jetstream::kv::Operation::Put => serde_json::from_slice(&entry.value).ok(),
+            _ => None,
+        }
+    }
+}
+
+#[async_trait]
+impl PlanStore for KvPlanStore {
+    async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+        use futures::TryStreamExt;
+        let keys: Vec<String> = self
+            .kv
+            .keys()
+            .await
+            .map_err(|e| PersistError::Remote(e.to_string()))?
+            .try_collect()
+            .await
+            .map_err(|e| PersistError::Remote(e.to_string()))?;
+        let mut entries = Vec::with_capacity(keys.len());
+        for key in keys {
+            let Some(bytes) = self
+                .kv
+                .get(key.clone())
+                .await
+                .map_err(|e| PersistError::Remote(e.to_string()))?
+            else {
+                continue;
+            };
+            match serde_json::from_slice::<CacheEntry>(&bytes) {
+                Ok(entry) => entries.push((key, entry)),
+                Err(error) => tracing::warn!(%key, %error, "skipping undecodable plan cache entry"),
+            }
+        }
+        Ok(entries)
+    }
+
+    async fn put(&self, key: &str, entry: &CacheEntry) -> Result<(), PersistError> {
+        let bytes = serde_json::to_vec(entry).map_err(|e| PersistError::Remote(e.to_string()))?;
+        self.kv
+            .put(key, bytes.into())
+            .await
+            .map_err(|e| PersistError::Remote(e.to_string()))?;
+        Ok(())
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), PersistError> {
+        self.kv
+            .delete(key)
+            .await
+            .map_err(|e| PersistError::Remote(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kgmesh_schemas::messages::cache::{Isr, Plan};
+
+    use super::*;
+
+    fn entry(question: &str) -> CacheEntry {
+        CacheEntry {
+            question: question.to_owned(),
+            template: question.to_owned(),
+            isr: Isr::default(),
+            plan: Plan::default(),
+            answers: vec!["a".to_owned()],
+            hits: 1,
+            failures: 0,
+        }
+    }
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    #[test]
+    fn entries_survive_a_restart_and_deletes_stick() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache").join("plans.jsonl");
+        block_on(async {
+            let store = FilePlanStore::new(&path);
+            store.put("a", &entry("first")).await.unwrap();
+            store.put("b", &entry("second")).await.unwrap();
+            store.delete("a").await.unwrap();
+        });
+        // A torn final line, as after a crash mid-write.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"op\":\"put\",\"ke")
+            .unwrap();
+        let loaded = block_on(FilePlanStore::new(&path).load_all()).unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].0, "b");
+        assert_eq!(loaded[0].1.question, "second");
+    }
+
+    #[test]
+    fn loading_compacts_a_long_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plans.jsonl");
+        block_on(async {
+            let store = FilePlanStore::new(&path);
+            for i in 0..200 {
+                store
+                    .put("same", &entry(&format!("version {i}")))
+                    .await
+                    .unwrap();
+            }
+        });
+        let loaded = block_on(FilePlanStore::new(&path).load_all()).unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].1.question, "version 199");
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        assert_eq!(lines, 1, "log compacted to the live entries");
+    }
+}

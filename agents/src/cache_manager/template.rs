@@ -1,0 +1,91 @@
+//! Question templates: a question with its entity mentions masked, so that "who directed
+//! [Heat]" and "who directed [Alien]" share one template and one plan.
+
+/// The token that stands for a masked entity mention.
+pub const ENTITY_SLOT: &str = "<e>";
+
+/// Lowercased word tokens of `text` (letters and digits; everything else separates).
+/// `<e>` slots survive as their own token.
+pub fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for piece in text.split(ENTITY_SLOT).enumerate().flat_map(|(i, part)| {
+        let slot = if i == 0 {
+            None
+        } else {
+            Some(ENTITY_SLOT.to_owned())
+        };
+        slot.into_iter().chain(words(part))
+    }) {
+        out.push(piece);
+    }
+    out
+}
+
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+}
+
+/// The question's template: its tokens joined by single spaces, with every occurrence
+/// of a mention (case-insensitive, on token boundaries) replaced by [`ENTITY_SLOT`].
+/// Longer mentions are masked first so that a mention inside another does not split it.
+pub fn mask(question: &str, mentions: &[&str]) -> String {
+    let mut question_tokens: Vec<String> = words(question).collect();
+    let mut mention_tokens: Vec<Vec<String>> = mentions
+        .iter()
+        .map(|m| words(m).collect::<Vec<_>>())
+        .filter(|m| !m.is_empty())
+        .collect();
+    mention_tokens.sort_by_key(|m| std::cmp::Reverse(m.len()));
+    for mention in &mention_tokens {
+        let mut masked = Vec::with_capacity(question_tokens.len());
+        let mut i = 0;
+        while i < question_tokens.len() {
+            if question_tokens[i..].starts_with(mention) {
+                masked.push(ENTITY_SLOT.to_owned());
+                i += mention.len();
+            } else {
+                masked.push(std::mem::take(&mut question_tokens[i]));
+                i += 1;
+            }
+        }
+        question_tokens = masked;
+    }
+    question_tokens.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_that_differ_only_in_entity_share_a_template() {
+        let a = mask("Who directed [Heat]?", &["Heat"]);
+        let b = mask("who directed [The Dark Knight]", &["the dark knight"]);
+        assert_eq!(a, "who directed <e>");
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn longer_mentions_win_and_boundaries_hold() {
+        let t = mask(
+            "films by New York Stories star in New York",
+            &["New York", "New York Stories"],
+        );
+        assert_eq!(t, "films by <e> star in <e>");
+        // "heat" inside "heathers" is not a mention.
+        assert_eq!(
+            mask("what about heathers", &["heat"]),
+            "what about heathers"
+        );
+    }
+
+    #[test]
+    fn tokens_keep_slots() {
+        assert_eq!(
+            tokens("who directed <e> in 1999"),
+            vec!["who", "directed", "<e>", "in", "1999"]
+        );
+    }
+}
