@@ -24,11 +24,23 @@ pub struct RoleEntry {
 
 /// The roles of this build.
 pub fn roles() -> Vec<RoleEntry> {
-    vec![RoleEntry {
-        name: Role::ECHO,
-        summary: "answers with the text it got (smoke tests)",
-        build: crate::echo::role,
-    }]
+    vec![
+        RoleEntry {
+            name: Role::ECHO,
+            summary: "answers with the text it got (smoke tests)",
+            build: crate::echo::role,
+        },
+        RoleEntry {
+            name: Role::JUDGE,
+            summary: "decides COMPLETE or a bounded depth/breadth expansion (CacheRAG dispatcher)",
+            build: crate::judge::role,
+        },
+        RoleEntry {
+            name: Role::SUMMARIZER,
+            summary: "final answers citing their evidence; says when it does not know",
+            build: crate::summarizer::role,
+        },
+    ]
 }
 
 /// Names of the roles of this build, in registration order.

@@ -1,0 +1,247 @@
+//! The summarizer's deterministic rule (no language model): the answers are the
+//! entities the best evidence leads to.
+//!
+//! Each evidence item proposes candidates: a path its end, a triple its end that is
+//! not a question entity, a query result the values of its rows. Question (topic)
+//! entities are never answers to their own question. Candidates are ranked by their
+//! best evidence score, then by how many evidence lines support them, then by where
+//! they first appear; answers are those scoring within [`SummaryRule::keep_within`] of
+//! the best, each citing its evidence. With no candidate, the reply says it does not
+//! know instead of guessing.
+
+use std::collections::{HashMap, HashSet};
+
+use kgmesh_schemas::{
+    graph::{Entity, Value},
+    messages::{
+        context::{Context, EvidenceItem},
+        summarizer::{Answer, SummarizeReply, SummarizeRequest},
+    },
+    NodeId,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SummaryRule {
+    /// Answers scoring at least `best - keep_within` are kept (evidence of similar
+    /// quality names a multi-answer question's other answers).
+    pub keep_within: f32,
+    /// Evidence indices cited per answer at most.
+    pub max_citations: usize,
+}
+
+impl Default for SummaryRule {
+    fn default() -> Self {
+        Self {
+            keep_within: 0.05,
+            max_citations: 5,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum CandidateKey {
+    Node(NodeId),
+    Text(String),
+}
+
+struct Candidate {
+    text: String,
+    entity: Option<Entity>,
+    score: f32,
+    support: usize,
+    first: usize,
+    evidence: Vec<u32>,
+}
+
+pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeReply {
+    let max_answers = usize::from(request.max_answers.max(1));
+    let topic_ids: HashSet<NodeId> = request.topic_entities.iter().map(|e| e.id).collect();
+    let topic_names: HashSet<String> = request
+        .topic_entities
+        .iter()
+        .map(|e| e.name.to_lowercase())
+        .collect();
+    let candidates = collect(&request.context, &topic_ids, &topic_names, rule);
+    if candidates.is_empty() {
+        let explanation = if request.context.evidence.is_empty() {
+            "I don't know: nothing relevant to the question was retrieved from the graph."
+        } else {
+            "I don't know: the retrieved evidence names no entity besides the question's own."
+        };
+        return SummarizeReply {
+            answers: Vec::new(),
+            explanation: explanation.to_owned(),
+        };
+    }
+    let best = candidates[0].score;
+    let answers: Vec<Answer> = candidates
+        .into_iter()
+        .filter(|c| c.score >= best - rule.keep_within)
+        .take(max_answers)
+        .map(|c| Answer {
+            text: c.text,
+            entity: c.entity,
+            score: c.score,
+            evidence: c.evidence,
+        })
+        .collect();
+    let explanation = format!(
+        "{} answer{} from the graph, best supported by evidence line {}.",
+        answers.len(),
+        if answers.len() == 1 { "" } else { "s" },
+        answers[0].evidence.first().map(|i| i + 1).unwrap_or(1)
+    );
+    SummarizeReply {
+        answers,
+        explanation,
+    }
+}
+
+/// Candidates, best first.
+fn collect(
+    context: &Context,
+    topic_ids: &HashSet<NodeId>,
+    topic_names: &HashSet<String>,
+    rule: &SummaryRule,
+) -> Vec<Candidate> {
+    let mut by_key: HashMap<CandidateKey, usize> = HashMap::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut propose =
+        |key: CandidateKey, text: String, entity: Option<Entity>, score: f32, index: usize| {
+            match by_key.get(&key) {
+                Some(&at) => {
+                    let candidate = &mut candidates[at];
+                    candidate.score = candidate.score.max(score);
+                    candidate.support += 1;
+                    if candidate.evidence.len() < rule.max_citations
+                        && !candidate.evidence.contains(&(index as u32))
+                    {
+                        candidate.evidence.push(index as u32);
+                    }
+                }
+                None => {
+                    by_key.insert(key, candidates.len());
+                    candidates.push(Candidate {
+                        text,
+                        entity,
+                        score,
+                        support: 1,
+                        first: index,
+                        evidence: vec![index as u32],
+                    });
+                }
+            }
+        };
+    for (index, evidence) in context.evidence.iter().enumerate() {
+        let score = evidence.score;
+        match &evidence.item {
+            EvidenceItem::Path(path) => {
+                let end = path.end();
+                if !path.is_empty() && !topic_ids.contains(&end.id) {
+                    propose(
+                        CandidateKey::Node(end.id),
+                        end.name.clone(),
+                        Some(end.clone()),
+                        score,
+                        index,
+                    );
+                }
+            }
+            EvidenceItem::Triple(triple) => {
+                let end = if topic_ids.contains(&triple.head.id) {
+                    &triple.tail
+                } else if topic_ids.contains(&triple.tail.id) {
+                    &triple.head
+                } else {
+                    &triple.tail
+                };
+                if !topic_ids.contains(&end.id) {
+                    propose(
+                        CandidateKey::Node(end.id),
+                        end.name.clone(),
+                        Some(end.clone()),
+                        score,
+                        index,
+                    );
+                }
+            }
+            EvidenceItem::Query { rows, .. } => {
+                for row in &rows.rows {
+                    for value in row {
+                        let Some((key, text, entity)) = row_candidate(value) else {
+                            continue;
+                        };
+                        if topic_names.contains(&text.to_lowercase())
+                            || entity.as_ref().is_some_and(|e| topic_ids.contains(&e.id))
+                        {
+                            continue;
+                        }
+                        propose(key, text, entity, score, index);
+                    }
+                }
+            }
+        }
+    }
+    candidates.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.support.cmp(&a.support))
+            .then(a.first.cmp(&b.first))
+    });
+    candidates
+}
+
+fn row_candidate(value: &Value) -> Option<(CandidateKey, String, Option<Entity>)> {
+    match value {
+        Value::Node(node) => {
+            let name = node
+                .properties
+                .iter()
+                .find(|(k, _)| k == "name" || k == "title")
+                .and_then(|(_, v)| match v {
+                    Value::String(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| node.id.to_string());
+            let entity = Entity {
+                id: node.id,
+                name: name.clone(),
+            };
+            Some((CandidateKey::Node(node.id), name, Some(entity)))
+        }
+        Value::String(text) if !text.trim().is_empty() => Some((
+            CandidateKey::Text(text.trim().to_lowercase()),
+            text.trim().to_owned(),
+            None,
+        )),
+        Value::Int(i) => Some((CandidateKey::Text(i.to_string()), i.to_string(), None)),
+        Value::Float(f) => Some((CandidateKey::Text(f.to_string()), f.to_string(), None)),
+        _ => None,
+    }
+}
+
+/// The entity an answer text names, when one appears in the evidence it cites (or
+/// anywhere in the context), so model answers carry graph ids too.
+pub fn entity_named(context: &Context, text: &str, cited: &[u32]) -> Option<Entity> {
+    let wanted = text.trim().to_lowercase();
+    let matches = |entity: &Entity| entity.name.to_lowercase() == wanted;
+    let in_item = |item: &EvidenceItem| -> Option<Entity> {
+        match item {
+            EvidenceItem::Path(path) => std::iter::once(&path.start)
+                .chain(path.steps.iter().map(|s| &s.node))
+                .find(|e| matches(e))
+                .cloned(),
+            EvidenceItem::Triple(triple) => [&triple.head, &triple.tail]
+                .into_iter()
+                .find(|e| matches(e))
+                .cloned(),
+            EvidenceItem::Query { .. } => None,
+        }
+    };
+    let cited_items = cited
+        .iter()
+        .filter_map(|&i| context.evidence.get(i as usize))
+        .map(|e| &e.item);
+    let all_items = context.evidence.iter().map(|e| &e.item);
+    cited_items.chain(all_items).find_map(in_item)
+}

@@ -1,0 +1,247 @@
+use std::{sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use kgmesh_bus::LocalBus;
+use kgmesh_models::{ChatRequest, ChatResponse, LanguageModel, LlmError, Usage};
+use kgmesh_schemas::{
+    graph::{Entity, NodeValue, Path, PathStep, Rows, Triple, Value},
+    messages::{
+        context::{Context, Evidence, EvidenceItem},
+        summarizer::SummarizeRequest,
+    },
+    Budget, Meta, NodeId, QuestionId, Role,
+};
+
+use super::{
+    core::{summarize, SummaryRule},
+    Summarizer,
+};
+use crate::runtime::{start_role, AgentDeps, CallContext, Client};
+
+fn entity(id: u64, name: &str) -> Entity {
+    Entity {
+        id: NodeId(id),
+        name: name.into(),
+    }
+}
+
+fn path(start: &Entity, relation: &str, end: &Entity, score: f32) -> Evidence {
+    Evidence {
+        source: "path-follower".into(),
+        score,
+        item: EvidenceItem::Path(Path {
+            start: start.clone(),
+            steps: vec![PathStep {
+                relation: relation.into(),
+                inverse: true,
+                node: end.clone(),
+            }],
+        }),
+    }
+}
+
+fn request(evidence: Vec<Evidence>, topic: Vec<Entity>) -> SummarizeRequest {
+    SummarizeRequest {
+        question: "what movies did Al Pacino act in".into(),
+        context: Context {
+            evidence,
+            notes: Vec::new(),
+        },
+        topic_entities: topic,
+        max_answers: 10,
+    }
+}
+
+#[test]
+fn answers_are_the_best_path_ends_with_their_evidence() {
+    let pacino = entity(1, "Al Pacino");
+    let heat = entity(2, "Heat");
+    let serpico = entity(3, "Serpico");
+    let weak = entity(4, "New York");
+    let evidence = vec![
+        path(&pacino, "lives_in", &weak, 0.2),
+        path(&pacino, "starred_actors", &heat, 0.9),
+        path(&pacino, "starred_actors", &serpico, 0.9),
+        // A path back to the question's own entity is no answer.
+        path(&heat, "starred_actors", &pacino, 0.95),
+    ];
+    let reply = summarize(&request(evidence, vec![pacino]), &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Heat", "Serpico"], "{reply:?}");
+    assert_eq!(reply.answers[0].evidence, vec![1]);
+    assert_eq!(reply.answers[1].entity, Some(serpico));
+}
+
+#[test]
+fn support_breaks_ties_and_triples_answer_with_their_far_end() {
+    let pacino = entity(1, "Al Pacino");
+    let heat = entity(2, "Heat");
+    let mann = entity(5, "Michael Mann");
+    let triple = |head: &Entity, tail: &Entity| Evidence {
+        source: "scoring-retriever".into(),
+        score: 0.7,
+        item: EvidenceItem::Triple(Triple {
+            head: head.clone(),
+            relation: "directed_by".into(),
+            tail: tail.clone(),
+        }),
+    };
+    let evidence = vec![
+        triple(&heat, &pacino),
+        triple(&heat, &mann),
+        triple(&heat, &mann),
+    ];
+    let reply = summarize(&request(evidence, vec![pacino]), &SummaryRule::default());
+    // Michael Mann (far end of two lines) outranks Heat (one line) at equal scores.
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Michael Mann", "Heat"]);
+    assert_eq!(reply.answers[0].evidence, vec![1, 2]);
+    assert_eq!(reply.answers[1].evidence, vec![0]);
+}
+
+#[test]
+fn query_rows_answer_and_nothing_retrieved_means_i_dont_know() {
+    let rows = Rows {
+        columns: vec!["m".into()],
+        rows: vec![
+            vec![Value::Node(NodeValue {
+                id: NodeId(9),
+                labels: vec!["Movie".into()],
+                properties: vec![("name".into(), Value::String("Heat".into()))],
+            })],
+            vec![Value::String("Al Pacino".into())],
+        ],
+        truncated: false,
+    };
+    let evidence = vec![Evidence {
+        source: "query-executor".into(),
+        score: 1.0,
+        item: EvidenceItem::Query {
+            cypher: "MATCH (m) RETURN m".into(),
+            rows,
+        },
+    }];
+    let reply = summarize(
+        &request(evidence, vec![entity(1, "Al Pacino")]),
+        &SummaryRule::default(),
+    );
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Heat"]);
+    assert_eq!(reply.answers[0].entity, Some(entity(9, "Heat")));
+
+    let empty = summarize(&request(Vec::new(), Vec::new()), &SummaryRule::default());
+    assert!(empty.answers.is_empty());
+    assert!(
+        empty.explanation.starts_with("I don't know"),
+        "{}",
+        empty.explanation
+    );
+}
+
+struct ScriptedModel(Result<String, LlmError>);
+
+#[async_trait]
+impl LanguageModel for ScriptedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn chat(&self, _request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.0.clone().map(|text| ChatResponse {
+            text,
+            usage: Usage {
+                prompt_tokens: 100,
+                completion_tokens: 10,
+                estimated: false,
+            },
+            model: "scripted".into(),
+            elapsed: Duration::from_millis(1),
+        })
+    }
+}
+
+#[tokio::test]
+async fn model_answers_are_linked_to_entities_in_their_evidence() {
+    let pacino = entity(1, "Al Pacino");
+    let heat = entity(2, "Heat");
+    let summarizer = Summarizer {
+        llm: Some(Arc::new(ScriptedModel(Ok(
+            "<answers>\nheat [E1]\n</answers><explanation>He starred in it.</explanation>".into(),
+        )))),
+        rule: SummaryRule::default(),
+    };
+    let ctx = CallContext::for_test(Role::SUMMARIZER);
+    let reply = summarizer
+        .summarize(
+            &ctx,
+            request(
+                vec![path(&pacino, "starred_actors", &heat, 0.9)],
+                vec![pacino],
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.answers.len(), 1, "{reply:?}");
+    assert_eq!(reply.answers[0].evidence, vec![0]);
+    assert_eq!(reply.answers[0].entity, Some(heat));
+    assert_eq!(ctx.cost().llm_calls, 1);
+}
+
+#[tokio::test]
+async fn without_model_budget_the_rule_answers() {
+    let pacino = entity(1, "Al Pacino");
+    let heat = entity(2, "Heat");
+    let summarizer = Summarizer {
+        llm: Some(Arc::new(ScriptedModel(Ok(
+            "<answers>\nWrong [E1]\n</answers>".into(),
+        )))),
+        rule: SummaryRule::default(),
+    };
+    let mut budget = Budget::default();
+    budget.llm_calls = 0;
+    let meta = Meta::new(QuestionId::new_random(), 1, budget);
+    let ctx = CallContext::new(
+        meta,
+        Role::well_known(Role::SUMMARIZER),
+        "summarize",
+        "test",
+    );
+    let reply = summarizer
+        .summarize(
+            &ctx,
+            request(
+                vec![path(&pacino, "starred_actors", &heat, 0.9)],
+                vec![pacino],
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.answers[0].text, "Heat");
+    assert_eq!(ctx.cost().llm_calls, 0);
+}
+
+#[tokio::test]
+async fn the_role_answers_on_the_bus() {
+    let bus = Arc::new(LocalBus::new());
+    let deps = AgentDeps::new(bus.clone());
+    let handle = start_role(bus.clone(), super::role(&deps).unwrap())
+        .await
+        .unwrap();
+    let client = Client::new(bus);
+    let meta = Meta::new(QuestionId::new_random(), 1, Budget::default());
+    let pacino = entity(1, "Al Pacino");
+    let heat = entity(2, "Heat");
+    let role = Role::well_known(Role::SUMMARIZER);
+    let body = request(
+        vec![path(&pacino, "starred_actors", &heat, 0.9)],
+        vec![pacino],
+    );
+    let call = client.call(&role, &meta, &body);
+    let (reply, cost) = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("in time")
+        .expect("the summarizer answers");
+    assert_eq!(reply.answers[0].text, "Heat");
+    assert_eq!(cost.bus_messages, 1);
+    handle.stop(Duration::from_secs(5)).await;
+}
