@@ -37,6 +37,8 @@ enum Script {
     Fail(u16),
     /// Answer after this long (for the interrupt test).
     Slow(Duration),
+    /// HTTP 429 while the counter is above zero, then this answer.
+    Busy(Arc<AtomicUsize>, &'static str),
 }
 
 fn reply(answers: &[&'static str], evidence: &[&'static str], llm_calls: u32) -> Script {
@@ -132,6 +134,16 @@ fn serve(
                     llm_calls,
                 } => (200, ask_reply(&answers, &evidence, llm_calls)),
                 Script::Fail(status) => (status, r#"{"error":"scripted failure"}"#.to_owned()),
+                Script::Busy(left, answer) => {
+                    let busy = left
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                        .is_ok();
+                    if busy {
+                        (429, r#"{"error":{"kind":"too_many_questions"}}"#.to_owned())
+                    } else {
+                        (200, ask_reply(&[answer], &[], 0))
+                    }
+                }
                 Script::Slow(delay) => {
                     thread::sleep(delay);
                     (200, ask_reply(&["late"], &[], 0))
@@ -672,6 +684,47 @@ fn ctrl_c_writes_the_partial_report() {
     assert!(approx(&report["aggregate"]["hits_at_1"], 1.0 / 3.0));
     let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary.md");
     assert!(summary.contains("**Interrupted:** 3 of 4"), "{summary}");
+}
+
+#[test]
+fn a_busy_server_is_asked_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let questions = write(
+        &dir.path().join("q.jsonl"),
+        r#"{"question": "who directed Heat?", "answers": ["Michael Mann"]}"#,
+    );
+    let server = ScriptedServer::start(HashMap::from([(
+        "who directed Heat?".to_owned(),
+        Script::Busy(Arc::new(AtomicUsize::new(3)), "Michael Mann"),
+    )]));
+    let output = finish(kgmesh(
+        &[
+            "eval",
+            "--dataset",
+            "jsonl",
+            "--questions",
+            questions.to_str().unwrap(),
+            "--server",
+            &server.url,
+            "--out",
+            "busy",
+            "--no-progress",
+        ],
+        dir.path(),
+    ));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        server.received.lock().unwrap().len(),
+        4,
+        "three 429s, then the answer"
+    );
+    let report = read_json(&dir.path().join("busy/report.json"));
+    assert!(approx(&report["aggregate"]["hits_at_1"], 1.0));
+    assert_eq!(report["aggregate"]["errors"], 0);
 }
 
 #[test]

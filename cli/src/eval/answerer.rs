@@ -72,7 +72,38 @@ pub struct HttpAnswerer {
     server_info: Option<serde_json::Value>,
 }
 
+const RETRIES_WHEN_BUSY: usize = 8;
+
 impl HttpAnswerer {
+    async fn ask_once(&self, request: &AskRequest) -> Result<AskReply, AnswerError> {
+        let response = self
+            .client
+            .post(&self.ask_url)
+            .json(request)
+            .send()
+            .await
+            .map_err(|error| {
+                if error.is_timeout() {
+                    AnswerError::Failed(format!("HTTP request timed out: {error}"))
+                } else {
+                    AnswerError::Transport(error.to_string())
+                }
+            })?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|error| AnswerError::Transport(error.to_string()))?;
+        if !status.is_success() {
+            let body = String::from_utf8_lossy(&body);
+            return Err(AnswerError::Status {
+                status: status.as_u16(),
+                body: body.chars().take(500).collect(),
+            });
+        }
+        serde_json::from_slice(&body).map_err(|error| AnswerError::Decode(error.to_string()))
+    }
+
     /// Connects lazily; reads `GET /v1/agents` once (best effort) for the report.
     pub async fn new(base_url: &str, request_timeout: Duration) -> Result<Self, AnswerError> {
         let base_url = base_url.trim_end_matches('/').to_owned();
@@ -101,32 +132,19 @@ impl HttpAnswerer {
 #[async_trait]
 impl Answerer for HttpAnswerer {
     async fn ask(&self, request: AskRequest) -> Result<AskReply, AnswerError> {
-        let response = self
-            .client
-            .post(&self.ask_url)
-            .json(&request)
-            .send()
-            .await
-            .map_err(|error| {
-                if error.is_timeout() {
-                    AnswerError::Failed(format!("HTTP request timed out: {error}"))
-                } else {
-                    AnswerError::Transport(error.to_string())
+        // A server at its in-flight limit answers 429: wait a little and ask again, so
+        // that --concurrency above the server's limit slows the run instead of failing it.
+        let mut backoff = Duration::from_millis(20);
+        for _ in 0..RETRIES_WHEN_BUSY {
+            match self.ask_once(&request).await {
+                Err(AnswerError::Status { status: 429, .. }) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
                 }
-            })?;
-        let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|error| AnswerError::Transport(error.to_string()))?;
-        if !status.is_success() {
-            let body = String::from_utf8_lossy(&body);
-            return Err(AnswerError::Status {
-                status: status.as_u16(),
-                body: body.chars().take(500).collect(),
-            });
+                outcome => return outcome,
+            }
         }
-        serde_json::from_slice(&body).map_err(|error| AnswerError::Decode(error.to_string()))
+        self.ask_once(&request).await
     }
 
     fn describe(&self) -> AnswererConfig {

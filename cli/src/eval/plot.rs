@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::{metrics::Aggregate, report::Report};
 
 const WIDTH: f64 = 960.0;
-const MARGIN_LEFT: f64 = 70.0;
+const MARGIN_LEFT: f64 = 90.0;
 const MARGIN_RIGHT: f64 = 30.0;
 const PALETTE: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -22,27 +22,48 @@ struct Bar {
 }
 
 /// The bars of one report: overall, then per hop count (or per question type) when the
-/// run has more than one.
-fn bars_of(report: &Report) -> Vec<Bar> {
-    let bar = |label: String, aggregate: &Aggregate| Bar {
-        label,
-        hits_at_1: aggregate.hits_at_1,
-        context_hit: aggregate.context_hit,
-        questions: aggregate.questions,
+/// run has more than one. Labels carry the run's name only when several runs share the
+/// plot (one run's name is in the title).
+fn bars_of(report: &Report, with_name: bool) -> Vec<Bar> {
+    let bar = |group: Option<&str>, aggregate: &Aggregate| {
+        let label = match (with_name, group) {
+            (true, Some(group)) => format!("{} · {group}", report.name),
+            (true, None) => report.name.clone(),
+            (false, Some(group)) => group.to_owned(),
+            (false, None) => "all".to_owned(),
+        };
+        Bar {
+            label,
+            hits_at_1: aggregate.hits_at_1,
+            context_hit: aggregate.context_hit,
+            questions: aggregate.questions,
+        }
     };
     let groups = if report.breakdown.by_hops.len() > 1 {
         &report.breakdown.by_hops
     } else {
         &report.breakdown.by_type
     };
-    let mut bars = vec![bar(report.name.clone(), &report.aggregate)];
+    let mut bars = vec![bar(None, &report.aggregate)];
     if groups.len() > 1 {
-        bars[0].label = format!("{} · all", report.name);
+        if with_name {
+            bars[0].label = format!("{} · all", report.name);
+        }
         for (group, aggregate) in groups {
-            bars.push(bar(format!("{} · {group}", report.name), aggregate));
+            bars.push(bar(Some(group), aggregate));
         }
     }
     bars
+}
+
+/// At most `max` characters, with an ellipsis when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut short: String = text.chars().take(max.saturating_sub(1)).collect();
+    short.push('…');
+    short
 }
 
 fn escape(text: &str) -> String {
@@ -54,7 +75,11 @@ fn escape(text: &str) -> String {
 
 /// Renders the reports (one or several runs) as one SVG document.
 pub fn render(reports: &[&Report]) -> String {
-    let bars: Vec<Bar> = reports.iter().flat_map(|r| bars_of(r)).collect();
+    let with_names = reports.len() > 1;
+    let bars: Vec<Bar> = reports
+        .iter()
+        .flat_map(|r| bars_of(r, with_names))
+        .collect();
     let latencies: Vec<(String, Vec<f64>)> = reports
         .iter()
         .map(|report| {
@@ -70,9 +95,9 @@ pub fn render(reports: &[&Report]) -> String {
         .collect();
     let with_histogram = reports.len() == 1;
 
-    let bar_top = 60.0;
+    let bar_top = 90.0;
     let bar_height = 260.0;
-    let label_room = 150.0;
+    let label_room = 140.0;
     let cdf_top = bar_top + bar_height + label_room + 50.0;
     let cdf_height = 240.0;
     let hist_top = cdf_top + cdf_height + 80.0;
@@ -176,7 +201,7 @@ fn draw_bars(svg: &mut String, bars: &[Bar], top: f64, height: f64) {
             r#"<text x="{center:.1}" y="{:.1}" text-anchor="end" transform="rotate(-35 {center:.1} {:.1})">{} (n={})</text>"#,
             bottom + 14.0,
             bottom + 14.0,
-            escape(&bar.label),
+            escape(&shorten(&bar.label, 36)),
             bar.questions
         );
     }

@@ -78,10 +78,13 @@ pub struct Versions {
 }
 
 impl Versions {
-    /// Reads git state with `git` (blocking; call before the run starts).
+    /// Reads git state with `git` (blocking; call before the run starts): of the
+    /// working directory, or else of the folder the binary was built into.
     pub fn collect() -> Self {
-        let git = |args: &[&str]| {
+        let git = |dir: &Path, args: &[&str]| {
             std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir)
                 .args(args)
                 .stderr(std::process::Stdio::null())
                 .output()
@@ -89,11 +92,22 @@ impl Versions {
                 .filter(|output| output.status.success())
                 .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
         };
-        let git_commit = git(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty());
-        let git_dirty = git_commit
-            .as_ref()
-            .and_then(|_| git(&["status", "--porcelain", "--untracked-files=no"]))
-            .map(|status| !status.is_empty());
+        let candidates = [
+            std::env::current_dir().ok(),
+            std::env::current_exe()
+                .ok()
+                .and_then(|exe| exe.parent().map(Path::to_path_buf)),
+        ];
+        let found = candidates.iter().flatten().find_map(|dir| {
+            git(dir, &["rev-parse", "HEAD"])
+                .filter(|commit| !commit.is_empty())
+                .map(|commit| (dir.clone(), commit))
+        });
+        let git_dirty = found.as_ref().and_then(|(dir, _)| {
+            git(dir, &["status", "--porcelain", "--untracked-files=no"])
+                .map(|status| !status.is_empty())
+        });
+        let git_commit = found.map(|(_, commit)| commit);
         Self {
             kgmesh: env!("CARGO_PKG_VERSION").to_owned(),
             git_commit,

@@ -247,3 +247,136 @@ impl Progress {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use kgmesh_schemas::{
+        budget::Cost,
+        messages::{
+            ask::{AskReply, AskRequest, Timings},
+            summarizer::Answer,
+        },
+    };
+
+    use super::*;
+    use crate::eval::answerer::{AnswererConfig, AnswererMode};
+
+    /// Answers "yes" at once, except questions containing "hang", which never answer.
+    struct Scripted;
+
+    #[async_trait]
+    impl Answerer for Scripted {
+        async fn ask(&self, request: AskRequest) -> Result<AskReply, AnswerError> {
+            if request.question.contains("hang") {
+                std::future::pending::<()>().await;
+            }
+            Ok(AskReply {
+                question_id: "q".into(),
+                answers: vec![Answer {
+                    text: "yes".into(),
+                    entity: None,
+                    score: 1.0,
+                    evidence: vec![],
+                }],
+                evidence: vec![],
+                explanation: String::new(),
+                rounds: 1,
+                cost: Cost::default(),
+                timings: Timings::default(),
+                partial: false,
+                cache_hit: false,
+                trace_id: None,
+                notes: vec![],
+            })
+        }
+
+        fn describe(&self) -> AnswererConfig {
+            AnswererConfig {
+                mode: AnswererMode::Scripted,
+                server_url: None,
+                llm: "none".into(),
+                embedder: "none".into(),
+                budget: None,
+                cache: "none".into(),
+                config: None,
+                server_info: None,
+            }
+        }
+    }
+
+    fn question(id: &str, text: &str) -> Question {
+        Question {
+            id: id.into(),
+            question: text.into(),
+            answers: vec!["yes".into()],
+            hops: None,
+            kind: None,
+            source: "s".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_question_past_its_timeout_is_an_error_and_the_run_goes_on() {
+        let settings = RunSettings {
+            concurrency: 2,
+            options: AskOptions::default(),
+            question_timeout: Duration::from_millis(50),
+            progress: false,
+        };
+        let questions = vec![
+            question("1", "a"),
+            question("2", "please hang"),
+            question("3", "b"),
+        ];
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(10),
+            run_questions(
+                Arc::new(Scripted),
+                questions,
+                &settings,
+                std::future::pending(),
+            ),
+        )
+        .await
+        .expect("the run finishes");
+        assert!(!outcome.interrupted);
+        let ids: Vec<&str> = outcome.results.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["1", "2", "3"]);
+        assert!(outcome.results[0].score.hits_at_1);
+        let error = outcome.results[1].error.as_deref().expect("timed out");
+        assert!(error.contains("no answer within"), "{error}");
+        assert!(outcome.results[2].score.hits_at_1);
+    }
+
+    #[tokio::test]
+    async fn an_interrupt_keeps_what_completed() {
+        let settings = RunSettings {
+            concurrency: 1,
+            options: AskOptions::default(),
+            question_timeout: Duration::from_secs(60),
+            progress: false,
+        };
+        let questions = vec![
+            question("1", "a"),
+            question("2", "hang"),
+            question("3", "b"),
+        ];
+        let (interrupt_tx, interrupt_rx) = tokio::sync::oneshot::channel::<()>();
+        let run = run_questions(Arc::new(Scripted), questions, &settings, async move {
+            let _ = interrupt_rx.await;
+        });
+        let interrupter = async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let _ = interrupt_tx.send(());
+        };
+        let (outcome, ()) = tokio::time::timeout(Duration::from_secs(10), async {
+            tokio::join!(run, interrupter)
+        })
+        .await
+        .expect("the interrupt ends the run");
+        assert!(outcome.interrupted);
+        assert_eq!(outcome.results.len(), 1);
+        assert_eq!(outcome.results[0].id, "1");
+    }
+}
