@@ -8,6 +8,10 @@
 
 pub mod core;
 pub mod persist;
+pub mod role;
 pub mod template;
 
 pub use self::core::{CacheConfig, Lookup, PlanCache};
+
+#[cfg(test)]
+mod tests;

@@ -91,6 +91,8 @@ pub struct AgentDeps {
     pub vectors: Option<Arc<dyn VectorIndex>>,
     pub llm: Option<Arc<dyn LanguageModel>>,
     pub embedder: Option<Arc<dyn Embedder>>,
+    /// Where the cache manager persists verified plans (a file, or JetStream KV).
+    pub plan_store: Option<Arc<dyn crate::cache_manager::persist::PlanStore>>,
 }
 
 impl std::fmt::Debug for AgentDeps {
@@ -113,6 +115,7 @@ impl AgentDeps {
             vectors: None,
             llm: None,
             embedder: None,
+            plan_store: None,
         }
     }
 
@@ -133,6 +136,11 @@ impl AgentDeps {
 
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+
+    pub fn with_plan_store(mut self, store: Arc<dyn crate::cache_manager::persist::PlanStore>) -> Self {
+        self.plan_store = Some(store);
         self
     }
 

@@ -36,6 +36,11 @@ pub fn roles() -> Vec<RoleEntry> {
             build: crate::judge::role,
         },
         RoleEntry {
+            name: Role::CACHE_MANAGER,
+            summary: "semantic cache of verified plans: few-shot examples and replay (CacheRAG)",
+            build: crate::cache_manager::role::role,
+        },
+        RoleEntry {
             name: Role::SUMMARIZER,
             summary: "final answers citing their evidence; says when it does not know",
             build: crate::summarizer::role,

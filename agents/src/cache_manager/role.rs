@@ -1,0 +1,267 @@
+//! The cache-manager role: `lookup` (ISR + MMR-selected examples + a replayable plan)
+//! and `store` (a verified plan) over a [`PlanCache`] persisted in a [`PlanStore`].
+//!
+//! Without a language model the ISR is the single default domain and aspect, and
+//! mentions are found with the graph's gazetteer, so the cache works with no model at
+//! all; with a model, the ISR prompt supplies domain, aspect and topic entities.
+
+use std::sync::{Arc, Mutex};
+
+use kgmesh_models::{lexical::gazetteer::Gazetteer, parse, prompts, LanguageModel};
+use kgmesh_schemas::{
+    graph::Entity,
+    messages::cache::{
+        CacheEntry, CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, Isr,
+    },
+    AgentError, Role, RoleKind,
+};
+use kgmesh_stores::GraphStore;
+use tokio::sync::OnceCell;
+
+use super::{
+    core::{CacheConfig, PlanCache},
+    persist::PlanStore,
+    template,
+};
+use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
+
+/// Names scanned per page when building the gazetteer.
+const SCAN_PAGE: usize = 50_000;
+
+pub struct CacheManager {
+    cache: Mutex<PlanCache>,
+    store: Option<Arc<dyn PlanStore>>,
+    loaded: OnceCell<()>,
+    graph: Option<Arc<dyn GraphStore>>,
+    gazetteer: OnceCell<Arc<Gazetteer>>,
+    llm: Option<Arc<dyn LanguageModel>>,
+}
+
+impl CacheManager {
+    pub fn new(
+        config: CacheConfig,
+        store: Option<Arc<dyn PlanStore>>,
+        graph: Option<Arc<dyn GraphStore>>,
+        llm: Option<Arc<dyn LanguageModel>>,
+    ) -> Self {
+        Self {
+            cache: Mutex::new(PlanCache::new(config)),
+            store,
+            loaded: OnceCell::new(),
+            graph,
+            gazetteer: OnceCell::new(),
+            llm,
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, PlanCache> {
+        // A panic while holding the lock cannot leave the index half-updated in a way
+        // that matters more than losing the cache; keep serving.
+        self.cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    async fn ensure_loaded(&self) -> Result<(), AgentError> {
+        self.loaded
+            .get_or_try_init(|| async {
+                if let Some(store) = &self.store {
+                    let entries = store
+                        .load_all()
+                        .await
+                        .map_err(|e| AgentError::Unavailable {
+                            detail: e.to_string(),
+                        })?;
+                    let mut cache = self.cache();
+                    for (_, entry) in entries {
+                        cache.insert(entry);
+                    }
+                }
+                Ok(())
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// Applies a change another replica made (from a KV watch).
+    pub fn apply_remote(&self, key: &str, entry: Option<CacheEntry>) {
+        let mut cache = self.cache();
+        match entry {
+            Some(entry) => {
+                cache.insert(entry);
+            }
+            None => {
+                cache.remove(key);
+            }
+        }
+    }
+
+    async fn gazetteer(&self) -> Result<Option<Arc<Gazetteer>>, AgentError> {
+        let Some(graph) = &self.graph else {
+            return Ok(None);
+        };
+        let gazetteer = self
+            .gazetteer
+            .get_or_try_init(|| async {
+                let mut names = Vec::new();
+                let mut after = None;
+                loop {
+                    let page = graph.scan_names(after, SCAN_PAGE).await.map_err(|e| {
+                        AgentError::Unavailable {
+                            detail: e.to_string(),
+                        }
+                    })?;
+                    let Some(last) = page.last() else { break };
+                    after = Some(last.id);
+                    let full = page.len() == SCAN_PAGE;
+                    names.extend(page.into_iter().map(|e| (e.id, e.name)));
+                    if !full {
+                        break;
+                    }
+                }
+                Ok::<_, AgentError>(Arc::new(
+                    tokio::task::spawn_blocking(move || Gazetteer::build(names))
+                        .await
+                        .map_err(|e| AgentError::Internal {
+                            detail: format!("gazetteer build failed: {e}"),
+                        })?,
+                ))
+            })
+            .await?;
+        Ok(Some(gazetteer.clone()))
+    }
+
+    async fn isr(&self, ctx: &CallContext, question: &str) -> Isr {
+        let Some(llm) = &self.llm else {
+            return Isr::default();
+        };
+        if ctx.budget().check_llm(1).is_err() {
+            return Isr::default();
+        }
+        let request = prompts::isr::build(question, &[], &[]);
+        let started = std::time::Instant::now();
+        match llm.chat(request).await {
+            Ok(response) => {
+                ctx.record_llm_call(
+                    response.usage.prompt_tokens,
+                    response.usage.completion_tokens,
+                    started.elapsed(),
+                );
+                parse::isr::parse(&response.text).unwrap_or_default()
+            }
+            Err(error) => {
+                tracing::warn!(%error, "ISR extraction failed; using the default bucket");
+                Isr::default()
+            }
+        }
+    }
+
+    pub async fn lookup(
+        &self,
+        ctx: &CallContext,
+        request: CacheLookup,
+    ) -> Result<CacheLookupReply, AgentError> {
+        self.ensure_loaded().await?;
+        if self.cache().is_empty() {
+            return Ok(CacheLookupReply::default());
+        }
+        let isr = self.isr(ctx, &request.question).await;
+        let mut entities = request.entities;
+        if entities.is_empty() {
+            if let Some(gazetteer) = self.gazetteer().await? {
+                entities = gazetteer
+                    .find_mentions(&request.question)
+                    .into_iter()
+                    .filter_map(|mention| {
+                        // Mask what the question wrote; link to the best candidate.
+                        mention.candidates.first().map(|c| Entity {
+                            id: c.entity.id,
+                            name: mention.text.clone(),
+                        })
+                    })
+                    .collect();
+            }
+        }
+        let lookup =
+            self.cache()
+                .lookup(&request.question, &entities, &isr, usize::from(request.k));
+        Ok(CacheLookupReply {
+            isr,
+            examples: lookup.examples,
+            replay: lookup.replay,
+        })
+    }
+
+    pub async fn store(&self, request: CacheStore) -> Result<CacheStoreReply, AgentError> {
+        self.ensure_loaded().await?;
+        let mut entry = request.entry;
+        if entry.answers.is_empty()
+            || (entry.plan.metapaths.is_empty() && entry.plan.cypher.is_empty())
+        {
+            // Only verified plans that can be replayed are worth keeping.
+            return Ok(CacheStoreReply { stored: false });
+        }
+        if entry.template.is_empty() {
+            let mentions: Vec<&str> = entry
+                .plan
+                .entities
+                .iter()
+                .map(|e| e.name.as_str())
+                .chain(entry.isr.topic_entities.iter().map(String::as_str))
+                .collect();
+            entry.template = template::mask(&entry.question, &mentions);
+        }
+        if !entry.template.contains(template::ENTITY_SLOT) {
+            // Without a masked entity the plan cannot be rebound to another question.
+            return Ok(CacheStoreReply { stored: false });
+        }
+        let (key, evicted) = self.cache().insert(entry.clone());
+        if let Some(store) = &self.store {
+            store
+                .put(&key, &entry)
+                .await
+                .map_err(|e| AgentError::Unavailable {
+                    detail: e.to_string(),
+                })?;
+            for key in evicted {
+                if let Err(error) = store.delete(&key).await {
+                    tracing::warn!(%key, %error, "cannot delete an evicted plan from the store");
+                }
+            }
+        }
+        Ok(CacheStoreReply { stored: true })
+    }
+
+    pub fn len(&self) -> usize {
+        self.cache().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The role's factory: an in-memory cache persisted to `deps.plan_store` when set.
+pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
+    let manager = Arc::new(CacheManager::new(
+        CacheConfig::default(),
+        deps.plan_store.clone(),
+        deps.graph.clone(),
+        deps.llm.clone(),
+    ));
+    Ok(spec(manager))
+}
+
+/// The role around an existing manager (tests and embedders that keep a handle).
+pub fn spec(manager: Arc<CacheManager>) -> RoleSpec {
+    let lookup_manager = manager.clone();
+    RoleSpec::new(Role::well_known(Role::CACHE_MANAGER), RoleKind::Core)
+        .op(move |ctx: CallContext, request: CacheLookup| {
+            let manager = lookup_manager.clone();
+            async move { manager.lookup(&ctx, request).await }
+        })
+        .op(move |_ctx: CallContext, request: CacheStore| {
+            let manager = manager.clone();
+            async move { manager.store(request).await }
+        })
+}

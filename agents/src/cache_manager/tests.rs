@@ -1,0 +1,140 @@
+//! The cache-manager role through the bus: store a verified plan, find it again for a
+//! question about another entity, and survive a restart through the file store.
+
+use std::{sync::Arc, time::Duration};
+
+use kgmesh_bus::LocalBus;
+use kgmesh_schemas::{
+    graph::{Direction, Entity, Metapath, RelationStep},
+    messages::cache::{CacheEntry, CacheLookup, CacheStore, Isr, Plan},
+    Budget, Meta, QuestionId, Role,
+};
+use kgmesh_stores::{embedded::GraphBuilder, EmbeddedGraph, GraphStore};
+
+use super::{
+    core::CacheConfig,
+    persist::FilePlanStore,
+    role::{spec, CacheManager},
+};
+use crate::runtime::{start_role, Client};
+
+fn graph() -> Arc<dyn GraphStore> {
+    let mut builder = GraphBuilder::new();
+    for (head, relation, tail) in [
+        ("Heat", "directed_by", "Michael Mann"),
+        ("Alien", "directed_by", "Ridley Scott"),
+        ("Alien", "release_year", "1979"),
+    ] {
+        let head = builder.node(head);
+        let tail = builder.node(tail);
+        builder.add_edge(head, relation, tail);
+    }
+    let graph: EmbeddedGraph = builder.finish();
+    Arc::new(graph)
+}
+
+fn verified_entry() -> CacheEntry {
+    CacheEntry {
+        question: "who directed Heat".to_owned(),
+        template: String::new(),
+        isr: Isr::default(),
+        plan: Plan {
+            entities: vec![Entity {
+                id: kgmesh_schemas::NodeId(0),
+                name: "Heat".to_owned(),
+            }],
+            metapaths: vec![Metapath {
+                steps: vec![RelationStep {
+                    relation: "directed_by".to_owned(),
+                    direction: Direction::Out,
+                }],
+            }],
+            cypher: Vec::new(),
+        },
+        answers: vec!["Michael Mann".to_owned()],
+        hits: 0,
+        failures: 0,
+    }
+}
+
+async fn within<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(20), future)
+        .await
+        .expect("timed out")
+}
+
+#[test]
+fn a_stored_plan_is_replayed_for_another_entity_and_survives_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plans.jsonl");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let role = Role::well_known(Role::CACHE_MANAGER);
+        let meta = Meta::new(QuestionId::new_random(), 0, Budget::default());
+        {
+            let bus = Arc::new(LocalBus::new());
+            let manager = Arc::new(CacheManager::new(
+                CacheConfig::default(),
+                Some(Arc::new(FilePlanStore::new(&path))),
+                Some(graph()),
+                None,
+            ));
+            let handle = within(start_role(bus.clone(), spec(manager)))
+                .await
+                .unwrap();
+            let client = Client::new(bus);
+            let (stored, _) = within(client.call(
+                &role,
+                &meta,
+                &CacheStore {
+                    entry: verified_entry(),
+                },
+            ))
+            .await
+            .unwrap();
+            assert!(stored.stored);
+            // A plan without answers is not verified and is refused.
+            let mut unverified = verified_entry();
+            unverified.answers.clear();
+            let (refused, _) = within(client.call(&role, &meta, &CacheStore { entry: unverified }))
+                .await
+                .unwrap();
+            assert!(!refused.stored);
+            within(handle.stop(Duration::from_secs(5))).await;
+        }
+        // A new process: the cache is rebuilt from the file.
+        let bus = Arc::new(LocalBus::new());
+        let manager = Arc::new(CacheManager::new(
+            CacheConfig::default(),
+            Some(Arc::new(FilePlanStore::new(&path))),
+            Some(graph()),
+            None,
+        ));
+        let handle = within(start_role(bus.clone(), spec(manager)))
+            .await
+            .unwrap();
+        let client = Client::new(bus);
+        let lookup = CacheLookup {
+            question: "Who directed Alien?".to_owned(),
+            entities: Vec::new(),
+            k: 5,
+        };
+        let (found, cost) = within(client.call(&role, &meta, &lookup)).await.unwrap();
+        assert_eq!(cost.llm_calls, 0);
+        assert_eq!(found.examples.len(), 1);
+        assert_eq!(found.examples[0].question, "who directed Heat");
+        let replay = found.replay.expect("same template, another entity: replay");
+        assert_eq!(replay.entities.len(), 1);
+        assert_eq!(replay.entities[0].name, "Alien");
+        assert_eq!(replay.metapaths[0].steps[0].relation, "directed_by");
+
+        let unrelated = CacheLookup {
+            question: "when was Alien released".to_owned(),
+            entities: Vec::new(),
+            k: 5,
+        };
+        let (found, _) = within(client.call(&role, &meta, &unrelated)).await.unwrap();
+        assert!(found.replay.is_none());
+        within(handle.stop(Duration::from_secs(5))).await;
+    });
+}
