@@ -8,9 +8,11 @@
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 pub mod local;
+pub mod nats;
 pub mod typed;
 
 pub use local::{LocalBus, LocalBusOptions, Selection};
+pub use nats::{NatsBus, NatsOptions};
 
 use async_trait::async_trait;
 use bytes::Bytes;
