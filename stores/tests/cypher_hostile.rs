@@ -261,6 +261,21 @@ fn pathological_text_is_refused_without_overflowing_the_stack() {
     assert!(refusal(&nots).contains("nests deeper"));
     let lists = format!("RETURN {}{}", "[".repeat(10_000), "]".repeat(10_000));
     assert!(refusal(&lists).contains("nests deeper"));
+    // Long operator chains build deep trees too.
+    let sum = format!("RETURN {}1", "1 + ".repeat(15_000));
+    assert!(refusal(&sum).contains("nests deeper"));
+    let properties = format!("MATCH (p:Product) RETURN p{}", ".a".repeat(5_000));
+    assert!(refusal(&properties).contains("nests deeper"));
+    let long_pattern = format!("MATCH (a){} RETURN a", "-->()".repeat(100));
+    let message = refusal(&long_pattern);
+    assert!(message.contains("at most 32 relationships"), "{message}");
+    // Doubling a string per step is charged for what it builds.
+    let doubling = "RETURN size(reduce(s = 'xxxxxxxxxxxxxxxx', i IN range(1, 64) | s + s)) AS n";
+    assert!(
+        refusal(doubling).contains("units of work"),
+        "{}",
+        refusal(doubling)
+    );
     let huge = format!(
         "MATCH (p:Product) WHERE p.productName = '{}' RETURN p",
         "x".repeat(100_000)

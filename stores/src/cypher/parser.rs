@@ -5,8 +5,13 @@ use super::ast::*;
 use super::error::{CypherError, CypherResult, ErrorKind, Span};
 use super::lexer::{lex, Tok, Token};
 
-/// Deepest nesting of expressions accepted; keeps hostile input from exhausting the stack.
-pub const MAX_NESTING: usize = 48;
+/// Deepest syntax tree accepted; keeps hostile input from exhausting the stack in the
+/// parser, the validator, the executor and the tree's own drop. A bracket or a subquery
+/// costs [`NESTING_COST`], each operator of a chain (`a + b + c`, `n.a.b`) costs one.
+pub const MAX_NESTING: usize = 200;
+pub const NESTING_COST: usize = 4;
+/// Most relationships in one pattern.
+pub const MAX_PATTERN_HOPS: usize = 32;
 
 /// Parses one query (an optional trailing `;` is allowed, a second statement is not).
 pub fn parse(src: &str) -> CypherResult<Query> {
@@ -196,19 +201,29 @@ impl<'a> Parser<'a> {
     }
 
     fn enter(&mut self) -> CypherResult<()> {
-        self.depth += 1;
+        self.grow(NESTING_COST)
+    }
+
+    fn leave(&mut self) {
+        self.depth -= NESTING_COST;
+    }
+
+    fn grow(&mut self, cost: usize) -> CypherResult<()> {
+        self.depth += cost;
         if self.depth > MAX_NESTING {
             return Err(CypherError::new(
                 ErrorKind::Limit,
-                format!("expression nests deeper than {MAX_NESTING} levels"),
+                "expression nests deeper than the parser allows (too many nested brackets or chained operators)",
             )
             .at(self.span(), self.src));
         }
         Ok(())
     }
 
-    fn leave(&mut self) {
-        self.depth -= 1;
+    /// One more link of an operator chain; `links` is given back when the chain ends.
+    fn link(&mut self, links: &mut usize) -> CypherResult<()> {
+        *links += 1;
+        self.grow(1)
     }
 
     /// A name: an identifier (keywords included, as openCypher allows them as names after
@@ -539,6 +554,11 @@ impl<'a> Parser<'a> {
         while self.peek() == &Tok::Minus
             || (self.peek() == &Tok::Lt && self.peek_at(1) == &Tok::Minus)
         {
+            if chain.len() >= MAX_PATTERN_HOPS {
+                return self.error(format!(
+                    "a pattern may have at most {MAX_PATTERN_HOPS} relationships"
+                ));
+            }
             let rel = self.rel_pattern()?;
             let node = self.node_pattern()?;
             chain.push((rel, node));
@@ -684,28 +704,37 @@ impl<'a> Parser<'a> {
 
     fn or_expr(&mut self) -> CypherResult<Expr> {
         let mut left = self.xor_expr()?;
+        let mut links = 0;
         while self.eat_keyword("OR") {
+            self.link(&mut links)?;
             let right = self.xor_expr()?;
             left = Expr::Binary(BinaryOp::Or, Box::new(left), Box::new(right));
         }
+        self.depth -= links;
         Ok(left)
     }
 
     fn xor_expr(&mut self) -> CypherResult<Expr> {
         let mut left = self.and_expr()?;
+        let mut links = 0;
         while self.eat_keyword("XOR") {
+            self.link(&mut links)?;
             let right = self.and_expr()?;
             left = Expr::Binary(BinaryOp::Xor, Box::new(left), Box::new(right));
         }
+        self.depth -= links;
         Ok(left)
     }
 
     fn and_expr(&mut self) -> CypherResult<Expr> {
         let mut left = self.not_expr()?;
+        let mut links = 0;
         while self.eat_keyword("AND") {
+            self.link(&mut links)?;
             let right = self.not_expr()?;
             left = Expr::Binary(BinaryOp::And, Box::new(left), Box::new(right));
         }
+        self.depth -= links;
         Ok(left)
     }
 
@@ -721,7 +750,9 @@ impl<'a> Parser<'a> {
 
     fn comparison(&mut self) -> CypherResult<Expr> {
         let mut left = self.predicate_expr()?;
+        let mut links = 0;
         loop {
+            self.link(&mut links)?;
             let op = match self.peek() {
                 Tok::Eq => BinaryOp::Eq,
                 Tok::Neq => BinaryOp::Neq,
@@ -749,12 +780,15 @@ impl<'a> Parser<'a> {
                 left => Expr::Binary(op, Box::new(left), Box::new(right)),
             };
         }
+        self.depth -= links;
         Ok(left)
     }
 
     fn predicate_expr(&mut self) -> CypherResult<Expr> {
         let mut left = self.additive()?;
+        let mut links = 0;
         loop {
+            self.link(&mut links)?;
             if self.is_keyword("IN") {
                 self.advance();
                 let right = self.additive()?;
@@ -782,12 +816,15 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
+        self.depth -= links;
         Ok(left)
     }
 
     fn additive(&mut self) -> CypherResult<Expr> {
         let mut left = self.multiplicative()?;
+        let mut links = 0;
         loop {
+            self.link(&mut links)?;
             let op = match self.peek() {
                 Tok::Plus => BinaryOp::Add,
                 Tok::Minus => BinaryOp::Sub,
@@ -797,12 +834,15 @@ impl<'a> Parser<'a> {
             let right = self.multiplicative()?;
             left = Expr::Binary(op, Box::new(left), Box::new(right));
         }
+        self.depth -= links;
         Ok(left)
     }
 
     fn multiplicative(&mut self) -> CypherResult<Expr> {
         let mut left = self.power()?;
+        let mut links = 0;
         loop {
+            self.link(&mut links)?;
             let op = match self.peek() {
                 Tok::Star => BinaryOp::Mul,
                 Tok::Slash => BinaryOp::Div,
@@ -813,15 +853,19 @@ impl<'a> Parser<'a> {
             let right = self.power()?;
             left = Expr::Binary(op, Box::new(left), Box::new(right));
         }
+        self.depth -= links;
         Ok(left)
     }
 
     fn power(&mut self) -> CypherResult<Expr> {
         let mut left = self.unary()?;
+        let mut links = 0;
         while self.eat(&Tok::Caret) {
+            self.link(&mut links)?;
             let right = self.unary()?;
             left = Expr::Binary(BinaryOp::Pow, Box::new(left), Box::new(right));
         }
+        self.depth -= links;
         Ok(left)
     }
 
@@ -856,7 +900,9 @@ impl<'a> Parser<'a> {
 
     fn postfix(&mut self) -> CypherResult<Expr> {
         let mut expr = self.atom()?;
+        let mut links = 0;
         loop {
+            self.link(&mut links)?;
             match self.peek() {
                 Tok::Dot => {
                     self.advance();
@@ -901,6 +947,7 @@ impl<'a> Parser<'a> {
                 _ => break,
             }
         }
+        self.depth -= links;
         Ok(expr)
     }
 
@@ -1274,6 +1321,11 @@ impl<'a> Parser<'a> {
                     while self.peek() == &Tok::Minus
                         || (self.peek() == &Tok::Lt && self.peek_at(1) == &Tok::Minus)
                     {
+                        if chain.len() >= MAX_PATTERN_HOPS {
+                            return self.error(format!(
+                                "a pattern may have at most {MAX_PATTERN_HOPS} relationships"
+                            ));
+                        }
                         let rel = self.rel_pattern()?;
                         let next = self.node_pattern()?;
                         chain.push((rel, next));

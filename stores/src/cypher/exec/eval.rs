@@ -618,7 +618,17 @@ pub fn apply_binary(ctx: &Ctx, op: BinaryOp, a: Val, b: Val) -> CypherResult<Val
             (Val::Str(s), Val::Str(pattern)) => Ok(Val::Bool(ctx.regex_full_match(pattern, s)?)),
             _ => Ok(Val::Null),
         },
-        BinaryOp::Add => add(a, b),
+        BinaryOp::Add => {
+            // Concatenation can double a value per step (`reduce(s = 'x', i IN … | s + s)`):
+            // charge for the size of what it builds.
+            let size = |value: &Val| match value {
+                Val::Str(s) => s.len() as u64 / 16,
+                Val::List(items) => items.len() as u64,
+                _ => 0,
+            };
+            ctx.tick(size(&a) + size(&b))?;
+            add(a, b)
+        }
         BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod | BinaryOp::Pow => {
             arithmetic(op, a, b)
         }

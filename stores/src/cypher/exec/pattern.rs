@@ -101,6 +101,14 @@ impl<'q> Matcher<'q> {
         env: &Env,
     ) -> CypherResult<Self> {
         let graph = ctx.graph;
+        // Matching recurses once per relationship and per pattern: bound both.
+        let hops: usize = patterns.iter().map(|pattern| pattern.chain.len() + 1).sum();
+        if hops > 64 {
+            return Err(CypherError::new(
+                ErrorKind::Limit,
+                "a MATCH may have at most 64 nodes and relationships in all",
+            ));
+        }
         let mut parts = Vec::new();
         for pattern in patterns {
             if pattern.shortest.is_some() {
