@@ -1,10 +1,342 @@
-//! `kgmesh ask`.
+//! `kgmesh ask`: one question, answered in this process. Loads the KG, starts every
+//! role this build has on the in-process bus, asks the coordinator, prints the answers
+//! with their evidence (or the whole reply as JSON).
+//!
+//! Without `--kg` (and no `graph.path` configured) it uses the small movie KG bundled
+//! in the binary, so the first command works anywhere.
 
-use crate::config::Config;
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context as _};
+use kgmesh_agents::runtime::{
+    registry, start_role_with, AgentDeps, RoleBuildError, RoleHandle, StartOptions,
+};
+use kgmesh_bus::{Bus, LocalBus};
+use kgmesh_coordinator::{Coordinator, CoordinatorConfig};
+use kgmesh_models::{
+    minilm::MiniLm,
+    openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder},
+    Embedder, LanguageModel,
+};
+use kgmesh_schemas::{
+    messages::ask::{AskOptions, AskReply, AskRequest},
+    Role,
+};
+use kgmesh_stores::{
+    embedded::load::{load_graph, LoadOptions},
+    GraphStore,
+};
+
+use crate::config::{Config, EmbedderKind};
+
+/// The bundled sample KG (hand-written movie triples; see examples/movies/).
+const SAMPLE_KG: &str = include_str!("../../../examples/movies/kg.tsv");
+const SAMPLE_KG_NAME: &str = "kgmesh-sample-movies-v1.tsv";
 
 #[derive(Debug, clap::Args)]
-pub struct AskArgs {}
+pub struct AskArgs {
+    /// The question, in plain words.
+    pub question: String,
+    /// KG file or directory for the embedded store (TSV/CSV triples, N-Triples,
+    /// property-graph CSV with a mapping, or a snapshot). Default: `graph.path`, else
+    /// the bundled sample movie KG.
+    #[arg(long, conflicts_with = "store")]
+    pub kg: Option<PathBuf>,
+    /// A graph database URL (`bolt://host:port`) instead of a file.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Print the whole reply as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Refinement rounds (default: `budget.rounds`).
+    #[arg(long)]
+    pub rounds: Option<u8>,
+    /// Give up after this many milliseconds (default: `budget.timeout_ms`).
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
+    /// Answers shown at most.
+    #[arg(long)]
+    pub max_answers: Option<u16>,
+    /// Evidence lines printed at most in text output.
+    #[arg(long, default_value_t = 12)]
+    pub show_evidence: usize,
+}
 
-pub fn run(_config: Config, _args: AskArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`kgmesh ask` is not available in this build yet")
+pub fn run(config: Config, args: AskArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(ask(config, args))
+}
+
+async fn ask(config: Config, args: AskArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
+    let graph_source = GraphSource::from_args(&config, args.kg.clone(), args.store.clone())?;
+    let embedded = EmbeddedRoles::start(&config, bus.clone(), &graph_source).await?;
+    let setup = started.elapsed();
+
+    let coordinator = Coordinator::new(bus, coordinator_config(&config));
+    let request = AskRequest {
+        question: args.question.clone(),
+        options: AskOptions {
+            max_rounds: args.rounds,
+            timeout_ms: args.timeout_ms,
+            max_answers: args.max_answers,
+            no_cache: false,
+        },
+    };
+    let result = coordinator.ask(request).await;
+    embedded.stop().await;
+    let reply = result?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&reply)?);
+    } else {
+        print_text(&args.question, &reply, args.show_evidence, setup);
+    }
+    Ok(())
+}
+
+/// The coordinator's settings from the configuration tree.
+pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
+    CoordinatorConfig {
+        budget: config.budget(),
+        question_timeout: Duration::from_millis(config.budget.timeout_ms),
+        call_timeout: Duration::from_millis(config.bus.request_timeout_ms),
+        retries: config.bus.retries,
+        max_question_chars: config.http.max_question_chars,
+        ..CoordinatorConfig::default()
+    }
+}
+
+/// Where the graph comes from.
+pub(crate) enum GraphSource {
+    File(PathBuf),
+    Sample,
+}
+
+impl GraphSource {
+    pub(crate) fn from_args(
+        config: &Config,
+        kg: Option<PathBuf>,
+        store: Option<String>,
+    ) -> anyhow::Result<Self> {
+        if let Some(url) = store {
+            bail!(
+                "--store {url}: graph databases are configured with graph.backend = \"bolt\" \
+                 and graph.bolt_uri; this build answers from an embedded KG file (--kg FILE)"
+            );
+        }
+        Ok(match kg.or_else(|| config.graph.path.clone()) {
+            Some(path) => GraphSource::File(path),
+            None => GraphSource::Sample,
+        })
+    }
+
+    fn path(&self) -> anyhow::Result<PathBuf> {
+        match self {
+            GraphSource::File(path) => Ok(path.clone()),
+            GraphSource::Sample => write_sample(),
+        }
+    }
+}
+
+/// Writes the bundled sample once per machine (the loaders read files).
+fn write_sample() -> anyhow::Result<PathBuf> {
+    let path = std::env::temp_dir().join(SAMPLE_KG_NAME);
+    let current = std::fs::read_to_string(&path).ok();
+    if current.as_deref() != Some(SAMPLE_KG) {
+        let partial = path.with_extension(format!("{}.tmp", std::process::id()));
+        std::fs::write(&partial, SAMPLE_KG)
+            .with_context(|| format!("cannot write the sample KG to {}", partial.display()))?;
+        std::fs::rename(&partial, &path)
+            .with_context(|| format!("cannot write the sample KG to {}", path.display()))?;
+    }
+    Ok(path)
+}
+
+/// Every role of this build, running in this process on one bus.
+pub(crate) struct EmbeddedRoles {
+    handles: Vec<RoleHandle>,
+}
+
+impl EmbeddedRoles {
+    pub(crate) async fn start(
+        config: &Config,
+        bus: Arc<dyn Bus>,
+        source: &GraphSource,
+    ) -> anyhow::Result<Self> {
+        let path = source.path()?;
+        let graph = load(&path).await?;
+        let mut deps = AgentDeps::new(bus.clone()).with_graph(graph);
+        if let Some(llm) = language_model(config)? {
+            deps = deps.with_llm(llm);
+        }
+        if let Some(embedder) = embedder(config).await? {
+            deps = deps.with_embedder(embedder);
+        }
+        let mut handles = Vec::new();
+        for entry in registry::roles() {
+            if entry.name == Role::ECHO {
+                continue;
+            }
+            let spec = match (entry.build)(&deps) {
+                Ok(spec) => spec,
+                // A role needing what this process lacks (e.g. a model) is left out.
+                Err(RoleBuildError::MissingDependency { role, dependency }) => {
+                    tracing::info!(role, dependency, "role not started: missing dependency");
+                    continue;
+                }
+                Err(error) => return Err(error).context("cannot build a role"),
+            };
+            let handle = start_role_with(bus.clone(), spec, StartOptions::default())
+                .await
+                .with_context(|| format!("cannot start role {}", entry.name))?;
+            handles.push(handle);
+        }
+        Ok(Self { handles })
+    }
+
+    pub(crate) fn role_names(&self) -> Vec<String> {
+        self.handles
+            .iter()
+            .map(|h| h.info().role.to_string())
+            .collect()
+    }
+
+    pub(crate) async fn stop(self) {
+        for handle in self.handles {
+            handle.stop(Duration::from_secs(2)).await;
+        }
+    }
+}
+
+async fn load(path: &Path) -> anyhow::Result<Arc<dyn GraphStore>> {
+    let owned = path.to_owned();
+    let (graph, report) =
+        tokio::task::spawn_blocking(move || load_graph(&owned, &LoadOptions::default()))
+            .await
+            .context("the KG loader panicked")?
+            .with_context(|| format!("cannot load the KG from {}", path.display()))?;
+    if report.bad_line_count > 0 {
+        tracing::warn!(
+            bad_lines = report.bad_line_count,
+            path = %path.display(),
+            "some KG lines could not be read and were skipped"
+        );
+    }
+    Ok(Arc::new(graph))
+}
+
+fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn LanguageModel>>> {
+    let base_url = config.llm.base_url.clone().or_else(|| {
+        std::env::var("OPENAI_BASE_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+    });
+    let Some(base_url) = base_url else {
+        return Ok(None);
+    };
+    let mut llm = OpenAiConfig::new(base_url, config.llm.model.clone());
+    llm.api_key = std::env::var(&config.llm.api_key_env)
+        .ok()
+        .filter(|k| !k.is_empty());
+    llm.timeout = Duration::from_millis(config.llm.timeout_ms);
+    llm.max_retries = config.llm.max_retries;
+    llm.max_concurrency = config.llm.max_concurrency as usize;
+    llm.requests_per_minute = config.llm.requests_per_minute;
+    let chat = OpenAiChat::new(llm).context("cannot configure the language model")?;
+    Ok(Some(Arc::new(chat)))
+}
+
+async fn embedder(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
+    match config.embedder.kind {
+        EmbedderKind::None => Ok(None),
+        EmbedderKind::Minilm => {
+            let dir = config
+                .embedder
+                .model_dir
+                .clone()
+                .unwrap_or_else(MiniLm::default_dir);
+            let model = MiniLm::load_async(dir)
+                .await
+                .context("cannot load the MiniLM embedder")?;
+            Ok(Some(Arc::new(model)))
+        }
+        EmbedderKind::Openai => {
+            let Some(base_url) = config.embedder.base_url.clone() else {
+                bail!("embedder.kind = \"openai\" needs embedder.base_url");
+            };
+            let remote =
+                OpenAiEmbedder::connect(OpenAiConfig::new(base_url, config.embedder.model.clone()))
+                    .await
+                    .context("cannot reach the embeddings endpoint")?
+                    .with_batch_size(config.embedder.batch_size);
+            Ok(Some(Arc::new(remote)))
+        }
+    }
+}
+
+fn print_text(question: &str, reply: &AskReply, show_evidence: usize, setup: Duration) {
+    println!("Q: {question}");
+    if reply.answers.is_empty() {
+        println!("A: (no answer) {}", reply.explanation);
+    } else {
+        println!("A:");
+        for (rank, answer) in reply.answers.iter().enumerate() {
+            let cited: Vec<String> = answer
+                .evidence
+                .iter()
+                .map(|i| format!("[{}]", i + 1))
+                .collect();
+            println!("  {}. {}  {}", rank + 1, answer.text, cited.join(" "));
+        }
+        if !reply.explanation.is_empty() {
+            println!("   {}", reply.explanation);
+        }
+    }
+    if !reply.evidence.is_empty() {
+        println!("Evidence ({} lines):", reply.evidence.len());
+        for (index, line) in reply.evidence.iter().enumerate().take(show_evidence) {
+            println!("  [{}] {}  ({})", index + 1, line.text, line.source);
+        }
+        if reply.evidence.len() > show_evidence {
+            println!(
+                "  … {} more (--json shows all)",
+                reply.evidence.len() - show_evidence
+            );
+        }
+    }
+    for note in &reply.notes {
+        println!("note: {note}");
+    }
+    let cost = &reply.cost;
+    println!(
+        "rounds {} · LLM calls {} · tokens {} (prompt {}, completion {}) · graph rows {} · bus messages {}{}",
+        reply.rounds,
+        cost.llm_calls,
+        cost.prompt_tokens + cost.completion_tokens,
+        cost.prompt_tokens,
+        cost.completion_tokens,
+        cost.graph_rows,
+        cost.bus_messages,
+        if reply.partial { " · PARTIAL (budget exhausted)" } else { "" }
+    );
+    let stages: Vec<String> = reply
+        .timings
+        .stages
+        .iter()
+        .map(|(stage, us)| format!("{stage} {:.1} ms", *us as f64 / 1000.0))
+        .collect();
+    println!(
+        "time {:.1} ms (load and start {:.0} ms): {}",
+        reply.timings.total_us as f64 / 1000.0,
+        setup.as_secs_f64() * 1000.0,
+        stages.join(", ")
+    );
 }

@@ -1,10 +1,136 @@
-//! `kgmesh serve`.
+//! `kgmesh serve`: the coordinator and its HTTP API (`POST /v1/ask`, `GET /healthz`,
+//! `GET /readyz`, `GET /v1/agents`).
+//!
+//! With `--nats URL` (or `bus.kind = "nats"`) the roles are whatever `kgmesh agent`
+//! processes announce themselves on that NATS; with `--embedded` every role runs in
+//! this process on the in-process bus. The coordinator cannot tell the two apart.
 
-use crate::config::Config;
+use std::{path::PathBuf, sync::Arc};
+
+use actix_web::{App, HttpServer};
+use anyhow::Context as _;
+use kgmesh_bus::{Bus, LocalBus, NatsBus, NatsOptions};
+use kgmesh_coordinator::{
+    http::{routes, ApiLimits, ApiState},
+    Coordinator,
+};
+
+use super::ask::{coordinator_config, EmbeddedRoles, GraphSource};
+use crate::config::{BusKind, Config};
 
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+pub struct ServeArgs {
+    /// NATS server the roles are on (overrides `bus.nats_url` and selects NATS).
+    #[arg(long, conflicts_with = "embedded")]
+    pub nats: Option<String>,
+    /// Run every role in this process instead of using NATS.
+    #[arg(long)]
+    pub embedded: bool,
+    /// KG for `--embedded` (default: `graph.path`, else the bundled sample).
+    #[arg(long)]
+    pub kg: Option<PathBuf>,
+    /// Address to listen on (overrides `http.listen`); port 0 picks a free port, printed
+    /// on stdout as `listening on http://ADDR`.
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// HTTP worker threads (default: one per CPU).
+    #[arg(long)]
+    pub workers: Option<usize>,
+}
 
-pub fn run(_config: Config, _args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`kgmesh serve` is not available in this build yet")
+pub fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
+    actix_web::rt::System::new().block_on(serve(config, args))
+}
+
+async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
+    let use_nats = args.nats.is_some() || (!args.embedded && config.bus.kind == BusKind::Nats);
+    let mut embedded = None;
+    let bus: Arc<dyn Bus> = if use_nats {
+        let url = args
+            .nats
+            .clone()
+            .unwrap_or_else(|| config.bus.nats_url.clone());
+        let options = NatsOptions {
+            client_name: Some("kgmesh serve".to_owned()),
+            credentials: config
+                .bus
+                .nats_credentials_env
+                .as_ref()
+                .and_then(|name| std::env::var(name).ok()),
+            ..NatsOptions::default()
+        };
+        let bus = NatsBus::connect(&url, options)
+            .await
+            .with_context(|| format!("cannot connect to NATS at {url}"))?;
+        tracing::info!(%url, "coordinator on NATS");
+        Arc::new(bus)
+    } else {
+        let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
+        let source = GraphSource::from_args(&config, args.kg.clone(), None)?;
+        let roles = EmbeddedRoles::start(&config, bus.clone(), &source).await?;
+        tracing::info!(roles = ?roles.role_names(), "every role in this process");
+        embedded = Some(roles);
+        bus
+    };
+
+    let coordinator = Arc::new(Coordinator::new(bus, coordinator_config(&config)));
+    let limits = ApiLimits {
+        max_body_bytes: config.http.max_body_bytes,
+        max_concurrent_questions: config.http.max_concurrent_questions,
+        ..ApiLimits::default()
+    };
+    let state = ApiState::new(coordinator, limits);
+    let listen = args
+        .listen
+        .clone()
+        .unwrap_or_else(|| config.http.listen.clone());
+    let mut server = HttpServer::new(move || App::new().configure(routes(state.clone())))
+        .shutdown_timeout(10)
+        .disable_signals();
+    if let Some(workers) = args.workers {
+        server = server.workers(workers.max(1));
+    }
+    let server = server
+        .bind(&listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    for address in server.addrs() {
+        // Tests and scripts read this line to find a port chosen by the OS.
+        println!("listening on http://{address}");
+    }
+    let server = server.run();
+    let handle = server.handle();
+    let stopper = actix_web::rt::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        handle.stop(true).await;
+    });
+    let served = server.await.context("the HTTP server failed");
+    stopper.abort();
+    if let Some(roles) = embedded {
+        roles.stop().await;
+    }
+    served
+}
+
+/// Ctrl-C or SIGTERM (what Kubernetes sends).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
