@@ -174,20 +174,33 @@ impl KvPlanStore {
     /// Opens `bucket`, creating it when it does not exist yet.
     pub async fn open(client: async_nats::Client, bucket: &str) -> Result<Self, PersistError> {
         let jetstream = async_nats::jetstream::new(client);
-        let kv = match jetstream.get_key_value(bucket).await {
-            Ok(kv) => kv,
-            Err(_) => jetstream
-                .create_key_value(async_nats::jetstream::kv::Config {
-                    bucket: bucket.to_owned(),
-                    history: 1,
-                    description: "kgmesh verified retrieval plans".to_owned(),
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| {
-                    PersistError::Remote(format!("cannot create KV bucket {bucket}: {e}"))
-                })?,
-        };
+        if jetstream.get_key_value(bucket).await.is_err() {
+            // The bucket's stream is created by hand, following the KV conventions:
+            // `create_key_value` first reads account info, whose reply from NATS 2.9
+            // servers this client version cannot parse.
+            use async_nats::jetstream::stream;
+            let config = stream::Config {
+                name: format!("KV_{bucket}"),
+                subjects: vec![format!("$KV.{bucket}.>")],
+                description: Some("kgmesh verified retrieval plans".to_owned()),
+                max_messages_per_subject: 1,
+                discard: stream::DiscardPolicy::New,
+                allow_rollup: true,
+                deny_delete: true,
+                allow_direct: true,
+                num_replicas: 1,
+                storage: stream::StorageType::File,
+                ..Default::default()
+            };
+            if let Err(error) = jetstream.create_stream(config).await {
+                // Another replica may have created it in the meantime.
+                tracing::debug!(%error, "creating the plan cache stream");
+            }
+        }
+        let kv = jetstream
+            .get_key_value(bucket)
+            .await
+            .map_err(|e| PersistError::Remote(format!("cannot open KV bucket {bucket}: {e}")))?;
         Ok(Self { kv })
     }
 
