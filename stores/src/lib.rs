@@ -5,10 +5,9 @@
 //! Backends: the embedded CSR graph (default) and Neo4j over Bolt; the embedded vector
 //! index (default) and Qdrant.
 
-pub mod cypher;
-
 use std::sync::Arc;
 
+pub mod bolt;
 pub mod embedded;
 pub mod vector;
 

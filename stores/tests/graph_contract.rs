@@ -1,0 +1,305 @@
+//! The same contract, run on every [`GraphStore`] backend: the embedded CSR graph and
+//! a real Bolt database (ArcadeDB, started per test). Ids differ between backends, so
+//! answers are compared by names.
+
+use std::{collections::BTreeSet, sync::Arc, time::Duration};
+
+use kgmesh_schemas::graph::{Direction, Metapath, RelationStep, Value};
+use kgmesh_stores::{
+    bolt::{write_graph, BoltGraph, BoltSettings},
+    embedded::{EmbeddedGraph, GraphBuilder},
+    GraphStore, NameMatch, NeighborQuery, PathLimits, QueryLimits, StoreError,
+};
+use kgmesh_testkit::bolt::BoltServer;
+
+const T: Duration = Duration::from_secs(60);
+
+async fn within<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(T, future)
+        .await
+        .expect("store call timed out")
+}
+
+/// Heat -directed_by-> Michael Mann; Heat, The Irishman -starred_actors-> Al Pacino,
+/// Robert De Niro; Collateral -directed_by-> Michael Mann.
+fn movies() -> EmbeddedGraph {
+    let mut builder = GraphBuilder::new();
+    for (head, relation, tail) in [
+        ("Heat", "directed_by", "Michael Mann"),
+        ("Heat", "starred_actors", "Al Pacino"),
+        ("Heat", "starred_actors", "Robert De Niro"),
+        ("Collateral", "directed_by", "Michael Mann"),
+        ("The Irishman", "starred_actors", "Al Pacino"),
+        ("The Irishman", "starred_actors", "Robert De Niro"),
+    ] {
+        let head = builder.node(head);
+        let tail = builder.node(tail);
+        builder.add_edge(head, relation, tail);
+    }
+    builder.finish()
+}
+
+async fn one(store: &dyn GraphStore, name: &str) -> kgmesh_schemas::NodeId {
+    let found = within(store.resolve(&[name.to_owned()], NameMatch::Exact))
+        .await
+        .unwrap();
+    assert_eq!(found[0].len(), 1, "{name} should resolve to one node");
+    found[0][0].id
+}
+
+fn step(relation: &str, direction: Direction) -> RelationStep {
+    RelationStep {
+        relation: relation.to_owned(),
+        direction,
+    }
+}
+
+async fn contract(store: &dyn GraphStore) {
+    // resolve
+    let names = vec![
+        "Heat".to_owned(),
+        "the_IRISHMAN".to_owned(),
+        "Nobody".to_owned(),
+    ];
+    let exact = within(store.resolve(&names, NameMatch::Exact))
+        .await
+        .unwrap();
+    assert_eq!(exact[0].len(), 1);
+    assert!(exact[1].is_empty() && exact[2].is_empty());
+    let normalized = within(store.resolve(&names, NameMatch::Normalized))
+        .await
+        .unwrap();
+    assert_eq!(normalized[1][0].name, "The Irishman");
+    assert!(normalized[2].is_empty());
+
+    let heat = one(store, "Heat").await;
+    let collateral = one(store, "Collateral").await;
+    let irishman = one(store, "The Irishman").await;
+    let pacino = one(store, "Al Pacino").await;
+
+    // entities
+    let entities = within(store.entities(&[pacino, heat])).await.unwrap();
+    assert_eq!(
+        entities.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+        vec!["Al Pacino", "Heat"]
+    );
+
+    // neighbours
+    let all = NeighborQuery {
+        direction: Direction::Both,
+        relations: None,
+        fanout_cap: 10,
+    };
+    let hood = within(store.neighbors(&[heat], &all)).await.unwrap();
+    let triples: BTreeSet<(String, String, String)> = hood
+        .triples
+        .iter()
+        .map(|t| (t.head.name.clone(), t.relation.clone(), t.tail.name.clone()))
+        .collect();
+    let expected: BTreeSet<(String, String, String)> = [
+        ("Heat", "directed_by", "Michael Mann"),
+        ("Heat", "starred_actors", "Al Pacino"),
+        ("Heat", "starred_actors", "Robert De Niro"),
+    ]
+    .iter()
+    .map(|(h, r, t)| (h.to_string(), r.to_string(), t.to_string()))
+    .collect();
+    assert_eq!(triples, expected);
+    assert!(hood.truncated.is_empty());
+    let capped = NeighborQuery {
+        direction: Direction::Both,
+        relations: None,
+        fanout_cap: 2,
+    };
+    let hood = within(store.neighbors(&[heat], &capped)).await.unwrap();
+    assert_eq!(hood.triples.len(), 2);
+    assert_eq!(hood.truncated, vec![heat]);
+    let incoming = NeighborQuery {
+        direction: Direction::In,
+        relations: Some(vec!["starred_actors".to_owned()]),
+        fanout_cap: 10,
+    };
+    let hood = within(store.neighbors(&[pacino], &incoming)).await.unwrap();
+    let heads: BTreeSet<&str> = hood.triples.iter().map(|t| t.head.name.as_str()).collect();
+    assert_eq!(heads, BTreeSet::from(["Heat", "The Irishman"]));
+    assert!(
+        hood.triples.iter().all(|t| t.tail.name == "Al Pacino"),
+        "stored direction kept"
+    );
+
+    // metapaths
+    let metapath = Metapath {
+        steps: vec![
+            step("directed_by", Direction::Out),
+            step("directed_by", Direction::In),
+            step("starred_actors", Direction::Out),
+        ],
+    };
+    let paths =
+        within(store.follow_metapaths(&[collateral], &[metapath.clone()], &PathLimits::default()))
+            .await
+            .unwrap();
+    let ends: BTreeSet<&str> = paths.iter().map(|p| p.end().name.as_str()).collect();
+    assert_eq!(ends, BTreeSet::from(["Al Pacino", "Robert De Niro"]));
+    assert!(paths
+        .iter()
+        .all(|p| p.steps[1].node.name == "Heat" && p.steps[1].inverse));
+    let too_deep = PathLimits {
+        max_depth: 4,
+        ..PathLimits::default()
+    };
+    assert!(matches!(
+        within(store.follow_metapaths(&[collateral], &[metapath], &too_deep)).await,
+        Err(StoreError::LimitExceeded { .. })
+    ));
+
+    // shortest paths
+    let paths = within(store.shortest_paths(&[heat], &[irishman], &PathLimits::default()))
+        .await
+        .unwrap();
+    assert_eq!(paths.len(), 2);
+    assert!(paths
+        .iter()
+        .all(|p| p.len() == 2 && p.end().name == "The Irishman"));
+    let shallow = PathLimits {
+        max_depth: 2,
+        ..PathLimits::default()
+    };
+    assert!(
+        within(store.shortest_paths(&[collateral], &[pacino], &shallow))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let paths = within(store.shortest_paths(&[collateral], &[pacino], &PathLimits::default()))
+        .await
+        .unwrap();
+    assert_eq!(paths.len(), 1);
+    assert_eq!(paths[0].len(), 3);
+
+    // schema
+    let schema = within(store.schema()).await.unwrap();
+    assert_eq!(schema.node_count, 6);
+    assert_eq!(schema.edge_count, 6);
+    assert_eq!(schema.relation("starred_actors").unwrap().count, 4);
+    assert_eq!(schema.relation("directed_by").unwrap().count, 2);
+
+    // scan names in pages
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = within(store.scan_names(after, 4)).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        after = page.last().map(|e| e.id);
+        seen.extend(page.into_iter().map(|e| e.name));
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            "Al Pacino",
+            "Collateral",
+            "Heat",
+            "Michael Mann",
+            "Robert De Niro",
+            "The Irishman"
+        ]
+    );
+
+    // stars
+    let stars = within(store.sample_stars(3, 2, 7)).await.unwrap();
+    assert_eq!(stars.len(), 3);
+    assert!(stars
+        .iter()
+        .all(|s| !s.triples.is_empty() && s.triples.len() <= 2));
+    assert!(stars.iter().all(|s| s
+        .triples
+        .iter()
+        .all(|t| t.head.id == s.center.id || t.tail.id == s.center.id)));
+
+    // writes never run
+    let write = within(store.cypher(
+        "CREATE (n:Evil {name: 'x'}) RETURN n",
+        &[],
+        &QueryLimits::default(),
+    ))
+    .await;
+    assert!(
+        matches!(write, Err(StoreError::InvalidQuery { .. })),
+        "{write:?}"
+    );
+}
+
+#[tokio::test]
+async fn embedded_store_meets_the_contract() {
+    contract(&movies()).await;
+}
+
+#[tokio::test]
+async fn bolt_store_meets_the_contract_against_arcadedb() {
+    let server = BoltServer::start();
+    let settings = BoltSettings {
+        uri: server.uri(),
+        user: server.user().to_owned(),
+        password: server.password().to_owned(),
+        database: Some(server.database().to_owned()),
+        timeout: Duration::from_secs(30),
+    };
+    let written = within(write_graph(&settings, &movies(), 2, true))
+        .await
+        .unwrap();
+    assert_eq!((written.nodes, written.relationships), (6, 6));
+    let store: Arc<dyn GraphStore> = Arc::new(within(BoltGraph::connect(&settings)).await.unwrap());
+    contract(store.as_ref()).await;
+
+    // Read-only Cypher with parameters.
+    let rows = within(store.cypher(
+        "MATCH (m)-[:starred_actors]->(a) WHERE a.name = $actor RETURN m.name AS movie ORDER BY movie",
+        &[("actor".to_owned(), Value::String("Al Pacino".to_owned()))],
+        &QueryLimits::default(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(rows.columns, vec!["movie"]);
+    assert_eq!(
+        rows.rows,
+        vec![
+            vec![Value::String("Heat".into())],
+            vec![Value::String("The Irishman".into())]
+        ]
+    );
+    let limited = within(store.cypher(
+        "MATCH (n) RETURN n.name AS name",
+        &[],
+        &QueryLimits {
+            max_rows: 2,
+            ..QueryLimits::default()
+        },
+    ))
+    .await
+    .unwrap();
+    assert_eq!(limited.rows.len(), 2);
+    assert!(limited.truncated);
+}
+
+#[tokio::test]
+async fn a_wrong_bolt_password_fails_within_the_timeout() {
+    let server = BoltServer::start();
+    let settings = BoltSettings {
+        uri: server.uri(),
+        user: server.user().to_owned(),
+        password: "not-the-password".to_owned(),
+        database: Some(server.database().to_owned()),
+        timeout: Duration::from_secs(3),
+    };
+    let started = std::time::Instant::now();
+    let result = within(BoltGraph::connect(&settings)).await;
+    assert!(
+        matches!(result, Err(StoreError::Unavailable { .. })),
+        "{:?}",
+        result.err()
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
