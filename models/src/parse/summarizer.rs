@@ -94,6 +94,11 @@ fn split_citation(line: &str) -> (&str, Option<&str>) {
                 if looks_like_citation(inside) {
                     return (&line[..start], Some(inside));
                 }
+                // Square brackets were asked for citations only: a model that cites a
+                // relation name instead ("1981 [release_year]") still gave the answer.
+                if open == '[' && start > 0 {
+                    return (&line[..start], None);
+                }
             }
         }
     }
@@ -189,6 +194,13 @@ mod tests {
         let parsed = parse("<answers>\n1999 [E9]\nI don't know\n</answers>", 2, 10);
         assert_eq!(parsed.answers.len(), 1);
         assert_eq!(parsed.answers[0].text, "1999");
+        assert!(parsed.answers[0].evidence.is_empty());
+    }
+
+    #[test]
+    fn bracketed_non_citations_are_cut_from_the_answer() {
+        let parsed = parse("<answers>\n1981 [release_year]\n</answers>", 4, 5);
+        assert_eq!(parsed.answers[0].text, "1981");
         assert!(parsed.answers[0].evidence.is_empty());
     }
 
