@@ -78,20 +78,31 @@ def canon(value):
         pass
     return {"$other": str(value)}
 
+def run(query):
+    rows, columns = [], None
+    for result in db.query("opencypher", query):
+        record = result.to_dict()
+        if columns is None:
+            columns = list(record.keys())
+        rows.append([canon(record[column]) for column in columns])
+    return rows, columns or []
+
 out = []
 for query in queries:
-    started = time.perf_counter()
     try:
-        rows, columns = [], None
-        for result in db.query("opencypher", query):
-            record = result.to_dict()
-            if columns is None:
-                columns = list(record.keys())
-            rows.append([canon(record[column]) for column in columns])
-        out.append({"rows": rows, "columns": columns or [], "millis": (time.perf_counter() - started) * 1000})
+        rows, columns = run(query)
+        out.append({"rows": rows, "columns": columns})
     except Exception as error:
-        out.append({"error": str(error).splitlines()[0][:300] if str(error) else type(error).__name__,
-                    "millis": (time.perf_counter() - started) * 1000})
+        out.append({"error": str(error).splitlines()[0][:300] if str(error) else type(error).__name__})
+# A second, timed pass over the queries that ran: warm caches and JIT, as a server would be.
+for query, entry in zip(queries, out):
+    if "error" in entry:
+        continue
+    started = time.perf_counter()
+    produced = 0
+    for _ in db.query("opencypher", query):
+        produced += 1
+    entry["millis"] = (time.perf_counter() - started) * 1000
 json.dump(out, open(sys.argv[3], "w"))
 db.close()
 "#;
@@ -455,6 +466,8 @@ fn embedded_matches_arcadedb_on_northwind() {
     let mut categories: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut arcade_errors: BTreeMap<String, usize> = BTreeMap::new();
     for (text, theirs) in queries.iter().zip(&theirs) {
+        // Warm pass first, as for ArcadeDB; the timed pass is the one compared.
+        let _ = cypher::parse(text).map(|query| cypher::execute(&graph, &query, &[], &limits));
         let started = Instant::now();
         let ours = cypher::parse(text)
             .map_err(kgmesh_stores::StoreError::from)
@@ -557,9 +570,11 @@ fn embedded_matches_arcadedb_on_northwind() {
         100.0 * (identical + tie_equivalent) as f64 / comparable.max(1) as f64
     );
     println!(
-        "execution time over those queries: kgmesh embedded {:.1} ms (debug build, parse+validate+execute), arcadedb {:.1} ms (query + materialization in Python)",
+        "warm execution time over those queries: kgmesh embedded {:.1} ms ({} build; parse+validate+execute+convert), arcadedb {:.1} ms (query + iterating its result set from Python); arcadedb/kgmesh = {:.1}",
         our_time.as_secs_f64() * 1000.0,
-        their_time
+        if cfg!(debug_assertions) { "debug" } else { "release" },
+        their_time,
+        their_time / (our_time.as_secs_f64() * 1000.0).max(1e-9)
     );
     println!("arcadedb errors:");
     for (error, count) in &arcade_errors {

@@ -106,6 +106,10 @@ impl PropertyGraph for EmbeddedGraph {
             .collect()
     }
 
+    fn property_key_exists(&self, key: &str) -> bool {
+        self.property_key_id(key).is_some()
+    }
+
     fn node_id(&self, node: u32) -> NodeId {
         EmbeddedGraph::node_id(self, node)
     }

@@ -31,6 +31,11 @@ pub trait PropertyGraph: Send + Sync {
     fn edges(&self, node: u32, outgoing: bool, rel_type: Option<u32>, out: &mut Vec<EdgeRef>);
     fn edge_property(&self, edge: &EdgeRef, key: &str) -> Option<Value>;
     fn edge_properties(&self, edge: &EdgeRef) -> Vec<(String, Value)>;
+    /// Whether any node or relationship has this property key. Schemas are sampled on
+    /// large graphs; the validator asks this before calling a key unknown.
+    fn property_key_exists(&self, _key: &str) -> bool {
+        false
+    }
     /// The id a node has outside the executor (what `id(n)` returns).
     fn node_id(&self, node: u32) -> NodeId {
         NodeId(u64::from(node))

@@ -25,7 +25,7 @@ pub mod validator;
 
 pub use exec::execute;
 pub use graph::{EdgeRef, MemoryGraph, PropertyGraph};
-pub use validator::{validate, work_budget};
+pub use validator::{validate, validate_with, work_budget};
 
 use kgmesh_schemas::graph::{GraphSchema, Rows, Value};
 
@@ -40,7 +40,9 @@ pub fn run_read_only(
     limits: &QueryLimits,
 ) -> StoreResult<Rows> {
     let query = parse(text)?;
-    validate(&query, schema, limits)?;
+    validate_with(&query, schema, limits, &|key| {
+        graph.property_key_exists(key)
+    })?;
     Ok(execute(graph, &query, params, limits)?)
 }
 

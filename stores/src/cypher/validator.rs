@@ -21,9 +21,21 @@ pub fn work_budget(limits: &QueryLimits) -> u64 {
 /// Checks a parsed query against the schema and the limits. Unknown names are reported
 /// only when the schema knows some names of that kind (an empty schema checks nothing).
 pub fn validate(query: &Query, schema: &GraphSchema, limits: &QueryLimits) -> CypherResult<()> {
+    validate_with(query, schema, limits, &|_| false)
+}
+
+/// [`validate`], with `key_exists` consulted before a property key missing from a
+/// (sampled) schema is called unknown.
+pub fn validate_with(
+    query: &Query,
+    schema: &GraphSchema,
+    limits: &QueryLimits,
+    key_exists: &dyn Fn(&str) -> bool,
+) -> CypherResult<()> {
     let mut validator = Validator {
         schema,
         limits,
+        key_exists,
         all_node_keys: schema
             .labels
             .iter()
@@ -70,6 +82,7 @@ impl Scope {
 struct Validator<'a> {
     schema: &'a GraphSchema,
     limits: &'a QueryLimits,
+    key_exists: &'a dyn Fn(&str) -> bool,
     all_node_keys: Vec<String>,
 }
 
@@ -575,7 +588,11 @@ impl<'a> Validator<'a> {
                 .flat_map(|label| label.property_keys.iter().map(String::as_str))
                 .collect()
         };
-        if candidates.contains(&key) {
+        if candidates.contains(&key) || (known.is_empty() && (self.key_exists)(key)) {
+            return Ok(());
+        }
+        if (self.key_exists)(key) && known.iter().any(|label| label.count > SAMPLED_LABEL_SIZE) {
+            // The schema was sampled and the key exists somewhere: do not refuse.
             return Ok(());
         }
         let owner = if known.is_empty() {
@@ -608,7 +625,15 @@ impl<'a> Validator<'a> {
 
     fn check_relationship_key(&self, key: &str) -> CypherResult<()> {
         let keys = &self.schema.relationship_property_keys;
-        if self.schema.relations.is_empty() || keys.iter().any(|k| k == key) {
+        let sampled = self
+            .schema
+            .relations
+            .iter()
+            .any(|relation| relation.count > SAMPLED_LABEL_SIZE);
+        if self.schema.relations.is_empty()
+            || keys.iter().any(|k| k == key)
+            || (sampled && (self.key_exists)(key))
+        {
             return Ok(());
         }
         let close = closest(key, keys.iter().map(String::as_str));
@@ -631,6 +656,9 @@ impl<'a> Validator<'a> {
         .with_hint(hint))
     }
 }
+
+/// Labels larger than this may have had their property keys sampled.
+const SAMPLED_LABEL_SIZE: u64 = 10_000;
 
 type LabelSchemaRef = kgmesh_schemas::graph::LabelSchema;
 
