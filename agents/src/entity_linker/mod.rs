@@ -1,1 +1,7 @@
-//! (in progress)
+//! Entity linker (ByoKG-RAG §3.2).
+
+pub mod core;
+pub mod role;
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,7 @@
-//! (in progress)
+//! KG-Linker (ByoKG-RAG §3.1).
+
+pub mod core;
+pub mod role;
+
+#[cfg(test)]
+mod tests;

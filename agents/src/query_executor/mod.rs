@@ -1,1 +1,7 @@
-//! (in progress)
+//! Query executor (ByoKG-RAG §3.4, GraphRAFT).
+
+pub mod core;
+pub mod role;
+
+#[cfg(test)]
+mod tests;

@@ -45,6 +45,12 @@ pub fn roles() -> Vec<RoleEntry> {
             summary: "final answers citing their evidence; says when it does not know",
             build: crate::summarizer::role,
         },
+        RoleEntry { name: Role::KG_LINKER, summary: "entities, relation paths, Cypher and draft answers for a question (model or LLM-free)", build: crate::kg_linker::role::role },
+        RoleEntry { name: Role::ENTITY_LINKER, summary: "mentions to graph ids: trigram fuzzy index and/or name embeddings", build: crate::entity_linker::role::role },
+        RoleEntry { name: Role::PATH_FOLLOWER, summary: "metapaths and bounded shortest paths; depth/breadth expansion operators", build: crate::path_follower::role::role },
+        RoleEntry { name: Role::QUERY_EXECUTOR, summary: "validated read-only Cypher with row/time budgets, or repair hints", build: crate::query_executor::role::role },
+        RoleEntry { name: Role::AGENTIC_TRAVERSER, summary: "step-wise relation and entity selection from the linked entities", build: crate::traverser::role::role },
+        RoleEntry { name: Role::SCORING_RETRIEVER, summary: "top-k triplets within L hops by decomposed similarity", build: crate::scoring::role::role },
     ]
 }
 

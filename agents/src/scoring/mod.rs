@@ -1,1 +1,45 @@
-//! (in progress)
+//! Scoring retriever (ByoKG-RAG App. A) and the question-relevance helpers every
+//! retriever shares.
+
+pub mod core;
+pub mod relevance;
+pub mod role;
+pub mod text;
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use kgmesh_schemas::AgentError;
+use kgmesh_stores::StoreError;
+
+use crate::runtime::AgentDeps;
+
+/// Texts embedded per process and kept for reuse (relation and node names).
+const TEXT_VECTOR_CACHE: usize = 200_000;
+
+/// The embedding cache a role uses when the process has an embedder.
+pub(crate) fn text_vectors(deps: &AgentDeps) -> Option<Arc<relevance::TextVectors>> {
+    deps.embedder
+        .clone()
+        .map(|embedder| Arc::new(relevance::TextVectors::new(embedder, TEXT_VECTOR_CACHE)))
+}
+
+/// A store failure as the wire sees it.
+pub(crate) fn store_error(error: StoreError) -> AgentError {
+    match error {
+        StoreError::Timeout { millis } => AgentError::Timeout {
+            detail: format!("graph store call exceeded {millis} ms or the question's deadline"),
+        },
+        StoreError::InvalidQuery { reason, hint } => AgentError::InvalidQuery { reason, hint },
+        StoreError::NotFound { what } => AgentError::BadRequest {
+            detail: format!("{what} not found"),
+        },
+        other => AgentError::Unavailable {
+            detail: other.to_string(),
+        },
+    }
+}

@@ -1,0 +1,422 @@
+//! Answer recall of the LLM-free retrieval tools, and their latency per call.
+//!
+//! For each dev question the gold topic entity is given (MetaQA: the bracketed name;
+//! IRN sets: the first entity of the gold path — a hint used only here, to measure
+//! retrieval apart from linking). The tools then run as the coordinator would run them
+//! without a model: KG-Linker metapaths → path follower, the scoring retriever and the
+//! agentic traverser. A question counts as recalled when any gold answer is among the
+//! entities of the retrieved context; the context's size is measured in tokens.
+//!
+//! ```text
+//! cargo run --release -p kgmesh-agents --example retrieval_recall -- \
+//!     --data /work/shared/data --sample 1000 --seed 7
+//! ```
+
+use std::{collections::HashSet, path::Path, sync::Arc, time::Instant};
+
+use kgmesh_agents::{
+    entity_linker::core::normalize,
+    kg_linker::core::{rank_metapaths, EnumerateLimits},
+    path_follower::core::{follow_metapath, WalkLimits},
+    scoring::{
+        core::{score_triples, ScoringConfig},
+        relevance::Relevance,
+    },
+    traverser::core::{traverse, TraverseConfig},
+    verbalize::{context_text, evidence_entities},
+};
+use kgmesh_schemas::{
+    graph::{Entity, Triple},
+    messages::context::{Evidence, EvidenceItem},
+};
+use kgmesh_stores::{embedded::GraphBuilder, EmbeddedGraph, GraphStore, NameMatch};
+
+struct Question {
+    text: String,
+    topics: Vec<String>,
+    answers: Vec<String>,
+}
+
+struct Options {
+    data: String,
+    sample: usize,
+    seed: u64,
+    top_metapaths: usize,
+    scoring_k: usize,
+    datasets: Vec<String>,
+}
+
+fn parse_options() -> Options {
+    let mut options = Options {
+        data: "/work/shared/data".to_owned(),
+        sample: 1000,
+        seed: 7,
+        top_metapaths: 3,
+        scoring_k: 30,
+        datasets: vec![
+            "metaqa/1-hop".into(),
+            "metaqa/2-hop".into(),
+            "metaqa/3-hop".into(),
+            "pathquestion-2h".into(),
+            "pathquestion-3h".into(),
+            "wc2014-2h".into(),
+            "wc2014-conj".into(),
+        ],
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut index = 0;
+    while index + 1 < args.len() {
+        let value = args[index + 1].clone();
+        match args[index].as_str() {
+            "--data" => options.data = value,
+            "--sample" => options.sample = value.parse().unwrap_or(options.sample),
+            "--seed" => options.seed = value.parse().unwrap_or(options.seed),
+            "--top-metapaths" => {
+                options.top_metapaths = value.parse().unwrap_or(options.top_metapaths)
+            }
+            "--scoring-k" => options.scoring_k = value.parse().unwrap_or(options.scoring_k),
+            "--datasets" => options.datasets = value.split(',').map(str::to_owned).collect(),
+            other => eprintln!("ignoring unknown option {other}"),
+        }
+        index += 2;
+    }
+    options
+}
+
+fn load_kb(path: &Path) -> std::io::Result<EmbeddedGraph> {
+    let text = std::fs::read_to_string(path)?;
+    let mut builder = GraphBuilder::new();
+    for line in text.lines() {
+        let mut parts = line.split('\t');
+        let (Some(head), Some(relation), Some(tail)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let head = builder.node(head.trim());
+        let tail = builder.node(tail.trim());
+        builder.add_edge(head, relation.trim(), tail);
+    }
+    Ok(builder.finish())
+}
+
+fn metaqa_questions(text: &str) -> Vec<Question> {
+    text.lines()
+        .filter_map(|line| {
+            let (question, answers) = line.split_once('\t')?;
+            let open = question.find('[')?;
+            let close = question[open..].find(']')? + open;
+            Some(Question {
+                text: question.replace(['[', ']'], ""),
+                topics: vec![question[open + 1..close].to_owned()],
+                answers: answers.split('|').map(str::to_owned).collect(),
+            })
+        })
+        .collect()
+}
+
+/// IRN format: `question<TAB>answer(alias/…)<TAB>gold path[*gold path][<TAB>…<TAB>all answers/]`.
+fn irn_questions(text: &str) -> Vec<Question> {
+    text.lines()
+        .filter_map(|line| {
+            let columns: Vec<&str> = line.split('\t').collect();
+            if columns.len() < 3 {
+                return None;
+            }
+            let mut answers: Vec<String> = Vec::new();
+            let answer = columns[1];
+            match answer.split_once('(') {
+                Some((main, aliases)) => {
+                    answers.push(main.to_owned());
+                    answers.extend(
+                        aliases
+                            .trim_end_matches(')')
+                            .split('/')
+                            .filter(|a| !a.is_empty())
+                            .map(str::to_owned),
+                    );
+                }
+                None => answers.extend(
+                    answer
+                        .split('/')
+                        .filter(|a| !a.is_empty())
+                        .map(str::to_owned),
+                ),
+            }
+            if let Some(all) = columns.get(3) {
+                answers.extend(all.split('/').filter(|a| !a.is_empty()).map(str::to_owned));
+            }
+            let topics = columns[2]
+                .split('*')
+                .filter_map(|path| path.split('#').next())
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect();
+            Some(Question {
+                text: columns[0].to_owned(),
+                topics,
+                answers,
+            })
+        })
+        .collect()
+}
+
+/// A seeded Fisher–Yates sample (xorshift64*), so runs are repeatable.
+fn sample<T>(mut items: Vec<T>, count: usize, seed: u64) -> Vec<T> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let count = count.min(items.len());
+    for i in 0..count {
+        let j = i + (next() % (items.len() - i) as u64) as usize;
+        items.swap(i, j);
+    }
+    items.truncate(count);
+    items
+}
+
+fn percentile(sorted_us: &[u64], p: f64) -> f64 {
+    if sorted_us.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (sorted_us.len() - 1) as f64).round() as usize;
+    sorted_us[rank.min(sorted_us.len() - 1)] as f64 / 1000.0
+}
+
+#[derive(Default)]
+struct Tally {
+    questions: usize,
+    unresolved: usize,
+    recalled_paths: usize,
+    recalled_scoring: usize,
+    recalled_traverser: usize,
+    recalled_union: usize,
+    tokens_union: Vec<usize>,
+    linker_us: Vec<u64>,
+    follower_us: Vec<u64>,
+    scoring_us: Vec<u64>,
+    traverser_us: Vec<u64>,
+}
+
+fn hit(evidence: &[Evidence], starts: &HashSet<String>, gold: &HashSet<String>) -> bool {
+    evidence_entities(evidence)
+        .iter()
+        .map(|e| normalize(&e.name))
+        .any(|name| !starts.contains(&name) && gold.contains(&name))
+}
+
+fn triples_evidence(source: &str, triples: Vec<(Triple, f32)>) -> Vec<Evidence> {
+    triples
+        .into_iter()
+        .map(|(triple, score)| Evidence {
+            source: source.to_owned(),
+            score,
+            item: EvidenceItem::Triple(triple),
+        })
+        .collect()
+}
+
+async fn run_dataset(store: &EmbeddedGraph, questions: Vec<Question>, options: &Options) -> Tally {
+    let mut tally = Tally::default();
+    let walk = WalkLimits::default();
+    let enumerate = EnumerateLimits::default();
+    let scoring = ScoringConfig {
+        top_k: options.scoring_k,
+        ..ScoringConfig::default()
+    };
+    let traverse_config = TraverseConfig::default();
+    for question in questions {
+        tally.questions += 1;
+        let resolved = store
+            .resolve(&question.topics, NameMatch::Exact)
+            .await
+            .unwrap_or_default();
+        let topics: Vec<Entity> = resolved.into_iter().flatten().collect();
+        if topics.is_empty() {
+            tally.unresolved += 1;
+            continue;
+        }
+        let names: Vec<&str> = question.topics.iter().map(String::as_str).collect();
+        let relevance = Relevance::lexical(&question.text, &names);
+        let starts: HashSet<String> = topics.iter().map(|t| normalize(&t.name)).collect();
+        let gold: HashSet<String> = question.answers.iter().map(|a| normalize(a)).collect();
+
+        let started = Instant::now();
+        let metapaths = rank_metapaths(
+            store,
+            &relevance,
+            &topics,
+            &enumerate,
+            options.top_metapaths,
+        )
+        .await
+        .unwrap_or_default();
+        tally.linker_us.push(started.elapsed().as_micros() as u64);
+
+        let started = Instant::now();
+        let mut path_evidence = Vec::new();
+        for (rank, scored) in metapaths.iter().enumerate() {
+            let paths = follow_metapath(store, &topics, &scored.metapath, &walk)
+                .await
+                .unwrap_or_default();
+            path_evidence.extend(paths.into_iter().map(|path| Evidence {
+                source: "path-follower".to_owned(),
+                score: 1.0 / (1.0 + rank as f32),
+                item: EvidenceItem::Path(path),
+            }));
+        }
+        tally.follower_us.push(started.elapsed().as_micros() as u64);
+
+        let started = Instant::now();
+        let scored = score_triples(store, &relevance, &topics, &scoring)
+            .await
+            .unwrap_or_default();
+        tally.scoring_us.push(started.elapsed().as_micros() as u64);
+        let scoring_evidence = triples_evidence("scoring-retriever", scored);
+
+        let started = Instant::now();
+        let walked = traverse(
+            store,
+            &relevance,
+            None,
+            &question.text,
+            &topics,
+            &traverse_config,
+        )
+        .await
+        .map(|t| t.triples)
+        .unwrap_or_default();
+        tally
+            .traverser_us
+            .push(started.elapsed().as_micros() as u64);
+        let traverser_evidence = triples_evidence("agentic-traverser", walked);
+
+        let by_paths = hit(&path_evidence, &starts, &gold);
+        let by_scoring = hit(&scoring_evidence, &starts, &gold);
+        let by_traverser = hit(&traverser_evidence, &starts, &gold);
+        tally.recalled_paths += by_paths as usize;
+        tally.recalled_scoring += by_scoring as usize;
+        tally.recalled_traverser += by_traverser as usize;
+        let mut union = path_evidence;
+        union.extend(scoring_evidence);
+        union.extend(traverser_evidence);
+        tally.recalled_union += (by_paths || by_scoring || by_traverser) as usize;
+        tally.tokens_union.push(context_text(&union).1);
+    }
+    tally
+}
+
+fn report(name: &str, tally: &mut Tally) {
+    let n = tally.questions.max(1) as f64;
+    let pct = |x: usize| 100.0 * x as f64 / n;
+    tally.tokens_union.sort_unstable();
+    let mean_tokens =
+        tally.tokens_union.iter().sum::<usize>() as f64 / tally.tokens_union.len().max(1) as f64;
+    let median_tokens = tally
+        .tokens_union
+        .get(tally.tokens_union.len() / 2)
+        .copied()
+        .unwrap_or(0);
+    println!(
+        "{name:<18} n={:<5} unresolved={:<3} recall paths={:>6.2}% scoring={:>6.2}% traverser={:>6.2}% union={:>6.2}%  context tokens mean={:.0} median={}",
+        tally.questions,
+        tally.unresolved,
+        pct(tally.recalled_paths),
+        pct(tally.recalled_scoring),
+        pct(tally.recalled_traverser),
+        pct(tally.recalled_union),
+        mean_tokens,
+        median_tokens,
+    );
+    for (tool, samples) in [
+        ("kg-linker (metapaths)", &mut tally.linker_us),
+        ("path-follower", &mut tally.follower_us),
+        ("scoring-retriever", &mut tally.scoring_us),
+        ("agentic-traverser", &mut tally.traverser_us),
+    ] {
+        samples.sort_unstable();
+        println!(
+            "    {tool:<24} p50={:>8.3} ms  p99={:>8.3} ms",
+            percentile(samples, 50.0),
+            percentile(samples, 99.0)
+        );
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let options = parse_options();
+    println!(
+        "config: sample={} seed={} top_metapaths={} walk={:?} enumerate={:?} scoring={:?} traverser={:?} relevance=lexical",
+        options.sample,
+        options.seed,
+        options.top_metapaths,
+        WalkLimits::default(),
+        EnumerateLimits::default(),
+        ScoringConfig {
+            top_k: options.scoring_k,
+            ..ScoringConfig::default()
+        },
+        TraverseConfig::default(),
+    );
+    let mut loaded: Option<(String, Arc<EmbeddedGraph>)> = None;
+    for dataset in &options.datasets {
+        let dir = Path::new(&options.data).join(dataset);
+        let kb_dir = if dataset.starts_with("metaqa") {
+            Path::new(&options.data).join("metaqa")
+        } else {
+            dir.clone()
+        };
+        let kb_path = kb_dir.join("kb.tsv");
+        let kb_key = kb_path.display().to_string();
+        if loaded.as_ref().map(|(k, _)| k != &kb_key).unwrap_or(true) {
+            let started = Instant::now();
+            let graph = match load_kb(&kb_path) {
+                Ok(graph) => graph,
+                Err(error) => {
+                    eprintln!("cannot read {kb_key}: {error}");
+                    continue;
+                }
+            };
+            println!(
+                "loaded {kb_key}: {} nodes, {} edges in {:.2?}",
+                graph.node_count(),
+                graph.edge_count(),
+                started.elapsed()
+            );
+            loaded = Some((kb_key, Arc::new(graph)));
+        }
+        let Some((_, graph)) = loaded.as_ref() else {
+            continue;
+        };
+        let dev = match std::fs::read_to_string(dir.join("dev.txt")) {
+            Ok(text) => text,
+            Err(error) => {
+                eprintln!("cannot read {}: {error}", dir.display());
+                continue;
+            }
+        };
+        let questions = if dataset.starts_with("metaqa") {
+            metaqa_questions(&dev)
+        } else {
+            irn_questions(&dev)
+        };
+        let total = questions.len();
+        let questions = if options.sample == 0 {
+            questions
+        } else {
+            sample(questions, options.sample, options.seed)
+        };
+        let started = Instant::now();
+        let mut tally = run_dataset(graph, questions, &options).await;
+        println!(
+            "{dataset}: {} of {total} dev questions in {:.1?}",
+            tally.questions,
+            started.elapsed()
+        );
+        report(dataset, &mut tally);
+    }
+}

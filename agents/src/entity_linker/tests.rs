@@ -1,0 +1,120 @@
+use kgmesh_schemas::{graph::Entity, messages::entity_linker::LinkMode, NodeId};
+
+use super::core::{gazetteer_mentions, link, normalize, NameIndex, EXACT_SCORE};
+use crate::scoring::fixtures::movies;
+
+fn index_of(names: &[&str]) -> NameIndex {
+    NameIndex::from_entities(
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Entity {
+                id: NodeId(i as u64),
+                name: (*n).to_owned(),
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn normalization_folds_case_and_punctuation() {
+    assert_eq!(
+        normalize("  Spider-Man:  Far From HOME "),
+        "spider man far from home"
+    );
+}
+
+#[test]
+fn exact_matches_rank_first_then_normalized_then_fuzzy() {
+    let index = index_of(&["heat", "Heat", "Heath", "Heat Wave", "Cold"]);
+    let found = index.fuzzy("Heat", 3);
+    assert_eq!(found[0].entity.name, "Heat", "byte-identical first");
+    assert_eq!(found[1].entity.name, "heat", "then normalized");
+    assert_eq!(found[0].score, EXACT_SCORE);
+    assert!(found[2].score < EXACT_SCORE);
+    assert!(["Heath", "Heat Wave"].contains(&found[2].entity.name.as_str()));
+}
+
+#[test]
+fn misspellings_find_the_intended_name() {
+    let index = index_of(&["Michael Mann", "Michael Caine", "Tom Cruise", "Manhattan"]);
+    let found = index.fuzzy("Micheal Man", 2);
+    assert_eq!(found[0].entity.name, "Michael Mann");
+    assert!(found.len() <= 2);
+}
+
+#[test]
+fn names_much_shorter_than_the_mention_are_dropped() {
+    let index = index_of(&["Al", "Al Pacino"]);
+    let found = index.fuzzy("Alfredo James Pacino", 5);
+    assert!(found.iter().all(|c| c.entity.name != "Al"), "{found:?}");
+}
+
+#[test]
+fn empty_and_unmatched_mentions_give_nothing() {
+    let index = index_of(&["Heat"]);
+    assert!(index.fuzzy("", 3).is_empty());
+    assert!(index.fuzzy("!!!", 3).is_empty());
+    assert!(index.fuzzy("zzzz", 3).is_empty());
+    assert!(index.fuzzy("Heat", 0).is_empty());
+}
+
+#[tokio::test]
+async fn the_index_is_built_from_every_page_of_names() {
+    let triples: Vec<(String, String, String)> = (0..25_000)
+        .map(|i| {
+            (
+                format!("node {i}"),
+                "next".to_owned(),
+                format!("node {}", i + 1),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str, &str)> = triples
+        .iter()
+        .map(|(h, r, t)| (h.as_str(), r.as_str(), t.as_str()))
+        .collect();
+    let graph = crate::scoring::fixtures::graph(&borrowed);
+    let index = NameIndex::build(&graph).await.unwrap();
+    assert_eq!(index.len(), 25_001);
+    assert_eq!(index.exact("Node 24999")[0].name, "node 24999");
+}
+
+#[tokio::test]
+async fn a_batch_keeps_request_order_and_top_m() {
+    let graph = movies();
+    let index = NameIndex::build(&graph).await.unwrap();
+    let mentions = vec![
+        "top gun".to_owned(),
+        "Al Pacno".to_owned(),
+        "xyzzy".to_owned(),
+    ];
+    let links = link(&mentions, &index, None, LinkMode::Fuzzy, 2)
+        .await
+        .unwrap();
+    assert_eq!(links.len(), 3);
+    assert_eq!(links[0].mention, "top gun");
+    assert_eq!(links[0].candidates[0].entity.name, "Top Gun");
+    assert_eq!(links[1].candidates[0].entity.name, "Al Pacino");
+    assert!(links.iter().all(|l| l.candidates.len() <= 2));
+    assert!(links[2].candidates.is_empty());
+}
+
+#[tokio::test]
+async fn embedding_mode_without_embeddings_is_a_typed_error() {
+    let index = index_of(&["Heat"]);
+    let result = link(&["Heat".to_owned()], &index, None, LinkMode::Embedding, 3).await;
+    assert!(matches!(result, Err(super::core::LinkError::NoEmbeddings)));
+}
+
+#[test]
+fn the_gazetteer_prefers_long_mentions_and_skips_stop_words() {
+    let index = index_of(&["The", "Michael Mann", "Michael", "Heat", "what"]);
+    let mentions = gazetteer_mentions(
+        "What films did Michael Mann direct after Heat?",
+        &index,
+        6,
+        2,
+    );
+    assert_eq!(mentions, vec!["michael mann".to_owned(), "heat".to_owned()]);
+}

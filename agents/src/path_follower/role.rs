@@ -1,0 +1,180 @@
+//! The path-follower role: `retrieve` (metapaths from the linked entities, shortest
+//! paths to linked draft answers) and `expand` (σ_depth / σ_breadth for the judge).
+
+use std::{sync::Arc, time::Instant};
+
+use kgmesh_schemas::{
+    graph::{Entity, ScoredEntity},
+    messages::{
+        context::{Evidence, EvidenceItem},
+        path_follower::{ExpandReply, ExpandRequest, Expansion},
+        retrieve::{RetrieveReply, RetrieveRequest},
+    },
+    AgentError, Role, RoleKind,
+};
+use kgmesh_stores::GraphStore;
+
+use super::core::{expand_breadth, expand_depth, follow_metapath, shortest_paths, WalkLimits};
+use crate::{
+    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    scoring::{
+        relevance::{Relevance, TextVectors},
+        store_error, text_vectors,
+    },
+};
+
+/// Edges read per frontier node in a breadth scan before pruning.
+const BREADTH_SCAN_CAP: usize = 1_000;
+
+struct PathFollower {
+    graph: Arc<dyn GraphStore>,
+    vectors_opt: Option<Arc<TextVectors>>,
+}
+
+fn entities(scored: &[ScoredEntity]) -> Vec<Entity> {
+    scored.iter().map(|s| s.entity.clone()).collect()
+}
+
+impl PathFollower {
+    async fn retrieve(
+        &self,
+        ctx: CallContext,
+        request: RetrieveRequest,
+    ) -> Result<RetrieveReply, AgentError> {
+        ctx.check_deadline()?;
+        let started = Instant::now();
+        let budget = ctx.budget();
+        let limits = WalkLimits {
+            max_depth: budget.depth.get(),
+            max_paths: (budget.result_rows as usize).clamp(1, WalkLimits::default().max_paths),
+            deadline_opt: Some(ctx.deadline()),
+            ..WalkLimits::default()
+        };
+        let sources = entities(&request.entities);
+        let mut reply = RetrieveReply::default();
+        let max_evidence = request.max_evidence.max(1) as usize;
+        for (rank, metapath) in request.metapaths.iter().enumerate() {
+            if metapath.steps.len() > budget.depth.get() as usize {
+                reply.notes.push(format!(
+                    "metapath {rank} has {} steps; the depth budget is {}",
+                    metapath.steps.len(),
+                    budget.depth.get()
+                ));
+            }
+            let paths = follow_metapath(self.graph.as_ref(), &sources, metapath, &limits)
+                .await
+                .map_err(store_error)?;
+            reply
+                .evidence
+                .extend(paths.into_iter().map(|path| Evidence {
+                    source: Role::PATH_FOLLOWER.to_owned(),
+                    score: 1.0 / (1.0 + rank as f32),
+                    item: EvidenceItem::Path(path),
+                }));
+        }
+        let targets = entities(&request.draft_answers);
+        if !targets.is_empty() {
+            let paths = shortest_paths(self.graph.as_ref(), &sources, &targets, &limits)
+                .await
+                .map_err(store_error)?;
+            reply
+                .evidence
+                .extend(paths.into_iter().map(|path| Evidence {
+                    source: Role::PATH_FOLLOWER.to_owned(),
+                    score: 1.0,
+                    item: EvidenceItem::Path(path),
+                }));
+        }
+        if reply.evidence.len() > max_evidence {
+            reply.notes.push(format!(
+                "{} paths found, {max_evidence} returned",
+                reply.evidence.len()
+            ));
+            reply.evidence.truncate(max_evidence);
+        }
+        ctx.record_graph(reply.evidence.len() as u64, started.elapsed());
+        Ok(reply)
+    }
+
+    async fn expand(
+        &self,
+        ctx: CallContext,
+        request: ExpandRequest,
+    ) -> Result<ExpandReply, AgentError> {
+        ctx.check_deadline()?;
+        let started = Instant::now();
+        let budget = ctx.budget();
+        let expanded = match request.expansion {
+            Expansion::Depth {
+                relation,
+                direction,
+            } => {
+                if budget.depth_expansions == 0 {
+                    return Err(AgentError::BudgetExhausted {
+                        limit: kgmesh_schemas::budget::Limit::Depth,
+                    });
+                }
+                let k_degree = budget.breadth.max(1) as usize;
+                let max_total =
+                    (budget.result_rows as usize).min(k_degree * request.frontier.len().max(1));
+                expand_depth(
+                    self.graph.as_ref(),
+                    &request.frontier,
+                    &relation,
+                    direction,
+                    k_degree,
+                    max_total,
+                )
+                .await
+            }
+            Expansion::Breadth { k_degree } => {
+                let k_degree = k_degree.min(budget.breadth).max(1) as usize;
+                let names: Vec<&str> = request.frontier.iter().map(|e| e.name.as_str()).collect();
+                let relevance =
+                    Relevance::new(&request.question, &names, self.vectors_opt.clone()).await;
+                expand_breadth(
+                    self.graph.as_ref(),
+                    &request.frontier,
+                    &relevance,
+                    k_degree,
+                    BREADTH_SCAN_CAP,
+                )
+                .await
+            }
+        }
+        .map_err(store_error)?;
+        ctx.record_graph(expanded.triples.len() as u64, started.elapsed());
+        Ok(ExpandReply {
+            evidence: expanded
+                .triples
+                .into_iter()
+                .map(|(triple, score)| Evidence {
+                    source: Role::PATH_FOLLOWER.to_owned(),
+                    score,
+                    item: EvidenceItem::Triple(triple),
+                })
+                .collect(),
+            frontier: expanded.frontier,
+        })
+    }
+}
+
+/// The role's factory (see [`crate::runtime::registry`]).
+pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
+    let follower = Arc::new(PathFollower {
+        graph: deps.require_graph(Role::PATH_FOLLOWER)?,
+        vectors_opt: text_vectors(deps),
+    });
+    let for_expand = follower.clone();
+    Ok(
+        RoleSpec::new(Role::well_known(Role::PATH_FOLLOWER), RoleKind::Retriever)
+            .op(move |ctx, request: RetrieveRequest| {
+                let follower = follower.clone();
+                async move { follower.retrieve(ctx, request).await }
+            })
+            .op(move |ctx, request: ExpandRequest| {
+                let follower = for_expand.clone();
+                async move { follower.expand(ctx, request).await }
+            }),
+    )
+}

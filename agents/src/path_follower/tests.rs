@@ -1,0 +1,169 @@
+use kgmesh_schemas::graph::{Direction, Metapath, RelationStep};
+
+use super::core::{expand_breadth, expand_depth, follow_metapath, shortest_paths, WalkLimits};
+use crate::{
+    scoring::{
+        fixtures::{entity, graph, movies},
+        relevance::Relevance,
+    },
+    verbalize::verbalize_paths,
+};
+
+fn metapath(steps: &[(&str, Direction)]) -> Metapath {
+    Metapath {
+        steps: steps
+            .iter()
+            .map(|(r, d)| RelationStep {
+                relation: (*r).to_owned(),
+                direction: *d,
+            })
+            .collect(),
+    }
+}
+
+#[tokio::test]
+async fn a_metapath_is_followed_with_inverse_steps_and_intermediates() {
+    let graph = movies();
+    let mann = entity(&graph, "Michael Mann");
+    let path = metapath(&[
+        ("directed_by", Direction::In),
+        ("in_language", Direction::Out),
+    ]);
+    let paths = follow_metapath(&graph, &[mann], &path, &WalkLimits::default())
+        .await
+        .unwrap();
+    let mut lines = verbalize_paths(&paths);
+    lines.sort();
+    assert_eq!(
+        lines,
+        vec![
+            "Michael Mann <- directed_by <- Collateral -> in_language -> English | Spanish",
+            "Michael Mann <- directed_by <- Heat -> in_language -> English",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_step_written_the_wrong_way_round_is_retried_inverted() {
+    let graph = movies();
+    let mann = entity(&graph, "Michael Mann");
+    let path = metapath(&[("directed_by", Direction::Out)]);
+    let paths = follow_metapath(&graph, &[mann], &path, &WalkLimits::default())
+        .await
+        .unwrap();
+    assert_eq!(paths.len(), 2);
+    assert!(paths.iter().all(|p| p.steps[0].inverse));
+}
+
+#[tokio::test]
+async fn paths_never_revisit_a_node_and_respect_max_paths() {
+    let graph = movies();
+    let pacino = entity(&graph, "Al Pacino");
+    // Co-stars: films of Al Pacino, then their actors — never Al Pacino himself.
+    let path = metapath(&[
+        ("starred_actors", Direction::In),
+        ("starred_actors", Direction::Out),
+    ]);
+    let paths = follow_metapath(&graph, &[pacino.clone()], &path, &WalkLimits::default())
+        .await
+        .unwrap();
+    assert_eq!(paths.len(), 1);
+    assert_eq!(paths[0].end().name, "Robert De Niro");
+    let limits = WalkLimits {
+        max_paths: 1,
+        ..WalkLimits::default()
+    };
+    let one = follow_metapath(
+        &graph,
+        &[pacino],
+        &metapath(&[("starred_actors", Direction::In)]),
+        &limits,
+    )
+    .await
+    .unwrap();
+    assert_eq!(one.len(), 1);
+}
+
+#[tokio::test]
+async fn shortest_paths_are_bounded_by_depth() {
+    let graph = movies();
+    let pacino = entity(&graph, "Al Pacino");
+    let mann = entity(&graph, "Michael Mann");
+    let cruise = entity(&graph, "Tom Cruise");
+    let found = shortest_paths(
+        &graph,
+        &[pacino.clone()],
+        &[mann.clone()],
+        &WalkLimits::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].len(), 2);
+    assert_eq!(found[0].steps[0].node.name, "Heat");
+    assert_eq!(found[0].end().name, "Michael Mann");
+    // Al Pacino → Heat → Michael Mann → Collateral → Tom Cruise is four hops.
+    let none = shortest_paths(&graph, &[pacino], &[cruise], &WalkLimits::default())
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+}
+
+#[tokio::test]
+async fn depth_expansion_follows_one_relation_and_caps_per_node() {
+    let graph = movies();
+    let heat = entity(&graph, "Heat");
+    let collateral = entity(&graph, "Collateral");
+    let expanded = expand_depth(
+        &graph,
+        &[heat, collateral],
+        "in_language",
+        Direction::Out,
+        1,
+        10,
+    )
+    .await
+    .unwrap();
+    assert_eq!(expanded.triples.len(), 2, "one edge per frontier node");
+    assert!(expanded
+        .triples
+        .iter()
+        .all(|(t, _)| t.relation == "in_language"));
+    assert_eq!(
+        expanded.frontier.len(),
+        expanded
+            .frontier
+            .iter()
+            .map(|e| e.id)
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    );
+}
+
+#[tokio::test]
+async fn breadth_expansion_keeps_the_k_most_relevant_neighbours() {
+    let graph = movies();
+    let heat = entity(&graph, "Heat");
+    let relevance = Relevance::lexical("in which year was Heat released", &["Heat"]);
+    let expanded = expand_breadth(&graph, &[heat], &relevance, 1, 100)
+        .await
+        .unwrap();
+    assert_eq!(expanded.triples.len(), 1);
+    assert_eq!(expanded.triples[0].0.relation, "release_year");
+    assert_eq!(expanded.frontier[0].name, "1995");
+}
+
+#[tokio::test]
+async fn cycles_do_not_trap_a_walk() {
+    let cycle = graph(&[("a", "next", "b"), ("b", "next", "c"), ("c", "next", "a")]);
+    let a = entity(&cycle, "a");
+    let path = metapath(&[
+        ("next", Direction::Out),
+        ("next", Direction::Out),
+        ("next", Direction::Out),
+    ]);
+    let paths = follow_metapath(&cycle, &[a], &path, &WalkLimits::default())
+        .await
+        .unwrap();
+    assert!(paths.is_empty(), "the third step would return to the start");
+}

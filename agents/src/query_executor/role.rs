@@ -1,0 +1,116 @@
+//! The query-executor role: `retrieve` runs the round's Cypher as evidence or repair
+//! hints; `query` runs one query for whoever asks (rows or a typed refusal).
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use kgmesh_schemas::{
+    messages::{
+        query_executor::{QueryReply, QueryRequest},
+        retrieve::{RetrieveReply, RetrieveRequest},
+    },
+    AgentError, Role, RoleKind,
+};
+use kgmesh_stores::GraphStore;
+
+use super::core::{execute, execute_all, limits_from_budget};
+use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
+
+/// Queries run per request at most.
+const MAX_QUERIES: usize = 5;
+
+struct QueryExecutor {
+    graph: Arc<dyn GraphStore>,
+}
+
+impl QueryExecutor {
+    async fn retrieve(
+        &self,
+        ctx: CallContext,
+        request: RetrieveRequest,
+    ) -> Result<RetrieveReply, AgentError> {
+        ctx.check_deadline()?;
+        let started = Instant::now();
+        let limits = limits_from_budget(ctx.budget(), None, None);
+        let executed = execute_all(
+            self.graph.as_ref(),
+            Role::QUERY_EXECUTOR,
+            &request.cypher,
+            &limits,
+            MAX_QUERIES,
+        )
+        .await;
+        let rows: usize = executed
+            .evidence
+            .iter()
+            .map(|e| match &e.item {
+                kgmesh_schemas::messages::context::EvidenceItem::Query { rows, .. } => {
+                    rows.rows.len()
+                }
+                _ => 0,
+            })
+            .sum();
+        ctx.record_graph(rows as u64, started.elapsed());
+        Ok(RetrieveReply {
+            evidence: executed.evidence,
+            repair_hints: executed.repair_hints,
+            notes: executed.notes,
+        })
+    }
+
+    async fn query(
+        &self,
+        ctx: CallContext,
+        request: QueryRequest,
+    ) -> Result<QueryReply, AgentError> {
+        ctx.check_deadline()?;
+        let started = Instant::now();
+        let timeout =
+            (request.timeout_ms > 0).then(|| Duration::from_millis(request.timeout_ms as u64));
+        let rows_opt = (request.max_rows > 0).then_some(request.max_rows);
+        let limits = limits_from_budget(ctx.budget(), rows_opt, timeout);
+        let outcome = execute(
+            self.graph.as_ref(),
+            &request.cypher,
+            &request.params,
+            &limits,
+        )
+        .await
+        .map_err(|refused| {
+            if refused.transient {
+                AgentError::Unavailable {
+                    detail: refused.reason,
+                }
+            } else {
+                AgentError::InvalidQuery {
+                    reason: refused.reason,
+                    hint: Some(refused.hint),
+                }
+            }
+        });
+        let rows = outcome.as_ref().map(|r| r.rows.len()).unwrap_or(0);
+        ctx.record_graph(rows as u64, started.elapsed());
+        Ok(QueryReply { outcome })
+    }
+}
+
+/// The role's factory (see [`crate::runtime::registry`]).
+pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
+    let executor = Arc::new(QueryExecutor {
+        graph: deps.require_graph(Role::QUERY_EXECUTOR)?,
+    });
+    let for_query = executor.clone();
+    Ok(
+        RoleSpec::new(Role::well_known(Role::QUERY_EXECUTOR), RoleKind::Retriever)
+            .op(move |ctx, request: RetrieveRequest| {
+                let executor = executor.clone();
+                async move { executor.retrieve(ctx, request).await }
+            })
+            .op(move |ctx, request: QueryRequest| {
+                let executor = for_query.clone();
+                async move { executor.query(ctx, request).await }
+            }),
+    )
+}

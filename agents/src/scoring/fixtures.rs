@@ -1,0 +1,45 @@
+//! A small movie graph on the real embedded store, shared by the retrieval cores' unit
+//! tests.
+
+use kgmesh_schemas::graph::Entity;
+use kgmesh_stores::{embedded::GraphBuilder, EmbeddedGraph};
+
+pub const MOVIES: &[(&str, &str, &str)] = &[
+    ("Heat", "directed_by", "Michael Mann"),
+    ("Heat", "starred_actors", "Al Pacino"),
+    ("Heat", "starred_actors", "Robert De Niro"),
+    ("Heat", "release_year", "1995"),
+    ("Heat", "in_language", "English"),
+    ("Heat", "has_genre", "Crime"),
+    ("Collateral", "directed_by", "Michael Mann"),
+    ("Collateral", "starred_actors", "Tom Cruise"),
+    ("Collateral", "in_language", "English"),
+    ("Collateral", "in_language", "Spanish"),
+    ("Collateral", "release_year", "2004"),
+    ("Top Gun", "starred_actors", "Tom Cruise"),
+    ("Top Gun", "directed_by", "Tony Scott"),
+    ("Top Gun", "release_year", "1986"),
+    ("The Godfather", "starred_actors", "Al Pacino"),
+    ("The Godfather", "directed_by", "Francis Ford Coppola"),
+    ("The Godfather", "has_genre", "Crime"),
+];
+
+pub fn graph(triples: &[(&str, &str, &str)]) -> EmbeddedGraph {
+    let mut builder = GraphBuilder::new();
+    for (head, relation, tail) in triples {
+        let head = builder.node(head);
+        let tail = builder.node(tail);
+        builder.add_edge(head, relation, tail);
+    }
+    builder.finish()
+}
+
+pub fn movies() -> EmbeddedGraph {
+    graph(MOVIES)
+}
+
+pub fn entity(graph: &EmbeddedGraph, name: &str) -> Entity {
+    let nodes = graph.lookup_exact(name);
+    assert_eq!(nodes.len(), 1, "fixture node {name:?}");
+    graph.entity(nodes[0])
+}

@@ -1,0 +1,161 @@
+//! Relevance of texts (relation names, entity names, verbalized paths) to a question:
+//! cosine similarity of sentence embeddings when an embedder is configured, lexical
+//! matching otherwise. Embeddings of texts are cached, so a relation or a node is
+//! embedded once however many triplets mention it.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use kgmesh_models::{EmbedError, Embedder};
+
+use super::text::QuestionTerms;
+
+/// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
+/// is cleared wholesale: cheap, and bounded memory matters more than hit rate here).
+pub struct TextVectors {
+    embedder: Arc<dyn Embedder>,
+    cache: Mutex<HashMap<String, Arc<[f32]>>>,
+    capacity: usize,
+}
+
+impl TextVectors {
+    pub fn new(embedder: Arc<dyn Embedder>, capacity: usize) -> Self {
+        Self {
+            embedder,
+            cache: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
+    }
+
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// One vector per text, embedding only the texts not seen before (in one batch).
+    pub async fn vectors(&self, texts: &[String]) -> Result<Vec<Arc<[f32]>>, EmbedError> {
+        let missing: Vec<String> = {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            let mut seen = std::collections::HashSet::new();
+            texts
+                .iter()
+                .filter(|t| !cache.contains_key(*t) && seen.insert(*t))
+                .cloned()
+                .collect()
+        };
+        let fresh = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder.embed(&missing).await?
+        };
+        if fresh.len() != missing.len() {
+            return Err(EmbedError::Compute(format!(
+                "embedder returned {} vectors for {} texts",
+                fresh.len(),
+                missing.len()
+            )));
+        }
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut local: HashMap<&str, Arc<[f32]>> = HashMap::new();
+        for (text, vector) in missing.iter().zip(fresh) {
+            let vector: Arc<[f32]> = vector.into();
+            local.insert(text.as_str(), vector.clone());
+            if cache.len() >= self.capacity {
+                cache.clear();
+            }
+            cache.insert(text.clone(), vector);
+        }
+        texts
+            .iter()
+            .map(|t| {
+                local
+                    .get(t.as_str())
+                    .cloned()
+                    .or_else(|| cache.get(t).cloned())
+                    .ok_or_else(|| EmbedError::Compute(format!("no vector for {t:?}")))
+            })
+            .collect()
+    }
+}
+
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let mut dot = 0.0;
+    let mut norm_a = 0.0;
+    let mut norm_b = 0.0;
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        norm_a += x * x;
+        norm_b += y * y;
+    }
+    if norm_a == 0.0 || norm_b == 0.0 {
+        return 0.0;
+    }
+    dot / (norm_a.sqrt() * norm_b.sqrt())
+}
+
+/// A question, ready to score texts against.
+pub struct Relevance {
+    terms: QuestionTerms,
+    embedded: Option<(Arc<TextVectors>, Arc<[f32]>)>,
+}
+
+impl Relevance {
+    pub fn lexical(question: &str, entity_names: &[&str]) -> Self {
+        Self {
+            terms: QuestionTerms::new(question, entity_names),
+            embedded: None,
+        }
+    }
+
+    /// Embedding relevance; falls back to lexical when the question cannot be embedded.
+    pub async fn new(
+        question: &str,
+        entity_names: &[&str],
+        vectors_opt: Option<Arc<TextVectors>>,
+    ) -> Self {
+        let mut relevance = Self::lexical(question, entity_names);
+        if let Some(vectors) = vectors_opt {
+            match vectors.embedder().embed(&[question.to_owned()]).await {
+                Ok(mut embedded) if embedded.len() == 1 => {
+                    let question_vector: Arc<[f32]> = embedded.remove(0).into();
+                    relevance.embedded = Some((vectors, question_vector));
+                }
+                Ok(_) => tracing::warn!("embedder returned no vector; lexical relevance"),
+                Err(error) => tracing::warn!(%error, "question not embedded; lexical relevance"),
+            }
+        }
+        relevance
+    }
+
+    pub fn terms(&self) -> &QuestionTerms {
+        &self.terms
+    }
+
+    pub fn uses_embeddings(&self) -> bool {
+        self.embedded.is_some()
+    }
+
+    /// Relevance of each text, in order.
+    pub async fn texts(&self, texts: &[String]) -> Vec<f32> {
+        if let Some((vectors, question)) = &self.embedded {
+            match vectors.vectors(texts).await {
+                Ok(found) => return found.iter().map(|v| cosine(question, v)).collect(),
+                Err(error) => tracing::warn!(%error, "texts not embedded; lexical relevance"),
+            }
+        }
+        texts.iter().map(|t| self.terms.text_score(t)).collect()
+    }
+
+    /// Relevance of relation sequences; `verbalized[i]` is sequence `i` as text (what the
+    /// embedder reads).
+    pub async fn sequences(&self, sequences: &[Vec<String>], verbalized: &[String]) -> Vec<f32> {
+        if self.embedded.is_some() {
+            return self.texts(verbalized).await;
+        }
+        sequences
+            .iter()
+            .map(|s| self.terms.sequence_score(s.iter().map(String::as_str)))
+            .collect()
+    }
+}

@@ -1,0 +1,280 @@
+//! Question relevance without a model: content words, a light stemmer and greedy
+//! matching of relation-name tokens against question words. Shared by the KG-Linker's
+//! LLM-free mode, the traverser, the breadth operator and the scoring retriever, so that
+//! every tool ranks the same way.
+//!
+//! Nothing here knows any benchmark: the stop-word list and the irregular-verb table are
+//! plain English.
+
+use std::collections::HashSet;
+
+/// English function words that carry no relation meaning (also dropped from relation
+/// names such as `directed_by` or `has_genre`).
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "being",
+    "but", "by", "can", "could", "did", "do", "does", "done", "for", "from", "get", "got", "had",
+    "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its",
+    "me", "my", "name", "names", "of", "on", "one", "or", "our", "s", "she", "so", "some", "tell",
+    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+    "to", "too", "us", "was", "we", "were", "what", "when", "where", "which", "while", "who",
+    "whom", "whose", "why", "will", "with", "would", "you", "your",
+];
+
+/// Irregular English verb forms mapped to their base, so that `wrote` meets `written_by`.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("wrote", "write"),
+    ("written", "write"),
+    ("writing", "write"),
+    ("writer", "write"),
+    ("writers", "write"),
+    ("spoke", "speak"),
+    ("spoken", "speak"),
+    ("made", "make"),
+    ("born", "bear"),
+    ("bore", "bear"),
+    ("won", "win"),
+    ("sang", "sing"),
+    ("sung", "sing"),
+    ("began", "begin"),
+    ("begun", "begin"),
+    ("led", "lead"),
+    ("fought", "fight"),
+    ("taught", "teach"),
+    ("built", "build"),
+    ("held", "hold"),
+    ("left", "leave"),
+    ("met", "meet"),
+    ("paid", "pay"),
+    ("sold", "sell"),
+    ("bought", "buy"),
+    ("thought", "think"),
+    ("brought", "bring"),
+    ("found", "find"),
+    ("grew", "grow"),
+    ("grown", "grow"),
+    ("knew", "know"),
+    ("known", "know"),
+    ("drew", "draw"),
+    ("drawn", "draw"),
+    ("gave", "give"),
+    ("given", "give"),
+    ("took", "take"),
+    ("taken", "take"),
+    ("saw", "see"),
+    ("seen", "see"),
+    ("went", "go"),
+    ("gone", "go"),
+    ("died", "die"),
+    ("dead", "die"),
+    ("death", "die"),
+    ("children", "child"),
+    ("people", "person"),
+    ("men", "man"),
+    ("women", "woman"),
+];
+
+/// Lowercased alphanumeric words of `text` (splits `snake_case`, `dotted.names` and
+/// `camelCase`).
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if c.is_uppercase() && previous_lower && !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            previous_lower = c.is_lowercase();
+            current.extend(c.to_lowercase());
+        } else {
+            previous_lower = false;
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// A crude suffix-stripping stemmer: enough to meet `directed`/`director`/`directs`.
+pub fn stem(word: &str) -> String {
+    if let Some((_, base)) = IRREGULAR.iter().find(|(form, _)| *form == word) {
+        return (*base).to_owned();
+    }
+    const SUFFIXES: &[&str] = &[
+        "ations", "ation", "ings", "ing", "ers", "ies", "ied", "ed", "er", "es", "ly", "s", "e",
+    ];
+    for suffix in SUFFIXES {
+        if let Some(base) = word.strip_suffix(suffix) {
+            if base.chars().count() >= 3 {
+                let mut base = base.to_owned();
+                if *suffix == "ies" || *suffix == "ied" {
+                    base.push('y');
+                }
+                return base;
+            }
+        }
+    }
+    word.to_owned()
+}
+
+/// Content stems of a text, in order, without stop words or duplicates.
+pub fn content_stems(text: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    words(text)
+        .into_iter()
+        .filter(|w| !is_stop_word(w))
+        .map(|w| stem(&w))
+        .filter(|s| seen.insert(s.clone()))
+        .collect()
+}
+
+/// How alike two stems are, in `[0, 1]`.
+pub fn stem_similarity(a: &str, b: &str) -> f32 {
+    if a == b {
+        return 1.0;
+    }
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.len() >= 3 && long.starts_with(short) {
+        return 0.8;
+    }
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    if common >= 4 {
+        return 0.6;
+    }
+    0.0
+}
+
+/// A question's content words, ready to be matched against relation names and entity
+/// names.
+#[derive(Debug, Clone, Default)]
+pub struct QuestionTerms {
+    stems: Vec<String>,
+}
+
+impl QuestionTerms {
+    /// Content words of `question`, minus the words of the given entity names (words of
+    /// an entity mention say nothing about which relation is asked for).
+    pub fn new(question: &str, entity_names: &[&str]) -> Self {
+        let excluded: HashSet<String> = entity_names
+            .iter()
+            .flat_map(|name| content_stems(name))
+            .collect();
+        let stems = content_stems(question)
+            .into_iter()
+            .filter(|s| !excluded.contains(s))
+            .collect();
+        Self { stems }
+    }
+
+    pub fn stems(&self) -> &[String] {
+        &self.stems
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stems.is_empty()
+    }
+
+    /// Best similarity of any word of `text` with any question word, and which question
+    /// word it was; words in `used` are skipped.
+    pub fn best_match(&self, text: &str, used: &[bool]) -> Option<(f32, usize)> {
+        let mut best: Option<(f32, usize)> = None;
+        for token in content_stems(text) {
+            for (index, question_stem) in self.stems.iter().enumerate() {
+                if used.get(index).copied().unwrap_or(false) {
+                    continue;
+                }
+                let similarity = stem_similarity(&token, question_stem);
+                if similarity > 0.0 && best.is_none_or(|(score, _)| similarity > score) {
+                    best = Some((similarity, index));
+                }
+            }
+        }
+        best
+    }
+
+    /// Relevance of a single text (relation or entity name) to the question, in `[0, 1]`.
+    pub fn text_score(&self, text: &str) -> f32 {
+        self.best_match(text, &[]).map(|(s, _)| s).unwrap_or(0.0)
+    }
+
+    /// Relevance of a relation sequence: each relation claims the best question word not
+    /// yet claimed (so `directed_by -> directed_by` does not count "directed" twice);
+    /// relations that match nothing cost a penalty, so that paths no longer than the
+    /// question asks for rank first.
+    pub fn sequence_score<'a>(&self, relations: impl IntoIterator<Item = &'a str>) -> f32 {
+        const UNMATCHED_PENALTY: f32 = 0.5;
+        let mut used = vec![false; self.stems.len()];
+        let mut total = 0.0;
+        for relation in relations {
+            match self.best_match(relation, &used) {
+                Some((score, index)) => {
+                    used[index] = true;
+                    total += score;
+                    if score < 0.5 {
+                        total -= UNMATCHED_PENALTY;
+                    }
+                }
+                None => total -= UNMATCHED_PENALTY,
+            }
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        let mut sorted = STOP_WORDS.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, STOP_WORDS);
+    }
+
+    #[test]
+    fn words_split_snake_dotted_and_camel_case() {
+        assert_eq!(words("directed_by"), vec!["directed", "by"]);
+        assert_eq!(
+            words("people.person.placeOfBirth"),
+            vec!["people", "person", "place", "of", "birth"]
+        );
+    }
+
+    #[test]
+    fn inflections_meet() {
+        assert_eq!(stem_similarity(&stem("directed"), &stem("direct")), 1.0);
+        assert!(stem_similarity(&stem("acted"), &stem("actors")) >= 0.8);
+        assert_eq!(stem("wrote"), stem("written"));
+        assert_eq!(stem_similarity("genre", "year"), 0.0);
+    }
+
+    #[test]
+    fn entity_words_do_not_count() {
+        let terms = QuestionTerms::new("what movies did [The Director] direct", &["The Director"]);
+        assert_eq!(terms.stems(), &[stem("movies"), stem("direct")]);
+    }
+
+    #[test]
+    fn the_sequence_the_question_describes_ranks_first() {
+        let terms = QuestionTerms::new(
+            "what are the languages spoken in the films directed by Joel Zwick",
+            &["Joel Zwick"],
+        );
+        let right = terms.sequence_score(["directed_by", "in_language"]);
+        let one_hop = terms.sequence_score(["directed_by"]);
+        let repeated = terms.sequence_score(["directed_by", "directed_by"]);
+        let unrelated = terms.sequence_score(["starred_actors", "has_genre"]);
+        assert!(right > one_hop, "{right} vs {one_hop}");
+        assert!(one_hop > repeated, "{one_hop} vs {repeated}");
+        assert!(repeated > unrelated, "{repeated} vs {unrelated}");
+    }
+}

@@ -1,0 +1,314 @@
+//! Agentic traversal (ByoKG-RAG Algorithm 1): up to `max_steps` rounds of one-hop
+//! expansion of the frontier, relation selection, triplet filtering and next-entity
+//! selection. With a language model the two selections are model calls (the project's
+//! prompts and tolerant parsers); without one they rank by relevance to the question.
+//! Next entities are always mapped back to graph ids among the entities just reached —
+//! a model's text never becomes a frontier by itself.
+
+use std::collections::{HashMap, HashSet};
+
+use kgmesh_models::{
+    parse::traversal::{parse_entity_selection, parse_relation_selection, EntitySelection},
+    prompts::traversal::{entity_selection, relation_selection},
+    LanguageModel, LlmError,
+};
+use kgmesh_schemas::{
+    budget::{Cost, Deadline, MAX_DEPTH},
+    graph::{Direction, Entity, Triple},
+    messages::traverser::TraversalStep,
+    NodeId,
+};
+use kgmesh_stores::{GraphStore, NeighborQuery, StoreError};
+
+use crate::{scoring::relevance::Relevance, verbalize::verbalize_triples};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraverseConfig {
+    /// T_A.
+    pub max_steps: u8,
+    pub fanout_cap: usize,
+    /// Relations offered to the model (pruned by relevance first).
+    pub offered_relations: usize,
+    /// Relations chosen per step.
+    pub max_relations: usize,
+    /// Triplets kept per step.
+    pub max_triplets: usize,
+    /// Entities explored next.
+    pub max_next_entities: usize,
+    /// Below this relevance no relation is followed without a model (after step 1).
+    pub min_relevance: f32,
+    /// Model calls allowed.
+    pub max_llm_calls: u32,
+    pub deadline_opt: Option<Deadline>,
+}
+
+impl Default for TraverseConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: MAX_DEPTH,
+            fanout_cap: 300,
+            offered_relations: 20,
+            max_relations: 3,
+            max_triplets: 50,
+            max_next_entities: 5,
+            min_relevance: 0.3,
+            max_llm_calls: 6,
+            deadline_opt: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraverseError {
+    #[error("graph store: {0}")]
+    Store(#[from] StoreError),
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Traversal {
+    pub triples: Vec<(Triple, f32)>,
+    pub steps: Vec<TraversalStep>,
+    /// Model calls and tokens spent.
+    pub cost: Cost,
+    /// Why the walk stopped.
+    pub stopped: String,
+    /// Model failures, as notes (the walk goes on without the model).
+    pub notes: Vec<String>,
+}
+
+/// Relation (followed from the frontier) as the selector sees it.
+fn relation_key(relation: &str, inverse: bool) -> String {
+    if inverse {
+        format!("{relation} (inverse)")
+    } else {
+        relation.to_owned()
+    }
+}
+
+async fn ask(
+    llm: &dyn LanguageModel,
+    request: kgmesh_models::ChatRequest,
+    cost: &mut Cost,
+) -> Result<String, LlmError> {
+    let response = llm.chat(request).await?;
+    cost.llm_calls += 1;
+    cost.prompt_tokens += response.usage.prompt_tokens;
+    cost.completion_tokens += response.usage.completion_tokens;
+    cost.llm_us += response.elapsed.as_micros() as u64;
+    Ok(response.text)
+}
+
+/// Walks from `start` (linked entities). `llm_opt` chooses relations and entities when
+/// given; otherwise `relevance` does.
+pub async fn traverse(
+    store: &dyn GraphStore,
+    relevance: &Relevance,
+    llm_opt: Option<&dyn LanguageModel>,
+    question: &str,
+    start: &[Entity],
+    config: &TraverseConfig,
+) -> Result<Traversal, TraverseError> {
+    let mut out = Traversal::default();
+    let mut frontier: Vec<Entity> = Vec::new();
+    let mut visited: HashSet<NodeId> = HashSet::new();
+    for entity in start {
+        if visited.insert(entity.id) {
+            frontier.push(entity.clone());
+        }
+    }
+    let mut kept_lines: Vec<Triple> = Vec::new();
+    let mut llm_live = llm_opt;
+    let mut used_words = vec![false; relevance.terms().stems().len()];
+    for step in 0..config.max_steps.min(MAX_DEPTH) {
+        if frontier.is_empty() {
+            out.stopped = "frontier empty".to_owned();
+            break;
+        }
+        if config.deadline_opt.is_some_and(|d| d.is_past()) {
+            out.stopped = "deadline".to_owned();
+            break;
+        }
+        // 1. one-hop expansion
+        let ids: Vec<NodeId> = frontier.iter().map(|e| e.id).collect();
+        let query = NeighborQuery {
+            direction: Direction::Both,
+            relations: None,
+            fanout_cap: config.fanout_cap,
+        };
+        let triples = store.neighbors(&ids, &query).await?.triples;
+        let frontier_ids: HashSet<NodeId> = ids.iter().copied().collect();
+        // (triple, key of the relation as followed, far entity)
+        let mut hops: Vec<(Triple, String, Entity)> = Vec::new();
+        for triple in triples {
+            if frontier_ids.contains(&triple.head.id) {
+                let far = triple.tail.clone();
+                hops.push((triple.clone(), relation_key(&triple.relation, false), far));
+            }
+            if frontier_ids.contains(&triple.tail.id) {
+                let far = triple.head.clone();
+                hops.push((triple.clone(), relation_key(&triple.relation, true), far));
+            }
+        }
+        let mut relations: Vec<String> = hops.iter().map(|h| h.1.clone()).collect();
+        relations.sort();
+        relations.dedup();
+        if relations.is_empty() {
+            out.stopped = "no edges".to_owned();
+            break;
+        }
+
+        // 2. relation selection (pruned by relevance first, as ByoKG prunes to 20)
+        let relation_texts: Vec<String> = relations
+            .iter()
+            .map(|r| crate::scoring::text::words(r).join(" "))
+            .collect();
+        let mut relation_scores: Vec<f32> = if relevance.uses_embeddings() {
+            relevance.texts(&relation_texts).await
+        } else {
+            relations
+                .iter()
+                .map(|r| {
+                    let name = r.trim_end_matches(" (inverse)");
+                    relevance
+                        .terms()
+                        .best_match(name, &used_words)
+                        .map(|(s, _)| s)
+                        .unwrap_or(0.0)
+                })
+                .collect()
+        };
+        let mut order: Vec<usize> = (0..relations.len()).collect();
+        order.sort_by(|&a, &b| {
+            relation_scores[b]
+                .total_cmp(&relation_scores[a])
+                .then(a.cmp(&b))
+        });
+        let offered: Vec<String> = order
+            .iter()
+            .take(config.offered_relations)
+            .map(|&i| relations[i].clone())
+            .collect();
+        let frontier_names: Vec<String> = frontier.iter().map(|e| e.name.clone()).collect();
+        let mut chosen: Vec<String> = Vec::new();
+        if let Some(llm) = llm_live.filter(|_| out.cost.llm_calls < config.max_llm_calls) {
+            let request =
+                relation_selection(question, &frontier_names, &offered, config.max_relations);
+            match ask(llm, request, &mut out.cost).await {
+                Ok(reply) => chosen = parse_relation_selection(&reply, &offered),
+                Err(error) => {
+                    out.notes
+                        .push(format!("relation selection failed: {error}"));
+                    llm_live = None;
+                }
+            }
+        }
+        if chosen.is_empty() {
+            let threshold = if step == 0 {
+                f32::MIN
+            } else {
+                config.min_relevance
+            };
+            chosen = order
+                .iter()
+                .filter(|&&i| relation_scores[i] > threshold)
+                .take(config.max_relations)
+                .map(|&i| relations[i].clone())
+                .collect();
+        }
+        if chosen.is_empty() {
+            out.stopped = "no relevant relation".to_owned();
+            break;
+        }
+        if !relevance.uses_embeddings() {
+            // A question word claimed by a followed relation is not claimed again.
+            for relation in &chosen {
+                let name = relation.trim_end_matches(" (inverse)");
+                if let Some((_, index)) = relevance.terms().best_match(name, &used_words) {
+                    used_words[index] = true;
+                }
+            }
+        }
+        let chosen_set: HashSet<&str> = chosen.iter().map(String::as_str).collect();
+        let score_of: HashMap<&str, f32> = relations
+            .iter()
+            .map(String::as_str)
+            .zip(relation_scores.iter_mut().map(|s| *s))
+            .collect();
+
+        // 3. triplet filtering
+        let mut filtered: Vec<(Triple, f32, Entity)> = Vec::new();
+        let far_names: Vec<String> = hops.iter().map(|h| h.2.name.clone()).collect();
+        let far_scores = relevance.texts(&far_names).await;
+        for ((triple, key, far), far_score) in hops.into_iter().zip(far_scores) {
+            if !chosen_set.contains(key.as_str()) || visited.contains(&far.id) {
+                continue;
+            }
+            let score = score_of.get(key.as_str()).copied().unwrap_or(0.0) + 0.25 * far_score;
+            filtered.push((triple, score, far));
+        }
+        filtered.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        filtered.truncate(config.max_triplets);
+        out.steps.push(TraversalStep {
+            frontier: frontier.clone(),
+            relations_chosen: chosen.clone(),
+            triples_kept: filtered.len() as u32,
+        });
+        kept_lines.extend(filtered.iter().map(|f| f.0.clone()));
+        out.triples
+            .extend(filtered.iter().map(|(t, s, _)| (t.clone(), *s)));
+
+        // 4. next-entity selection, re-linked to the entities just reached
+        let mut candidates: Vec<Entity> = Vec::new();
+        let mut candidate_ids = HashSet::new();
+        for (_, _, far) in &filtered {
+            if candidate_ids.insert(far.id) {
+                candidates.push(far.clone());
+            }
+        }
+        if candidates.is_empty() {
+            out.stopped = "nothing new reached".to_owned();
+            break;
+        }
+        let mut next: Vec<Entity> = Vec::new();
+        if let Some(llm) = llm_live.filter(|_| out.cost.llm_calls < config.max_llm_calls) {
+            let names: Vec<String> = candidates.iter().map(|e| e.name.clone()).collect();
+            let request = entity_selection(question, &verbalize_triples(&kept_lines), &names);
+            match ask(llm, request, &mut out.cost).await {
+                Ok(reply) => match parse_entity_selection(&reply, &names) {
+                    EntitySelection::Finish => {
+                        out.stopped = "FINISH".to_owned();
+                        break;
+                    }
+                    EntitySelection::Explore(chosen_names) => {
+                        for name in chosen_names {
+                            if let Some(entity) = candidates.iter().find(|c| c.name == name) {
+                                if !next.iter().any(|n| n.id == entity.id) {
+                                    next.push(entity.clone());
+                                }
+                            }
+                        }
+                        if next.is_empty() {
+                            out.stopped = "model chose no known entity".to_owned();
+                            break;
+                        }
+                    }
+                },
+                Err(error) => {
+                    out.notes.push(format!("entity selection failed: {error}"));
+                    llm_live = None;
+                }
+            }
+        }
+        if next.is_empty() {
+            // `filtered` is sorted best first, so candidates are too.
+            next = candidates;
+        }
+        next.truncate(config.max_next_entities);
+        visited.extend(next.iter().map(|e| e.id));
+        frontier = next;
+    }
+    if out.stopped.is_empty() {
+        out.stopped = "step limit".to_owned();
+    }
+    Ok(out)
+}

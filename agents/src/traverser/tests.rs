@@ -1,0 +1,157 @@
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use kgmesh_models::{ChatRequest, ChatResponse, LanguageModel, LlmError, Usage};
+
+use super::core::{traverse, TraverseConfig};
+use crate::scoring::{
+    fixtures::{entity, movies},
+    relevance::Relevance,
+};
+
+/// Replays scripted replies in order and records the prompts it was sent.
+struct Scripted {
+    replies: Mutex<Vec<Result<String, LlmError>>>,
+    prompts: Mutex<Vec<String>>,
+}
+
+impl Scripted {
+    fn new(replies: Vec<Result<&str, LlmError>>) -> Self {
+        Self {
+            replies: Mutex::new(
+                replies
+                    .into_iter()
+                    .rev()
+                    .map(|r| r.map(str::to_owned))
+                    .collect(),
+            ),
+            prompts: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+#[async_trait]
+impl LanguageModel for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let prompt = request
+            .messages
+            .iter()
+            .map(|m| m.content.clone())
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.prompts.lock().unwrap().push(prompt);
+        let text = self
+            .replies
+            .lock()
+            .unwrap()
+            .pop()
+            .unwrap_or_else(|| Err(LlmError::Malformed("script exhausted".into())))?;
+        Ok(ChatResponse {
+            text,
+            usage: Usage {
+                prompt_tokens: 100,
+                completion_tokens: 10,
+                estimated: false,
+            },
+            model: "scripted".into(),
+            elapsed: Duration::from_millis(1),
+        })
+    }
+}
+
+#[tokio::test]
+async fn without_a_model_the_walk_follows_the_relations_the_question_names() {
+    let graph = movies();
+    let mann = entity(&graph, "Michael Mann");
+    let question = "in which years were the films directed by Michael Mann released";
+    let relevance = Relevance::lexical(question, &["Michael Mann"]);
+    let walked = traverse(
+        &graph,
+        &relevance,
+        None,
+        question,
+        &[mann],
+        &TraverseConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert!(walked.steps.len() <= 3);
+    assert_eq!(
+        walked.steps[0].relations_chosen,
+        vec!["directed_by (inverse)".to_owned()]
+    );
+    let mut years: Vec<&str> = walked
+        .triples
+        .iter()
+        .filter(|(t, _)| t.relation == "release_year")
+        .map(|(t, _)| t.tail.name.as_str())
+        .collect();
+    years.sort();
+    assert_eq!(years, vec!["1995", "2004"]);
+    assert_eq!(walked.cost.llm_calls, 0);
+}
+
+#[tokio::test]
+async fn model_choices_are_relinked_to_graph_entities_and_finish_stops() {
+    let graph = movies();
+    let mann = entity(&graph, "Michael Mann");
+    let question = "when was the Michael Mann film with Robert De Niro released";
+    let model = Arc::new(Scripted::new(vec![
+        Ok("<selected>\ndirected_by (inverse)\n</selected>"),
+        // "Thief" is not among the reached entities: it must not become a frontier.
+        Ok("<next-entities>\nHeat\nThief\n</next-entities>"),
+        Ok("<selected>release_year</selected>"),
+        Ok("<next-entities>FINISH</next-entities>"),
+    ]));
+    let relevance = Relevance::lexical(question, &["Michael Mann"]);
+    let walked = traverse(
+        &graph,
+        &relevance,
+        Some(model.as_ref()),
+        question,
+        &[mann],
+        &TraverseConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(walked.stopped, "FINISH");
+    assert_eq!(walked.cost.llm_calls, 4);
+    assert_eq!(walked.cost.prompt_tokens, 400);
+    assert_eq!(walked.steps.len(), 2);
+    assert_eq!(walked.steps[1].frontier.len(), 1);
+    assert_eq!(walked.steps[1].frontier[0].name, "Heat");
+    assert!(walked
+        .triples
+        .iter()
+        .any(|(t, _)| t.relation == "release_year" && t.tail.name == "1995"));
+    assert!(model.prompts.lock().unwrap()[1].contains("Collateral"));
+}
+
+#[tokio::test]
+async fn a_failing_model_leaves_a_note_and_the_walk_goes_on() {
+    let graph = movies();
+    let mann = entity(&graph, "Michael Mann");
+    let question = "which films did Michael Mann direct";
+    let model = Scripted::new(vec![Err(LlmError::Timeout(Duration::from_secs(1)))]);
+    let relevance = Relevance::lexical(question, &["Michael Mann"]);
+    let walked = traverse(
+        &graph,
+        &relevance,
+        Some(&model),
+        question,
+        &[mann],
+        &TraverseConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(walked.notes.len(), 1);
+    assert!(walked.notes[0].contains("timed out"));
+    assert!(walked.triples.iter().any(|(t, _)| t.head.name == "Heat"));
+}
