@@ -8,6 +8,10 @@ use kgmesh_bus::{
 };
 use kgmesh_schemas::{budget::Cost, ContentType, Meta, Role, Rpc};
 
+/// How long past the question's deadline a client still waits for the agent's own
+/// timeout reply.
+const DEADLINE_GRACE: Duration = Duration::from_millis(250);
+
 /// Calls roles over a bus. Retries a request that timed out or found no responders
 /// (a replica may have died or be starting) up to `retries` more times, never past the
 /// question's deadline. Agent errors are returned as they are: the agent answered.
@@ -73,7 +77,9 @@ impl Client {
                     timeout: Duration::ZERO,
                 }));
             }
-            let timeout = self.timeout.min(remaining);
+            // The agent enforces the same deadline and answers a typed timeout (with
+            // what it spent) when it passes; a little grace lets that answer arrive.
+            let timeout = self.timeout.min(remaining + DEADLINE_GRACE);
             let outcome = self.bus.request(&subject, message.clone(), timeout).await;
             let error = match outcome {
                 Ok(reply) => return decode_reply::<R>(role, &subject, &reply),

@@ -207,3 +207,6 @@ pub enum RuntimeError {
     #[error("cannot start the role's actor: {0}")]
     Actor(String),
 }
+
+#[cfg(test)]
+mod tests;
