@@ -306,11 +306,18 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let (report, interrupted) = runtime.block_on(async {
+        let mut embedded = None;
         let answerer: Arc<dyn Answerer> = match &args.server {
             Some(url) => Arc::new(HttpAnswerer::new(url, settings.question_timeout).await?),
             None => {
                 let kg = kg.as_deref().context("no KG")?;
-                Arc::new(EmbeddedAnswerer::start(&config, kg, args.no_cache).await?)
+                eprintln!(
+                    "kgmesh eval: loading {} and starting the roles",
+                    kg.display()
+                );
+                let started = Arc::new(EmbeddedAnswerer::start(&config, kg, args.no_cache).await?);
+                embedded = Some(Arc::clone(&started));
+                started
             }
         };
         let system = answerer.describe();
@@ -325,6 +332,9 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
             }
         };
         let outcome = runner::run_questions(answerer, questions, &settings, interrupt).await;
+        if let Some(embedded) = embedded {
+            embedded.stop().await;
+        }
         let interrupted = outcome.interrupted;
         let context = RunContext {
             name,

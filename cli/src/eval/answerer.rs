@@ -49,8 +49,17 @@ pub struct AnswererConfig {
     /// Per-question limits (rounds, depth, breadth = K_degree, LLM calls, tokens, rows,
     /// timeout).
     pub budget: Option<serde_json::Value>,
+    /// Retrieval and linking knobs (top-m, K_degree, evidence and answers kept, …).
+    #[serde(default)]
+    pub k_values: Option<serde_json::Value>,
     /// Plan-cache state at the start and whether it was used.
     pub cache: String,
+    /// Roles the system started (embedded mode).
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Time to load the KG and start the roles, not part of any question's latency.
+    #[serde(default)]
+    pub setup_ms: Option<f64>,
     /// The whole effective configuration, when known. It holds no secrets: keys and
     /// passwords are configured as names of environment variables.
     pub config: Option<serde_json::Value>,
@@ -154,7 +163,10 @@ impl Answerer for HttpAnswerer {
             llm: "unknown (server-side configuration)".to_owned(),
             embedder: "unknown (server-side configuration)".to_owned(),
             budget: None,
+            k_values: None,
             cache: "server's plan cache, state at start unknown".to_owned(),
+            roles: Vec::new(),
+            setup_ms: None,
             config: None,
             server_info: self.server_info.clone(),
         }

@@ -1,38 +1,72 @@
-//! The embedded answerer: every role in this process, as `kgmesh ask` runs them.
+//! The embedded answerer: every role in this process on the in-process bus, started
+//! exactly as `kgmesh ask` starts them, and one coordinator asked concurrently.
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Instant,
+};
 
 use async_trait::async_trait;
+use kgmesh_bus::{Bus, LocalBus};
+use kgmesh_coordinator::{Coordinator, CoordinatorConfig};
 use kgmesh_schemas::messages::ask::{AskReply, AskRequest};
+use tokio::sync::Mutex;
 
 use super::answerer::{AnswerError, Answerer, AnswererConfig, AnswererMode};
-use crate::config::{Config, EmbedderKind};
+use crate::{
+    cmd::ask::{coordinator_config, EmbeddedRoles, GraphSource},
+    config::{Config, EmbedderKind},
+};
 
 pub struct EmbeddedAnswerer {
+    coordinator: Coordinator,
+    roles: Mutex<Option<EmbeddedRoles>>,
     description: AnswererConfig,
 }
 
 impl EmbeddedAnswerer {
     /// Loads the KG and starts every role in-process.
     pub async fn start(config: &Config, kg: &Path, no_cache: bool) -> Result<Self, AnswerError> {
-        let description = describe_config(config, Some(kg), no_cache);
-        // ADAPTER (embedded pipeline): build the in-process system with the same entry
-        // point `kgmesh ask` uses and keep its handle here; `ask` then forwards to it.
-        let _ = description;
-        Err(AnswerError::Unavailable(
-            "the embedded pipeline is not part of this build yet; evaluate a running \
-             `kgmesh serve` with --server URL"
-                .to_owned(),
-        ))
+        let started = Instant::now();
+        let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
+        let roles = EmbeddedRoles::start(config, bus.clone(), &GraphSource::File(kg.to_owned()))
+            .await
+            .map_err(|error| AnswerError::Unavailable(format!("{error:#}")))?;
+        let coordinator = Coordinator::new(bus, coordinator_config(config));
+        let mut description = describe_config(config, Some(kg), no_cache);
+        description.roles = roles.role_names();
+        description.k_values = Some(k_values(coordinator.config()));
+        description.setup_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+        if !description
+            .roles
+            .iter()
+            .any(|role| role == kgmesh_schemas::Role::CACHE_MANAGER)
+        {
+            description.cache = "none (no cache-manager role in this build)".to_owned();
+        }
+        Ok(Self {
+            coordinator,
+            roles: Mutex::new(Some(roles)),
+            description,
+        })
+    }
+
+    /// Stops the roles (the run is over).
+    pub async fn stop(&self) {
+        if let Some(roles) = self.roles.lock().await.take() {
+            roles.stop().await;
+        }
     }
 }
 
 #[async_trait]
 impl Answerer for EmbeddedAnswerer {
-    async fn ask(&self, _request: AskRequest) -> Result<AskReply, AnswerError> {
-        Err(AnswerError::Unavailable(
-            "embedded pipeline not wired".to_owned(),
-        ))
+    async fn ask(&self, request: AskRequest) -> Result<AskReply, AnswerError> {
+        self.coordinator
+            .ask(request)
+            .await
+            .map_err(|error| AnswerError::Failed(error.to_string()))
     }
 
     fn describe(&self) -> AnswererConfig {
@@ -40,9 +74,32 @@ impl Answerer for EmbeddedAnswerer {
     }
 }
 
+/// The knobs the papers call k: linking top-m, evidence per retriever, answers,
+/// plan-cache examples, frontier and breadth (K_degree), depth.
+fn k_values(config: &CoordinatorConfig) -> serde_json::Value {
+    serde_json::json!({
+        "top_m": config.top_m,
+        "link_mode": format!("{:?}", config.link_mode),
+        "max_evidence_per_retriever": config.max_evidence_per_retriever,
+        "max_answers": config.max_answers,
+        "cache_examples": config.cache_examples,
+        "max_frontier": config.max_frontier,
+        "breadth_k_degree": config.budget.breadth,
+        "depth": config.budget.depth.get(),
+        "rounds": config.budget.rounds,
+        "question_timeout_ms": config.question_timeout.as_millis() as u64,
+    })
+}
+
 /// What the report says about a system configured by `config`.
 pub fn describe_config(config: &Config, kg: Option<&Path>, no_cache: bool) -> AnswererConfig {
-    let llm = match &config.llm.base_url {
+    // `kgmesh ask` also takes the endpoint from OPENAI_BASE_URL.
+    let llm_base_url = config.llm.base_url.clone().or_else(|| {
+        std::env::var("OPENAI_BASE_URL")
+            .ok()
+            .filter(|url| !url.trim().is_empty())
+    });
+    let llm = match llm_base_url {
         Some(base_url) => format!(
             "{} @ {} (temperature {}, max_tokens {})",
             config.llm.model, base_url, config.llm.temperature, config.llm.max_tokens
@@ -52,14 +109,13 @@ pub fn describe_config(config: &Config, kg: Option<&Path>, no_cache: bool) -> An
     let embedder = match config.embedder.kind {
         EmbedderKind::None => "none (lexical scoring)".to_owned(),
         EmbedderKind::Minilm => format!(
-            "{} from {}",
+            "{} (local MiniLM){}",
             config.embedder.model,
             config
                 .embedder
                 .model_dir
                 .as_deref()
-                .map(Path::display)
-                .map(|d| d.to_string())
+                .map(|dir| format!(" from {}", dir.display()))
                 .unwrap_or_default()
         ),
         EmbedderKind::Openai => format!(
@@ -78,11 +134,14 @@ pub fn describe_config(config: &Config, kg: Option<&Path>, no_cache: bool) -> An
         llm,
         embedder,
         budget: serde_json::to_value(&config.budget).ok(),
+        k_values: None,
         cache: if no_cache {
             "disabled (no lookup, no store)".to_owned()
         } else {
             "in-process, empty at start".to_owned()
         },
+        roles: Vec::new(),
+        setup_ms: None,
         config: serde_json::to_value(&effective).ok(),
         server_info: None,
     }

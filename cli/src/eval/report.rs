@@ -230,7 +230,20 @@ impl Report {
         if let Some(budget) = &s.budget {
             row(&mut out, "budget", compact_json(budget));
         }
+        if let Some(k_values) = &s.k_values {
+            row(&mut out, "k values", compact_json(k_values));
+        }
         row(&mut out, "plan cache", s.cache.clone());
+        if !s.roles.is_empty() {
+            row(&mut out, "roles", s.roles.join(", "));
+        }
+        if let Some(setup_ms) = s.setup_ms {
+            row(
+                &mut out,
+                "KG load + role start",
+                format!("{:.1} s (not in any latency)", setup_ms / 1e3),
+            );
+        }
         row(
             &mut out,
             "ask options",

@@ -298,7 +298,10 @@ mod tests {
                 llm: "none".into(),
                 embedder: "none".into(),
                 budget: None,
+                k_values: None,
                 cache: "none".into(),
+                roles: vec![],
+                setup_ms: None,
                 config: None,
                 server_info: None,
             }

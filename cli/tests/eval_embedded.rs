@@ -1,0 +1,115 @@
+//! `kgmesh eval` on the embedded pipeline: the bundled sample KG and its questions,
+//! every role in the evaluating process, no LLM.
+
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn sample(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/movies")
+        .join(file)
+}
+
+#[test]
+fn the_llm_free_pipeline_answers_the_sample_questions_in_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("run");
+    let child = Command::new(env!("CARGO_BIN_EXE_kgmesh"))
+        .args(["eval", "--dataset", "metaqa", "--kg"])
+        .arg(sample("kg.tsv"))
+        .arg("--questions")
+        .arg(sample("questions.tsv"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--concurrency", "2", "--no-progress"])
+        .current_dir(dir.path())
+        .env_remove("KGMESH_CONFIG")
+        .env_remove("OPENAI_BASE_URL")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kgmesh");
+    let mut running = Running(child);
+    let deadline = Instant::now() + TEST_TIMEOUT;
+    let status = loop {
+        if let Some(status) = running.0.try_wait().expect("poll kgmesh") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kgmesh eval did not finish in {TEST_TIMEOUT:?}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = running.0.stderr.take() {
+        pipe.read_to_string(&mut stderr).expect("read stderr");
+    }
+    assert!(status.success(), "kgmesh eval failed: {stderr}");
+
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("report.json")).expect("report.json written"),
+    )
+    .expect("JSON report");
+    let system = &report["system"];
+    assert_eq!(system["mode"], "embedded");
+    assert!(
+        system["llm"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("none"),
+        "{system}"
+    );
+    let roles: Vec<&str> = system["roles"]
+        .as_array()
+        .expect("roles")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for role in ["entity-linker", "summarizer"] {
+        assert!(roles.contains(&role), "{role} not started: {roles:?}");
+    }
+    assert!(system["k_values"]["top_m"].as_u64().is_some(), "{system}");
+    assert!(system["config"]["graph"]["path"]
+        .as_str()
+        .is_some_and(|p| p.ends_with("kg.tsv")));
+
+    let aggregate = &report["aggregate"];
+    assert_eq!(aggregate["questions"], 8);
+    assert_eq!(aggregate["errors"], 0, "{aggregate}");
+    assert_eq!(aggregate["llm_calls_total"], 0, "no model is configured");
+    // Every answered question went over the bus and cost the system measurable time.
+    let results = report["results"].as_array().expect("results");
+    assert!(results
+        .iter()
+        .all(|r| r["cost"]["bus_messages"].as_u64().unwrap_or(0) > 0));
+    assert!(results
+        .iter()
+        .all(|r| r["server_ms"].as_f64().unwrap_or(0.0) > 0.0));
+    // "who directed Heat" is a one-hop lookup the LLM-free strategy must get right.
+    let heat = results
+        .iter()
+        .find(|r| r["question"] == "who directed Heat")
+        .expect("the Heat question");
+    assert_eq!(heat["score"]["hits_at_1"], true, "{heat}");
+    assert_eq!(heat["score"]["context_hit"], true, "{heat}");
+}
