@@ -6,6 +6,11 @@
 //! cargo bench -p kgmesh-benches --bench stores                       # 1M edges + MetaQA, then criterion
 //! KGMESH_BENCH_EDGES=10000000 cargo bench -p kgmesh-benches --bench stores -- --figures-only
 //! ```
+//! KGMESH_BENCH_EDGES=1000 cargo bench -p kgmesh-benches --bench stores -- --figures-only --bolt
+//! ```
+//! `--bolt` also writes the MetaQA KB into a fresh ArcadeDB (Bolt) and times the same
+//! operations through the Bolt backend, printed next to the embedded figures.
+//! ```text
 //! Figures (load, reload, memory, p50/p99 of the operations over many random inputs) are
 //! printed first; criterion then measures the micro operations on the same graph.
 
@@ -37,13 +42,26 @@ fn main() {
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(1_000_000);
-    let work = tempfile::Builder::new().prefix("kgmesh-bench-").tempdir().expect("temp dir");
+    let work = tempfile::Builder::new()
+        .prefix("kgmesh-bench-")
+        .tempdir()
+        .expect("temp dir");
 
     let synthetic = work.path().join(format!("synthetic-{edges}.tsv"));
     let started = Instant::now();
-    SyntheticKg::with_edges(edges).write_tsv(&synthetic).expect("write synthetic KG");
-    println!("generated {edges} synthetic edges in {:.1} s", started.elapsed().as_secs_f64());
-    let graph = figures(&format!("synthetic {edges} edges"), &synthetic, work.path(), None);
+    SyntheticKg::with_edges(edges)
+        .write_tsv(&synthetic)
+        .expect("write synthetic KG");
+    println!(
+        "generated {edges} synthetic edges in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let graph = figures(
+        &format!("synthetic {edges} edges"),
+        &synthetic,
+        work.path(),
+        None,
+    );
 
     let metaqa = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/metaqa/kb.tsv");
     let metaqa_graph = if metaqa.exists() {
@@ -58,6 +76,11 @@ fn main() {
         None
     };
 
+    if std::env::args().any(|arg| arg == "--bolt") {
+        if let Some(graph) = &metaqa_graph {
+            bolt_figures(graph);
+        }
+    }
     if figures_only {
         return;
     }
@@ -136,16 +159,30 @@ fn figures(title: &str, kg: &Path, work: &Path, metapath_opt: Option<Metapath>) 
     );
     let snapshot_path = work.join(format!("{}.kgs", title.replace(' ', "-")));
     let (save_time, bytes) = time(|| snapshot::save(&graph, &snapshot_path).expect("save"));
-    println!("save        {:>8.2} s   {:.1} MB", save_time.as_secs_f64(), bytes as f64 / 1e6);
+    println!(
+        "save        {:>8.2} s   {:.1} MB",
+        save_time.as_secs_f64(),
+        bytes as f64 / 1e6
+    );
     drop(graph);
 
     let before = resident_bytes().unwrap_or(0);
     let (reload_time, graph) = time(|| snapshot::open(&snapshot_path).expect("reload"));
-    println!("reload      {:>8.2} s   (mmap + checksum + validation)", reload_time.as_secs_f64());
+    println!(
+        "reload      {:>8.2} s   (mmap + checksum + validation)",
+        reload_time.as_secs_f64()
+    );
     // Touch every row so the mapped pages count as resident.
     let mut checksum = 0u64;
     for node in 0..graph.node_count() as u32 {
-        checksum = checksum.wrapping_add(graph.out_edges(node).nodes.iter().map(|n| u64::from(*n)).sum::<u64>());
+        checksum = checksum.wrapping_add(
+            graph
+                .out_edges(node)
+                .nodes
+                .iter()
+                .map(|n| u64::from(*n))
+                .sum::<u64>(),
+        );
         checksum = checksum.wrapping_add(graph.in_edges(node).nodes.len() as u64);
     }
     let after = resident_bytes().unwrap_or(0);
@@ -176,7 +213,13 @@ fn figures(title: &str, kg: &Path, work: &Path, metapath_opt: Option<Metapath>) 
                 let node = id.0 as u32;
                 let out = graph.out_edges(node);
                 let inn = graph.in_edges(node);
-                sum += out.nodes.iter().chain(inn.nodes).take(100).map(|n| u64::from(*n)).sum::<u64>();
+                sum += out
+                    .nodes
+                    .iter()
+                    .chain(inn.nodes)
+                    .take(100)
+                    .map(|n| u64::from(*n))
+                    .sum::<u64>();
             }
             std::hint::black_box(sum)
         });
@@ -215,7 +258,11 @@ fn figures(title: &str, kg: &Path, work: &Path, metapath_opt: Option<Metapath>) 
         path_times.push(elapsed);
     }
     let metapaths = percentiles(path_times);
-    let relations: Vec<&str> = metapath.steps.iter().map(|step| step.relation.as_str()).collect();
+    let relations: Vec<&str> = metapath
+        .steps
+        .iter()
+        .map(|step| step.relation.as_str())
+        .collect();
     println!(
         "metapath    p50 {:>7.1} µs  p99 {:>7.1} µs  (10 sources, {}, fan-out 100, ≤1000 paths, {} paths avg)",
         micros(metapaths.p50),
@@ -251,13 +298,180 @@ fn figures(title: &str, kg: &Path, work: &Path, metapath_opt: Option<Metapath>) 
     graph
 }
 
+/// The same operations through the Bolt backend against ArcadeDB holding `graph`.
+fn bolt_figures(graph: &EmbeddedGraph) {
+    use kgmesh_stores::{
+        bolt::{write_graph, BoltGraph, BoltSettings},
+        GraphStore, NameMatch,
+    };
+    println!("\n== MetaQA KB over Bolt (ArcadeDB) ==");
+    let server = kgmesh_testkit::bolt::BoltServer::start();
+    let settings = BoltSettings {
+        uri: server.uri(),
+        user: server.user().to_owned(),
+        password: server.password().to_owned(),
+        database: Some(server.database().to_owned()),
+        timeout: Duration::from_secs(600),
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let (write_time, written) = time(|| {
+        runtime
+            .block_on(write_graph(&settings, graph, 5_000, true))
+            .expect("write")
+    });
+    println!(
+        "write       {:>8.2} s   {} nodes, {} relationships",
+        write_time.as_secs_f64(),
+        written.nodes,
+        written.relationships
+    );
+    let store = runtime
+        .block_on(BoltGraph::connect(&settings))
+        .expect("connect");
+    // Map embedded nodes to database nodes by name (MetaQA names are unique).
+    let mut state = 7u64;
+    let samples = 50;
+    let query = NeighborQuery {
+        direction: Direction::Both,
+        relations: None,
+        fanout_cap: 100,
+    };
+    let mut hop_times = Vec::new();
+    let mut embedded_times = Vec::new();
+    for _ in 0..samples {
+        let frontier = random_nodes(graph, FRONTIER, &mut state);
+        let names: Vec<String> = frontier
+            .iter()
+            .map(|id| graph.name(id.0 as u32).to_owned())
+            .collect();
+        let resolved = runtime
+            .block_on(store.resolve(&names, NameMatch::Exact))
+            .expect("resolve");
+        let remote: Vec<NodeId> = resolved
+            .iter()
+            .filter_map(|found| found.first().map(|e| e.id))
+            .collect();
+        let (elapsed, _) = time(|| {
+            runtime
+                .block_on(store.neighbors(&remote, &query))
+                .expect("bolt 1-hop")
+        });
+        hop_times.push(elapsed);
+        let (elapsed, _) = time(|| graph.neighbors_sync(&frontier, &query).expect("1-hop"));
+        embedded_times.push(elapsed);
+    }
+    let bolt = percentiles(hop_times);
+    let embedded = percentiles(embedded_times);
+    println!(
+        "1-hop x100  p50 {:>9.1} µs  p99 {:>9.1} µs  ({:.0}x the embedded p50 of {:.1} µs)",
+        micros(bolt.p50),
+        micros(bolt.p99),
+        bolt.p50.as_secs_f64() / embedded.p50.as_secs_f64().max(1e-9),
+        micros(embedded.p50)
+    );
+    let metapath = metapath(&[
+        ("directed_by", Direction::Out),
+        ("directed_by", Direction::In),
+        ("has_genre", Direction::Out),
+    ]);
+    let limits = PathLimits {
+        max_depth: 3,
+        fanout_cap: 100,
+        max_paths: 1_000,
+    };
+    let mut bolt_times = Vec::new();
+    let mut embedded_times = Vec::new();
+    for _ in 0..20 {
+        let sources = random_nodes(graph, 10, &mut state);
+        let names: Vec<String> = sources
+            .iter()
+            .map(|id| graph.name(id.0 as u32).to_owned())
+            .collect();
+        let resolved = runtime
+            .block_on(store.resolve(&names, NameMatch::Exact))
+            .expect("resolve");
+        let remote: Vec<NodeId> = resolved
+            .iter()
+            .filter_map(|found| found.first().map(|e| e.id))
+            .collect();
+        let (elapsed, _) = time(|| {
+            runtime
+                .block_on(store.follow_metapaths(&remote, std::slice::from_ref(&metapath), &limits))
+                .expect("bolt metapath")
+        });
+        bolt_times.push(elapsed);
+        let (elapsed, _) = time(|| {
+            graph
+                .follow_metapaths_sync(&sources, std::slice::from_ref(&metapath), &limits)
+                .expect("metapath")
+        });
+        embedded_times.push(elapsed);
+    }
+    let bolt = percentiles(bolt_times);
+    let embedded = percentiles(embedded_times);
+    println!(
+        "metapath    p50 {:>9.1} µs  p99 {:>9.1} µs  ({:.0}x the embedded p50 of {:.1} µs)",
+        micros(bolt.p50),
+        micros(bolt.p99),
+        bolt.p50.as_secs_f64() / embedded.p50.as_secs_f64().max(1e-9),
+        micros(embedded.p50)
+    );
+    let limits = PathLimits {
+        max_depth: 3,
+        fanout_cap: 1_000,
+        max_paths: 10,
+    };
+    let mut bolt_times = Vec::new();
+    let mut embedded_times = Vec::new();
+    for _ in 0..20 {
+        let pair = random_nodes(graph, 2, &mut state);
+        let names: Vec<String> = pair
+            .iter()
+            .map(|id| graph.name(id.0 as u32).to_owned())
+            .collect();
+        let resolved = runtime
+            .block_on(store.resolve(&names, NameMatch::Exact))
+            .expect("resolve");
+        let remote: Vec<NodeId> = resolved
+            .iter()
+            .filter_map(|found| found.first().map(|e| e.id))
+            .collect();
+        if remote.len() < 2 {
+            continue;
+        }
+        let (elapsed, _) = time(|| {
+            runtime
+                .block_on(store.shortest_paths(&remote[..1], &remote[1..], &limits))
+                .expect("bolt shortest")
+        });
+        bolt_times.push(elapsed);
+        let (elapsed, _) = time(|| {
+            graph
+                .shortest_paths_sync(&pair[..1], &pair[1..], &limits)
+                .expect("shortest")
+        });
+        embedded_times.push(elapsed);
+    }
+    let bolt = percentiles(bolt_times);
+    let embedded = percentiles(embedded_times);
+    println!(
+        "shortest    p50 {:>9.1} µs  p99 {:>9.1} µs  ({:.0}x the embedded p50 of {:.1} µs)",
+        micros(bolt.p50),
+        micros(bolt.p99),
+        bolt.p50.as_secs_f64() / embedded.p50.as_secs_f64().max(1e-9),
+        micros(embedded.p50)
+    );
+}
+
 fn micros(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e6
 }
 
 fn micro(criterion: &mut Criterion, name: &str, graph: &EmbeddedGraph) {
     let mut state = 99u64;
-    let frontiers: Vec<Vec<NodeId>> = (0..64).map(|_| random_nodes(graph, FRONTIER, &mut state)).collect();
+    let frontiers: Vec<Vec<NodeId>> = (0..64)
+        .map(|_| random_nodes(graph, FRONTIER, &mut state))
+        .collect();
     let query = NeighborQuery {
         direction: Direction::Both,
         relations: None,
@@ -267,16 +481,24 @@ fn micro(criterion: &mut Criterion, name: &str, graph: &EmbeddedGraph) {
     criterion.bench_function(&format!("{name}/1-hop of 100 nodes"), |bencher| {
         bencher.iter(|| {
             index = (index + 1) % frontiers.len();
-            graph.neighbors_sync(&frontiers[index], &query).expect("1-hop")
+            graph
+                .neighbors_sync(&frontiers[index], &query)
+                .expect("1-hop")
         })
     });
-    let names: Vec<String> = frontiers[0].iter().map(|id| graph.name(id.0 as u32).to_owned()).collect();
-    criterion.bench_function(&format!("{name}/resolve 100 names (normalized)"), |bencher| {
-        bencher.iter(|| {
-            names
-                .iter()
-                .map(|name| graph.lookup_normalized(name).len())
-                .sum::<usize>()
-        })
-    });
+    let names: Vec<String> = frontiers[0]
+        .iter()
+        .map(|id| graph.name(id.0 as u32).to_owned())
+        .collect();
+    criterion.bench_function(
+        &format!("{name}/resolve 100 names (normalized)"),
+        |bencher| {
+            bencher.iter(|| {
+                names
+                    .iter()
+                    .map(|name| graph.lookup_normalized(name).len())
+                    .sum::<usize>()
+            })
+        },
+    );
 }

@@ -215,4 +215,8 @@ pub trait VectorIndex: Send + Sync + 'static {
     ) -> StoreResult<Vec<VectorHit>>;
     async fn delete(&self, ids: &[u64]) -> StoreResult<()>;
     async fn len(&self) -> StoreResult<usize>;
+
+    async fn is_empty(&self) -> StoreResult<bool> {
+        Ok(self.len().await? == 0)
+    }
 }

@@ -135,10 +135,13 @@ async fn contract(store: &dyn GraphStore) {
             step("starred_actors", Direction::Out),
         ],
     };
-    let paths =
-        within(store.follow_metapaths(&[collateral], &[metapath.clone()], &PathLimits::default()))
-            .await
-            .unwrap();
+    let paths = within(store.follow_metapaths(
+        &[collateral],
+        std::slice::from_ref(&metapath),
+        &PathLimits::default(),
+    ))
+    .await
+    .unwrap();
     let ends: BTreeSet<&str> = paths.iter().map(|p| p.end().name.as_str()).collect();
     assert_eq!(ends, BTreeSet::from(["Al Pacino", "Robert De Niro"]));
     assert!(paths

@@ -218,7 +218,11 @@ fn metapaths_follow_relations_in_the_given_directions() {
         ("starred_actors", Direction::Out),
     ]);
     let paths = graph
-        .follow_metapaths_sync(&ids(&[collateral]), &[path.clone()], &PathLimits::default())
+        .follow_metapaths_sync(
+            &ids(&[collateral]),
+            std::slice::from_ref(&path),
+            &PathLimits::default(),
+        )
         .unwrap();
     let mut ends: Vec<&str> = paths.iter().map(|path| path.end().name.as_str()).collect();
     ends.sort_unstable();
@@ -232,7 +236,7 @@ fn metapaths_follow_relations_in_the_given_directions() {
     };
     assert_eq!(
         graph
-            .follow_metapaths_sync(&ids(&[collateral]), &[path.clone()], &limited)
+            .follow_metapaths_sync(&ids(&[collateral]), std::slice::from_ref(&path), &limited)
             .unwrap()
             .len(),
         1
