@@ -1,10 +1,121 @@
-//! `kgmesh agent`.
+//! `kgmesh agent --role R`: one role as a NATS service. Run several processes of one
+//! role and they share its work through the role's queue group; stop one with
+//! SIGINT/SIGTERM and it finishes what it was answering before it exits.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use anyhow::Context as _;
+use kgmesh_agents::runtime::{registry, AgentDeps, StartOptions};
+use kgmesh_bus::{Bus, NatsBus, NatsOptions};
+use kgmesh_stores::{
+    embedded::load::{load_graph, LoadOptions},
+    GraphStore,
+};
 
 use crate::config::Config;
 
 #[derive(Debug, clap::Args)]
-pub struct AgentArgs {}
+pub struct AgentArgs {
+    /// The role to run (`kgmesh agent --role help` lists them).
+    #[arg(long)]
+    pub role: String,
+    /// NATS server URL (default: `bus.nats_url`).
+    #[arg(long)]
+    pub nats: Option<String>,
+    /// A readable name for this instance (e.g. the pod name); shows in logs and replies.
+    #[arg(long, env = "KGMESH_INSTANCE_NAME")]
+    pub instance_name: Option<String>,
+    /// KG file or directory for roles that read the graph (default: `graph.path`).
+    #[arg(long)]
+    pub kg: Option<PathBuf>,
+    /// How long to wait for in-flight requests on shutdown.
+    #[arg(long, default_value_t = 10_000)]
+    pub drain_ms: u64,
+}
 
-pub fn run(_config: Config, _args: AgentArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`kgmesh agent` is not available in this build yet")
+pub fn run(config: Config, args: AgentArgs) -> anyhow::Result<()> {
+    // Fail on an unknown role before touching the network.
+    let entry = registry::find(&args.role)?;
+    // The role's actor needs an actix system; actix-rt's runtime is a tokio runtime
+    // with a local task set, on which the NATS client runs as well.
+    let system = actix_rt::System::new();
+    system.block_on(serve(config, args, entry))
+}
+
+async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> anyhow::Result<()> {
+    let url = args
+        .nats
+        .clone()
+        .unwrap_or_else(|| config.bus.nats_url.clone());
+    let credentials = match &config.bus.nats_credentials_env {
+        Some(variable) => Some(std::env::var(variable).with_context(|| {
+            format!("bus.nats_credentials_env names {variable}, which is not set")
+        })?),
+        None => None,
+    };
+    let options = NatsOptions {
+        connect_timeout: Duration::from_secs(5),
+        client_name: Some(format!("kgmesh agent {}", entry.name)),
+        credentials,
+    };
+    let bus: Arc<dyn Bus> = Arc::new(
+        NatsBus::connect(&url, options)
+            .await
+            .with_context(|| format!("is nats-server running at {url}?"))?,
+    );
+
+    let mut deps = AgentDeps::new(bus.clone());
+    if let Some(graph) = load_graph_if_configured(&config, args.kg.clone()).await? {
+        deps = deps.with_graph(graph);
+    }
+    let spec = (entry.build)(&deps).with_context(|| format!("cannot build role {}", entry.name))?;
+    let start = StartOptions {
+        instance_name: args.instance_name.clone(),
+    };
+    let handle = kgmesh_agents::runtime::start_role_with(bus, spec, start)
+        .await
+        .with_context(|| format!("cannot start role {}", entry.name))?;
+    tracing::info!(
+        role = entry.name,
+        instance = handle.instance_id(),
+        nats = %url,
+        "agent serving; stop with SIGINT or SIGTERM"
+    );
+
+    shutdown_signal().await?;
+    tracing::info!(
+        role = entry.name,
+        "shutting down: draining in-flight requests"
+    );
+    handle.stop(Duration::from_millis(args.drain_ms)).await;
+    Ok(())
+}
+
+async fn load_graph_if_configured(
+    config: &Config,
+    kg: Option<PathBuf>,
+) -> anyhow::Result<Option<Arc<dyn GraphStore>>> {
+    let Some(path) = kg.or_else(|| config.graph.path.clone()) else {
+        return Ok(None);
+    };
+    let shown = path.display().to_string();
+    let (graph, report) =
+        tokio::task::spawn_blocking(move || load_graph(&path, &LoadOptions::default()))
+            .await
+            .context("the KG loader panicked")?
+            .with_context(|| format!("cannot load the KG from {shown}"))?;
+    if report.bad_line_count > 0 {
+        tracing::warn!(bad_lines = report.bad_line_count, path = %shown, "skipped unreadable KG lines");
+    }
+    Ok(Some(Arc::new(graph)))
+}
+
+async fn shutdown_signal() -> anyhow::Result<()> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot listen for SIGTERM")?;
+    tokio::select! {
+        interrupted = tokio::signal::ctrl_c() => interrupted.context("cannot listen for SIGINT")?,
+        _ = terminate.recv() => {}
+    }
+    Ok(())
 }
