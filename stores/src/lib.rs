@@ -5,6 +5,8 @@
 //! Backends: the embedded CSR graph (default) and Neo4j over Bolt; the embedded vector
 //! index (default) and Qdrant.
 
+pub mod cypher;
+
 use std::sync::Arc;
 
 pub mod bolt;
