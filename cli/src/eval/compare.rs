@@ -79,6 +79,8 @@ fn configuration(report: &Report) -> BTreeMap<String, String> {
             flatten(name, &value, &mut out);
         }
     }
+    // A measurement, not a setting.
+    out.remove("system.setup_ms");
     out
 }
 
@@ -159,7 +161,8 @@ pub fn render(a: &Report, b: &Report, a_label: &str, b_label: &str, max_listed: 
         let delta = match (value_a, value_b) {
             (Some(x), Some(y)) => {
                 let d = y - x;
-                let verdict = if d.abs() < 1e-9 {
+                // No verdict on a change too small to show at two decimals.
+                let verdict = if d.abs() < 0.005 {
                     ""
                 } else if (d > 0.0) == higher_is_better {
                     " (better)"

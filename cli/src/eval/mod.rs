@@ -60,7 +60,19 @@ pub fn default_name(questions: &[Question], kind: DatasetKind) -> String {
     match sources.as_slice() {
         [] => kind.to_string(),
         [one] => (*one).to_owned(),
-        several => several.join("+"),
+        several => {
+            // `metaqa/1-hop` + `metaqa/2-hop` → `metaqa`.
+            let first_part = |source: &str| source.split('/').next().unwrap_or("").to_owned();
+            let common = first_part(several[0]);
+            if several
+                .iter()
+                .all(|s| s.contains('/') && first_part(s) == common)
+            {
+                common
+            } else {
+                several.join("+")
+            }
+        }
     }
 }
 
@@ -114,5 +126,39 @@ pub fn assemble_report(context: RunContext, outcome: RunOutcome) -> Report {
         aggregate,
         breakdown,
         results: outcome.results,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(source: &str) -> Question {
+        Question {
+            id: "x".into(),
+            question: "q".into(),
+            answers: vec!["a".into()],
+            hops: None,
+            kind: None,
+            source: source.into(),
+        }
+    }
+
+    #[test]
+    fn run_names_come_from_the_sources() {
+        let kind = DatasetKind::Metaqa;
+        assert_eq!(default_name(&[], kind), "metaqa");
+        assert_eq!(default_name(&[from("wc2014-2h")], kind), "wc2014-2h");
+        let hops = [
+            from("metaqa/1-hop"),
+            from("metaqa/1-hop"),
+            from("metaqa/3-hop"),
+        ];
+        assert_eq!(default_name(&hops, kind), "metaqa");
+        let mixed = [from("pathquestion-2h"), from("pathquestion-3h")];
+        assert_eq!(
+            default_name(&mixed, kind),
+            "pathquestion-2h+pathquestion-3h"
+        );
     }
 }
