@@ -113,3 +113,98 @@ fn the_llm_free_pipeline_answers_the_sample_questions_in_process() {
     assert_eq!(heat["score"]["hits_at_1"], true, "{heat}");
     assert_eq!(heat["score"]["context_hit"], true, "{heat}");
 }
+
+/// Runs `kgmesh eval` to the end; its report.
+fn eval_report(dir: &Path, out: &str, extra: &[&str]) -> Value {
+    let child = Command::new(env!("CARGO_BIN_EXE_kgmesh"))
+        .args(["eval", "--dataset", "metaqa", "--questions"])
+        .arg(sample("questions.tsv"))
+        .args(["--out", out, "--no-progress"])
+        .args(extra)
+        .current_dir(dir)
+        .env_remove("KGMESH_CONFIG")
+        .env_remove("OPENAI_BASE_URL")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kgmesh eval");
+    let mut running = Running(child);
+    let deadline = Instant::now() + TEST_TIMEOUT;
+    let status = loop {
+        if let Some(status) = running.0.try_wait().expect("poll kgmesh") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "kgmesh eval did not finish");
+        thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = running.0.stderr.take() {
+        pipe.read_to_string(&mut stderr).expect("read stderr");
+    }
+    assert!(status.success(), "kgmesh eval failed: {stderr}");
+    serde_json::from_str(
+        &std::fs::read_to_string(dir.join(out).join("report.json")).expect("report.json"),
+    )
+    .expect("JSON report")
+}
+
+#[test]
+fn a_real_kgmesh_serve_over_http_gives_the_embedded_answers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kg = sample("kg.tsv");
+    let server = Command::new(env!("CARGO_BIN_EXE_kgmesh"))
+        .args(["serve", "--embedded", "--listen", "127.0.0.1:0", "--kg"])
+        .arg(&kg)
+        .env_remove("KGMESH_CONFIG")
+        .env_remove("OPENAI_BASE_URL")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start kgmesh serve");
+    let mut server = Running(server);
+    let stdout = server.0.stdout.take().expect("serve stdout");
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(url) = line.trim().strip_prefix("listening on ") {
+                let _ = url_tx.send(url.to_owned());
+            }
+        }
+    });
+    let url = url_rx
+        .recv_timeout(TEST_TIMEOUT)
+        .expect("kgmesh serve printed `listening on http://ADDR`");
+
+    let over_http = eval_report(dir.path(), "http", &["--server", &url]);
+    let embedded = eval_report(dir.path(), "embedded", &["--kg", kg.to_str().unwrap()]);
+    assert_eq!(over_http["system"]["mode"], "http");
+    assert_eq!(
+        over_http["aggregate"]["errors"], 0,
+        "{}",
+        over_http["aggregate"]
+    );
+    let answers = |report: &Value| -> Vec<(String, Value)> {
+        report["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| {
+                (
+                    r["id"].as_str().unwrap_or("").to_owned(),
+                    r["predictions"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(answers(&over_http), answers(&embedded));
+    assert_eq!(
+        over_http["aggregate"]["hits_at_1"],
+        embedded["aggregate"]["hits_at_1"]
+    );
+}
