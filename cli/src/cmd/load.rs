@@ -87,7 +87,14 @@ pub fn run(config: Config, args: LoadArgs) -> anyhow::Result<()> {
         }
         Target::Bolt(uri) => write_bolt(&config, uri, &graph, args.batch_size, args.replace)?,
     };
-    print_summary(&graph, &report, read_time, started.elapsed(), &written);
+    print_summary(
+        &args.kg,
+        &graph,
+        &report,
+        read_time,
+        started.elapsed(),
+        &written,
+    );
     Ok(())
 }
 
@@ -122,21 +129,14 @@ fn write_bolt(
 }
 
 fn print_summary(
+    kg: &std::path::Path,
     graph: &EmbeddedGraph,
     report: &LoadReport,
     read_time: Duration,
     total: Duration,
     written: &str,
 ) {
-    println!(
-        "loaded     {} ({})",
-        report
-            .files
-            .first()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        report.format
-    );
+    println!("loaded     {} ({})", kg.display(), report.format);
     if report.files.len() > 1 {
         println!("files      {}", report.files.len());
     }

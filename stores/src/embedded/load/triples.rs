@@ -64,8 +64,13 @@ pub(super) fn load_separated(
                 path,
                 line_number,
                 format!(
-                    "expected head{separator}relation{separator}tail, found {} field(s)",
-                    text.split(separator).count()
+                    "expected head{shown}relation{shown}tail, found {} field(s)",
+                    text.split(separator).count(),
+                    shown = if separator == '\t' {
+                        "<TAB>".to_owned()
+                    } else {
+                        separator.to_string()
+                    }
                 ),
             )?;
             continue;
