@@ -177,7 +177,7 @@ impl MemoryGraph {
                     }
                 }
             }
-            endpoints.sort_by(|a, b| b.2.cmp(&a.2));
+            endpoints.sort_by_key(|entry| std::cmp::Reverse(entry.2));
             relations.push(RelationSchema {
                 name: name.clone(),
                 count,

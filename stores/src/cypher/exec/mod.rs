@@ -355,6 +355,9 @@ fn count_arg(ctx: &Ctx, expr: &Option<Expr>, what: &str) -> CypherResult<Option<
     }
 }
 
+/// An output row, the input row it came from, and its group's aggregate values.
+type Projected = (Vec<Val>, usize, Vec<Val>);
+
 fn project(
     ctx: &Ctx,
     table: Table,
@@ -380,7 +383,7 @@ fn project(
 
     // Each output row with the context ORDER BY may look at: the input row it came from
     // and, when aggregating, the aggregate values of its group.
-    let mut out: Vec<(Vec<Val>, usize, Vec<Val>)> = Vec::new();
+    let mut out: Vec<Projected> = Vec::new();
     let mut lifted = Lifted {
         names: Vec::new(),
         calls: Vec::new(),
@@ -458,7 +461,7 @@ fn project(
     }
 
     let filter =
-        |out: &mut Vec<(Vec<Val>, usize, Vec<Val>)>, predicate: &Expr| -> CypherResult<()> {
+        |out: &mut Vec<Projected>, predicate: &Expr| -> CypherResult<()> {
             let mut kept = Vec::with_capacity(out.len());
             for entry in out.drain(..) {
                 let env = Env::new(&columns, &entry.0);
@@ -474,7 +477,7 @@ fn project(
     }
 
     if !projection.order_by.is_empty() {
-        let mut keyed: Vec<(Vec<Val>, (Vec<Val>, usize, Vec<Val>))> = Vec::with_capacity(out.len());
+        let mut keyed: Vec<(Vec<Val>, Projected)> = Vec::with_capacity(out.len());
         for entry in out.drain(..) {
             ctx.tick(1)?;
             let row = table.rows.get(entry.1).unwrap_or(&empty_row);
@@ -506,7 +509,7 @@ fn project(
 
     let skip = count_arg(ctx, &projection.skip, "SKIP")?.unwrap_or(0);
     let limit = count_arg(ctx, &projection.limit, "LIMIT")?;
-    let mut out: Vec<(Vec<Val>, usize, Vec<Val>)> = out.into_iter().skip(skip).collect();
+    let mut out: Vec<Projected> = out.into_iter().skip(skip).collect();
     if let Some(limit) = limit {
         out.truncate(limit);
     }
