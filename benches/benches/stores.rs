@@ -127,7 +127,7 @@ fn frequent_metapath(graph: &EmbeddedGraph) -> Metapath {
         .relations()
         .map(|(id, name)| (counts[id.0 as usize], name.to_owned()))
         .collect();
-    relations.sort_by(|a, b| b.0.cmp(&a.0));
+    relations.sort_by_key(|relation| std::cmp::Reverse(relation.0));
     let steps: Vec<(&str, Direction)> = relations
         .iter()
         .take(3)
