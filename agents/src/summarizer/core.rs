@@ -3,11 +3,15 @@
 //!
 //! Each evidence item proposes candidates: a path its end, a triple its end that is
 //! not a question entity, a query result the values of its rows. Question (topic)
-//! entities are never answers to their own question. Candidates are ranked by their
-//! best evidence score, then by how many evidence lines support them, then by where
-//! they first appear; answers are those scoring within [`SummaryRule::keep_within`] of
-//! the best, each citing its evidence. With no candidate, the reply says it does not
-//! know instead of guessing.
+//! entities are never answers to their own question.
+//!
+//! Retrievers score on their own scales, so a score is first divided by the best score
+//! of its source. Candidates are then ranked by how many distinct retrievers reach
+//! them (independent strategies agreeing, as in ByoKG-RAG's multi-strategy retrieval),
+//! then by their best normalized score, then by how many evidence lines support them,
+//! then by where they first appear. Answers are the candidates level with the best on
+//! agreement and within [`SummaryRule::keep_within`] of its score, each citing its
+//! evidence. With no candidate, the reply says it does not know instead of guessing.
 
 use std::collections::{HashMap, HashSet};
 
@@ -48,6 +52,10 @@ struct Candidate {
     text: String,
     entity: Option<Entity>,
     score: f32,
+    /// Reached from a question entity the question names word for word (rather than
+    /// one a fuzzy link also proposed).
+    anchored: bool,
+    sources: Vec<String>,
     support: usize,
     first: usize,
     evidence: Vec<u32>,
@@ -61,7 +69,8 @@ pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeRep
         .iter()
         .map(|e| e.name.to_lowercase())
         .collect();
-    let candidates = collect(&request.context, &topic_ids, &topic_names, rule);
+    let anchors = anchors(&request.question, &request.topic_entities);
+    let candidates = collect(&request.context, &topic_ids, &topic_names, &anchors, rule);
     if candidates.is_empty() {
         let explanation = if request.context.evidence.is_empty() {
             "I don't know: nothing relevant to the question was retrieved from the graph."
@@ -74,9 +83,15 @@ pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeRep
         };
     }
     let best = candidates[0].score;
+    let best_sources = candidates[0].sources.len();
+    let best_anchored = candidates[0].anchored;
     let answers: Vec<Answer> = candidates
         .into_iter()
-        .filter(|c| c.score >= best - rule.keep_within)
+        .filter(|c| {
+            c.anchored == best_anchored
+                && c.sources.len() == best_sources
+                && c.score >= best - rule.keep_within
+        })
         .take(max_answers)
         .map(|c| Answer {
             text: c.text,
@@ -102,52 +117,85 @@ fn collect(
     context: &Context,
     topic_ids: &HashSet<NodeId>,
     topic_names: &HashSet<String>,
+    anchors: &HashSet<NodeId>,
     rule: &SummaryRule,
 ) -> Vec<Candidate> {
+    let mut best_by_source: HashMap<&str, f32> = HashMap::new();
+    for evidence in &context.evidence {
+        let best = best_by_source
+            .entry(evidence.source.as_str())
+            .or_insert(f32::MIN);
+        *best = best.max(evidence.score);
+    }
+    let normalized = |source: &str, score: f32| -> f32 {
+        match best_by_source.get(source) {
+            Some(&best) if best > 0.0 => score / best,
+            _ => score,
+        }
+    };
     let mut by_key: HashMap<CandidateKey, usize> = HashMap::new();
     let mut candidates: Vec<Candidate> = Vec::new();
-    let mut propose =
-        |key: CandidateKey, text: String, entity: Option<Entity>, score: f32, index: usize| {
-            match by_key.get(&key) {
-                Some(&at) => {
-                    let candidate = &mut candidates[at];
-                    candidate.score = candidate.score.max(score);
-                    candidate.support += 1;
-                    if candidate.evidence.len() < rule.max_citations
-                        && !candidate.evidence.contains(&(index as u32))
-                    {
-                        candidate.evidence.push(index as u32);
-                    }
+    let mut propose = |key: CandidateKey,
+                       text: String,
+                       entity: Option<Entity>,
+                       anchored: bool,
+                       source: &str,
+                       score: f32,
+                       index: usize| {
+        match by_key.get(&key) {
+            Some(&at) => {
+                let candidate = &mut candidates[at];
+                candidate.score = candidate.score.max(score);
+                if !candidate.sources.iter().any(|s| s == source) {
+                    candidate.sources.push(source.to_owned());
                 }
-                None => {
-                    by_key.insert(key, candidates.len());
-                    candidates.push(Candidate {
-                        text,
-                        entity,
-                        score,
-                        support: 1,
-                        first: index,
-                        evidence: vec![index as u32],
-                    });
+                candidate.support += 1;
+                candidate.anchored |= anchored;
+                if candidate.evidence.len() < rule.max_citations
+                    && !candidate.evidence.contains(&(index as u32))
+                {
+                    candidate.evidence.push(index as u32);
                 }
             }
-        };
+            None => {
+                by_key.insert(key, candidates.len());
+                candidates.push(Candidate {
+                    text,
+                    entity,
+                    score,
+                    anchored,
+                    sources: vec![source.to_owned()],
+                    support: 1,
+                    first: index,
+                    evidence: vec![index as u32],
+                });
+            }
+        }
+    };
     for (index, evidence) in context.evidence.iter().enumerate() {
-        let score = evidence.score;
+        let source = evidence.source.as_str();
+        let score = normalized(source, evidence.score);
         match &evidence.item {
             EvidenceItem::Path(path) => {
+                let anchored = std::iter::once(&path.start)
+                    .chain(path.steps.iter().map(|s| &s.node))
+                    .any(|e| anchors.contains(&e.id));
                 let end = path.end();
                 if !path.is_empty() && !topic_ids.contains(&end.id) {
                     propose(
                         CandidateKey::Node(end.id),
                         end.name.clone(),
                         Some(end.clone()),
+                        anchored,
+                        source,
                         score,
                         index,
                     );
                 }
             }
             EvidenceItem::Triple(triple) => {
+                let anchored =
+                    anchors.contains(&triple.head.id) || anchors.contains(&triple.tail.id);
                 let end = if topic_ids.contains(&triple.head.id) {
                     &triple.tail
                 } else if topic_ids.contains(&triple.tail.id) {
@@ -160,12 +208,15 @@ fn collect(
                         CandidateKey::Node(end.id),
                         end.name.clone(),
                         Some(end.clone()),
+                        anchored,
+                        source,
                         score,
                         index,
                     );
                 }
             }
             EvidenceItem::Query { rows, .. } => {
+                let anchored = true;
                 for row in &rows.rows {
                     for value in row {
                         let Some((key, text, entity)) = row_candidate(value) else {
@@ -176,19 +227,37 @@ fn collect(
                         {
                             continue;
                         }
-                        propose(key, text, entity, score, index);
+                        propose(key, text, entity, anchored, source, score, index);
                     }
                 }
             }
         }
     }
     candidates.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
+        b.anchored
+            .cmp(&a.anchored)
+            .then(b.sources.len().cmp(&a.sources.len()))
+            .then(b.score.total_cmp(&a.score))
             .then(b.support.cmp(&a.support))
             .then(a.first.cmp(&b.first))
     });
     candidates
+}
+
+/// Question entities named word for word in the question; all of them when none is
+/// (then every linked entity is as good as another).
+fn anchors(question: &str, topic: &[Entity]) -> HashSet<NodeId> {
+    let question = question.to_lowercase();
+    let named: HashSet<NodeId> = topic
+        .iter()
+        .filter(|e| !e.name.trim().is_empty() && question.contains(&e.name.to_lowercase()))
+        .map(|e| e.id)
+        .collect();
+    if named.is_empty() {
+        topic.iter().map(|e| e.id).collect()
+    } else {
+        named
+    }
 }
 
 fn row_candidate(value: &Value) -> Option<(CandidateKey, String, Option<Entity>)> {
