@@ -15,11 +15,19 @@
 //!   `name` property (what [`write_graph`] stores).
 //!
 //! Cypher dialect notes from running against ArcadeDB 26.10 (Bolt plugin):
-//! - `id(n)` values are large 64-bit integers (the record id packed), not small counters.
+//! - `id(n)` values are large 64-bit integers (140737488355328 for the first node of a
+//!   fresh database), not small counters: never assume dense ids.
 //! - `CALL db.labels()` yields the column `label`, `CALL db.relationshipTypes()` yields
-//!   `relationshipType` as in Neo4j; APOC is absent.
-//! - `CREATE INDEX FOR (n:L) ON (n.p)` is accepted without effect, so writes match
-//!   endpoints by `id(n)` (fast in both databases) rather than by a property.
+//!   `relationshipType`, as in Neo4j; nothing here relies on APOC.
+//! - `MATCH (n) WHERE id(n) > $after RETURN id(n) AS id ORDER BY id LIMIT 2` returned no
+//!   rows in a probe; the form `MATCH (n) WITH id(n) AS id … WHERE id > $after` used by
+//!   `scan_names` works.
+//! - `CREATE INDEX FOR (n:L) ON (n.p)` returns no error (whether it builds an index
+//!   was not checked); writes match endpoints by `id(n)` instead, which needs no index
+//!   in either database.
+//! - `SET n = $map` and `SET r = $map` work for whole property maps; relationship types
+//!   with spaces work when backtick-quoted.
+//! - A wrong password is never answered: the connection waits (hence the timeouts).
 //! - Neo4j drivers' read/write access mode is not sent by neo4rs 0.8; read-only is
 //!   enforced here by refusing writes and rolling back.
 
