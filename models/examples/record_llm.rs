@@ -25,14 +25,21 @@ use kgmesh_schemas::{
 use serde_json::{json, Value};
 
 fn entity(id: u64, name: &str) -> Entity {
-    Entity { id: NodeId(id), name: name.into() }
+    Entity {
+        id: NodeId(id),
+        name: name.into(),
+    }
 }
 
 fn triple(head: &Entity, relation: &str, tail: &Entity) -> Evidence {
     Evidence {
         source: "fixture".into(),
         score: 1.0,
-        item: EvidenceItem::Triple(Triple { head: head.clone(), relation: relation.into(), tail: tail.clone() }),
+        item: EvidenceItem::Triple(Triple {
+            head: head.clone(),
+            relation: relation.into(),
+            tail: tail.clone(),
+        }),
     }
 }
 
@@ -45,17 +52,63 @@ fn movie_schema() -> GraphSchema {
     };
     GraphSchema {
         labels: vec![
-            LabelSchema { name: "Movie".into(), count: 17_000, property_keys: vec!["name".into()] },
-            LabelSchema { name: "Person".into(), count: 20_000, property_keys: vec!["name".into()] },
-            LabelSchema { name: "Year".into(), count: 100, property_keys: vec!["name".into()] },
-            LabelSchema { name: "Genre".into(), count: 30, property_keys: vec!["name".into()] },
+            LabelSchema {
+                name: "Movie".into(),
+                count: 17_000,
+                property_keys: vec!["name".into()],
+            },
+            LabelSchema {
+                name: "Person".into(),
+                count: 20_000,
+                property_keys: vec!["name".into()],
+            },
+            LabelSchema {
+                name: "Year".into(),
+                count: 100,
+                property_keys: vec!["name".into()],
+            },
+            LabelSchema {
+                name: "Genre".into(),
+                count: 30,
+                property_keys: vec!["name".into()],
+            },
         ],
         relations: vec![
-            relation("starred_actors", "Movie", "Person", 30_000, "Heat -starred_actors-> Al Pacino"),
-            relation("directed_by", "Movie", "Person", 18_000, "Heat -directed_by-> Michael Mann"),
-            relation("written_by", "Movie", "Person", 16_000, "Heat -written_by-> Michael Mann"),
-            relation("release_year", "Movie", "Year", 17_000, "Heat -release_year-> 1995"),
-            relation("has_genre", "Movie", "Genre", 17_000, "Heat -has_genre-> Crime"),
+            relation(
+                "starred_actors",
+                "Movie",
+                "Person",
+                30_000,
+                "Heat -starred_actors-> Al Pacino",
+            ),
+            relation(
+                "directed_by",
+                "Movie",
+                "Person",
+                18_000,
+                "Heat -directed_by-> Michael Mann",
+            ),
+            relation(
+                "written_by",
+                "Movie",
+                "Person",
+                16_000,
+                "Heat -written_by-> Michael Mann",
+            ),
+            relation(
+                "release_year",
+                "Movie",
+                "Year",
+                17_000,
+                "Heat -release_year-> 1995",
+            ),
+            relation(
+                "has_genre",
+                "Movie",
+                "Genre",
+                17_000,
+                "Heat -has_genre-> Crime",
+            ),
         ],
         relationship_property_keys: vec![],
         node_count: 37_130,
@@ -152,7 +205,10 @@ fn recordings() -> Vec<Recording> {
             kind: "entity_selection",
             request: prompts::traversal::entity_selection(
                 "In which years were the movies directed by Michael Mann released?",
-                &["Michael Mann <-[directed_by]- Thief".into(), "Michael Mann <-[directed_by]- Collateral".into()],
+                &[
+                    "Michael Mann <-[directed_by]- Thief".into(),
+                    "Michael Mann <-[directed_by]- Collateral".into(),
+                ],
                 &["Thief".into(), "Collateral".into()],
             ),
             inputs: json!({"offered": ["Thief", "Collateral"]}),
@@ -172,7 +228,11 @@ fn recordings() -> Vec<Recording> {
         Recording {
             name: "isr",
             kind: "isr",
-            request: prompts::isr::build("Which films by the director of Heat came out before 1990?", &[], &[]),
+            request: prompts::isr::build(
+                "Which films by the director of Heat came out before 1990?",
+                &[],
+                &[],
+            ),
             inputs: json!({}),
         },
     ]
@@ -181,11 +241,19 @@ fn recordings() -> Vec<Recording> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let base_url = args.next().unwrap_or_else(|| "http://127.0.0.1:8088/v1".into());
-    let out = PathBuf::from(args.next().unwrap_or_else(|| "models/tests/recordings".into()));
-    let model = std::env::var("RECORD_MODEL").unwrap_or_else(|_| "qwen2.5-coder-0.5b-instruct".into());
+    let base_url = args
+        .next()
+        .unwrap_or_else(|| "http://127.0.0.1:8088/v1".into());
+    let out = PathBuf::from(
+        args.next()
+            .unwrap_or_else(|| "models/tests/recordings".into()),
+    );
+    let model =
+        std::env::var("RECORD_MODEL").unwrap_or_else(|_| "qwen2.5-coder-0.5b-instruct".into());
     std::fs::create_dir_all(&out)?;
-    let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(900)).build()?;
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(900))
+        .build()?;
     for recording in recordings() {
         let body = json!({
             "model": model,
@@ -196,7 +264,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
         let started = Instant::now();
         let response = http
-            .post(format!("{}/chat/completions", base_url.trim_end_matches('/')))
+            .post(format!(
+                "{}/chat/completions",
+                base_url.trim_end_matches('/')
+            ))
             .header("content-type", "application/json")
             .body(serde_json::to_vec(&body)?)
             .send()
@@ -220,7 +291,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "response": raw,
             "elapsed_ms": elapsed.as_millis() as u64,
         });
-        std::fs::write(out.join(format!("{}.json", recording.name)), serde_json::to_string_pretty(&file)? + "\n")?;
+        std::fs::write(
+            out.join(format!("{}.json", recording.name)),
+            serde_json::to_string_pretty(&file)? + "\n",
+        )?;
     }
     Ok(())
 }

@@ -169,3 +169,40 @@ proptest! {
         }
     }
 }
+
+mod lexical {
+    use kgmesh_models::lexical::{score_paths_lexical, Gazetteer};
+    use kgmesh_schemas::NodeId;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, .. ProptestConfig::default() })]
+
+        #[test]
+        fn mentions_are_in_bounds_and_never_overlap(
+            names in prop::collection::vec("\\PC{0,30}", 0..30),
+            question in "\\PC{0,200}",
+        ) {
+            let gazetteer = Gazetteer::build(names.iter().enumerate().map(|(i, n)| (NodeId(i as u64), n.clone())));
+            let mentions = gazetteer.find_mentions(&question);
+            let mut last_end = 0;
+            for mention in &mentions {
+                prop_assert!(mention.start >= last_end && mention.end <= question.len());
+                prop_assert_eq!(&question[mention.start..mention.end], mention.text.as_str());
+                prop_assert!(!mention.candidates.is_empty());
+                last_end = mention.end;
+            }
+            let _ = gazetteer.lookup(&question, 5);
+        }
+
+        #[test]
+        fn path_scores_are_finite_and_one_per_path(
+            question in "\\PC{0,100}",
+            paths in prop::collection::vec("[a-zA-Z_~ >-]{0,40}", 0..10),
+        ) {
+            let scores = score_paths_lexical(&question, &paths);
+            prop_assert_eq!(scores.len(), paths.len());
+            prop_assert!(scores.iter().all(|s| s.is_finite() && *s >= 0.0));
+        }
+    }
+}

@@ -46,7 +46,8 @@ pub struct OpenAiConfig {
     pub timeout: Duration,
     /// Attempts after the first, for 429, 5xx, timeouts and refused connections.
     pub max_retries: u32,
-    /// First backoff; doubles per attempt, with full jitter, up to `backoff_max`.
+    /// First backoff; doubles per attempt, half of it jittered, up to `backoff_max`. A
+    /// server's `Retry-After` replaces the computed wait, also capped at `backoff_max`.
     pub backoff_base: Duration,
     pub backoff_max: Duration,
     /// Calls in flight at once from this client (a local server serves one at a time).
