@@ -200,8 +200,10 @@ async fn without_model_budget_the_rule_answers() {
         )))),
         rule: SummaryRule::default(),
     };
-    let mut budget = Budget::default();
-    budget.llm_calls = 0;
+    let budget = Budget {
+        llm_calls: 0,
+        ..Budget::default()
+    };
     let meta = Meta::new(QuestionId::new_random(), 1, budget);
     let ctx = CallContext::new(
         meta,
