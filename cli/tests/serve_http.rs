@@ -1,0 +1,94 @@
+//! `kgmesh serve --embedded`: the HTTP API, its limits and its JSON errors, on a random
+//! port.
+
+mod serve_support;
+
+use serve_support::*;
+
+fn start_server(extra_env: &[(&str, &str)]) -> (Process, std::net::SocketAddr) {
+    let mut command = kgmesh();
+    command.args(["serve", "--embedded", "--listen", "127.0.0.1:0", "--workers", "2", "--kg"]);
+    command.arg(sample_kg());
+    for (key, value) in extra_env {
+        command.env(key, value);
+    }
+    let mut server = Process::spawn("kgmesh serve", command);
+    let address = server.listening_address();
+    (server, address)
+}
+
+#[test]
+fn the_api_answers_and_reports_its_roles() {
+    let (_server, address) = start_server(&[]);
+    let (status, body) = http(address, "GET", "/healthz", None);
+    assert_eq!(status, 200, "{body}");
+    let ready: serde_json::Value = serde_json::from_str(&wait_for_ok(address, "/readyz")).unwrap();
+    assert_eq!(ready["ready"], true);
+
+    let (status, body) = http(address, "GET", "/v1/agents", None);
+    assert_eq!(status, 200, "{body}");
+    let agents: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let roles: Vec<&str> = agents["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["role"].as_str().unwrap())
+        .collect();
+    for role in ["kg-linker", "judge", "summarizer"] {
+        assert!(roles.contains(&role), "{role} missing from {roles:?}");
+    }
+
+    let (status, body) = http(
+        address,
+        "POST",
+        "/v1/ask",
+        Some(r#"{"question": "who directed Heat", "options": {"max_rounds": 2}}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    let reply: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(reply["answers"][0]["text"], "Michael Mann", "{body}");
+    assert_eq!(reply["partial"], false);
+    assert_eq!(reply["trace_id"].as_str().map(str::len), Some(32));
+    assert!(reply["cost"]["bus_messages"].as_u64().unwrap() >= 3);
+}
+
+#[test]
+fn bad_requests_get_json_errors() {
+    let (_server, address) = start_server(&[
+        ("KGMESH__HTTP__MAX_BODY_BYTES", "2048"),
+        ("KGMESH__HTTP__MAX_QUESTION_CHARS", "100"),
+    ]);
+    let kind = |body: &str| -> String {
+        let value: serde_json::Value =
+            serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
+        value["error"]["kind"].as_str().expect("error.kind").to_owned()
+    };
+
+    let (status, body) = http(address, "POST", "/v1/ask", Some("{not json"));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(kind(&body), "invalid_json");
+
+    let (status, body) = http(address, "POST", "/v1/ask", Some(r#"{"question": "x", "colour": 1}"#));
+    assert_eq!(status, 400, "unknown fields are refused: {body}");
+
+    let (status, body) = http(address, "POST", "/v1/ask", Some(r#"{"question": "   "}"#));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(kind(&body), "invalid_question");
+
+    let long = format!(r#"{{"question": "{}"}}"#, "a".repeat(500));
+    let (status, body) = http(address, "POST", "/v1/ask", Some(&long));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(kind(&body), "invalid_question");
+
+    let huge = format!(r#"{{"question": "{}"}}"#, "a".repeat(10_000));
+    let (status, body) = http(address, "POST", "/v1/ask", Some(&huge));
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(kind(&body), "body_too_large");
+
+    let (status, body) = http_raw(address, "POST", "/v1/ask", "text/plain", b"who", true);
+    assert_eq!(status, 415, "{body}");
+
+    let (status, body) = http(address, "GET", "/v2/nothing", None);
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(kind(&body), "not_found");
+}

@@ -1,0 +1,233 @@
+//! Helpers for tests that run the `kgmesh` binary: child processes killed on drop, the
+//! address a server printed, plain HTTP/1.1 with timeouts, and the data sets.
+
+#![allow(dead_code)]
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpStream},
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn kgmesh() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kgmesh"));
+    // A test never picks up the machine's configuration or model endpoint.
+    command
+        .env_remove("KGMESH_CONFIG")
+        .env_remove("OPENAI_BASE_URL")
+        .env("RUST_LOG", "warn");
+    command
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn sample_kg() -> PathBuf {
+    repo_root().join("examples/movies/kg.tsv")
+}
+
+/// The benchmark data sets: `KGMESH_DATA_DIR`, else `shared/data` beside the repository.
+pub fn data_dir() -> PathBuf {
+    let dir = std::env::var("KGMESH_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("../shared/data"));
+    assert!(
+        dir.join("metaqa/kb.tsv").exists(),
+        "MetaQA data not found under {}: set KGMESH_DATA_DIR to the folder holding metaqa/",
+        dir.display()
+    );
+    dir
+}
+
+/// A child process, killed and reaped when dropped.
+pub struct Process {
+    pub name: String,
+    child: Child,
+    stdout_lines: Option<mpsc::Receiver<String>>,
+}
+
+impl Process {
+    pub fn spawn(name: &str, mut command: Command) -> Self {
+        command.stdout(Stdio::piped()).stderr(Stdio::inherit()).stdin(Stdio::null());
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            name: name.to_owned(),
+            child,
+            stdout_lines: Some(receiver),
+        }
+    }
+
+    /// Waits for the `listening on http://ADDR` line a server prints.
+    pub fn listening_address(&mut self) -> SocketAddr {
+        let receiver = self.stdout_lines.as_ref().expect("stdout");
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match receiver.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(address) = line.strip_prefix("listening on http://") {
+                        return address.trim().parse().expect("a socket address");
+                    }
+                }
+                Err(_) => {
+                    let status = self.child.try_wait().ok().flatten();
+                    panic!("{} printed no listening address (exit status {status:?})", self.name);
+                }
+            }
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `command` to completion within [`STEP_TIMEOUT`]; (exit code, stdout, stderr).
+pub fn run(mut command: Command) -> (i32, String, String) {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+    let mut child = command.spawn().expect("kgmesh starts");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("kgmesh did not finish within {STEP_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status.code().unwrap_or(-1),
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    )
+}
+
+/// One HTTP/1.1 request (connection closed after it); (status, body).
+pub fn http(address: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    http_raw(address, method, path, "application/json", body.unwrap_or("").as_bytes(), body.is_some())
+}
+
+pub fn http_raw(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+    send_body: bool,
+) -> (u16, String) {
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5)).expect("connect");
+    stream.set_read_timeout(Some(STEP_TIMEOUT)).expect("timeout");
+    stream.set_write_timeout(Some(STEP_TIMEOUT)).expect("timeout");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
+    if send_body {
+        request.push_str(&format!(
+            "Content-Type: {content_type}\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).expect("write");
+    if send_body {
+        // The server may answer (413) before reading everything; that is fine.
+        let _ = stream.write_all(body);
+    }
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).to_string();
+    let status: u16 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    (status, body)
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        if size == 0 || tail.len() < size {
+            break;
+        }
+        out.push_str(&tail[..size]);
+        rest = tail[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Polls `path` until it answers 200 or [`STEP_TIMEOUT`] passes.
+pub fn wait_for_ok(address: SocketAddr, path: &str) -> String {
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    loop {
+        let (status, body) = http(address, "GET", path, None);
+        if status == 200 {
+            return body;
+        }
+        if Instant::now() > deadline {
+            panic!("{path} never answered 200; last: {status} {body}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `question<TAB>answer1|answer2` lines.
+pub fn read_questions(path: &std::path::Path, limit: usize) -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(limit)
+        .map(|line| {
+            let (question, answers) = line.split_once('\t').expect("question<TAB>answers");
+            (
+                question.to_owned(),
+                answers.split('|').map(str::to_owned).collect(),
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,326 @@
+//! Coordinator overhead per question: every role is an instant stand-in, so all the
+//! time measured is the coordinator's own (round loop, budget accounting, context
+//! merging, encoding) plus the bus. Prints p50/p99/mean.
+//!
+//! ```text
+//! cargo run --release -p kgmesh-coordinator --example overhead                 # in-process bus
+//! cargo run --release -p kgmesh-coordinator --example overhead -- --nats       # real nats-server
+//! ```
+//!
+//! The stand-ins answer like a 2-hop MetaQA question would: one linked entity, one
+//! metapath, three retrievers returning 40 paths and 30 triples, a judge that says
+//! COMPLETE, a summarizer that cites the paths' ends.
+
+use std::{
+    future::Future,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use futures::future::BoxFuture;
+use kgmesh_bus::{
+    typed::{decode_request, encode_reply},
+    Bus, Endpoint, LocalBus, Message, NatsBus, NatsOptions, ServiceHandle, ServiceSpec,
+};
+use kgmesh_coordinator::{Coordinator, CoordinatorConfig};
+use kgmesh_schemas::{
+    budget::Cost,
+    graph::{Direction, Entity, Metapath, Path, PathStep, RelationStep, ScoredEntity, Triple},
+    messages::{
+        ask::{AskOptions, AskRequest},
+        context::{Evidence, EvidenceItem},
+        judge::{JudgeReply, JudgeRequest, Verdict},
+        kg_linker::{KgLinkReply, KgLinkRequest},
+        retrieve::{RetrieveReply, RetrieveRequest},
+        summarizer::{Answer, SummarizeReply, SummarizeRequest},
+    },
+    NodeId, Reply, Request, Role, RoleInfo, RoleKind, Rpc,
+};
+
+async fn serve<R, F, Fut>(
+    bus: &Arc<dyn Bus>,
+    role: &str,
+    kind: RoleKind,
+    handler: F,
+) -> Box<dyn ServiceHandle>
+where
+    R: Rpc,
+    F: Fn(Request<R>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Reply<R::Reply>> + Send + 'static,
+{
+    let role = Role::new(role).expect("valid role");
+    let spec = ServiceSpec {
+        info: RoleInfo {
+            role: role.clone(),
+            version: "bench".into(),
+            kind,
+            ops: vec![R::OP.to_owned()],
+        },
+        endpoints: vec![Endpoint {
+            subject: role.subject(R::OP),
+            queue_group: role.queue_group(),
+        }],
+    };
+    let handler = Arc::new(handler);
+    let bus_handler = move |_subject: String, message: Message| -> BoxFuture<'static, Message> {
+        let handler = handler.clone();
+        Box::pin(async move {
+            match decode_request::<R>(&message) {
+                Ok((content_type, request)) => encode_reply(content_type, &handler(request).await),
+                Err((content_type, error)) => {
+                    encode_reply::<R::Reply>(content_type, &Reply::err(error))
+                }
+            }
+        })
+    };
+    bus.serve(spec, Arc::new(bus_handler))
+        .await
+        .expect("stand-in starts")
+}
+
+fn entity(id: u64, name: &str) -> Entity {
+    Entity {
+        id: NodeId(id),
+        name: name.to_owned(),
+    }
+}
+
+fn paths(from: &Entity, count: u64, base: u64) -> Vec<Evidence> {
+    (0..count)
+        .map(|i| Evidence {
+            source: "path-follower".into(),
+            score: 0.9,
+            item: EvidenceItem::Path(Path {
+                start: from.clone(),
+                steps: vec![
+                    PathStep {
+                        relation: "directed_by".into(),
+                        inverse: true,
+                        node: entity(base + i, &format!("Film {i}")),
+                    },
+                    PathStep {
+                        relation: "in_language".into(),
+                        inverse: false,
+                        node: entity(base + 1000 + i % 7, &format!("Language {}", i % 7)),
+                    },
+                ],
+            }),
+        })
+        .collect()
+}
+
+async fn start_stand_ins(bus: &Arc<dyn Bus>) -> Vec<Box<dyn ServiceHandle>> {
+    let mut handles = Vec::new();
+    handles.push(
+        serve::<KgLinkRequest, _, _>(bus, Role::KG_LINKER, RoleKind::Core, |_r| async {
+            Reply::ok(
+                KgLinkReply {
+                    linked: vec![ScoredEntity {
+                        entity: entity(1, "Joel Zwick"),
+                        score: 1.0,
+                    }],
+                    metapaths: vec![Metapath {
+                        steps: vec![
+                            RelationStep {
+                                relation: "directed_by".into(),
+                                direction: Direction::In,
+                            },
+                            RelationStep {
+                                relation: "in_language".into(),
+                                direction: Direction::Out,
+                            },
+                        ],
+                    }],
+                    ..KgLinkReply::default()
+                },
+                Cost {
+                    llm_calls: 1,
+                    prompt_tokens: 900,
+                    completion_tokens: 60,
+                    ..Cost::default()
+                },
+            )
+        })
+        .await,
+    );
+    handles.push(
+        serve::<RetrieveRequest, _, _>(
+            bus,
+            Role::PATH_FOLLOWER,
+            RoleKind::Retriever,
+            |r| async move {
+                let from = r.body.entities[0].entity.clone();
+                Reply::ok(
+                    RetrieveReply {
+                        evidence: paths(&from, 40, 100),
+                        ..Default::default()
+                    },
+                    Cost::default(),
+                )
+            },
+        )
+        .await,
+    );
+    handles.push(
+        serve::<RetrieveRequest, _, _>(
+            bus,
+            Role::SCORING_RETRIEVER,
+            RoleKind::Retriever,
+            |r| async move {
+                let from = r.body.entities[0].entity.clone();
+                let evidence = (0..30)
+                    .map(|i| Evidence {
+                        source: "scoring-retriever".into(),
+                        score: 0.4,
+                        item: EvidenceItem::Triple(Triple {
+                            head: entity(100 + i, &format!("Film {i}")),
+                            relation: "directed_by".into(),
+                            tail: from.clone(),
+                        }),
+                    })
+                    .collect();
+                Reply::ok(
+                    RetrieveReply {
+                        evidence,
+                        ..Default::default()
+                    },
+                    Cost::default(),
+                )
+            },
+        )
+        .await,
+    );
+    handles.push(
+        serve::<RetrieveRequest, _, _>(
+            bus,
+            Role::AGENTIC_TRAVERSER,
+            RoleKind::Retriever,
+            |r| async move {
+                let from = r.body.entities[0].entity.clone();
+                Reply::ok(
+                    RetrieveReply {
+                        evidence: paths(&from, 10, 100),
+                        ..Default::default()
+                    },
+                    Cost::default(),
+                )
+            },
+        )
+        .await,
+    );
+    handles.push(
+        serve::<JudgeRequest, _, _>(bus, Role::JUDGE, RoleKind::Core, |_r| async {
+            Reply::ok(
+                JudgeReply {
+                    verdict: Verdict::Complete,
+                    reason: "bench".into(),
+                },
+                Cost::default(),
+            )
+        })
+        .await,
+    );
+    handles.push(
+        serve::<SummarizeRequest, _, _>(bus, Role::SUMMARIZER, RoleKind::Core, |r| async move {
+            let answers = r
+                .body
+                .context
+                .evidence
+                .iter()
+                .enumerate()
+                .take(3)
+                .filter_map(|(i, e)| match &e.item {
+                    EvidenceItem::Path(p) => Some(Answer {
+                        text: p.end().name.clone(),
+                        entity: Some(p.end().clone()),
+                        score: e.score,
+                        evidence: vec![i as u32],
+                    }),
+                    _ => None,
+                })
+                .collect();
+            Reply::ok(
+                SummarizeReply {
+                    answers,
+                    explanation: "bench".into(),
+                },
+                Cost::default(),
+            )
+        })
+        .await,
+    );
+    handles
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+async fn measure(
+    label: &str,
+    agents_bus: Arc<dyn Bus>,
+    coordinator_bus: Arc<dyn Bus>,
+    questions: usize,
+) {
+    let _handles = start_stand_ins(&agents_bus).await;
+    let coordinator = Coordinator::new(coordinator_bus, CoordinatorConfig::default());
+    let request = AskRequest {
+        question: "what languages are the films directed by Joel Zwick in".into(),
+        options: AskOptions::default(),
+    };
+    // Warm-up: discovery, connections, allocator.
+    for _ in 0..50 {
+        coordinator.ask(request.clone()).await.expect("answers");
+    }
+    let mut micros = Vec::with_capacity(questions);
+    let mut evidence = 0;
+    let mut bus_messages = 0;
+    for _ in 0..questions {
+        let started = Instant::now();
+        let reply = coordinator.ask(request.clone()).await.expect("answers");
+        micros.push(started.elapsed().as_secs_f64() * 1e6);
+        evidence = reply.evidence.len();
+        bus_messages = reply.cost.bus_messages;
+    }
+    micros.sort_by(f64::total_cmp);
+    let mean = micros.iter().sum::<f64>() / micros.len() as f64;
+    println!(
+        "{label}: {questions} questions, {evidence} evidence lines and {bus_messages} bus calls each: \
+         p50 {:.3} ms, p99 {:.3} ms, mean {:.3} ms",
+        percentile(&micros, 0.5) / 1000.0,
+        percentile(&micros, 0.99) / 1000.0,
+        mean / 1000.0
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let nats = std::env::args().any(|a| a == "--nats");
+    let questions: usize = std::env::var("QUESTIONS")
+        .ok()
+        .and_then(|q| q.parse().ok())
+        .unwrap_or(2000);
+    if nats {
+        let server = kgmesh_testkit::nats::NatsServer::start();
+        let connect = |name: &str| NatsOptions {
+            client_name: Some(name.to_owned()),
+            connect_timeout: Duration::from_secs(5),
+            ..NatsOptions::default()
+        };
+        let agents: Arc<dyn Bus> = Arc::new(
+            NatsBus::connect(&server.url(), connect("agents"))
+                .await
+                .expect("nats"),
+        );
+        let coordinator: Arc<dyn Bus> = Arc::new(
+            NatsBus::connect(&server.url(), connect("coordinator"))
+                .await
+                .expect("nats"),
+        );
+        measure("nats", agents, coordinator, questions).await;
+    } else {
+        let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
+        measure("in-process", bus.clone(), bus, questions).await;
+    }
+}
