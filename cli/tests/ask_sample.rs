@@ -26,7 +26,10 @@ fn answers(reply: &serde_json::Value) -> Vec<String> {
 #[test]
 fn the_sample_questions_are_answered_with_evidence() {
     let kg = sample_kg();
-    let questions = read_questions(&repo_root().join("examples/movies/questions.tsv"), usize::MAX);
+    let questions = read_questions(
+        &repo_root().join("examples/movies/questions.tsv"),
+        usize::MAX,
+    );
     assert!(questions.len() >= 5);
     let mut wrong = Vec::new();
     for (question, gold) in &questions {
@@ -35,7 +38,9 @@ fn the_sample_questions_are_answered_with_evidence() {
         match got.first() {
             Some(top) if gold.iter().any(|g| g.eq_ignore_ascii_case(top)) => {
                 // The top answer cites evidence that exists.
-                let cited = reply["answers"][0]["evidence"].as_array().expect("evidence");
+                let cited = reply["answers"][0]["evidence"]
+                    .as_array()
+                    .expect("evidence");
                 let lines = reply["evidence"].as_array().expect("evidence lines").len();
                 assert!(!cited.is_empty(), "{question}: no evidence cited");
                 for index in cited {
@@ -48,7 +53,10 @@ fn the_sample_questions_are_answered_with_evidence() {
     }
     // The LLM-free pipeline answers most, not all, of them (see the report of misses).
     let right = questions.len() - wrong.len();
-    eprintln!("{right} of {} sample questions answered correctly", questions.len());
+    eprintln!(
+        "{right} of {} sample questions answered correctly",
+        questions.len()
+    );
     assert!(
         right * 4 >= questions.len() * 3,
         "only {right} of {} right; wrong answers:\n{}",

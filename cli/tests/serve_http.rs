@@ -7,7 +7,15 @@ use serve_support::*;
 
 fn start_server(extra_env: &[(&str, &str)]) -> (Process, std::net::SocketAddr) {
     let mut command = kgmesh();
-    command.args(["serve", "--embedded", "--listen", "127.0.0.1:0", "--workers", "2", "--kg"]);
+    command.args([
+        "serve",
+        "--embedded",
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--kg",
+    ]);
     command.arg(sample_kg());
     for (key, value) in extra_env {
         command.env(key, value);
@@ -61,14 +69,22 @@ fn bad_requests_get_json_errors() {
     let kind = |body: &str| -> String {
         let value: serde_json::Value =
             serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
-        value["error"]["kind"].as_str().expect("error.kind").to_owned()
+        value["error"]["kind"]
+            .as_str()
+            .expect("error.kind")
+            .to_owned()
     };
 
     let (status, body) = http(address, "POST", "/v1/ask", Some("{not json"));
     assert_eq!(status, 400, "{body}");
     assert_eq!(kind(&body), "invalid_json");
 
-    let (status, body) = http(address, "POST", "/v1/ask", Some(r#"{"question": "x", "colour": 1}"#));
+    let (status, body) = http(
+        address,
+        "POST",
+        "/v1/ask",
+        Some(r#"{"question": "x", "colour": 1}"#),
+    );
     assert_eq!(status, 400, "unknown fields are refused: {body}");
 
     let (status, body) = http(address, "POST", "/v1/ask", Some(r#"{"question": "   "}"#));

@@ -45,12 +45,23 @@ fn nats_deployment_answers_like_the_embedded_mode() {
     let kb = data_dir().join("metaqa/kb.tsv");
     let mut questions = Vec::new();
     for (hops, count) in [("1-hop", 4), ("2-hop", 3), ("3-hop", 3)] {
-        questions.extend(read_questions(&data_dir().join(format!("metaqa/{hops}/dev.txt")), count));
+        questions.extend(read_questions(
+            &data_dir().join(format!("metaqa/{hops}/dev.txt")),
+            count,
+        ));
     }
 
     // Embedded: the reference answers, and the roles this build runs.
     let mut command = kgmesh();
-    command.args(["serve", "--embedded", "--listen", "127.0.0.1:0", "--workers", "1", "--kg"]);
+    command.args([
+        "serve",
+        "--embedded",
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--kg",
+    ]);
     command.arg(&kb);
     let mut embedded = Process::spawn("kgmesh serve --embedded", command);
     let embedded_address = embedded.listening_address();
@@ -72,10 +83,21 @@ fn nats_deployment_answers_like_the_embedded_mode() {
         let mut command = kgmesh();
         command.args(["agent", "--role", role, "--nats", &nats.url(), "--kg"]);
         command.arg(&kb);
-        agents.push(Process::spawn(&format!("kgmesh agent --role {role}"), command));
+        agents.push(Process::spawn(
+            &format!("kgmesh agent --role {role}"),
+            command,
+        ));
     }
     let mut command = kgmesh();
-    command.args(["serve", "--nats", &nats.url(), "--listen", "127.0.0.1:0", "--workers", "1"]);
+    command.args([
+        "serve",
+        "--nats",
+        &nats.url(),
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+    ]);
     let mut server = Process::spawn("kgmesh serve --nats", command);
     let address = server.listening_address();
 
@@ -101,7 +123,10 @@ fn nats_deployment_answers_like_the_embedded_mode() {
     for ((question, gold), expected) in questions.iter().zip(&expected) {
         let reply = ask(address, question);
         let got = answer_texts(&reply);
-        assert_eq!(&got, expected, "{question}: NATS and embedded answers differ");
+        assert_eq!(
+            &got, expected,
+            "{question}: NATS and embedded answers differ"
+        );
         assert!(reply["cost"]["bus_messages"].as_u64().expect("cost") >= 3);
         if got.first().is_some_and(|top| gold.contains(top)) {
             correct += 1;

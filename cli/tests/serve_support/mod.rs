@@ -54,7 +54,10 @@ pub struct Process {
 
 impl Process {
     pub fn spawn(name: &str, mut command: Command) -> Self {
-        command.stdout(Stdio::piped()).stderr(Stdio::inherit()).stdin(Stdio::null());
+        command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .stdin(Stdio::null());
         let mut child = command
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
@@ -88,7 +91,10 @@ impl Process {
                 }
                 Err(_) => {
                     let status = self.child.try_wait().ok().flatten();
-                    panic!("{} printed no listening address (exit status {status:?})", self.name);
+                    panic!(
+                        "{} printed no listening address (exit status {status:?})",
+                        self.name
+                    );
                 }
             }
         }
@@ -108,7 +114,10 @@ impl Drop for Process {
 
 /// Runs `command` to completion within [`STEP_TIMEOUT`]; (exit code, stdout, stderr).
 pub fn run(mut command: Command) -> (i32, String, String) {
-    command.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null());
     let mut child = command.spawn().expect("kgmesh starts");
     let mut stdout = child.stdout.take().expect("stdout");
     let mut stderr = child.stderr.take().expect("stderr");
@@ -143,7 +152,14 @@ pub fn run(mut command: Command) -> (i32, String, String) {
 
 /// One HTTP/1.1 request (connection closed after it); (status, body).
 pub fn http(address: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-    http_raw(address, method, path, "application/json", body.unwrap_or("").as_bytes(), body.is_some())
+    http_raw(
+        address,
+        method,
+        path,
+        "application/json",
+        body.unwrap_or("").as_bytes(),
+        body.is_some(),
+    )
 }
 
 pub fn http_raw(
@@ -155,9 +171,14 @@ pub fn http_raw(
     send_body: bool,
 ) -> (u16, String) {
     let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5)).expect("connect");
-    stream.set_read_timeout(Some(STEP_TIMEOUT)).expect("timeout");
-    stream.set_write_timeout(Some(STEP_TIMEOUT)).expect("timeout");
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
+    stream
+        .set_read_timeout(Some(STEP_TIMEOUT))
+        .expect("timeout");
+    stream
+        .set_write_timeout(Some(STEP_TIMEOUT))
+        .expect("timeout");
+    let mut request =
+        format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
     if send_body {
         request.push_str(&format!(
             "Content-Type: {content_type}\r\nContent-Length: {}\r\n",
@@ -179,7 +200,10 @@ pub fn http_raw(
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         dechunk(body)
     } else {
         body.to_owned()
@@ -191,7 +215,9 @@ fn dechunk(body: &str) -> String {
     let mut out = String::new();
     let mut rest = body;
     while let Some((size, tail)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
         if size == 0 || tail.len() < size {
             break;
         }
