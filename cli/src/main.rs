@@ -52,7 +52,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    cmd::init_logging(&config);
+    // Interactive commands print their results on stdout and only warnings on stderr;
+    // long-running services also log what they start and stop.
+    let interactive = !matches!(cli.command, Command::Serve(_) | Command::Agent(_));
+    cmd::init_logging(&config, interactive);
     let result = match cli.command {
         Command::Ask(args) => cmd::ask::run(config, args),
         Command::Serve(args) => cmd::serve::run(config, args),

@@ -11,10 +11,18 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::Config;
 
-/// Logs go to stderr so that stdout stays clean for answers and JSON.
-pub fn init_logging(config: &Config) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.telemetry.log));
+/// Logs go to stderr so that stdout stays clean for answers and JSON. `interactive`
+/// commands log warnings only, unless `RUST_LOG` or a non-default `telemetry.log` asks
+/// for more.
+pub fn init_logging(config: &Config, interactive: bool) {
+    let configured = config.telemetry.log.as_str();
+    let default_filter = crate::config::TelemetryConfig::default().log;
+    let directive = if interactive && configured == default_filter {
+        "warn"
+    } else {
+        configured
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(directive));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
