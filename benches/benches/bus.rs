@@ -98,7 +98,8 @@ fn round_trips(c: &mut Criterion) {
 
     let server = NatsServer::start();
     let (server_bus, client_bus) = runtime.block_on(async {
-        let connect = || NatsBus::connect(&server.url(), NatsOptions::default());
+        let url = server.url();
+        let connect = || NatsBus::connect(&url, NatsOptions::default());
         (
             connect().await.expect("connect server side"),
             connect().await.expect("connect client side"),
