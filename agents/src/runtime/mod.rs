@@ -139,7 +139,10 @@ impl AgentDeps {
         self
     }
 
-    pub fn with_plan_store(mut self, store: Arc<dyn crate::cache_manager::persist::PlanStore>) -> Self {
+    pub fn with_plan_store(
+        mut self,
+        store: Arc<dyn crate::cache_manager::persist::PlanStore>,
+    ) -> Self {
         self.plan_store = Some(store);
         self
     }
