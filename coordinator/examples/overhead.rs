@@ -52,7 +52,7 @@ where
     let spec = ServiceSpec {
         info: RoleInfo {
             role: role.clone(),
-            version: "bench".into(),
+            version: "0.1.0".into(),
             kind,
             ops: vec![R::OP.to_owned()],
         },
