@@ -31,7 +31,7 @@ pub trait PlanStore: Send + Sync + 'static {
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
 enum LogLine {
-    Put { key: String, entry: CacheEntry },
+    Put { key: String, entry: Box<CacheEntry> },
     Del { key: String },
 }
 
@@ -76,7 +76,7 @@ impl FilePlanStore {
             lines += 1;
             match serde_json::from_str::<LogLine>(&line) {
                 Ok(LogLine::Put { key, entry }) => {
-                    entries.insert(key, entry);
+                    entries.insert(key, *entry);
                 }
                 Ok(LogLine::Del { key }) => {
                     entries.remove(&key);
@@ -136,7 +136,7 @@ impl PlanStore for FilePlanStore {
                     &mut out,
                     &LogLine::Put {
                         key: key.clone(),
-                        entry: entry.clone(),
+                        entry: Box::new(entry.clone()),
                     },
                 )?;
             }
@@ -148,7 +148,7 @@ impl PlanStore for FilePlanStore {
     async fn put(&self, key: &str, entry: &CacheEntry) -> Result<(), PersistError> {
         let line = LogLine::Put {
             key: key.to_owned(),
-            entry: entry.clone(),
+            entry: Box::new(entry.clone()),
         };
         self.with_file(|store, file| store.append(file, &line))
             .await
