@@ -1,0 +1,253 @@
+//! The retrieval roles through the bus: started from the registry with a real embedded
+//! graph, called with typed requests, on the in-process bus and on a real nats-server.
+
+use std::{sync::Arc, time::Duration};
+
+use kgmesh_agents::runtime::{registry, AgentDeps, Client, StartOptions};
+use kgmesh_bus::{Bus, LocalBus, NatsBus, NatsOptions};
+use kgmesh_schemas::{
+    graph::{Direction, Entity, Metapath, RelationStep, ScoredEntity},
+    messages::{
+        context::EvidenceItem,
+        entity_linker::{LinkMode, LinkRequest},
+        kg_linker::KgLinkRequest,
+        path_follower::{ExpandRequest, Expansion},
+        retrieve::RetrieveRequest,
+    },
+    AgentError, Budget, Meta, QuestionId, Role,
+};
+use kgmesh_stores::{embedded::GraphBuilder, EmbeddedGraph, GraphStore};
+use kgmesh_testkit::nats::NatsServer;
+
+const MOVIES: &[(&str, &str, &str)] = &[
+    ("Heat", "directed_by", "Michael Mann"),
+    ("Heat", "starred_actors", "Al Pacino"),
+    ("Heat", "release_year", "1995"),
+    ("Collateral", "directed_by", "Michael Mann"),
+    ("Collateral", "starred_actors", "Tom Cruise"),
+    ("Collateral", "release_year", "2004"),
+    ("Top Gun", "starred_actors", "Tom Cruise"),
+];
+
+fn graph() -> EmbeddedGraph {
+    let mut builder = GraphBuilder::new();
+    for (head, relation, tail) in MOVIES {
+        let head = builder.node(head);
+        let tail = builder.node(tail);
+        builder.add_edge(head, relation, tail);
+    }
+    builder.finish()
+}
+
+async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .expect("bus call did not finish within 30 s")
+}
+
+fn meta() -> Meta {
+    Meta::new(QuestionId::new_random(), 1, Budget::default())
+}
+
+fn role(name: &'static str) -> Role {
+    Role::well_known(name)
+}
+
+async fn retrieval_contract(bus: Arc<dyn Bus>) {
+    let store: Arc<dyn GraphStore> = Arc::new(graph());
+    let deps = AgentDeps::new(bus.clone()).with_graph(store.clone());
+    let mut handles = Vec::new();
+    for name in [
+        Role::KG_LINKER,
+        Role::ENTITY_LINKER,
+        Role::PATH_FOLLOWER,
+        Role::QUERY_EXECUTOR,
+        Role::AGENTIC_TRAVERSER,
+        Role::SCORING_RETRIEVER,
+    ] {
+        handles.push(
+            bounded(registry::start(name, &deps, StartOptions::default()))
+                .await
+                .unwrap(),
+        );
+    }
+    let client = Client::new(bus.clone()).with_timeout(Duration::from_secs(10));
+    let question = "when were the films directed by Michael Mann released";
+
+    // kg-linker, LLM-free: links the entity and proposes the right relation path first.
+    let (linked, _) = bounded(client.call(
+        &role(Role::KG_LINKER),
+        &meta(),
+        &KgLinkRequest {
+            question: question.to_owned(),
+            context: Default::default(),
+            repair_hints: Vec::new(),
+            examples: Vec::new(),
+        },
+    ))
+    .await
+    .unwrap();
+    assert_eq!(linked.linked[0].entity.name, "Michael Mann");
+    assert_eq!(
+        linked.metapaths[0].steps,
+        vec![
+            RelationStep {
+                relation: "directed_by".into(),
+                direction: Direction::In
+            },
+            RelationStep {
+                relation: "release_year".into(),
+                direction: Direction::Out
+            },
+        ]
+    );
+
+    // entity-linker: a misspelt batch, in order.
+    let (links, cost) = bounded(client.call(
+        &role(Role::ENTITY_LINKER),
+        &meta(),
+        &LinkRequest {
+            mentions: vec!["Micheal Mann".into(), "Colateral".into()],
+            top_m: 2,
+            mode: LinkMode::Both,
+        },
+    ))
+    .await
+    .unwrap();
+    assert_eq!(links.links[0].candidates[0].entity.name, "Michael Mann");
+    assert_eq!(links.links[1].candidates[0].entity.name, "Collateral");
+    assert_eq!(cost.bus_messages, 1);
+
+    let request = RetrieveRequest {
+        question: question.to_owned(),
+        entities: linked.linked.clone(),
+        draft_answers: Vec::new(),
+        metapaths: linked.metapaths.clone(),
+        cypher: vec!["MATCH (n) DETACH DELETE n".to_owned()],
+        max_evidence: 50,
+    };
+    let years_in = |reply: &kgmesh_schemas::messages::retrieve::RetrieveReply| {
+        let mut names: Vec<String> = reply
+            .evidence
+            .iter()
+            .flat_map(|e| match &e.item {
+                EvidenceItem::Path(p) => vec![p.end().name.clone()],
+                EvidenceItem::Triple(t) => vec![t.head.name.clone(), t.tail.name.clone()],
+                EvidenceItem::Query { .. } => Vec::new(),
+            })
+            .filter(|n| n == "1995" || n == "2004")
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    for retriever in [
+        Role::PATH_FOLLOWER,
+        Role::AGENTIC_TRAVERSER,
+        Role::SCORING_RETRIEVER,
+    ] {
+        let (reply, _) = bounded(client.call(&role(retriever), &meta(), &request))
+            .await
+            .unwrap();
+        assert_eq!(
+            years_in(&reply),
+            vec!["1995", "2004"],
+            "{retriever}: {reply:?}"
+        );
+    }
+    // query-executor: a write is refused with a repair hint, never evidence.
+    let (reply, _) = bounded(client.call(&role(Role::QUERY_EXECUTOR), &meta(), &request))
+        .await
+        .unwrap();
+    assert!(reply.evidence.is_empty());
+    assert_eq!(reply.repair_hints.len(), 1, "{reply:?}");
+
+    // path-follower σ_breadth: at most k_degree neighbours.
+    let heat = resolve(&store, "Heat").await;
+    let (expanded, _) = bounded(client.call(
+        &role(Role::PATH_FOLLOWER),
+        &meta(),
+        &ExpandRequest {
+            question: "when was Heat released".into(),
+            frontier: vec![heat],
+            expansion: Expansion::Breadth { k_degree: 1 },
+        },
+    ))
+    .await
+    .unwrap();
+    assert_eq!(expanded.evidence.len(), 1);
+    assert_eq!(expanded.frontier[0].name, "1995");
+
+    // Budgets are re-checked in the agent: no depth expansions left is a typed error.
+    let mut exhausted = meta();
+    exhausted.budget.depth_expansions = 0;
+    let refused = bounded(client.call(
+        &role(Role::PATH_FOLLOWER),
+        &exhausted,
+        &ExpandRequest {
+            question: String::new(),
+            frontier: vec![resolve(&store, "Heat").await],
+            expansion: Expansion::Depth {
+                relation: "release_year".into(),
+                direction: Direction::Out,
+            },
+        },
+    ))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            refused.to_agent_error("path-follower"),
+            AgentError::BudgetExhausted { .. }
+        ),
+        "{refused:?}"
+    );
+
+    // Metapaths longer than the depth budget are cut, never followed past it.
+    let mut shallow = meta();
+    shallow.budget.depth = kgmesh_schemas::budget::Depth::new(1).unwrap();
+    let deep = RetrieveRequest {
+        metapaths: vec![Metapath {
+            steps: linked.metapaths[0].steps.clone(),
+        }],
+        entities: vec![ScoredEntity {
+            entity: resolve(&store, "Michael Mann").await,
+            score: 1.0,
+        }],
+        ..request.clone()
+    };
+    let (reply, _) = bounded(client.call(&role(Role::PATH_FOLLOWER), &shallow, &deep))
+        .await
+        .unwrap();
+    assert!(reply.evidence.iter().all(|e| match &e.item {
+        EvidenceItem::Path(p) => p.len() <= 1,
+        _ => true,
+    }));
+
+    for handle in handles {
+        bounded(handle.stop(Duration::from_secs(5))).await;
+    }
+}
+
+async fn resolve(store: &Arc<dyn GraphStore>, name: &str) -> Entity {
+    store
+        .resolve(&[name.to_owned()], kgmesh_stores::NameMatch::Exact)
+        .await
+        .unwrap()
+        .remove(0)
+        .remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retrieval_roles_on_the_local_bus() {
+    retrieval_contract(Arc::new(LocalBus::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retrieval_roles_on_nats() {
+    let server = NatsServer::start();
+    let bus = bounded(NatsBus::connect(&server.url(), NatsOptions::default()))
+        .await
+        .unwrap();
+    retrieval_contract(Arc::new(bus)).await;
+}
