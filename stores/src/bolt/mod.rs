@@ -256,52 +256,6 @@ pub(crate) fn to_bolt(value: &Value) -> BoltType {
     }
 }
 
-/// Words that make a statement write (or call arbitrary procedures).
-const WRITE_CLAUSES: &[&str] = &[
-    "CREATE", "MERGE", "DELETE", "DETACH", "SET", "REMOVE", "DROP", "LOAD", "FOREACH", "CALL",
-    "ALTER", "GRANT", "DENY", "REVOKE", "START", "STOP",
-];
-
-/// Refuses statements containing a write clause outside string literals. Coarse on
-/// purpose (a property named `set` in backticks is refused too): the rollback behind
-/// it is the real guarantee, this gives the caller a clear error.
-fn check_read_only(query: &str) -> StoreResult<()> {
-    let mut outside = String::with_capacity(query.len());
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for character in query.chars() {
-        match quote {
-            Some(open) => {
-                if escaped {
-                    escaped = false;
-                } else if character == '\\' {
-                    escaped = true;
-                } else if character == open {
-                    quote = None;
-                }
-                outside.push(' ');
-            }
-            None if character == '\'' || character == '"' || character == '`' => {
-                quote = Some(character);
-                outside.push(' ');
-            }
-            None => outside.push(character),
-        }
-    }
-    let words = outside
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .map(str::to_ascii_uppercase);
-    for word in words {
-        if WRITE_CLAUSES.contains(&word.as_str()) {
-            return Err(StoreError::InvalidQuery {
-                reason: format!("`{word}` is not allowed: queries are read-only"),
-                hint: Some("use MATCH … RETURN only".to_owned()),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// One hop of a frontier: `(from, relation, other, other's name, followed backwards)`.
 type Hop = (NodeId, String, NodeId, String, bool);
 
@@ -925,7 +879,11 @@ impl GraphStore for BoltGraph {
         params: &[(String, Value)],
         limits: &QueryLimits,
     ) -> StoreResult<Rows> {
-        check_read_only(query)?;
+        // The same AST-level validator as the embedded backend: write and admin clauses,
+        // unknown labels, types and keys are refused with a repair hint before the
+        // database sees the query. The rolled-back transaction below is the second wall.
+        let schema = self.schema().await?;
+        crate::cypher::check_read_only(query, &schema, limits)?;
         let mut statement = neo4rs::query(query);
         for (key, value) in params {
             statement = statement.param(key, to_bolt(value));
@@ -993,12 +951,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn write_clauses_are_refused_outside_literals() {
-        assert!(check_read_only("MATCH (n) RETURN n.name").is_ok());
-        assert!(check_read_only("MATCH (n {name: 'CREATE me'}) RETURN n").is_ok());
-        assert!(check_read_only("MATCH (n) DETACH DELETE n").is_err());
-        assert!(check_read_only("match (n) set n.x = 1").is_err());
-        assert!(check_read_only("CALL db.labels()").is_err());
+    fn names_are_backtick_quoted() {
         assert_eq!(quote_name("directed`by"), "`directed``by`");
     }
 }
