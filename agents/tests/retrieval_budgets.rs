@@ -63,7 +63,7 @@ async fn a_million_neighbours_stay_within_every_cap() {
 
     let paths = prompt(follow_metapath(
         graph,
-        &[leaf.clone()],
+        std::slice::from_ref(&leaf),
         &Metapath {
             steps: vec![step("link", Direction::In), step("link", Direction::Out)],
         },
@@ -80,7 +80,7 @@ async fn a_million_neighbours_stay_within_every_cap() {
     };
     let none = prompt(shortest_paths(
         graph,
-        &[leaf.clone()],
+        std::slice::from_ref(&leaf),
         &[unreachable],
         &limits,
     ))
@@ -89,15 +89,26 @@ async fn a_million_neighbours_stay_within_every_cap() {
     assert!(none.is_empty());
 
     let relevance = Relevance::lexical("which link leads on", &[]);
-    let breadth = prompt(expand_breadth(graph, &[hub.clone()], &relevance, 30, 1_000))
-        .await
-        .unwrap();
+    let breadth = prompt(expand_breadth(
+        graph,
+        std::slice::from_ref(&hub),
+        &relevance,
+        30,
+        1_000,
+    ))
+    .await
+    .unwrap();
     assert_eq!(breadth.triples.len(), 30);
 
     let scoring = ScoringConfig::default();
-    let scored = prompt(score_triples(graph, &relevance, &[leaf.clone()], &scoring))
-        .await
-        .unwrap();
+    let scored = prompt(score_triples(
+        graph,
+        &relevance,
+        std::slice::from_ref(&leaf),
+        &scoring,
+    ))
+    .await
+    .unwrap();
     assert!(scored.len() <= scoring.top_k);
 
     let config = TraverseConfig::default();
@@ -106,7 +117,7 @@ async fn a_million_neighbours_stay_within_every_cap() {
         &relevance,
         None,
         "which link leads on",
-        &[hub.clone()],
+        std::slice::from_ref(&hub),
         &config,
     ))
     .await
@@ -178,10 +189,10 @@ proptest! {
         };
         let limits = WalkLimits { fanout_cap, max_paths, max_frontier: max_paths, ..WalkLimits::default() };
         let (paths, shortest, breadth) = runtime.block_on(async {
-            let paths = follow_metapath(&graph, &[start.clone()], &metapath, &limits).await.unwrap();
-            let shortest = shortest_paths(&graph, &[start.clone()], &[target.clone()], &limits).await.unwrap();
+            let paths = follow_metapath(&graph, std::slice::from_ref(&start), &metapath, &limits).await.unwrap();
+            let shortest = shortest_paths(&graph, std::slice::from_ref(&start), std::slice::from_ref(&target), &limits).await.unwrap();
             let relevance = Relevance::lexical("r1", &[]);
-            let breadth = expand_breadth(&graph, &[start.clone()], &relevance, k_degree, fanout_cap).await.unwrap();
+            let breadth = expand_breadth(&graph, std::slice::from_ref(&start), &relevance, k_degree, fanout_cap).await.unwrap();
             (paths, shortest, breadth)
         });
         prop_assert!(paths.len() <= max_paths);

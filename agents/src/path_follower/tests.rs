@@ -64,9 +64,14 @@ async fn paths_never_revisit_a_node_and_respect_max_paths() {
         ("starred_actors", Direction::In),
         ("starred_actors", Direction::Out),
     ]);
-    let paths = follow_metapath(&graph, &[pacino.clone()], &path, &WalkLimits::default())
-        .await
-        .unwrap();
+    let paths = follow_metapath(
+        &graph,
+        std::slice::from_ref(&pacino),
+        &path,
+        &WalkLimits::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(paths.len(), 1);
     assert_eq!(paths[0].end().name, "Robert De Niro");
     let limits = WalkLimits {
@@ -92,8 +97,8 @@ async fn shortest_paths_are_bounded_by_depth() {
     let cruise = entity(&graph, "Tom Cruise");
     let found = shortest_paths(
         &graph,
-        &[pacino.clone()],
-        &[mann.clone()],
+        std::slice::from_ref(&pacino),
+        std::slice::from_ref(&mann),
         &WalkLimits::default(),
     )
     .await
