@@ -21,6 +21,7 @@ pub struct Config {
     pub embedder: EmbedderConfig,
     pub budget: BudgetConfig,
     pub http: HttpConfig,
+    pub cache: CacheConfig,
     pub telemetry: TelemetryConfig,
 }
 
@@ -210,6 +211,26 @@ impl Default for HttpConfig {
     }
 }
 
+/// Where the plan cache keeps verified plans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// JSON-lines file for embedded mode (`ask`, `serve --embedded`); without it the
+    /// cache lives only as long as the process.
+    pub path: Option<PathBuf>,
+    /// JetStream KV bucket shared by every cache-manager replica in distributed mode.
+    pub kv_bucket: String,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            path: None,
+            kv_bucket: "kgmesh-plans".to_owned(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TelemetryConfig {
@@ -290,6 +311,18 @@ impl Config {
         }
         if self.embedder.batch_size == 0 {
             problems.push("embedder.batch_size must be positive".to_owned());
+        }
+        let bucket_ok = !self.cache.kv_bucket.is_empty()
+            && self
+                .cache
+                .kv_bucket
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !bucket_ok {
+            problems.push(format!(
+                "cache.kv_bucket = {:?} must be letters, digits, '-' or '_'",
+                self.cache.kv_bucket
+            ));
         }
         if self.http.max_concurrent_questions == 0 {
             problems.push("http.max_concurrent_questions must be positive".to_owned());

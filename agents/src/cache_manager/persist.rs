@@ -26,7 +26,15 @@ pub trait PlanStore: Send + Sync + 'static {
     async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError>;
     async fn put(&self, key: &str, entry: &CacheEntry) -> Result<(), PersistError>;
     async fn delete(&self, key: &str) -> Result<(), PersistError>;
+    /// Changes made by other writers, as they happen (`None` entry: deleted), when the
+    /// store is shared; `None` for a store only this process writes.
+    async fn changes(&self) -> Result<Option<ChangeStream>, PersistError> {
+        Ok(None)
+    }
 }
+
+/// Remote changes: (key, entry after the change, `None` when deleted).
+pub type ChangeStream = futures::stream::BoxStream<'static, (String, Option<CacheEntry>)>;
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
@@ -258,6 +266,17 @@ impl PlanStore for KvPlanStore {
             .await
             .map_err(|e| PersistError::Remote(e.to_string()))?;
         Ok(())
+    }
+
+    async fn changes(&self) -> Result<Option<ChangeStream>, PersistError> {
+        use futures::StreamExt;
+        let watch = self.watch().await?;
+        let stream = watch.filter_map(|change| async move {
+            let change = change.ok()?;
+            let entry = KvPlanStore::decode(&change);
+            Some((change.key, entry))
+        });
+        Ok(Some(stream.boxed()))
     }
 
     async fn delete(&self, key: &str) -> Result<(), PersistError> {

@@ -29,7 +29,7 @@ use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
 const SCAN_PAGE: usize = 50_000;
 
 pub struct CacheManager {
-    cache: Mutex<PlanCache>,
+    cache: Arc<Mutex<PlanCache>>,
     store: Option<Arc<dyn PlanStore>>,
     loaded: OnceCell<()>,
     graph: Option<Arc<dyn GraphStore>>,
@@ -45,7 +45,7 @@ impl CacheManager {
         llm: Option<Arc<dyn LanguageModel>>,
     ) -> Self {
         Self {
-            cache: Mutex::new(PlanCache::new(config)),
+            cache: Arc::new(Mutex::new(PlanCache::new(config))),
             store,
             loaded: OnceCell::new(),
             graph,
@@ -72,9 +72,33 @@ impl CacheManager {
                         .map_err(|e| AgentError::Unavailable {
                             detail: e.to_string(),
                         })?;
-                    let mut cache = self.cache();
-                    for (_, entry) in entries {
-                        cache.insert(entry);
+                    {
+                        let mut cache = self.cache();
+                        for (_, entry) in entries {
+                            cache.insert(entry);
+                        }
+                    }
+                    // Follow what other replicas store and demote.
+                    let changes = store.changes().await.map_err(|e| AgentError::Unavailable {
+                        detail: e.to_string(),
+                    })?;
+                    if let Some(mut changes) = changes {
+                        let cache = Arc::downgrade(&self.cache);
+                        tokio::spawn(async move {
+                            use futures::StreamExt;
+                            while let Some((key, entry)) = changes.next().await {
+                                let Some(cache) = cache.upgrade() else { break };
+                                let mut cache = lock(&cache);
+                                match entry {
+                                    Some(entry) => {
+                                        cache.insert(entry);
+                                    }
+                                    None => {
+                                        cache.remove(&key);
+                                    }
+                                }
+                            }
+                        });
                     }
                 }
                 Ok(())
@@ -239,6 +263,14 @@ impl CacheManager {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+fn lock(cache: &Mutex<PlanCache>) -> std::sync::MutexGuard<'_, PlanCache> {
+    // A panic while holding the lock cannot leave the index half-updated in a way
+    // that matters more than losing the cache; keep serving.
+    cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The role's factory: an in-memory cache persisted to `deps.plan_store` when set.

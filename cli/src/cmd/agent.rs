@@ -58,16 +58,39 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
         client_name: Some(format!("kgmesh agent {}", entry.name)),
         credentials,
     };
-    let bus: Arc<dyn Bus> = Arc::new(
-        NatsBus::connect(&url, options)
-            .await
-            .with_context(|| format!("is nats-server running at {url}?"))?,
-    );
+    let nats = NatsBus::connect(&url, options)
+        .await
+        .with_context(|| format!("is nats-server running at {url}?"))?;
+    let nats_client = nats.client().clone();
+    let bus: Arc<dyn Bus> = Arc::new(nats);
 
     let mut deps = AgentDeps::new(bus.clone());
     if let Some(graph) = load_graph_if_configured(&config, args.kg.clone()).await? {
         deps = deps.with_graph(graph);
     }
+    if let Some(llm) = super::ask::language_model(&config)? {
+        deps = deps.with_llm(llm);
+    }
+    if let Some(embedder) = super::ask::embedder(&config).await? {
+        deps = deps.with_embedder(embedder);
+    }
+    if entry.name == kgmesh_schemas::Role::CACHE_MANAGER {
+        // Every replica shares one cache in JetStream KV.
+        let store = kgmesh_agents::cache_manager::persist::KvPlanStore::open(
+            nats_client,
+            &config.cache.kv_bucket,
+        )
+        .await
+        .context(
+            "cannot open the plan cache in JetStream KV (is JetStream enabled: nats-server -js?)",
+        )?;
+        deps = deps.with_plan_store(Arc::new(store));
+    }
+    let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let health = match &config.telemetry.metrics_listen {
+        Some(listen) => Some(health_server(listen, ready.clone())?),
+        None => None,
+    };
     let spec = (entry.build)(&deps).with_context(|| format!("cannot build role {}", entry.name))?;
     let start = StartOptions {
         instance_name: args.instance_name.clone(),
@@ -82,13 +105,57 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
         "agent serving; stop with SIGINT or SIGTERM"
     );
 
+    ready.store(true, std::sync::atomic::Ordering::SeqCst);
+
     shutdown_signal().await?;
+    ready.store(false, std::sync::atomic::Ordering::SeqCst);
     tracing::info!(
         role = entry.name,
         "shutting down: draining in-flight requests"
     );
     handle.stop(Duration::from_millis(args.drain_ms)).await;
+    if let Some(health) = health {
+        health.stop(true).await;
+    }
     Ok(())
+}
+
+/// `/healthz` (the process is up) and `/readyz` (the role serves on the bus) for
+/// orchestrators' probes, on `telemetry.metrics_listen`.
+fn health_server(
+    listen: &str,
+    ready: Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<actix_web::dev::ServerHandle> {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    let server = HttpServer::new(move || {
+        let ready = ready.clone();
+        App::new()
+            .route(
+                "/healthz",
+                web::get().to(|| async { HttpResponse::Ok().body("ok\n") }),
+            )
+            .route(
+                "/readyz",
+                web::get().to(move || {
+                    let ready = ready.load(std::sync::atomic::Ordering::SeqCst);
+                    async move {
+                        if ready {
+                            HttpResponse::Ok().body("ready\n")
+                        } else {
+                            HttpResponse::ServiceUnavailable().body("not serving\n")
+                        }
+                    }
+                }),
+            )
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(listen)
+    .with_context(|| format!("cannot listen on telemetry.metrics_listen = {listen}"))?
+    .run();
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    Ok(handle)
 }
 
 async fn load_graph_if_configured(

@@ -180,6 +180,11 @@ impl EmbeddedRoles {
         if let Some(embedder) = embedder(config).await? {
             deps = deps.with_embedder(embedder);
         }
+        if let Some(path) = &config.cache.path {
+            deps = deps.with_plan_store(Arc::new(
+                kgmesh_agents::cache_manager::persist::FilePlanStore::new(path),
+            ));
+        }
         let mut handles = Vec::new();
         for entry in registry::roles() {
             if entry.name == Role::ECHO {
@@ -233,7 +238,7 @@ async fn load(path: &Path) -> anyhow::Result<Arc<dyn GraphStore>> {
     Ok(Arc::new(graph))
 }
 
-fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn LanguageModel>>> {
+pub(crate) fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn LanguageModel>>> {
     let base_url = config.llm.base_url.clone().or_else(|| {
         std::env::var("OPENAI_BASE_URL")
             .ok()
@@ -254,7 +259,7 @@ fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn LanguageMode
     Ok(Some(Arc::new(chat)))
 }
 
-async fn embedder(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
+pub(crate) async fn embedder(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
     match config.embedder.kind {
         EmbedderKind::None => Ok(None),
         EmbedderKind::Minilm => {

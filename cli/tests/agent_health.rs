@@ -1,0 +1,65 @@
+//! `kgmesh agent` answers orchestrator probes on `telemetry.metrics_listen`: `/healthz`
+//! while the process lives, `/readyz` once its role serves on the bus.
+
+use std::{
+    io::{Read, Write},
+    net::TcpStream,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use kgmesh_testkit::nats::{free_port, NatsServer};
+
+struct Agent(Child);
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The status code of `GET path`, or `None` while nothing listens.
+fn get_status(port: u16, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn probes_report_health_and_readiness() {
+    let nats = NatsServer::start();
+    let port = free_port();
+    let agent = Agent(
+        Command::new(env!("CARGO_BIN_EXE_kgmesh"))
+            .args(["agent", "--role", "cache-manager", "--nats", &nats.url()])
+            .env(
+                "KGMESH__TELEMETRY__METRICS_LISTEN",
+                format!("127.0.0.1:{port}"),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start kgmesh agent"),
+    );
+    let started = Instant::now();
+    let mut ready = None;
+    while started.elapsed() < Duration::from_secs(30) {
+        ready = get_status(port, "/readyz");
+        if ready == Some(200) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(ready, Some(200), "agent never became ready");
+    assert_eq!(get_status(port, "/healthz"), Some(200));
+    assert_eq!(get_status(port, "/nope"), Some(404));
+    drop(agent);
+}
