@@ -375,6 +375,8 @@ mod tests {
     }
 
     #[test]
+    // figment's Jail dictates the closure's (large) error type.
+    #[allow(clippy::result_large_err)]
     fn file_values_override_defaults_and_env_overrides_file() {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         writeln!(file, "[budget]\nrounds = 3\ndepth = 2").unwrap();

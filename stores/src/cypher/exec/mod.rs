@@ -460,18 +460,17 @@ fn project(
         out.retain(|(values, _, _)| seen.insert(values.iter().map(key).collect()));
     }
 
-    let filter =
-        |out: &mut Vec<Projected>, predicate: &Expr| -> CypherResult<()> {
-            let mut kept = Vec::with_capacity(out.len());
-            for entry in out.drain(..) {
-                let env = Env::new(&columns, &entry.0);
-                if check_bool(eval(ctx, predicate, &env)?, "WHERE")? {
-                    kept.push(entry);
-                }
+    let filter = |out: &mut Vec<Projected>, predicate: &Expr| -> CypherResult<()> {
+        let mut kept = Vec::with_capacity(out.len());
+        for entry in out.drain(..) {
+            let env = Env::new(&columns, &entry.0);
+            if check_bool(eval(ctx, predicate, &env)?, "WHERE")? {
+                kept.push(entry);
             }
-            *out = kept;
-            Ok(())
-        };
+        }
+        *out = kept;
+        Ok(())
+    };
     if let Some((predicate, true)) = where_clause {
         filter(&mut out, predicate)?;
     }
