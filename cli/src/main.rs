@@ -1,7 +1,7 @@
 //! `kgmesh`: answers natural-language questions over your knowledge graph.
 //!
 //! One binary, many jobs: `ask` (embedded, every role in-process), `serve` (coordinator
-//! and HTTP API), `agent --role R` (one role as a NATS service), `load`, `eval`, `cache`,
+//! and HTTP API), `agent --role R` (one role as a NATS service), `load`, `eval`,
 //! `config check`.
 
 mod cmd;
