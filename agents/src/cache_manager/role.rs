@@ -88,15 +88,7 @@ impl CacheManager {
                             use futures::StreamExt;
                             while let Some((key, entry)) = changes.next().await {
                                 let Some(cache) = cache.upgrade() else { break };
-                                let mut cache = lock(&cache);
-                                match entry {
-                                    Some(entry) => {
-                                        cache.insert(entry);
-                                    }
-                                    None => {
-                                        cache.remove(&key);
-                                    }
-                                }
+                                apply_change(&cache, &key, entry);
                             }
                         });
                     }
@@ -109,15 +101,7 @@ impl CacheManager {
 
     /// Applies a change another replica made (from a KV watch).
     pub fn apply_remote(&self, key: &str, entry: Option<CacheEntry>) {
-        let mut cache = self.cache();
-        match entry {
-            Some(entry) => {
-                cache.insert(entry);
-            }
-            None => {
-                cache.remove(key);
-            }
-        }
+        apply_change(&self.cache, key, entry);
     }
 
     async fn gazetteer(&self) -> Result<Option<Arc<Gazetteer>>, AgentError> {
@@ -271,6 +255,20 @@ fn lock(cache: &Mutex<PlanCache>) -> std::sync::MutexGuard<'_, PlanCache> {
     cache
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Applies one change made elsewhere: `Some` stores (or replaces) the entry, `None`
+/// removes the key.
+fn apply_change(cache: &Mutex<PlanCache>, key: &str, entry: Option<CacheEntry>) {
+    let mut cache = lock(cache);
+    match entry {
+        Some(entry) => {
+            cache.insert(entry);
+        }
+        None => {
+            cache.remove(key);
+        }
+    }
 }
 
 /// The role's factory: an in-memory cache persisted to `deps.plan_store` when set.
