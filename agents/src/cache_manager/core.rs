@@ -355,12 +355,11 @@ impl PlanCache {
     /// BM25 over the domain, normalized by the query's best possible score; only
     /// candidates at or above `min_relevance`, best first, at most `candidate_pool`.
     fn score_candidates(&self, index: &DomainIndex, query_template: &str) -> Vec<(u64, f32)> {
-        let mut query_terms: Vec<u32> = template::tokens(query_template)
+        let query_tokens: HashSet<String> = template::tokens(query_template).into_iter().collect();
+        let mut query_terms: Vec<u32> = query_tokens
             .iter()
             .filter_map(|t| self.terms.get(t).copied())
             .collect();
-        query_terms.sort_unstable();
-        query_terms.dedup();
         let documents = index.templates.len().max(1) as f32;
         let average_length = (index.total_length as f32 / documents).max(1.0);
         let idf = |term: u32| {
@@ -368,25 +367,19 @@ impl PlanCache {
             ((documents - df + 0.5) / (df + 0.5) + 1.0).ln()
         };
         // The score a document identical to the query would get; relevance is the
-        // share of it a candidate reaches.
-        let all_query_tokens = template::tokens(query_template).len().max(1);
-        let best_possible: f32 = {
-            let mut sum = 0.0;
-            for token in template::tokens(query_template)
-                .iter()
-                .collect::<HashSet<_>>()
-            {
-                let term_idf = self
-                    .terms
+        // share of it a candidate reaches. Terms never seen get the idf of df = 0.
+        let best_possible: f32 = query_tokens
+            .iter()
+            .map(|token| {
+                self.terms
                     .get(token.as_str())
-                    .map_or_else(|| ((documents + 0.5) / 0.5 + 1.0).ln(), |id| idf(*id));
-                sum += term_idf;
-            }
-            sum.max(f32::EPSILON)
-        };
-        let _ = all_query_tokens;
+                    .map_or_else(|| ((documents + 0.5) / 0.5 + 1.0).ln(), |id| idf(*id))
+            })
+            .sum::<f32>()
+            .max(f32::EPSILON);
 
-        query_terms.sort_by_key(|term| index.postings.get(term).map_or(0, |p| p.len()));
+        // Rarest first; ties by term id so the scan order never depends on hashing.
+        query_terms.sort_by_key(|term| (index.postings.get(term).map_or(0, |p| p.len()), *term));
         let mut scores: HashMap<u64, f32> = HashMap::new();
         let mut scanned = 0usize;
         for term in &query_terms {
