@@ -8,9 +8,11 @@ use kgmesh_schemas::{
     AgentError, Role, RoleKind,
 };
 use kgmesh_stores::{GraphStore, VectorIndex};
-use tokio::sync::OnceCell;
 
-use super::core::{link, EmbeddingLinker, LinkError, NameIndex};
+use super::{
+    core::{link, EmbeddingLinker, LinkError},
+    names::SharedNames,
+};
 use crate::{
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::store_error,
@@ -23,42 +25,9 @@ pub const MAX_TOP_M: usize = 20;
 /// Mentions per request at most.
 pub const MAX_MENTIONS: usize = 256;
 
-/// The name index of a graph, built on first use and shared by the roles of a process
-/// that link against the same store.
-pub struct SharedNameIndex {
-    graph: Arc<dyn GraphStore>,
-    index: OnceCell<Arc<NameIndex>>,
-}
-
-impl SharedNameIndex {
-    pub fn new(graph: Arc<dyn GraphStore>) -> Self {
-        Self {
-            graph,
-            index: OnceCell::new(),
-        }
-    }
-
-    pub async fn get(&self) -> Result<Arc<NameIndex>, AgentError> {
-        self.index
-            .get_or_try_init(|| async {
-                let started = Instant::now();
-                let index = NameIndex::build(self.graph.as_ref())
-                    .await
-                    .map_err(store_error)?;
-                tracing::info!(
-                    names = index.len(),
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "name index built"
-                );
-                Ok(Arc::new(index))
-            })
-            .await
-            .cloned()
-    }
-}
-
 struct EntityLinker {
-    names: SharedNameIndex,
+    graph: Arc<dyn GraphStore>,
+    names: Arc<SharedNames>,
     embeddings_opt: Option<(Arc<dyn Embedder>, Arc<dyn VectorIndex>)>,
 }
 
@@ -74,7 +43,7 @@ impl EntityLinker {
             });
         }
         let started = Instant::now();
-        let index = self.names.get().await?;
+        let index = self.names.get(self.graph.as_ref()).await?;
         let top_m = match request.top_m as usize {
             0 => DEFAULT_TOP_M,
             m => m.min(MAX_TOP_M),
@@ -114,7 +83,8 @@ impl EntityLinker {
 /// The role's factory (see [`crate::runtime::registry`]).
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let linker = Arc::new(EntityLinker {
-        names: SharedNameIndex::new(deps.require_graph(Role::ENTITY_LINKER)?),
+        graph: deps.require_graph(Role::ENTITY_LINKER)?,
+        names: deps.names.clone(),
         embeddings_opt: deps.embedder.clone().zip(deps.vectors.clone()),
     });
     Ok(

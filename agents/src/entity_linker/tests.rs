@@ -1,18 +1,15 @@
-use kgmesh_schemas::{graph::Entity, messages::entity_linker::LinkMode, NodeId};
+use kgmesh_models::lexical::Gazetteer;
+use kgmesh_schemas::{messages::entity_linker::LinkMode, NodeId};
 
-use super::core::{gazetteer_mentions, link, normalize, NameIndex, EXACT_SCORE};
+use super::core::{build_name_index, gazetteer_mentions, link, normalize, EXACT_SCORE};
 use crate::scoring::fixtures::movies;
 
-fn index_of(names: &[&str]) -> NameIndex {
-    NameIndex::from_entities(
+fn index_of(names: &[&str]) -> Gazetteer {
+    Gazetteer::build(
         names
             .iter()
             .enumerate()
-            .map(|(i, n)| Entity {
-                id: NodeId(i as u64),
-                name: (*n).to_owned(),
-            })
-            .collect(),
+            .map(|(i, n)| (NodeId(i as u64), (*n).to_owned())),
     )
 }
 
@@ -27,7 +24,7 @@ fn normalization_folds_case_and_punctuation() {
 #[test]
 fn exact_matches_rank_first_then_normalized_then_fuzzy() {
     let index = index_of(&["heat", "Heat", "Heath", "Heat Wave", "Cold"]);
-    let found = index.fuzzy("Heat", 3);
+    let found = index.lookup("Heat", 3);
     assert_eq!(found[0].entity.name, "Heat", "byte-identical first");
     assert_eq!(found[1].entity.name, "heat", "then normalized");
     assert_eq!(found[0].score, EXACT_SCORE);
@@ -38,7 +35,7 @@ fn exact_matches_rank_first_then_normalized_then_fuzzy() {
 #[test]
 fn misspellings_find_the_intended_name() {
     let index = index_of(&["Michael Mann", "Michael Caine", "Tom Cruise", "Manhattan"]);
-    let found = index.fuzzy("Micheal Man", 2);
+    let found = index.lookup("Micheal Man", 2);
     assert_eq!(found[0].entity.name, "Michael Mann");
     assert!(found.len() <= 2);
 }
@@ -46,17 +43,17 @@ fn misspellings_find_the_intended_name() {
 #[test]
 fn names_much_shorter_than_the_mention_are_dropped() {
     let index = index_of(&["Al", "Al Pacino"]);
-    let found = index.fuzzy("Alfredo James Pacino", 5);
+    let found = index.lookup("Alfredo James Pacino", 5);
     assert!(found.iter().all(|c| c.entity.name != "Al"), "{found:?}");
 }
 
 #[test]
 fn empty_and_unmatched_mentions_give_nothing() {
     let index = index_of(&["Heat"]);
-    assert!(index.fuzzy("", 3).is_empty());
-    assert!(index.fuzzy("!!!", 3).is_empty());
-    assert!(index.fuzzy("zzzz", 3).is_empty());
-    assert!(index.fuzzy("Heat", 0).is_empty());
+    assert!(index.lookup("", 3).is_empty());
+    assert!(index.lookup("!!!", 3).is_empty());
+    assert!(index.lookup("zzzz", 3).is_empty());
+    assert!(index.lookup("Heat", 0).is_empty());
 }
 
 #[tokio::test]
@@ -75,15 +72,15 @@ async fn the_index_is_built_from_every_page_of_names() {
         .map(|(h, r, t)| (h.as_str(), r.as_str(), t.as_str()))
         .collect();
     let graph = crate::scoring::fixtures::graph(&borrowed);
-    let index = NameIndex::build(&graph).await.unwrap();
+    let index = build_name_index(&graph).await.unwrap();
     assert_eq!(index.len(), 25_001);
-    assert_eq!(index.exact("Node 24999")[0].name, "node 24999");
+    assert_eq!(index.named("Node 24999")[0].name, "node 24999");
 }
 
 #[tokio::test]
 async fn a_batch_keeps_request_order_and_top_m() {
     let graph = movies();
-    let index = NameIndex::build(&graph).await.unwrap();
+    let index = build_name_index(&graph).await.unwrap();
     let mentions = vec![
         "top gun".to_owned(),
         "Al Pacno".to_owned(),

@@ -9,6 +9,7 @@ use std::{
     sync::Arc,
 };
 
+use kgmesh_models::lexical::Gazetteer;
 use kgmesh_schemas::{
     budget::MAX_DEPTH,
     graph::{Direction, Entity, Metapath, RelationStep, ScoredEntity},
@@ -18,7 +19,7 @@ use kgmesh_schemas::{
 use kgmesh_stores::{GraphStore, NeighborQuery, StoreResult};
 
 use crate::{
-    entity_linker::core::{gazetteer_mentions, NameIndex, EXACT_SCORE},
+    entity_linker::core::{gazetteer_mentions, EXACT_SCORE},
     scoring::relevance::{Relevance, TextVectors},
 };
 
@@ -204,7 +205,7 @@ pub async fn rank_metapaths(
 /// `config.max_entities` mentions and `config.per_mention` nodes each.
 pub fn link_question_entities(
     question: &str,
-    index: &NameIndex,
+    index: &Gazetteer,
     config: &LinkerConfig,
 ) -> (Vec<String>, Vec<ScoredEntity>) {
     let mentions: Vec<String> = gazetteer_mentions(question, index, config.max_mention_words, 2)
@@ -215,8 +216,8 @@ pub fn link_question_entities(
     let mut seen = HashSet::new();
     for mention in &mentions {
         for entity in index
-            .exact_normalized(mention)
-            .into_iter()
+            .named_normalized(mention)
+            .iter()
             .take(config.per_mention)
         {
             if seen.insert(entity.id) {
@@ -233,7 +234,7 @@ pub fn link_question_entities(
 /// The whole LLM-free KG-Linker step.
 pub async fn link_without_llm(
     store: &dyn GraphStore,
-    index: &NameIndex,
+    index: &Gazetteer,
     vectors_opt: Option<Arc<TextVectors>>,
     question: &str,
     config: &LinkerConfig,

@@ -17,14 +17,14 @@ use kgmesh_stores::GraphStore;
 
 use super::core::{link_without_llm, LinkerConfig};
 use crate::{
-    entity_linker::role::SharedNameIndex,
+    entity_linker::names::SharedNames,
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::{relevance::TextVectors, store_error, text_vectors},
 };
 
 struct KgLinker {
     graph: Arc<dyn GraphStore>,
-    names: SharedNameIndex,
+    names: Arc<SharedNames>,
     llm_opt: Option<Arc<dyn LanguageModel>>,
     vectors_opt: Option<Arc<TextVectors>>,
     config: LinkerConfig,
@@ -50,7 +50,7 @@ impl KgLinker {
             }
         }
         let started = Instant::now();
-        let index = self.names.get().await?;
+        let index = self.names.get(self.graph.as_ref()).await?;
         let reply = link_without_llm(
             self.graph.as_ref(),
             &index,
@@ -92,7 +92,7 @@ impl KgLinker {
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let graph = deps.require_graph(Role::KG_LINKER)?;
     let linker = Arc::new(KgLinker {
-        names: SharedNameIndex::new(graph.clone()),
+        names: deps.names.clone(),
         graph,
         llm_opt: deps.llm.clone(),
         vectors_opt: text_vectors(deps),

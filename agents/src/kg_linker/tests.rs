@@ -4,7 +4,7 @@ use super::core::{
     enumerate_metapaths, link_without_llm, rank_metapaths, EnumerateLimits, LinkerConfig,
 };
 use crate::{
-    entity_linker::core::NameIndex,
+    entity_linker::core::build_name_index,
     scoring::{
         fixtures::{entity, movies},
         relevance::Relevance,
@@ -63,7 +63,7 @@ async fn the_sequence_the_question_describes_ranks_first() {
 #[tokio::test]
 async fn the_llm_free_linker_links_entities_and_proposes_metapaths() {
     let graph = movies();
-    let index = NameIndex::build(&graph).await.unwrap();
+    let index = build_name_index(&graph).await.unwrap();
     let reply = link_without_llm(
         &graph,
         &index,
@@ -88,7 +88,7 @@ async fn the_llm_free_linker_links_entities_and_proposes_metapaths() {
 #[tokio::test]
 async fn a_question_naming_no_entity_links_nothing() {
     let graph = movies();
-    let index = NameIndex::build(&graph).await.unwrap();
+    let index = build_name_index(&graph).await.unwrap();
     let reply = link_without_llm(
         &graph,
         &index,

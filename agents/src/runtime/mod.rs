@@ -93,6 +93,9 @@ pub struct AgentDeps {
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Where the cache manager persists verified plans (a file, or JetStream KV).
     pub plan_store: Option<Arc<dyn crate::cache_manager::persist::PlanStore>>,
+    /// The graph's name index, built on first use and shared by every role of the
+    /// process (clones of these deps share it).
+    pub names: Arc<crate::entity_linker::names::SharedNames>,
 }
 
 impl std::fmt::Debug for AgentDeps {
@@ -102,6 +105,7 @@ impl std::fmt::Debug for AgentDeps {
             .field("vectors", &self.vectors.is_some())
             .field("llm", &self.llm.is_some())
             .field("embedder", &self.embedder.is_some())
+            .field("names", &self.names)
             .finish()
     }
 }
@@ -116,6 +120,7 @@ impl AgentDeps {
             llm: None,
             embedder: None,
             plan_store: None,
+            names: Arc::default(),
         }
     }
 
@@ -144,6 +149,12 @@ impl AgentDeps {
         store: Arc<dyn crate::cache_manager::persist::PlanStore>,
     ) -> Self {
         self.plan_store = Some(store);
+        self
+    }
+
+    /// Shares a name index built elsewhere instead of building one on first use.
+    pub fn with_names(mut self, names: Arc<kgmesh_models::lexical::Gazetteer>) -> Self {
+        self.names = Arc::new(crate::entity_linker::names::SharedNames::ready(names));
         self
     }
 

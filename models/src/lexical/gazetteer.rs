@@ -1,13 +1,15 @@
-//! Entity mentions found by matching a question against the graph's names.
+//! The one name index of a graph: exact and fuzzy lookup of entity names, and entity
+//! mentions found inside a question. Every role of a process shares one instance.
 //!
-//! Exact matching works on normalized word n-grams: every span of up to
-//! [`MAX_NAME_TOKENS`] words of the question is looked up in a hash map of normalized
-//! names, and the longest non-overlapping matches win ("Tom Hanks" over "Tom"). Word
-//! boundaries hold by construction. Near-misses ("Tom Hank", "Amelie") are found through
-//! a character-trigram index: a span's trigrams are looked up, names sharing enough of
-//! them are scored by Dice similarity. Nothing scans all names per question, so the
-//! index serves millions of names; very common trigrams are left out of the index since
-//! they discriminate nothing.
+//! Exact matching works on normalized names: a hash map from normalized name to the
+//! entities carrying it. Inside a question, every span of up to [`MAX_NAME_TOKENS`] words
+//! is looked up and the longest non-overlapping matches win ("Tom Hanks" over "Tom");
+//! word boundaries hold by construction. Near-misses ("Tom Hank", "Amelie") are found
+//! through a character-trigram posting index: only the names sharing a query's *rarer*
+//! trigrams are counted (lists longer than [`COMMON_TRIGRAM`] are skipped while rarer
+//! ones exist, lists longer than [`MAX_POSTING`] are not even stored), a short list is
+//! re-scored exactly by Dice similarity. A lookup therefore costs the length of a few
+//! posting lists, never the number of names, so the index serves millions of names.
 
 use std::collections::HashMap;
 
@@ -20,10 +22,24 @@ use super::normalize::{is_stopword, normalize, tokens};
 
 /// Names longer than this (in words) are matched only through [`Gazetteer::lookup`].
 pub const MAX_NAME_TOKENS: usize = 12;
-/// Trigrams shared by more names than this are not indexed.
-const MAX_POSTING: usize = 50_000;
+/// Trigrams shared by more names than this are not indexed: they discriminate nothing
+/// and would dominate memory.
+pub const MAX_POSTING: usize = 50_000;
+/// Posting lists longer than this are not counted when the query has rarer trigrams.
+pub const COMMON_TRIGRAM: usize = 20_000;
+/// Candidates re-scored exactly per fuzzy lookup after counting shared rare trigrams.
+const SHORTLIST: usize = 200;
 /// Dice similarity a fuzzy match inside a question must reach.
 const QUESTION_FUZZY_MIN: f32 = 0.8;
+/// Dice similarity a fuzzy [`Gazetteer::lookup`] candidate must reach.
+pub const LOOKUP_FUZZY_MIN: f32 = 0.4;
+/// Score of an exact (normalized) match; fuzzy scores stay below it.
+pub const EXACT_SCORE: f32 = 1.0;
+/// Best score a fuzzy match may have, so that it never ties with an exact one.
+const FUZZY_CEILING: f32 = 0.99;
+/// A fuzzy candidate may be at most this many characters shorter than the mention
+/// ("Al" is no match for "Alfredo James Pacino"), as in ByoKG-RAG's fuzzy index.
+const MAX_SHORTER: usize = 4;
 
 /// A span of the question that names graph entities.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,12 +55,13 @@ pub struct Mention {
     pub exact: bool,
 }
 
-/// Name index over a graph's entities; build once, share read-only.
+/// Name index over a graph's entities; build once, share read-only (`Arc`).
 pub struct Gazetteer {
     /// Normalized distinct names.
     names: Vec<Box<str>>,
-    /// Entities per distinct name.
-    entities: Vec<Vec<Entity>>,
+    /// The entities named `names[i]` are `entities[offsets[i]..offsets[i + 1]]`.
+    offsets: Vec<u32>,
+    entities: Vec<Entity>,
     exact: HashMap<Box<str>, u32>,
     trigram_counts: Vec<u16>,
     postings: HashMap<u64, Vec<u32>>,
@@ -53,43 +70,59 @@ pub struct Gazetteer {
 impl Gazetteer {
     /// Indexes `(id, display name)` pairs. Names that normalize to nothing are skipped.
     pub fn build(entries: impl IntoIterator<Item = (NodeId, String)>) -> Self {
-        let mut gazetteer = Self {
-            names: Vec::new(),
-            entities: Vec::new(),
-            exact: HashMap::new(),
-            trigram_counts: Vec::new(),
-            postings: HashMap::new(),
-        };
+        let mut names: Vec<Box<str>> = Vec::new();
+        let mut exact: HashMap<Box<str>, u32> = HashMap::new();
+        let mut trigram_counts: Vec<u16> = Vec::new();
+        let mut postings: HashMap<u64, Vec<u32>> = HashMap::new();
+        // (name index, entity), grouped by name below.
+        let mut owned: Vec<(u32, Entity)> = Vec::new();
         for (id, name) in entries {
             let key = normalize(&name);
             if key.is_empty() {
                 continue;
             }
             let entity = Entity { id, name };
-            if let Some(&index) = gazetteer.exact.get(key.as_str()) {
-                gazetteer.entities[index as usize].push(entity);
+            if let Some(&index) = exact.get(key.as_str()) {
+                owned.push((index, entity));
                 continue;
             }
-            let index = gazetteer.names.len() as u32;
+            let index = names.len() as u32;
             let grams = trigrams(&key);
             for gram in &grams {
-                gazetteer.postings.entry(*gram).or_default().push(index);
+                postings.entry(*gram).or_default().push(index);
             }
-            gazetteer
-                .trigram_counts
-                .push(grams.len().min(u16::MAX as usize) as u16);
-            gazetteer.exact.insert(key.clone().into_boxed_str(), index);
-            gazetteer.names.push(key.into_boxed_str());
-            gazetteer.entities.push(vec![entity]);
+            trigram_counts.push(grams.len().min(u16::MAX as usize) as u16);
+            let key = key.into_boxed_str();
+            exact.insert(key.clone(), index);
+            names.push(key);
+            owned.push((index, entity));
         }
-        gazetteer
-            .postings
-            .retain(|_, list| list.len() <= MAX_POSTING);
-        gazetteer
-            .postings
-            .values_mut()
-            .for_each(|list| list.shrink_to_fit());
-        gazetteer
+        postings.retain(|_, list| list.len() <= MAX_POSTING);
+        postings.values_mut().for_each(|list| list.shrink_to_fit());
+        // Counting sort by name index; entities of one name keep their input order.
+        let mut offsets = vec![0u32; names.len() + 1];
+        for (index, _) in &owned {
+            offsets[*index as usize + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let mut slots: Vec<Option<Entity>> = vec![None; owned.len()];
+        let mut next = offsets.clone();
+        for (index, entity) in owned {
+            let slot = &mut next[index as usize];
+            slots[*slot as usize] = Some(entity);
+            *slot += 1;
+        }
+        let entities = slots.into_iter().flatten().collect();
+        Self {
+            names,
+            offsets,
+            entities,
+            exact,
+            trigram_counts,
+            postings,
+        }
     }
 
     /// Distinct normalized names.
@@ -99,6 +132,35 @@ impl Gazetteer {
 
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
+    }
+
+    /// Every indexed entity, grouped by normalized name.
+    pub fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
+
+    /// Whether some entity's normalized name is `normalized` (already normalized).
+    pub fn contains_normalized(&self, normalized: &str) -> bool {
+        self.exact.contains_key(normalized)
+    }
+
+    /// Entities whose normalized name is `normalized` (already normalized).
+    pub fn named_normalized(&self, normalized: &str) -> &[Entity] {
+        self.exact
+            .get(normalized)
+            .map(|&index| self.entities_of(index))
+            .unwrap_or(&[])
+    }
+
+    /// Entities whose name normalizes like `text`.
+    pub fn named(&self, text: &str) -> &[Entity] {
+        self.named_normalized(&normalize(text))
+    }
+
+    fn entities_of(&self, index: u32) -> &[Entity] {
+        let start = self.offsets[index as usize] as usize;
+        let end = self.offsets[index as usize + 1] as usize;
+        &self.entities[start..end]
     }
 
     /// Entity mentions in a question, sorted by position. Spans covering more words win;
@@ -118,7 +180,7 @@ impl Gazetteer {
                     continue;
                 }
                 if let Some(&index) = self.exact.get(key.as_str()) {
-                    found.push((start, length, index, 1.0, true));
+                    found.push((start, length, index, EXACT_SCORE, true));
                     continue;
                 }
                 // Fuzzy candidates: short spans that neither start nor end on a stop-word.
@@ -155,26 +217,41 @@ impl Gazetteer {
         mentions
     }
 
-    /// Entities for a mention written by someone else (a model, a user): the exact
-    /// normalized match first (score 1), then fuzzy matches, at most `top_k`.
+    /// The `top_k` best entities for a mention written by someone else (a model, a
+    /// user): exact normalized matches first (score 1; byte-identical names before
+    /// merely normalized ones, then by id), then fuzzy matches by trigram Dice
+    /// similarity (at least [`LOOKUP_FUZZY_MIN`], below 1).
     pub fn lookup(&self, mention: &str, top_k: usize) -> Vec<ScoredEntity> {
         let key = normalize(mention);
+        if key.is_empty() || top_k == 0 {
+            return Vec::new();
+        }
         let mut out: Vec<ScoredEntity> = Vec::new();
-        if let Some(&index) = self.exact.get(key.as_str()) {
-            out.extend(self.scored(index, 1.0));
+        let exact_index = self.exact.get(key.as_str()).copied();
+        if let Some(index) = exact_index {
+            let mut hits: Vec<&Entity> = self.entities_of(index).iter().collect();
+            hits.sort_by_key(|e| (e.name != mention, e.id));
+            out.extend(hits.into_iter().take(top_k).map(|entity| ScoredEntity {
+                entity: entity.clone(),
+                score: EXACT_SCORE,
+            }));
         }
         if out.len() < top_k {
-            for (index, score) in self.fuzzy_candidates(&key, top_k, 0.5) {
-                if self.names[index as usize].as_ref() == key.as_str() {
+            'names: for (index, score) in self.fuzzy_candidates(&key, top_k, LOOKUP_FUZZY_MIN) {
+                if Some(index) == exact_index {
                     continue;
                 }
-                out.extend(self.scored(index, score));
-                if out.len() >= top_k {
-                    break;
+                for entity in self.entities_of(index) {
+                    if out.len() >= top_k {
+                        break 'names;
+                    }
+                    out.push(ScoredEntity {
+                        entity: entity.clone(),
+                        score,
+                    });
                 }
             }
         }
-        out.truncate(top_k);
         out
     }
 
@@ -188,28 +265,62 @@ impl Gazetteer {
             })
     }
 
-    /// Names sharing trigrams with `key`, by Dice similarity, at least `min_score`.
+    /// Names sharing trigrams with `key`, best first by Dice similarity (capped below
+    /// [`EXACT_SCORE`]), at least `min_score`, at most `top_k`. Shared trigrams are
+    /// counted over the query's rarer posting lists only; a short list of the best
+    /// counts is then re-scored exactly.
     fn fuzzy_candidates(&self, key: &str, top_k: usize, min_score: f32) -> Vec<(u32, f32)> {
         let grams = trigrams(key);
-        if grams.is_empty() {
+        if grams.is_empty() || top_k == 0 {
             return Vec::new();
         }
+        let mut lists: Vec<&[u32]> = grams
+            .iter()
+            .filter_map(|g| self.postings.get(g))
+            .map(Vec::as_slice)
+            .collect();
+        if lists.is_empty() {
+            return Vec::new();
+        }
+        lists.sort_by_key(|l| l.len());
+        let rare = lists
+            .iter()
+            .take_while(|l| l.len() <= COMMON_TRIGRAM)
+            .count()
+            .max(1);
+        // Query trigrams not counted (skipped as common, or not indexed at all): a name
+        // may share each of them, which bounds how good its count can get.
+        let uncounted = (grams.len() - rare) as f32;
         let mut shared: HashMap<u32, u16> = HashMap::new();
-        for gram in &grams {
-            if let Some(list) = self.postings.get(gram) {
-                for &index in list {
-                    *shared.entry(index).or_default() += 1;
-                }
+        for list in &lists[..rare] {
+            for &index in *list {
+                *shared.entry(index).or_default() += 1;
             }
         }
         let query_count = grams.len() as f32;
-        let mut scored: Vec<(u32, f32)> = shared
+        let key_chars = key.chars().count();
+        let mut shortlist: Vec<(u32, f32)> = shared
             .into_iter()
-            .map(|(index, common)| {
+            .filter_map(|(index, common)| {
                 let total = query_count + self.trigram_counts[index as usize] as f32;
-                (index, 2.0 * common as f32 / total)
+                let best_possible = 2.0 * (common as f32 + uncounted) / total;
+                (best_possible >= min_score).then_some((index, 2.0 * common as f32 / total))
             })
-            .filter(|(_, score)| *score >= min_score)
+            .filter(|(index, _)| {
+                self.names[*index as usize].chars().count() + MAX_SHORTER >= key_chars
+            })
+            .collect();
+        shortlist.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        shortlist.truncate(SHORTLIST.max(top_k));
+        let mut scored: Vec<(u32, f32)> = shortlist
+            .into_iter()
+            .map(|(index, _)| {
+                let other = trigrams(&self.names[index as usize]);
+                let common = sorted_intersection(&grams, &other);
+                let dice = 2.0 * common as f32 / (grams.len() + other.len()) as f32;
+                (index, dice.min(FUZZY_CEILING))
+            })
+            .filter(|(_, score)| *score >= min_score && *score > 0.0)
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored.truncate(top_k);
@@ -217,7 +328,7 @@ impl Gazetteer {
     }
 
     fn scored(&self, index: u32, score: f32) -> impl Iterator<Item = ScoredEntity> + '_ {
-        self.entities[index as usize]
+        self.entities_of(index)
             .iter()
             .map(move |entity| ScoredEntity {
                 entity: entity.clone(),
@@ -248,7 +359,8 @@ impl Gazetteer {
     }
 }
 
-/// Distinct character trigrams of ` key ` (padded so word starts and ends count).
+/// Distinct character trigrams of ` key ` (padded so word starts and ends count),
+/// sorted; each packs three chars losslessly into a `u64`.
 fn trigrams(key: &str) -> Vec<u64> {
     let chars: Vec<char> = std::iter::once(' ')
         .chain(key.chars())
@@ -261,6 +373,23 @@ fn trigrams(key: &str) -> Vec<u64> {
     grams.sort_unstable();
     grams.dedup();
     grams
+}
+
+/// Elements two sorted, de-duplicated slices share.
+fn sorted_intersection(a: &[u64], b: &[u64]) -> usize {
+    let (mut i, mut j, mut common) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    common
 }
 
 #[cfg(test)]
@@ -354,5 +483,63 @@ mod tests {
         let mentions = g.find_mentions("Who directed Heat?");
         assert_eq!(mentions[0].candidates.len(), 2);
         assert_eq!(g.len(), 1);
+    }
+    #[test]
+    fn byte_identical_names_rank_before_merely_normalized_ones() {
+        let g = Gazetteer::build(vec![
+            (NodeId(1), "heat".to_string()),
+            (NodeId(2), "Heat".to_string()),
+            (NodeId(3), "Heath".to_string()),
+        ]);
+        let found = g.lookup("Heat", 3);
+        assert_eq!(found[0].entity.id, NodeId(2));
+        assert_eq!(found[1].entity.id, NodeId(1));
+        assert_eq!(found[2].entity.name, "Heath");
+        assert!(found[2].score < EXACT_SCORE);
+        assert_eq!(g.lookup("Heat", 1).len(), 1);
+        assert!(g.lookup("Heat", 0).is_empty());
+    }
+
+    #[test]
+    fn names_much_shorter_than_the_mention_are_not_fuzzy_matches() {
+        let g = Gazetteer::build(vec![
+            (NodeId(1), "Al".to_string()),
+            (NodeId(2), "Al Pacino".to_string()),
+        ]);
+        let found = g.lookup("Alfredo James Pacino", 5);
+        assert!(found.iter().all(|c| c.entity.name != "Al"), "{found:?}");
+    }
+
+    #[test]
+    fn misspellings_are_found_among_many_names_sharing_common_trigrams() {
+        // 60,000 names share the trigrams of "entity", more than COMMON_TRIGRAM and
+        // MAX_POSTING: they are skipped, the rarer trigrams still find the right names.
+        let mut entries: Vec<(NodeId, String)> = (0..60_000u64)
+            .map(|i| (NodeId(i), format!("entity {i}")))
+            .collect();
+        entries.push((NodeId(70_000), "Michael Mann".to_string()));
+        entries.push((NodeId(70_001), "Entity Framework".to_string()));
+        let g = Gazetteer::build(entries);
+        assert_eq!(g.lookup("Micheal Man", 1)[0].entity.name, "Michael Mann");
+        assert_eq!(g.lookup("entity 4711", 1)[0].entity.id, NodeId(4711));
+        let near = g.lookup("entiti 4711", 3);
+        assert!(near.iter().any(|c| c.entity.id == NodeId(4711)), "{near:?}");
+        assert!(near.iter().all(|c| c.score < EXACT_SCORE));
+        assert_eq!(g.lookup("Entity Framwork", 1)[0].entity.id, NodeId(70_001));
+    }
+
+    #[test]
+    fn entities_are_grouped_by_name_and_all_kept() {
+        let g = Gazetteer::build(vec![
+            (NodeId(1), "Heat".to_string()),
+            (NodeId(2), "Big".to_string()),
+            (NodeId(3), "heat".to_string()),
+            (NodeId(4), "!!!".to_string()),
+        ]);
+        assert_eq!(g.entities().len(), 3);
+        let named: Vec<NodeId> = g.named("HEAT").iter().map(|e| e.id).collect();
+        assert_eq!(named, vec![NodeId(1), NodeId(3)]);
+        assert!(g.contains_normalized("big"));
+        assert!(g.named_normalized("cold").is_empty());
     }
 }

@@ -10,6 +10,6 @@ pub mod gazetteer;
 pub mod normalize;
 pub mod paths;
 
-pub use gazetteer::{Gazetteer, Mention};
+pub use gazetteer::{Gazetteer, Mention, EXACT_SCORE};
 pub use normalize::{normalize, tokens};
 pub use paths::{score_paths, score_paths_lexical};
