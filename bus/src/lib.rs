@@ -47,6 +47,18 @@ pub enum BusError {
 }
 
 impl BusError {
+    /// A short stable name for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BusError::TimedOut { .. } => "timed_out",
+            BusError::NoResponders { .. } => "no_responders",
+            BusError::Decode { .. } => "decode",
+            BusError::Closed => "closed",
+            BusError::PayloadTooLarge { .. } => "payload_too_large",
+            BusError::Other(_) => "other",
+        }
+    }
+
     /// Whether the same request may succeed if retried (possibly on another replica).
     pub fn is_retryable(&self) -> bool {
         matches!(
@@ -130,6 +142,12 @@ pub trait Bus: Send + Sync + 'static {
     fn max_payload(&self) -> usize;
 }
 
+/// Counts a failed bus operation by kind (`kgmesh_bus_errors_total`; a no-op unless the
+/// process installed a metrics recorder).
+pub(crate) fn count_error(error: &BusError) {
+    metrics::counter!("kgmesh_bus_errors_total", "kind" => error.kind()).increment(1);
+}
+
 /// How many instances of each role are reachable, from a [`Bus::discover`] answer.
 pub fn replica_counts(instances: &[ServiceInstance]) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
@@ -139,4 +157,41 @@ pub fn replica_counts(instances: &[ServiceInstance]) -> BTreeMap<String, usize> 
             .or_insert(0) += 1;
     }
     counts
+}
+
+#[cfg(test)]
+mod metrics_tests {
+    use super::*;
+
+    #[test]
+    fn failed_requests_are_counted_by_kind() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        metrics::with_local_recorder(&recorder, || {
+            runtime.block_on(async {
+                let bus = LocalBus::new();
+                for _ in 0..2 {
+                    let error = bus
+                        .request(
+                            "kgmesh.v1.nobody.op",
+                            Message::default(),
+                            Duration::from_secs(1),
+                        )
+                        .await
+                        .expect_err("nobody serves this subject");
+                    assert!(matches!(error, BusError::NoResponders { .. }));
+                }
+            })
+        });
+        let text = handle.render();
+        assert!(
+            text.lines()
+                .any(|line| line == r#"kgmesh_bus_errors_total{kind="no_responders"} 2"#),
+            "{text}"
+        );
+    }
 }

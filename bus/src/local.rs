@@ -193,9 +193,8 @@ impl LocalBus {
     }
 }
 
-#[async_trait]
-impl Bus for LocalBus {
-    async fn request(
+impl LocalBus {
+    async fn request_once(
         &self,
         subject: &str,
         message: Message,
@@ -225,6 +224,22 @@ impl Bus for LocalBus {
                 timeout,
             }),
         }
+    }
+}
+
+#[async_trait]
+impl Bus for LocalBus {
+    async fn request(
+        &self,
+        subject: &str,
+        message: Message,
+        timeout: Duration,
+    ) -> Result<Message, BusError> {
+        let result = self.request_once(subject, message, timeout).await;
+        if let Err(error) = &result {
+            crate::count_error(error);
+        }
+        result
     }
 
     async fn publish(&self, subject: &str, message: Message) -> Result<(), BusError> {

@@ -146,9 +146,8 @@ fn closed_or_other(error: impl std::fmt::Display) -> BusError {
     }
 }
 
-#[async_trait]
-impl Bus for NatsBus {
-    async fn request(
+impl NatsBus {
+    async fn request_once(
         &self,
         subject: &str,
         message: Message,
@@ -194,6 +193,22 @@ impl Bus for NatsBus {
             headers: from_nats_headers(reply.headers.as_ref()),
             payload: reply.payload,
         })
+    }
+}
+
+#[async_trait]
+impl Bus for NatsBus {
+    async fn request(
+        &self,
+        subject: &str,
+        message: Message,
+        timeout: Duration,
+    ) -> Result<Message, BusError> {
+        let result = self.request_once(subject, message, timeout).await;
+        if let Err(error) = &result {
+            crate::count_error(error);
+        }
+        result
     }
 
     async fn publish(&self, subject: &str, message: Message) -> Result<(), BusError> {

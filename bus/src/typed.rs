@@ -194,10 +194,12 @@ pub fn decode_reply<R: Rpc>(
     })?;
     let reply: Reply<R::Reply> =
         codec::decode(reply_type, &reply_message.payload).map_err(|e| {
-            CallError::Bus(BusError::Decode {
+            let error = BusError::Decode {
                 subject: subject.to_owned(),
                 detail: e.to_string(),
-            })
+            };
+            crate::count_error(&error);
+            CallError::Bus(error)
         })?;
     match reply.result {
         Ok(body) => Ok((body, reply.cost)),
