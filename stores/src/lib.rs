@@ -75,6 +75,158 @@ pub struct Neighborhood {
     pub truncated: Vec<NodeId>,
 }
 
+/// Names of nodes and relations, read in place: the store's own name table for the
+/// embedded backend, a table built from the reply for remote backends.
+pub trait NameTable: Send + Sync {
+    /// Display name of a node, `None` for an id the table does not know.
+    fn node_name(&self, id: NodeId) -> Option<&str>;
+    /// Name of the relation with index `relation` (see [`NeighborEdge::relation`]).
+    fn relation_name(&self, relation: u32) -> Option<&str>;
+}
+
+/// One edge of a [`NeighborEdges`], in stored direction, by id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NeighborEdge {
+    pub head: NodeId,
+    /// Index into the reply's [`NameTable`] relation names.
+    pub relation: u32,
+    pub tail: NodeId,
+}
+
+/// A one-hop expansion as ids plus a shared name table.
+///
+/// The same edges as [`Neighborhood`] without a `String` per name: a large frontier
+/// costs one allocation for the edge list instead of three per edge, which is what
+/// keeps a 100-node expansion well under a millisecond. Names are borrowed on demand
+/// ([`NeighborEdges::head_name`], …) or materialized with [`NeighborEdges::triple`].
+///
+/// ```
+/// use kgmesh_schemas::graph::Direction;
+/// use kgmesh_stores::{embedded::GraphBuilder, NeighborQuery};
+/// let mut builder = GraphBuilder::new();
+/// let heat = builder.node("Heat");
+/// let mann = builder.node("Michael Mann");
+/// builder.add_edge(heat, "directed_by", mann);
+/// let graph = builder.finish();
+/// let query = NeighborQuery { direction: Direction::Out, relations: None, fanout_cap: 10 };
+/// let hood = graph.neighbor_edges_sync(&[graph.node_id(heat)], &query).unwrap();
+/// assert_eq!(hood.edges.len(), 1);
+/// assert_eq!(hood.tail_name(&hood.edges[0]), "Michael Mann");
+/// assert_eq!(hood.relation_name(&hood.edges[0]), "directed_by");
+/// ```
+#[derive(Clone)]
+pub struct NeighborEdges {
+    /// Edges in stored direction (head → relation → tail) whatever way they were followed.
+    pub edges: Vec<NeighborEdge>,
+    /// Frontier nodes whose fan-out was cut by the cap.
+    pub truncated: Vec<NodeId>,
+    /// Resolves every node and relation that `edges` mention.
+    pub names: Arc<dyn NameTable>,
+}
+
+impl std::fmt::Debug for NeighborEdges {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("NeighborEdges")
+            .field("edges", &self.edges)
+            .field("truncated", &self.truncated)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NeighborEdges {
+    /// Name of `edge`'s head (empty if the table lacks it, which a backend never lets happen).
+    pub fn head_name(&self, edge: &NeighborEdge) -> &str {
+        self.names.node_name(edge.head).unwrap_or_default()
+    }
+
+    pub fn tail_name(&self, edge: &NeighborEdge) -> &str {
+        self.names.node_name(edge.tail).unwrap_or_default()
+    }
+
+    pub fn relation_name(&self, edge: &NeighborEdge) -> &str {
+        self.names.relation_name(edge.relation).unwrap_or_default()
+    }
+
+    /// `edge` with its names copied out.
+    pub fn triple(&self, edge: &NeighborEdge) -> Triple {
+        Triple {
+            head: Entity {
+                id: edge.head,
+                name: self.head_name(edge).to_owned(),
+            },
+            relation: self.relation_name(edge).to_owned(),
+            tail: Entity {
+                id: edge.tail,
+                name: self.tail_name(edge).to_owned(),
+            },
+        }
+    }
+
+    /// Every edge with its names copied out, in order.
+    pub fn into_neighborhood(self) -> Neighborhood {
+        let mut triples = Vec::with_capacity(self.edges.len());
+        triples.extend(self.edges.iter().map(|edge| self.triple(edge)));
+        Neighborhood {
+            triples,
+            truncated: self.truncated,
+        }
+    }
+}
+
+impl From<Neighborhood> for NeighborEdges {
+    /// Interns the names of a materialized expansion (what remote backends return).
+    fn from(hood: Neighborhood) -> Self {
+        let mut names = OwnedNames::default();
+        let mut relation_index: std::collections::HashMap<String, u32> = Default::default();
+        let mut edges = Vec::with_capacity(hood.triples.len());
+        for triple in hood.triples {
+            let next = names.relations.len() as u32;
+            let relation = *relation_index
+                .entry(triple.relation.clone())
+                .or_insert_with(|| {
+                    names.relations.push(triple.relation);
+                    next
+                });
+            edges.push(NeighborEdge {
+                head: triple.head.id,
+                relation,
+                tail: triple.tail.id,
+            });
+            names
+                .nodes
+                .entry(triple.head.id)
+                .or_insert(triple.head.name);
+            names
+                .nodes
+                .entry(triple.tail.id)
+                .or_insert(triple.tail.name);
+        }
+        NeighborEdges {
+            edges,
+            truncated: hood.truncated,
+            names: Arc::new(names),
+        }
+    }
+}
+
+/// A name table that owns its strings (built from a backend's reply).
+#[derive(Debug, Clone, Default)]
+pub struct OwnedNames {
+    pub nodes: std::collections::HashMap<NodeId, String>,
+    pub relations: Vec<String>,
+}
+
+impl NameTable for OwnedNames {
+    fn node_name(&self, id: NodeId) -> Option<&str> {
+        self.nodes.get(&id).map(String::as_str)
+    }
+
+    fn relation_name(&self, relation: u32) -> Option<&str> {
+        self.relations.get(relation as usize).map(String::as_str)
+    }
+}
+
 /// Bounds for path operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathLimits {
@@ -146,6 +298,16 @@ pub trait GraphStore: Send + Sync + 'static {
         frontier: &[NodeId],
         query: &NeighborQuery,
     ) -> StoreResult<Neighborhood>;
+
+    /// The same expansion as [`GraphStore::neighbors`], as ids plus a name table
+    /// (no string copied per edge where the backend can avoid it).
+    async fn neighbor_edges(
+        &self,
+        frontier: &[NodeId],
+        query: &NeighborQuery,
+    ) -> StoreResult<NeighborEdges> {
+        Ok(NeighborEdges::from(self.neighbors(frontier, query).await?))
+    }
 
     /// Every path from `sources` that follows one of `metapaths`, bounded by `limits`.
     async fn follow_metapaths(

@@ -106,6 +106,44 @@ async fn contract(store: &dyn GraphStore) {
     .collect();
     assert_eq!(triples, expected);
     assert!(hood.truncated.is_empty());
+    // The same expansion as ids plus a name table.
+    let edges = within(store.neighbor_edges(&[heat, pacino], &all))
+        .await
+        .unwrap();
+    let named: BTreeSet<(String, String, String)> = edges
+        .edges
+        .iter()
+        .map(|edge| {
+            (
+                edges.head_name(edge).to_owned(),
+                edges.relation_name(edge).to_owned(),
+                edges.tail_name(edge).to_owned(),
+            )
+        })
+        .collect();
+    let mut expected_both = expected.clone();
+    expected_both.insert((
+        "The Irishman".to_owned(),
+        "starred_actors".to_owned(),
+        "Al Pacino".to_owned(),
+    ));
+    assert_eq!(named, expected_both);
+    assert!(edges
+        .edges
+        .iter()
+        .all(|edge| edge.head == heat || edge.tail == pacino));
+    assert_eq!(
+        edges.edges.len(),
+        5,
+        "Heat → Al Pacino is found from both ends"
+    );
+    let materialized: BTreeSet<(String, String, String)> = edges
+        .into_neighborhood()
+        .triples
+        .iter()
+        .map(|t| (t.head.name.clone(), t.relation.clone(), t.tail.name.clone()))
+        .collect();
+    assert_eq!(materialized, expected_both);
     let capped = NeighborQuery {
         direction: Direction::Both,
         relations: None,
@@ -273,6 +311,41 @@ async fn bolt_store_meets_the_contract_against_arcadedb() {
             vec![Value::String("The Irishman".into())]
         ]
     );
+    // Columns in RETURN order (neo4rs hands rows over as maps, sorted by key).
+    let ordered = within(store.cypher(
+        "MATCH (m)-[:directed_by]->(d) RETURN m.name AS movie, d.name AS director, 1 AS a, m.name ORDER BY movie",
+        &[],
+        &QueryLimits::default(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(ordered.columns, vec!["movie", "director", "a", "m.name"]);
+    assert_eq!(
+        ordered.rows,
+        vec![
+            vec![
+                Value::String("Collateral".into()),
+                Value::String("Michael Mann".into()),
+                Value::Int(1),
+                Value::String("Collateral".into()),
+            ],
+            vec![
+                Value::String("Heat".into()),
+                Value::String("Michael Mann".into()),
+                Value::Int(1),
+                Value::String("Heat".into()),
+            ],
+        ]
+    );
+    let empty = within(store.cypher(
+        "MATCH (m) WHERE m.name = $nobody RETURN m.name AS zeta, 1 AS alpha",
+        &[("nobody".to_owned(), Value::String("Nobody".to_owned()))],
+        &QueryLimits::default(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(empty.columns, vec!["zeta", "alpha"]);
+    assert!(empty.rows.is_empty());
     let limited = within(store.cypher(
         "MATCH (n) RETURN n.name AS name",
         &[],

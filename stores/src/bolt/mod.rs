@@ -883,7 +883,7 @@ impl GraphStore for BoltGraph {
         // unknown labels, types and keys are refused with a repair hint before the
         // database sees the query. The rolled-back transaction below is the second wall.
         let schema = self.schema().await?;
-        crate::cypher::check_read_only(query, &schema, limits)?;
+        let parsed = crate::cypher::check_read_only(query, &schema, limits)?;
         let mut statement = neo4rs::query(query);
         for (key, value) in params {
             statement = statement.param(key, to_bolt(value));
@@ -923,12 +923,13 @@ impl GraphStore for BoltGraph {
                 .map_err(|_| StoreError::Timeout {
                     millis: limits.timeout.as_millis() as u64,
                 })??;
-        // neo4rs 0.8 does not expose the result's column order: columns are sorted.
-        let mut columns: Vec<String> = rows
+        // neo4rs 0.8 hands rows over as maps and hides the column order: it is taken
+        // from the query's own RETURN clause instead.
+        let keys: Vec<String> = rows
             .first()
             .map(|row| row.keys().cloned().collect())
             .unwrap_or_default();
-        columns.sort();
+        let columns = column_order(&parsed, &keys);
         let rows = rows
             .iter()
             .map(|row| {
@@ -946,9 +947,126 @@ impl GraphStore for BoltGraph {
     }
 }
 
+/// The result columns of `query` in the order its final `RETURN` lists them, matched
+/// against the `keys` a row came back with.
+///
+/// `RETURN *` columns (not in the AST: they are whatever variables are in scope) come
+/// first and sorted, as Neo4j orders them. Keys the projection does not account for
+/// (a server that names an unaliased expression differently) are matched ignoring
+/// whitespace, and any still left over are appended sorted, so no column is ever lost.
+/// With no rows, the projection's names alone give the columns.
+fn column_order(query: &crate::cypher::ast::Query, keys: &[String]) -> Vec<String> {
+    use crate::cypher::ast::Clause;
+    let projection = query.parts.first().and_then(|part| {
+        part.clauses.iter().rev().find_map(|clause| match clause {
+            Clause::Return(projection) => Some(projection),
+            _ => None,
+        })
+    });
+    let Some(projection) = projection else {
+        let mut columns = keys.to_vec();
+        columns.sort();
+        return columns;
+    };
+    let named: Vec<&str> = projection
+        .items
+        .iter()
+        .map(|item| item.column_name())
+        .collect();
+    let compact = |text: &str| -> String { text.chars().filter(|c| !c.is_whitespace()).collect() };
+    let mut remaining: Vec<&String> = keys.iter().collect();
+    let mut take = |wanted: &str| -> Option<String> {
+        let position = remaining
+            .iter()
+            .position(|key| key.as_str() == wanted)
+            .or_else(|| {
+                let wanted = compact(wanted);
+                remaining.iter().position(|key| compact(key) == wanted)
+            })?;
+        Some(remaining.remove(position).clone())
+    };
+    let mut item_columns = Vec::with_capacity(named.len());
+    for name in &named {
+        match take(name) {
+            Some(key) => item_columns.push(key),
+            // No rows came back (or the server dropped the column): the query's name.
+            None if keys.is_empty() || !projection.star => item_columns.push((*name).to_owned()),
+            None => {}
+        }
+    }
+    let mut rest: Vec<String> = remaining.into_iter().cloned().collect();
+    rest.sort();
+    if projection.star {
+        rest.extend(item_columns);
+        rest
+    } else {
+        item_columns.extend(rest);
+        item_columns
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn keys(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    fn order(query: &str, row_keys: &[&str]) -> Vec<String> {
+        column_order(&crate::cypher::parse(query).unwrap(), &keys(row_keys))
+    }
+
+    #[test]
+    fn columns_follow_the_return_clause_not_the_alphabet() {
+        assert_eq!(
+            order(
+                "MATCH (m)-[:directed_by]->(d) RETURN m.name AS movie, d.name AS director, 1 AS a",
+                &["a", "director", "movie"]
+            ),
+            keys(&["movie", "director", "a"])
+        );
+    }
+
+    #[test]
+    fn unaliased_items_keep_their_text_and_empty_results_still_have_columns() {
+        assert_eq!(
+            order("MATCH (m) RETURN m.name, count(*)", &["count(*)", "m.name"]),
+            keys(&["m.name", "count(*)"])
+        );
+        assert_eq!(
+            order("MATCH (m) RETURN m.name AS zeta, 1 AS alpha", &[]),
+            keys(&["zeta", "alpha"])
+        );
+        // A server that spells an expression without spaces still lines up.
+        assert_eq!(
+            order("MATCH (m) RETURN size( m.name ), m", &["m", "size(m.name)"]),
+            keys(&["size(m.name)", "m"])
+        );
+    }
+
+    #[test]
+    fn star_columns_come_first_sorted_and_unknown_keys_are_kept() {
+        assert_eq!(
+            order(
+                "MATCH (m)-[r]->(a) RETURN *, 1 AS one",
+                &["one", "r", "a", "m"]
+            ),
+            keys(&["a", "m", "r", "one"])
+        );
+        assert_eq!(
+            order("MATCH (m) RETURN m.name AS name", &["name", "extra"]),
+            keys(&["name", "extra"])
+        );
+        // UNION: the first part names the columns.
+        assert_eq!(
+            order(
+                "MATCH (m) RETURN m.name AS b, 1 AS a UNION MATCH (n) RETURN n.name AS b, 2 AS a",
+                &["a", "b"]
+            ),
+            keys(&["b", "a"])
+        );
+    }
 
     #[test]
     fn names_are_backtick_quoted() {

@@ -15,7 +15,10 @@ use kgmesh_schemas::{
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::graph::{EmbeddedGraph, NodeIdx, RelationId};
-use crate::{NameMatch, NeighborQuery, Neighborhood, PathLimits, Star, StoreError, StoreResult};
+use crate::{
+    NameMatch, NameTable, NeighborEdge, NeighborEdges, NeighborQuery, Neighborhood, PathLimits,
+    Star, StoreError, StoreResult,
+};
 
 /// Endpoint label pairs are sampled from at most this many edges per relation.
 const SCHEMA_SAMPLE_EDGES: usize = 10_000;
@@ -63,6 +66,19 @@ impl EmbeddedGraph {
         frontier: &[NodeId],
         query: &NeighborQuery,
     ) -> StoreResult<Neighborhood> {
+        // Ids first, names after: the triple list is then allocated once at its final size.
+        Ok(self
+            .neighbor_edges_sync(frontier, query)?
+            .into_neighborhood())
+    }
+
+    /// One hop from each frontier node as ids, names left in the graph (see
+    /// [`GraphStore::neighbor_edges`](crate::GraphStore::neighbor_edges)).
+    pub fn neighbor_edges_sync(
+        &self,
+        frontier: &[NodeId],
+        query: &NeighborQuery,
+    ) -> StoreResult<NeighborEdges> {
         let nodes = self.indices(frontier)?;
         let relation_filter: Option<Vec<RelationId>> = query.relations.as_ref().map(|names| {
             let mut ids: Vec<RelationId> = names
@@ -73,7 +89,35 @@ impl EmbeddedGraph {
             ids.dedup();
             ids
         });
-        let mut result = Neighborhood::default();
+        let directions: &[bool] = match query.direction {
+            Direction::Out => &[true],
+            Direction::In => &[false],
+            Direction::Both => &[true, false],
+        };
+        // Exact upper bound of the result, so the edge list never grows mid-call.
+        let capacity: usize = nodes
+            .iter()
+            .map(|node| {
+                let degree = directions
+                    .iter()
+                    .map(|outgoing| match (&relation_filter, *outgoing) {
+                        (None, true) => self.out_degree(*node),
+                        (None, false) => self.in_degree(*node),
+                        (Some(relations), true) => relations
+                            .iter()
+                            .map(|relation| self.out_neighbors(*node, *relation).len())
+                            .sum(),
+                        (Some(relations), false) => relations
+                            .iter()
+                            .map(|relation| self.in_neighbors(*node, *relation).len())
+                            .sum(),
+                    })
+                    .sum::<usize>();
+                degree.min(query.fanout_cap)
+            })
+            .sum();
+        let mut edges = Vec::with_capacity(capacity);
+        let mut truncated_nodes = Vec::new();
         let mut seen_frontier = FxHashSet::default();
         for node in nodes {
             if !seen_frontier.insert(node) {
@@ -81,11 +125,6 @@ impl EmbeddedGraph {
             }
             let mut budget = query.fanout_cap;
             let mut truncated = false;
-            let directions: &[bool] = match query.direction {
-                Direction::Out => &[true],
-                Direction::In => &[false],
-                Direction::Both => &[true, false],
-            };
             'directions: for outgoing in directions {
                 let mut emit = |relation: RelationId, other: NodeIdx| -> bool {
                     if budget == 0 {
@@ -93,12 +132,16 @@ impl EmbeddedGraph {
                         return false;
                     }
                     budget -= 1;
-                    let triple = if *outgoing {
-                        self.triple(node, relation, other)
+                    let (head, tail) = if *outgoing {
+                        (node, other)
                     } else {
-                        self.triple(other, relation, node)
+                        (other, node)
                     };
-                    result.triples.push(triple);
+                    edges.push(NeighborEdge {
+                        head: self.node_id(head),
+                        relation: relation.0,
+                        tail: self.node_id(tail),
+                    });
                     true
                 };
                 match &relation_filter {
@@ -131,10 +174,14 @@ impl EmbeddedGraph {
                 }
             }
             if truncated {
-                result.truncated.push(self.node_id(node));
+                truncated_nodes.push(self.node_id(node));
             }
         }
-        Ok(result)
+        Ok(NeighborEdges {
+            edges,
+            truncated: truncated_nodes,
+            names: Arc::new(self.clone()),
+        })
     }
 
     /// Paths from `sources` along each metapath (see
@@ -538,6 +585,17 @@ impl EmbeddedGraph {
         self.labels(node)
             .first()
             .map_or(NO_LABEL, |label| self.label_name(*label))
+    }
+}
+
+impl NameTable for EmbeddedGraph {
+    fn node_name(&self, id: NodeId) -> Option<&str> {
+        self.node_index(id).map(|node| self.name(node))
+    }
+
+    fn relation_name(&self, relation: u32) -> Option<&str> {
+        (relation < self.relation_count() as u32)
+            .then(|| EmbeddedGraph::relation_name(self, RelationId(relation)))
     }
 }
 

@@ -12,8 +12,8 @@ use kgmesh_schemas::{
 
 use super::graph::EmbeddedGraph;
 use crate::{
-    GraphStore, NameMatch, NeighborQuery, Neighborhood, PathLimits, QueryLimits, Star, StoreError,
-    StoreResult,
+    GraphStore, NameMatch, NeighborEdges, NeighborQuery, Neighborhood, PathLimits, QueryLimits,
+    Star, StoreError, StoreResult,
 };
 
 /// Frontiers up to this size are expanded inline: a few microseconds of work is cheaper
@@ -70,6 +70,22 @@ impl GraphStore for EmbeddedGraph {
         let frontier = frontier.to_vec();
         let query = query.clone();
         blocking(self, move |graph| graph.neighbors_sync(&frontier, &query)).await
+    }
+
+    async fn neighbor_edges(
+        &self,
+        frontier: &[NodeId],
+        query: &NeighborQuery,
+    ) -> StoreResult<NeighborEdges> {
+        if frontier.len() <= INLINE_FRONTIER && query.fanout_cap <= 10_000 {
+            return self.neighbor_edges_sync(frontier, query);
+        }
+        let frontier = frontier.to_vec();
+        let query = query.clone();
+        blocking(self, move |graph| {
+            graph.neighbor_edges_sync(&frontier, &query)
+        })
+        .await
     }
 
     async fn follow_metapaths(
