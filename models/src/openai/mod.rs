@@ -26,6 +26,7 @@
 
 mod chat;
 mod embeddings;
+mod metrics;
 mod transport;
 
 use std::time::Duration;
