@@ -1,6 +1,9 @@
 //! Test harness for kgmesh: starts real servers (nats-server, a Bolt graph database, an
 //! OTLP collector) on random ports for one test and stops them when dropped. A missing
-//! server binary fails the test with instructions, never skips it.
+//! server binary fails the test with instructions, never skips it. Qdrant, which cannot
+//! be installed here, is the one exception: `qdrant_standin` is an in-memory server for
+//! Qdrant's gRPC API, built from `qdrant-client`'s generated server traits.
 
 pub mod bolt;
 pub mod nats;
+pub mod qdrant_standin;

@@ -12,6 +12,8 @@
 //! checksummed file that is conventionally placed next to the graph snapshot
 //! (`graph.kgs` → `graph.kgv`).
 //!
+//! The Qdrant backend ([`QdrantIndex`], in [`qdrant`]) implements the same trait over gRPC.
+//!
 //! ```
 //! # tokio_test_block_on(async {
 //! use kgmesh_stores::{vector::EmbeddedVectorIndex, Metric, VectorIndex, VectorItem};
@@ -36,6 +38,9 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use crate::{Metric, StoreError, StoreResult, VectorHit, VectorIndex, VectorItem};
+
+pub mod qdrant;
+pub use qdrant::{QdrantIndex, QdrantOptions};
 
 const FILE_MAGIC: &[u8; 8] = b"KGMVECS\0";
 const FILE_VERSION: u32 = 1;

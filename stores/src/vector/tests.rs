@@ -1,5 +1,5 @@
-//! Contract tests for [`VectorIndex`], run on the embedded index in its exact and HNSW
-//! modes, plus persistence.
+//! Tests of the embedded index's own behaviour: HNSW recall against exact search and
+//! persistence. The contract every backend meets is in `stores/tests/vector_index.rs`.
 
 use std::time::Duration;
 
@@ -19,104 +19,6 @@ fn item(id: u64, vector: Vec<f32>) -> VectorItem {
         vector,
         payload: vec![("name".to_owned(), format!("item {id}"))],
     }
-}
-
-/// What every [`VectorIndex`] must do, whatever the backend.
-async fn contract(index: &dyn VectorIndex) {
-    assert_eq!(index.dim(), 3);
-    within(index.upsert(vec![
-        item(1, vec![1.0, 0.0, 0.0]),
-        item(2, vec![0.0, 1.0, 0.0]),
-        item(3, vec![0.7, 0.7, 0.0]),
-        item(4, vec![0.0, 0.0, 5.0]),
-    ]))
-    .await
-    .unwrap();
-    assert_eq!(within(index.len()).await.unwrap(), 4);
-
-    let hits = within(index.search(&[1.0, 0.1, 0.0], 2, None))
-        .await
-        .unwrap();
-    assert_eq!(
-        hits.iter().map(|hit| hit.id).collect::<Vec<_>>(),
-        vec![1, 3]
-    );
-    assert!(hits[0].score >= hits[1].score);
-    assert_eq!(
-        hits[0].payload,
-        vec![("name".to_owned(), "item 1".to_owned())]
-    );
-
-    let filtered = within(index.search(&[1.0, 0.1, 0.0], 10, Some(&[2, 4, 99])))
-        .await
-        .unwrap();
-    let mut ids: Vec<u64> = filtered.iter().map(|hit| hit.id).collect();
-    ids.sort_unstable();
-    assert_eq!(
-        ids,
-        vec![2, 4],
-        "only the allowed ids, unknown ones ignored"
-    );
-
-    // Upserting an existing id replaces its vector.
-    within(index.upsert(vec![item(2, vec![1.0, 0.05, 0.0])]))
-        .await
-        .unwrap();
-    assert_eq!(within(index.len()).await.unwrap(), 4);
-    let hits = within(index.search(&[0.0, 1.0, 0.0], 1, None))
-        .await
-        .unwrap();
-    assert_eq!(hits[0].id, 3);
-
-    within(index.delete(&[3, 42])).await.unwrap();
-    assert_eq!(within(index.len()).await.unwrap(), 3);
-    let hits = within(index.search(&[0.7, 0.7, 0.0], 4, None))
-        .await
-        .unwrap();
-    assert!(hits.iter().all(|hit| hit.id != 3));
-    assert_eq!(hits.len(), 3);
-
-    assert!(matches!(
-        within(index.search(&[1.0, 0.0], 1, None)).await,
-        Err(StoreError::InvalidQuery { .. })
-    ));
-    assert!(matches!(
-        within(index.upsert(vec![item(9, vec![f32::NAN, 0.0, 0.0])])).await,
-        Err(StoreError::InvalidQuery { .. })
-    ));
-    assert!(within(index.search(&[1.0, 0.0, 0.0], 0, None))
-        .await
-        .unwrap()
-        .is_empty());
-}
-
-#[tokio::test]
-async fn exact_cosine_index_meets_the_contract() {
-    contract(&EmbeddedVectorIndex::new(3, Metric::Cosine)).await;
-}
-
-#[tokio::test]
-async fn hnsw_cosine_index_meets_the_contract() {
-    let index = EmbeddedVectorIndex::new(3, Metric::Cosine).with_hnsw_threshold(1);
-    contract(&index).await;
-    assert!(
-        index.hnsw_is_fresh(),
-        "unfiltered searches went through HNSW"
-    );
-}
-
-#[tokio::test]
-async fn l2_ranks_by_distance_not_angle() {
-    let index = EmbeddedVectorIndex::new(2, Metric::L2);
-    within(index.upsert(vec![item(1, vec![10.0, 0.0]), item(2, vec![1.0, 1.0])]))
-        .await
-        .unwrap();
-    let hits = within(index.search(&[1.0, 0.0], 2, None)).await.unwrap();
-    assert_eq!(hits[0].id, 2, "closer in space although farther in angle");
-    assert!(
-        (hits[0].score + 1.0).abs() < 1e-6,
-        "score is minus the distance"
-    );
 }
 
 #[tokio::test]
