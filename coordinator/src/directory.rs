@@ -121,6 +121,8 @@ struct Inner {
     wait: Duration,
     cached: tokio::sync::Mutex<Option<Cached>>,
     refreshing: AtomicBool,
+    /// Roles with a replica gauge, so a role that leaves is set to zero.
+    published: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// Cached, self-refreshing discovery of the roles on a bus. Cheap to clone.
@@ -138,6 +140,7 @@ impl RoleDirectory {
                 wait,
                 cached: tokio::sync::Mutex::new(None),
                 refreshing: AtomicBool::new(false),
+                published: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             }),
         }
     }
@@ -172,7 +175,9 @@ impl RoleDirectory {
 
     async fn discover(&self) -> Result<RoleSnapshot, BusError> {
         let instances = self.inner.bus.discover(self.inner.wait).await?;
-        Ok(RoleSnapshot::from_instances(&instances))
+        let snapshot = RoleSnapshot::from_instances(&instances);
+        crate::metrics::record_replicas(&self.inner.published, &snapshot);
+        Ok(snapshot)
     }
 
     fn refresh_in_background(&self) {

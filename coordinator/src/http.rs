@@ -1,5 +1,5 @@
 //! The HTTP API (actix-web): `POST /v1/ask`, `GET /healthz`, `GET /readyz`,
-//! `GET /v1/agents`.
+//! `GET /v1/agents`, and `GET /metrics` (Prometheus) when the process exports metrics.
 //!
 //! Every error is a JSON body `{"error": {"kind": "...", "message": "..."}}` with a
 //! 4xx/5xx status, so clients never parse text. Limits: request body size, question
@@ -36,19 +36,37 @@ impl Default for ApiLimits {
     }
 }
 
+/// Renders the process's metrics in the Prometheus text exposition format. The process
+/// owns the recorder; the API only serves what it renders.
+pub type RenderMetrics = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// The `Content-Type` of `GET /metrics` (Prometheus text exposition format 0.0.4).
+pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 /// What the handlers share.
 pub struct ApiState {
     coordinator: Arc<Coordinator>,
     in_flight: Semaphore,
     limits: ApiLimits,
+    metrics: Option<RenderMetrics>,
 }
 
 impl ApiState {
     pub fn new(coordinator: Arc<Coordinator>, limits: ApiLimits) -> web::Data<Self> {
+        Self::with_metrics(coordinator, limits, None)
+    }
+
+    /// With `GET /metrics` served by `metrics` (404 without one).
+    pub fn with_metrics(
+        coordinator: Arc<Coordinator>,
+        limits: ApiLimits,
+        metrics: Option<RenderMetrics>,
+    ) -> web::Data<Self> {
         web::Data::new(Self {
             coordinator,
             in_flight: Semaphore::new(limits.max_concurrent_questions),
             limits,
+            metrics,
         })
     }
 }
@@ -83,6 +101,7 @@ pub fn routes(state: web::Data<ApiState>) -> impl FnOnce(&mut web::ServiceConfig
             .route("/v1/agents", web::get().to(agents))
             .route("/healthz", web::get().to(healthz))
             .route("/readyz", web::get().to(readyz))
+            .route("/metrics", web::get().to(metrics))
             .default_service(web::to(not_found));
     }
 }
@@ -148,6 +167,19 @@ fn header(request: &HttpRequest, name: &str) -> String {
         .filter(|v| v.len() <= 512)
         .unwrap_or("")
         .to_owned()
+}
+
+async fn metrics(state: web::Data<ApiState>) -> HttpResponse {
+    match &state.metrics {
+        Some(render) => HttpResponse::Ok()
+            .content_type(METRICS_CONTENT_TYPE)
+            .body(render()),
+        None => error_response(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "this server exports no metrics".to_owned(),
+        ),
+    }
 }
 
 async fn healthz() -> HttpResponse {

@@ -26,6 +26,7 @@ mod coordinator;
 pub mod directory;
 pub mod http;
 pub mod ledger;
+mod metrics;
 
 pub use config::CoordinatorConfig;
 pub use coordinator::{Coordinator, CoordinatorError, REQUIRED_ROLES};

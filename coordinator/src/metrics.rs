@@ -1,0 +1,137 @@
+//! What the coordinator counts: questions by outcome, their latency and rounds, round
+//! latency, questions in flight, exhausted budgets, and the replicas discovery sees. The
+//! recorder and the descriptions live in `kgmesh_telemetry::metrics`; without a recorder
+//! these calls do nothing.
+
+use std::{collections::BTreeSet, sync::Mutex, time::Duration};
+
+use kgmesh_schemas::{budget::Limit, messages::ask::AskReply};
+
+use crate::{directory::RoleSnapshot, CoordinatorError};
+
+pub(crate) const QUESTIONS_TOTAL: &str = "kgmesh_questions_total";
+pub(crate) const QUESTION_DURATION_SECONDS: &str = "kgmesh_question_duration_seconds";
+pub(crate) const QUESTION_ROUNDS: &str = "kgmesh_question_rounds";
+pub(crate) const ROUND_DURATION_SECONDS: &str = "kgmesh_round_duration_seconds";
+pub(crate) const QUESTIONS_IN_FLIGHT: &str = "kgmesh_questions_in_flight";
+pub(crate) const BUDGET_EXHAUSTED_TOTAL: &str = "kgmesh_budget_exhausted_total";
+pub(crate) const ROLE_REPLICAS: &str = "kgmesh_role_replicas";
+
+/// Counts a question as in flight until dropped, so a cancelled question (a client that
+/// hung up) leaves the gauge too.
+pub(crate) struct InFlight;
+
+impl InFlight {
+    pub(crate) fn enter() -> Self {
+        metrics::gauge!(QUESTIONS_IN_FLIGHT).increment(1.0);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics::gauge!(QUESTIONS_IN_FLIGHT).decrement(1.0);
+    }
+}
+
+/// The outcome label of an answered (or refused) question.
+pub(crate) fn outcome(result: &Result<AskReply, CoordinatorError>) -> &'static str {
+    match result {
+        Err(_) => "error",
+        Ok(reply) => reply_outcome(!reply.answers.is_empty(), reply.partial),
+    }
+}
+
+/// No answer is "don't know" even when a budget ran out; answers cut short are partial.
+fn reply_outcome(has_answers: bool, partial: bool) -> &'static str {
+    match (has_answers, partial) {
+        (false, _) => "dont_know",
+        (true, true) => "partial",
+        (true, false) => "answered",
+    }
+}
+
+pub(crate) fn record_question(result: &Result<AskReply, CoordinatorError>, elapsed: Duration) {
+    let outcome = outcome(result);
+    metrics::counter!(QUESTIONS_TOTAL, "outcome" => outcome).increment(1);
+    metrics::histogram!(QUESTION_DURATION_SECONDS, "outcome" => outcome)
+        .record(elapsed.as_secs_f64());
+    if let Ok(reply) = result {
+        metrics::histogram!(QUESTION_ROUNDS).record(f64::from(reply.rounds));
+    }
+}
+
+pub(crate) fn record_round(round: u8, elapsed: Duration) {
+    metrics::histogram!(ROUND_DURATION_SECONDS, "round" => round_label(round))
+        .record(elapsed.as_secs_f64());
+}
+
+/// Rounds are bounded by the budget, but the label set is bounded here too.
+fn round_label(round: u8) -> &'static str {
+    match round {
+        0 => "0",
+        1 => "1",
+        2 => "2",
+        3 => "3",
+        4 => "4",
+        5 => "5",
+        _ => "6+",
+    }
+}
+
+pub(crate) fn record_exhausted(limit: Limit) {
+    metrics::counter!(BUDGET_EXHAUSTED_TOTAL, "budget" => budget_label(limit)).increment(1);
+}
+
+pub(crate) fn budget_label(limit: Limit) -> &'static str {
+    match limit {
+        Limit::Rounds => "rounds",
+        Limit::Depth => "depth",
+        Limit::Breadth => "breadth",
+        Limit::LlmCalls => "llm_calls",
+        Limit::Tokens => "tokens",
+        Limit::ResultRows => "result_rows",
+        Limit::Deadline => "deadline",
+    }
+}
+
+/// Sets the replica gauge of every role in `snapshot`, and zero for the roles an
+/// earlier snapshot had that this one lacks (a gauge left at its last value would
+/// claim replicas that are gone). `published` remembers which roles have a gauge.
+pub(crate) fn record_replicas(published: &Mutex<BTreeSet<String>>, snapshot: &RoleSnapshot) {
+    let mut published = published
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let current: BTreeSet<String> = snapshot.roles().map(|r| r.role.clone()).collect();
+    for gone in published.difference(&current) {
+        metrics::gauge!(ROLE_REPLICAS, "role" => gone.clone()).set(0.0);
+    }
+    for summary in snapshot.roles() {
+        metrics::gauge!(ROLE_REPLICAS, "role" => summary.role.clone()).set(summary.replicas as f64);
+    }
+    published.extend(current);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_follow_the_reply() {
+        assert_eq!(reply_outcome(true, false), "answered");
+        assert_eq!(reply_outcome(true, true), "partial");
+        assert_eq!(reply_outcome(false, true), "dont_know");
+        assert_eq!(reply_outcome(false, false), "dont_know");
+        assert_eq!(
+            outcome(&Err(CoordinatorError::InvalidQuestion("empty".into()))),
+            "error"
+        );
+    }
+
+    #[test]
+    fn labels_stay_bounded() {
+        assert_eq!(round_label(2), "2");
+        assert_eq!(round_label(200), "6+");
+        assert_eq!(budget_label(Limit::LlmCalls), "llm_calls");
+    }
+}
