@@ -55,7 +55,13 @@ fn main() -> ExitCode {
     // Interactive commands print their results on stdout and only warnings on stderr;
     // long-running services also log what they start and stop.
     let interactive = !matches!(cli.command, Command::Serve(_) | Command::Agent(_));
-    cmd::init_logging(&config, interactive);
+    let service = match &cli.command {
+        Command::Serve(_) => "kgmesh-serve".to_owned(),
+        Command::Agent(args) => format!("kgmesh-{}", args.role),
+        _ => "kgmesh".to_owned(),
+    };
+    // Dropped when main returns: flushes the spans still queued.
+    let _telemetry = cmd::init_logging(&config, interactive, &service);
     let result = match cli.command {
         Command::Ask(args) => cmd::ask::run(config, args),
         Command::Serve(args) => cmd::serve::run(config, args),

@@ -153,7 +153,6 @@ impl Coordinator {
         if !missing.is_empty() {
             return Err(CoordinatorError::MissingRoles(missing));
         }
-        let trace = if trace.is_empty() { new_trace() } else { trace };
         let question_id = QuestionId::new_random();
         let budget = self.config.budget_for(
             request.options.max_rounds,
@@ -162,7 +161,13 @@ impl Coordinator {
         let span = tracing::info_span!(
             "question",
             question_id = %question_id,
-            trace_id = trace.trace_id().unwrap_or("")
+            kgmesh.question_id = %question_id,
+            kgmesh.budget.rounds = budget.rounds,
+            kgmesh.budget.llm_calls = budget.llm_calls,
+            kgmesh.budget.tokens = budget.tokens,
+            trace_id = tracing::field::Empty,
+            kgmesh.rounds_run = tracing::field::Empty,
+            kgmesh.answers = tracing::field::Empty,
         );
         let run = Run {
             coordinator: self,
@@ -176,6 +181,16 @@ impl Coordinator {
             ledger: Ledger::new(question_id, trace, budget),
             context: ContextState::default(),
             linked_mentions: HashMap::new(),
+        // With a tracer the question's span is the trace (a child of the caller's span
+        // when one came in), so the id quoted to the user is the one a trace backend
+        // shows; without one, the caller's trace or a fresh id is still quoted.
+        kgmesh_telemetry::set_parent(&span, &trace);
+        let trace = match kgmesh_telemetry::inject(&span) {
+            exported if !exported.is_empty() => exported,
+            _ if !trace.is_empty() => trace,
+            _ => new_trace(),
+        };
+        span.record("trace_id", trace.trace_id().unwrap_or(""));
             topic: Vec::new(),
             drafts: Vec::new(),
             seen_metapaths: HashSet::new(),
@@ -209,7 +224,7 @@ fn new_trace() -> TraceContext {
 async fn send<R: Rpc + Clone>(
     bus: &dyn Bus,
     role: &Role,
-    meta: Meta,
+    mut meta: Meta,
     body: R,
     timeout: Duration,
     retries: u32,
@@ -226,6 +241,8 @@ async fn send<R: Rpc + Clone>(
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt))).await;
             }
+    // The receiving agent's span becomes a child of the span this call is made in.
+    meta.trace = kgmesh_telemetry::current_or(meta.trace);
             other => return other,
         }
     }
@@ -281,7 +298,17 @@ impl Run<'_> {
             round += 1;
             self.rounds_run = round;
             self.ledger.begin_round(round, max_rounds);
-            let round_span = tracing::info_span!("round", round);
+            let budget = self.ledger.budget();
+            let round_span = tracing::info_span!(
+                "round",
+                round,
+                kgmesh.round = round,
+                kgmesh.question_id = %self.ledger.question_id(),
+                kgmesh.budget.rounds_left = budget.rounds,
+                kgmesh.budget.llm_calls_left = budget.llm_calls,
+                kgmesh.budget.tokens_left = budget.tokens,
+            );
+            let round_started = Instant::now();
             let keep_going = if let Some(plan) = replay.take() {
                 self.replay_round(round, plan).instrument(round_span).await
             } else {
@@ -520,16 +547,28 @@ impl Run<'_> {
         let bus = self.coordinator.bus.as_ref();
         let retries = self.config().retries;
         let started = Instant::now();
-        let calls = retrievers.iter().map(|role| {
-            let span = tracing::info_span!("retrieve", role = role.as_str());
+        let spans: Vec<tracing::Span> = retrievers
+            .iter()
+            .map(|role| {
+                tracing::info_span!(
+                    "retrieve",
+                    otel.name = format!("retrieve {}", role.as_str()),
+                    role = role.as_str(),
+                    kgmesh.role = role.as_str(),
+                    kgmesh.round = round,
+                    kgmesh.retrieved.evidence = tracing::field::Empty,
+                )
+            })
+            .collect();
+        let calls = retrievers.iter().zip(&spans).map(|(role, span)| {
             send::<RetrieveRequest>(bus, role, meta.clone(), body.clone(), timeout, retries)
-                .instrument(span)
+                .instrument(span.clone())
         });
         let results = join_all(calls).await;
         self.ledger
             .record_stage(format!("round{round}.retrieve"), started.elapsed());
         // Merged in role-name order, whatever order the replies arrived in.
-        for (role, result) in retrievers.iter().zip(results) {
+        for ((role, result), span) in retrievers.iter().zip(results).zip(spans) {
             match result {
                 Ok((reply, cost)) => {
                     self.ledger.charge(&cost);
@@ -545,6 +584,7 @@ impl Run<'_> {
         for note in reply.notes {
             self.context.note(note);
         }
+                    span.record("kgmesh.retrieved.evidence", reply.evidence.len());
         self.repair_hints.extend(reply.repair_hints);
     }
 
@@ -667,6 +707,9 @@ impl Run<'_> {
             trace_id,
             notes: self.context.context().notes.clone(),
         }
+        let question_span = tracing::Span::current();
+        question_span.record("kgmesh.rounds_run", self.rounds_run);
+        question_span.record("kgmesh.answers", answers.len());
     }
 
     /// The summarizer always gets a chance, even past the deadline: it then works
@@ -706,6 +749,15 @@ impl Run<'_> {
         match result {
             Ok((reply, cost)) => {
                 self.ledger.charge(&cost);
+        let span = tracing::info_span!(
+            "call",
+            otel.name = format!("call {} {}", role.as_str(), SummarizeRequest::OP),
+            role = role.as_str(),
+            op = SummarizeRequest::OP,
+            kgmesh.role = role.as_str(),
+            kgmesh.op = SummarizeRequest::OP,
+            kgmesh.round = self.rounds_run,
+        );
                 reply
             }
             Err(error) => {
@@ -714,6 +766,7 @@ impl Run<'_> {
                     answers: Vec::new(),
                     explanation: "no answer: the summarizer failed".to_owned(),
                 }
+        .instrument(span)
             }
         }
     }
@@ -753,7 +806,15 @@ impl Run<'_> {
         };
         let meta = self.ledger.meta(round);
         let started = Instant::now();
-        let span = tracing::info_span!("call", role = role.as_str(), op = R::OP);
+        let span = tracing::info_span!(
+            "call",
+            otel.name = format!("call {} {}", role.as_str(), R::OP),
+            role = role.as_str(),
+            op = R::OP,
+            kgmesh.role = role.as_str(),
+            kgmesh.op = R::OP,
+            kgmesh.round = round,
+        );
         let result = send(
             self.coordinator.bus.as_ref(),
             role,

@@ -21,7 +21,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{
     WithExportConfig, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL,
 };
-use opentelemetry_sdk::{trace::SdkTracerProvider, Resource};
+use opentelemetry_sdk::{error::OTelSdkError, trace::SdkTracerProvider, Resource};
 use tracing::{level_filters::LevelFilter, Subscriber};
 use tracing_subscriber::{filter::Targets, layer::SubscriberExt, EnvFilter, Layer, Registry};
 
@@ -224,10 +224,7 @@ impl TelemetryGuard {
     /// outside async code (or through `spawn_blocking`). Idempotent.
     pub fn shutdown(&mut self) {
         if let Some(provider) = self.provider.take() {
-            if let Err(error) = provider.force_flush() {
-                eprintln!("kgmesh: could not flush spans: {error}");
-            }
-            let _ = provider.shutdown_with_timeout(Duration::from_secs(5));
+            flush_and_stop(&provider);
         }
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
@@ -252,11 +249,17 @@ pub fn shutdown() {
         .get()
         .and_then(|slot| slot.lock().ok().and_then(|mut p| p.take()));
     if let Some(provider) = provider {
-        if let Err(error) = provider.force_flush() {
-            eprintln!("kgmesh: could not flush spans: {error}");
-        }
-        let _ = provider.shutdown_with_timeout(Duration::from_secs(5));
+        flush_and_stop(&provider);
     }
+}
+
+fn flush_and_stop(provider: &SdkTracerProvider) {
+    match provider.force_flush() {
+        // Stopped already, through the other of `shutdown` and the guard.
+        Ok(()) | Err(OTelSdkError::AlreadyShutdown) => {}
+        Err(error) => eprintln!("kgmesh: could not flush spans: {error}"),
+    }
+    let _ = provider.shutdown_with_timeout(Duration::from_secs(5));
 }
 
 /// A subscriber that is not installed yet, and the guard of its exporter.
@@ -272,7 +275,10 @@ pub struct Built {
 /// OpenTelemetry layer, filtered on its own so that the log level does not decide which
 /// spans are exported. Use [`init`] to install it for the process.
 pub fn build(settings: &Settings) -> Result<Built, TelemetryError> {
-    let otlp = settings.otlp()?;
+    build_with(settings, settings.otlp()?)
+}
+
+fn build_with(settings: &Settings, otlp: Option<OtlpTarget>) -> Result<Built, TelemetryError> {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.log_filter))
         .map_err(|error| {
@@ -315,6 +321,14 @@ pub fn init(settings: &Settings) -> Result<TelemetryGuard, TelemetryError> {
         }
     }
     Ok(built.guard)
+}
+
+/// Installs the stderr log alone, whatever the OTLP settings say: the fallback when
+/// export is misconfigured.
+pub fn init_logs_only(settings: &Settings) -> Result<(), TelemetryError> {
+    let built = build_with(settings, None)?;
+    tracing::subscriber::set_global_default(built.subscriber)
+        .map_err(|_| TelemetryError::AlreadyInstalled)
 }
 
 /// The OpenTelemetry layer over `provider`, with the transports' spans filtered out.

@@ -6,4 +6,5 @@
 
 pub mod bolt;
 pub mod nats;
+pub mod otlp;
 pub mod qdrant_standin;

@@ -66,6 +66,18 @@ impl Client {
         body: &R,
     ) -> Result<(R::Reply, Cost), CallError> {
         let subject = role.subject(R::OP);
+        // A call made while serving a request continues that request's trace.
+        let traced;
+        let meta = match kgmesh_telemetry::current() {
+            trace if trace.is_empty() => meta,
+            trace => {
+                traced = Meta {
+                    trace,
+                    ..meta.clone()
+                };
+                &traced
+            }
+        };
         let message = encode_request_ref(self.content_type, meta, body)?;
         let mut backoff = self.backoff;
         let mut attempt = 0;

@@ -162,13 +162,33 @@ where
         let span = tracing::info_span!(
             "agent.call",
             role = %context.role(),
+        let budget = context.budget();
             op = %context.op(),
             question_id = %context.question_id(),
+            otel.name = format!("{} {}", context.role(), context.op()),
+            otel.kind = "server",
             round = context.round(),
         );
         // The synchronous part of the handler may panic too.
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            kgmesh.role = %context.role(),
+            kgmesh.op = %context.op(),
+            kgmesh.question_id = %context.question_id(),
+            kgmesh.round = context.round(),
+            kgmesh.instance_id = %site.instance_id,
+            kgmesh.budget.rounds_left = budget.rounds,
+            kgmesh.budget.llm_calls_left = budget.llm_calls,
+            kgmesh.budget.tokens_left = budget.tokens,
+            kgmesh.budget.rows_left = budget.result_rows,
+            kgmesh.budget.ms_left = context.remaining().as_millis() as u64,
+            kgmesh.cost.llm_calls = tracing::field::Empty,
+            kgmesh.cost.tokens = tracing::field::Empty,
+            kgmesh.retrieved.rows = tracing::field::Empty,
+            kgmesh.error = tracing::field::Empty,
             (self.handler)(context.clone(), request.body)
+        // One trace per question: this call's span is a child of the caller's span,
+        // named by the request's trace context.
+        kgmesh_telemetry::set_parent(&span, context.trace());
         }));
         async move {
             let result = match started {
@@ -207,6 +227,16 @@ where
 
 fn panic_error(context: &CallContext, panic: Box<dyn std::any::Any + Send>) -> AgentError {
     let text = panic
+            let span = tracing::Span::current();
+            span.record("kgmesh.cost.llm_calls", reply.cost.llm_calls);
+            span.record(
+                "kgmesh.cost.tokens",
+                reply.cost.prompt_tokens + reply.cost.completion_tokens,
+            );
+            span.record("kgmesh.retrieved.rows", reply.cost.graph_rows);
+            if let Err(error) = &reply.result {
+                span.record("kgmesh.error", error.kind());
+            }
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())

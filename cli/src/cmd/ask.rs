@@ -261,6 +261,7 @@ pub(crate) fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn L
 
 pub(crate) async fn embedder(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
     match config.embedder.kind {
+    llm.record_prompts = config.telemetry.record_prompts;
         EmbedderKind::None => Ok(None),
         EmbedderKind::Minilm => {
             let dir = config

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
+use tracing::Instrument;
 
 use super::{
     transport::{Clock, SystemClock, Transport},
@@ -42,6 +43,67 @@ impl LanguageModel for OpenAiChat {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let config = &self.transport.config;
+        // OpenTelemetry GenAI semantic conventions. Never the API key; the prompt and
+        // the completion only when the operator opted in.
+        let span = tracing::info_span!(
+            "gen_ai.chat",
+            otel.name = format!("chat {}", config.model),
+            otel.kind = "client",
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = "openai",
+            gen_ai.request.model = %config.model,
+            gen_ai.request.max_tokens = request.max_tokens,
+            gen_ai.request.temperature = request.temperature,
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.input.messages = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        if config.record_prompts {
+            if let Ok(messages) = serde_json::to_string(&request.messages) {
+                span.record("gen_ai.input.messages", messages);
+            }
+        }
+        let result = self.complete(request).instrument(span.clone()).await;
+        match &result {
+            Ok(response) => {
+                span.record("gen_ai.response.model", response.model.as_str());
+                span.record("gen_ai.usage.input_tokens", response.usage.prompt_tokens);
+                span.record(
+                    "gen_ai.usage.output_tokens",
+                    response.usage.completion_tokens,
+                );
+                if config.record_prompts {
+                    let output = json!([{"role": "assistant", "content": response.text}]);
+                    span.record("gen_ai.output.messages", output.to_string());
+                }
+            }
+            Err(error) => {
+                span.record("error.type", error_type(error));
+            }
+        }
+        result
+    }
+}
+
+/// `error.type` of a failed call: a short stable name, never the server's message.
+fn error_type(error: &LlmError) -> &'static str {
+    match error {
+        LlmError::Timeout(_) => "timeout",
+        LlmError::RateLimited { .. } => "rate_limited",
+        LlmError::Server { .. } => "server_error",
+        LlmError::Rejected { .. } => "rejected",
+        LlmError::Unreachable { .. } => "unreachable",
+        LlmError::Malformed(_) => "malformed_response",
+        LlmError::Config(_) => "config",
+    }
+}
+
+impl OpenAiChat {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         if request.messages.is_empty() {
             return Err(LlmError::Config(
                 "a chat request needs at least one message".to_owned(),

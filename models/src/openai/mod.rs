@@ -55,6 +55,10 @@ pub struct OpenAiConfig {
     pub max_concurrency: usize,
     /// Calls started per rolling minute; `None` for no limit.
     pub requests_per_minute: Option<u32>,
+    /// Puts the prompt and the completion on the call's trace span
+    /// (`gen_ai.input.messages`, `gen_ai.output.messages`). Off by default: prompts hold
+    /// users' questions and graph data.
+    pub record_prompts: bool,
 }
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -72,6 +76,7 @@ impl OpenAiConfig {
             backoff_max: Duration::from_secs(30),
             max_concurrency: 4,
             requests_per_minute: None,
+            record_prompts: false,
         }
     }
 
