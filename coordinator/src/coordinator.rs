@@ -169,6 +169,16 @@ impl Coordinator {
             kgmesh.rounds_run = tracing::field::Empty,
             kgmesh.answers = tracing::field::Empty,
         );
+        // With a tracer the question's span is the trace (a child of the caller's span
+        // when one came in), so the id quoted to the user is the one a trace backend
+        // shows; without one, the caller's trace or a fresh id is still quoted.
+        kgmesh_telemetry::set_parent(&span, &trace);
+        let trace = match kgmesh_telemetry::inject(&span) {
+            exported if !exported.is_empty() => exported,
+            _ if !trace.is_empty() => trace,
+            _ => new_trace(),
+        };
+        span.record("trace_id", trace.trace_id().unwrap_or(""));
         let run = Run {
             coordinator: self,
             snapshot,
@@ -181,16 +191,6 @@ impl Coordinator {
             ledger: Ledger::new(question_id, trace, budget),
             context: ContextState::default(),
             linked_mentions: HashMap::new(),
-        // With a tracer the question's span is the trace (a child of the caller's span
-        // when one came in), so the id quoted to the user is the one a trace backend
-        // shows; without one, the caller's trace or a fresh id is still quoted.
-        kgmesh_telemetry::set_parent(&span, &trace);
-        let trace = match kgmesh_telemetry::inject(&span) {
-            exported if !exported.is_empty() => exported,
-            _ if !trace.is_empty() => trace,
-            _ => new_trace(),
-        };
-        span.record("trace_id", trace.trace_id().unwrap_or(""));
             topic: Vec::new(),
             drafts: Vec::new(),
             seen_metapaths: HashSet::new(),
@@ -229,6 +229,8 @@ async fn send<R: Rpc + Clone>(
     timeout: Duration,
     retries: u32,
 ) -> Result<(R::Reply, Cost), CallError> {
+    // The receiving agent's span becomes a child of the span this call is made in.
+    meta.trace = kgmesh_telemetry::current_or(meta.trace);
     let mut attempt = 0;
     loop {
         let result = call::<R>(bus, role, meta.clone(), body.clone(), timeout).await;
@@ -241,8 +243,6 @@ async fn send<R: Rpc + Clone>(
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt))).await;
             }
-    // The receiving agent's span becomes a child of the span this call is made in.
-    meta.trace = kgmesh_telemetry::current_or(meta.trace);
             other => return other,
         }
     }
@@ -308,7 +308,6 @@ impl Run<'_> {
                 kgmesh.budget.llm_calls_left = budget.llm_calls,
                 kgmesh.budget.tokens_left = budget.tokens,
             );
-            let round_started = Instant::now();
             let keep_going = if let Some(plan) = replay.take() {
                 self.replay_round(round, plan).instrument(round_span).await
             } else {
@@ -571,6 +570,7 @@ impl Run<'_> {
         for ((role, result), span) in retrievers.iter().zip(results).zip(spans) {
             match result {
                 Ok((reply, cost)) => {
+                    span.record("kgmesh.retrieved.evidence", reply.evidence.len());
                     self.ledger.charge(&cost);
                     self.adopt_retrieved(reply);
                 }
@@ -584,7 +584,6 @@ impl Run<'_> {
         for note in reply.notes {
             self.context.note(note);
         }
-                    span.record("kgmesh.retrieved.evidence", reply.evidence.len());
         self.repair_hints.extend(reply.repair_hints);
     }
 
@@ -693,6 +692,9 @@ impl Run<'_> {
             self.cache_store(&answers).await;
         }
         let evidence = self.context.lines();
+        let question_span = tracing::Span::current();
+        question_span.record("kgmesh.rounds_run", self.rounds_run);
+        question_span.record("kgmesh.answers", answers.len());
         let trace_id = self.ledger.trace().trace_id().map(str::to_owned);
         AskReply {
             question_id: self.ledger.question_id().to_string(),
@@ -707,9 +709,6 @@ impl Run<'_> {
             trace_id,
             notes: self.context.context().notes.clone(),
         }
-        let question_span = tracing::Span::current();
-        question_span.record("kgmesh.rounds_run", self.rounds_run);
-        question_span.record("kgmesh.answers", answers.len());
     }
 
     /// The summarizer always gets a chance, even past the deadline: it then works
@@ -735,20 +734,6 @@ impl Run<'_> {
             .min(self.config().call_timeout);
         let role = Role::well_known(Role::SUMMARIZER);
         let started = Instant::now();
-        let result = send(
-            self.coordinator.bus.as_ref(),
-            &role,
-            meta,
-            request,
-            timeout,
-            self.config().retries,
-        )
-        .await;
-        self.ledger
-            .record_stage("summarizer".to_owned(), started.elapsed());
-        match result {
-            Ok((reply, cost)) => {
-                self.ledger.charge(&cost);
         let span = tracing::info_span!(
             "call",
             otel.name = format!("call {} {}", role.as_str(), SummarizeRequest::OP),
@@ -758,6 +743,21 @@ impl Run<'_> {
             kgmesh.op = SummarizeRequest::OP,
             kgmesh.round = self.rounds_run,
         );
+        let result = send(
+            self.coordinator.bus.as_ref(),
+            &role,
+            meta,
+            request,
+            timeout,
+            self.config().retries,
+        )
+        .instrument(span)
+        .await;
+        self.ledger
+            .record_stage("summarizer".to_owned(), started.elapsed());
+        match result {
+            Ok((reply, cost)) => {
+                self.ledger.charge(&cost);
                 reply
             }
             Err(error) => {
@@ -766,7 +766,6 @@ impl Run<'_> {
                     answers: Vec::new(),
                     explanation: "no answer: the summarizer failed".to_owned(),
                 }
-        .instrument(span)
             }
         }
     }

@@ -159,18 +159,15 @@ where
         if let Err(error) = context.check_deadline() {
             return futures::future::ready(error_reply(content_type, error)).boxed();
         }
+        let budget = context.budget();
         let span = tracing::info_span!(
             "agent.call",
-            role = %context.role(),
-        let budget = context.budget();
-            op = %context.op(),
-            question_id = %context.question_id(),
             otel.name = format!("{} {}", context.role(), context.op()),
             otel.kind = "server",
+            role = %context.role(),
+            op = %context.op(),
+            question_id = %context.question_id(),
             round = context.round(),
-        );
-        // The synchronous part of the handler may panic too.
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
             kgmesh.role = %context.role(),
             kgmesh.op = %context.op(),
             kgmesh.question_id = %context.question_id(),
@@ -185,10 +182,13 @@ where
             kgmesh.cost.tokens = tracing::field::Empty,
             kgmesh.retrieved.rows = tracing::field::Empty,
             kgmesh.error = tracing::field::Empty,
-            (self.handler)(context.clone(), request.body)
+        );
         // One trace per question: this call's span is a child of the caller's span,
         // named by the request's trace context.
         kgmesh_telemetry::set_parent(&span, context.trace());
+        // The synchronous part of the handler may panic too.
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            (self.handler)(context.clone(), request.body)
         }));
         async move {
             let result = match started {
@@ -218,15 +218,6 @@ where
                 cost: context.final_cost(),
                 result,
             };
-            encode_reply(content_type, &reply)
-        }
-        .instrument(span)
-        .boxed()
-    }
-}
-
-fn panic_error(context: &CallContext, panic: Box<dyn std::any::Any + Send>) -> AgentError {
-    let text = panic
             let span = tracing::Span::current();
             span.record("kgmesh.cost.llm_calls", reply.cost.llm_calls);
             span.record(
@@ -237,6 +228,15 @@ fn panic_error(context: &CallContext, panic: Box<dyn std::any::Any + Send>) -> A
             if let Err(error) = &reply.result {
                 span.record("kgmesh.error", error.kind());
             }
+            encode_reply(content_type, &reply)
+        }
+        .instrument(span)
+        .boxed()
+    }
+}
+
+fn panic_error(context: &CallContext, panic: Box<dyn std::any::Any + Send>) -> AgentError {
+    let text = panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())

@@ -255,13 +255,13 @@ pub(crate) fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn L
     llm.max_retries = config.llm.max_retries;
     llm.max_concurrency = config.llm.max_concurrency as usize;
     llm.requests_per_minute = config.llm.requests_per_minute;
+    llm.record_prompts = config.telemetry.record_prompts;
     let chat = OpenAiChat::new(llm).context("cannot configure the language model")?;
     Ok(Some(Arc::new(chat)))
 }
 
 pub(crate) async fn embedder(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
     match config.embedder.kind {
-    llm.record_prompts = config.telemetry.record_prompts;
         EmbedderKind::None => Ok(None),
         EmbedderKind::Minilm => {
             let dir = config
