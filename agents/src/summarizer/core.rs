@@ -1,19 +1,24 @@
 //! The summarizer's deterministic rule (no language model): the answers are the
 //! entities the best evidence leads to.
 //!
-//! Each evidence item proposes candidates: a path its end, a triple its end that is
-//! not a question entity, a query result the values of its rows. Question (topic)
-//! entities are never answers to their own question.
+//! Each evidence item proposes candidates: a path its end, a triple the end farther
+//! from the question's entities, a query result the values of its rows. Triples are
+//! read as one graph, so a triple found two hops out proposes its far end (the entity
+//! the chain leads to) rather than the entity that connects it back to the question,
+//! and a triple no chain connects to a question entity proposes nothing. Question
+//! (topic) entities are never answers to their own question.
 //!
 //! Retrievers score on their own scales, so a score is first divided by the best score
-//! of its source. Candidates are then ranked by how many distinct retrievers reach
-//! them (independent strategies agreeing, as in ByoKG-RAG's multi-strategy retrieval),
-//! then by their best normalized score, then by how many evidence lines support them,
-//! then by where they first appear. Answers are the candidates level with the best on
-//! agreement and within [`SummaryRule::keep_within`] of its score, each citing its
-//! evidence. With no candidate, the reply says it does not know instead of guessing.
+//! of its source. A candidate's strength is the sum, over the retrievers that reach
+//! it, of the best normalized score each gives it: independent strategies agreeing
+//! count (as in ByoKG-RAG's multi-strategy retrieval), but only as much as each finds
+//! the evidence relevant, so a retriever's weak evidence cannot outvote another's
+//! strong evidence. Ties are broken by how many evidence lines support a candidate,
+//! then by where it first appears. Answers are the candidates within
+//! [`SummaryRule::keep_within`] (per retriever) of the best, each citing its evidence.
+//! With no candidate, the reply says it does not know instead of guessing.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use kgmesh_schemas::{
     graph::{Entity, Value},
@@ -31,6 +36,12 @@ pub struct SummaryRule {
     pub keep_within: f32,
     /// Evidence indices cited per answer at most.
     pub max_citations: usize,
+}
+
+impl Candidate {
+    fn strength(&self) -> f32 {
+        self.sources.iter().map(|(_, score)| score).sum()
+    }
 }
 
 impl Default for SummaryRule {
@@ -55,7 +66,8 @@ struct Candidate {
     /// Reached from a question entity the question names word for word (rather than
     /// one a fuzzy link also proposed).
     anchored: bool,
-    sources: Vec<String>,
+    /// The best normalized score each retriever that reaches the candidate gives it.
+    sources: Vec<(String, f32)>,
     support: usize,
     first: usize,
     evidence: Vec<u32>,
@@ -82,16 +94,12 @@ pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeRep
             explanation: explanation.to_owned(),
         };
     }
-    let best = candidates[0].score;
-    let best_sources = candidates[0].sources.len();
+    let best = candidates[0].strength();
+    let margin = rule.keep_within * candidates[0].sources.len() as f32;
     let best_anchored = candidates[0].anchored;
     let answers: Vec<Answer> = candidates
         .into_iter()
-        .filter(|c| {
-            c.anchored == best_anchored
-                && c.sources.len() == best_sources
-                && c.score >= best - rule.keep_within
-        })
+        .filter(|c| c.anchored == best_anchored && c.strength() >= best - margin)
         .take(max_answers)
         .map(|c| Answer {
             text: c.text,
@@ -133,6 +141,7 @@ fn collect(
             _ => score,
         }
     };
+    let distance = distances(context, topic_ids);
     let mut by_key: HashMap<CandidateKey, usize> = HashMap::new();
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut propose = |key: CandidateKey,
@@ -146,8 +155,9 @@ fn collect(
             Some(&at) => {
                 let candidate = &mut candidates[at];
                 candidate.score = candidate.score.max(score);
-                if !candidate.sources.iter().any(|s| s == source) {
-                    candidate.sources.push(source.to_owned());
+                match candidate.sources.iter_mut().find(|(s, _)| s == source) {
+                    Some((_, best)) => *best = best.max(score),
+                    None => candidate.sources.push((source.to_owned(), score)),
                 }
                 candidate.support += 1;
                 candidate.anchored |= anchored;
@@ -164,7 +174,7 @@ fn collect(
                     entity,
                     score,
                     anchored,
-                    sources: vec![source.to_owned()],
+                    sources: vec![(source.to_owned(), score)],
                     support: 1,
                     first: index,
                     evidence: vec![index as u32],
@@ -196,12 +206,12 @@ fn collect(
             EvidenceItem::Triple(triple) => {
                 let anchored =
                     anchors.contains(&triple.head.id) || anchors.contains(&triple.tail.id);
-                let end = if topic_ids.contains(&triple.head.id) {
-                    &triple.tail
-                } else if topic_ids.contains(&triple.tail.id) {
-                    &triple.head
-                } else {
-                    &triple.tail
+                let (head, tail) = (distance.get(&triple.head.id), distance.get(&triple.tail.id));
+                let end = match (head, tail) {
+                    (None, None) => continue,
+                    (Some(h), Some(t)) if h > t => &triple.head,
+                    (Some(_), _) => &triple.tail,
+                    (None, Some(_)) => &triple.head,
                 };
                 if !topic_ids.contains(&end.id) {
                     propose(
@@ -236,12 +246,47 @@ fn collect(
     candidates.sort_by(|a, b| {
         b.anchored
             .cmp(&a.anchored)
-            .then(b.sources.len().cmp(&a.sources.len()))
+            .then(b.strength().total_cmp(&a.strength()))
             .then(b.score.total_cmp(&a.score))
             .then(b.support.cmp(&a.support))
             .then(a.first.cmp(&b.first))
     });
     candidates
+}
+
+/// Hops from the nearest question entity to every entity the evidence connects to
+/// one, reading triples and paths as undirected edges.
+fn distances(context: &Context, topic_ids: &HashSet<NodeId>) -> HashMap<NodeId, usize> {
+    let mut edges: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+    let mut link = |a: NodeId, b: NodeId| {
+        edges.entry(a).or_default().push(b);
+        edges.entry(b).or_default().push(a);
+    };
+    for evidence in &context.evidence {
+        match &evidence.item {
+            EvidenceItem::Triple(triple) => link(triple.head.id, triple.tail.id),
+            EvidenceItem::Path(path) => {
+                let mut previous = path.start.id;
+                for step in &path.steps {
+                    link(previous, step.node.id);
+                    previous = step.node.id;
+                }
+            }
+            EvidenceItem::Query { .. } => {}
+        }
+    }
+    let mut distance: HashMap<NodeId, usize> = topic_ids.iter().map(|&id| (id, 0)).collect();
+    let mut queue: VecDeque<NodeId> = topic_ids.iter().copied().collect();
+    while let Some(node) = queue.pop_front() {
+        let next = distance[&node] + 1;
+        for &neighbour in edges.get(&node).map(Vec::as_slice).unwrap_or_default() {
+            if let std::collections::hash_map::Entry::Vacant(slot) = distance.entry(neighbour) {
+                slot.insert(next);
+                queue.push_back(neighbour);
+            }
+        }
+    }
+    distance
 }
 
 /// Question entities named word for word in the question; all of them when none is

@@ -250,3 +250,60 @@ async fn the_role_answers_on_the_bus() {
     assert_eq!(cost.bus_messages, 1);
     handle.stop(Duration::from_secs(5)).await;
 }
+
+#[test]
+fn weak_evidence_from_many_retrievers_does_not_outvote_strong_evidence() {
+    let film = entity(1, "Inkheart");
+    let director = entity(2, "Iain Softley");
+    let genre = entity(3, "Adventure");
+    let other_film = entity(4, "10,000 BC");
+    let triple =
+        |source: &str, head: &Entity, relation: &str, tail: &Entity, score: f32| Evidence {
+            source: source.into(),
+            score,
+            item: EvidenceItem::Triple(Triple {
+                head: head.clone(),
+                relation: relation.into(),
+                tail: tail.clone(),
+            }),
+        };
+    let evidence = vec![
+        triple("agentic-traverser", &film, "directed_by", &director, 1.0),
+        triple("agentic-traverser", &film, "has_genre", &genre, 1.0),
+        path(&film, "directed_by", &director, 0.9),
+        path(&film, "has_genre", &genre, 0.45),
+        // Two hops out: it leads to another film, not to the genre it passes through.
+        triple("scoring-retriever", &other_film, "has_genre", &genre, 0.8),
+    ];
+    let mut request = request(evidence, vec![film]);
+    request.question = "the director of Inkheart was".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    // The old rule (most retrievers first) answered "Adventure": three retrievers reach
+    // it, two of them with weak evidence.
+    assert_eq!(texts, ["Iain Softley"], "{reply:?}");
+    assert_eq!(reply.answers[0].evidence, vec![0, 2]);
+}
+
+#[test]
+fn a_triple_unconnected_to_the_question_proposes_nothing() {
+    let pacino = entity(1, "Al Pacino");
+    let heat = entity(2, "Heat");
+    let stranger = entity(3, "Some Film");
+    let elsewhere = entity(4, "Somewhere");
+    let evidence = vec![
+        path(&pacino, "starred_actors", &heat, 0.5),
+        Evidence {
+            source: "scoring-retriever".into(),
+            score: 0.9,
+            item: EvidenceItem::Triple(Triple {
+                head: stranger,
+                relation: "filmed_in".into(),
+                tail: elsewhere,
+            }),
+        },
+    ];
+    let reply = summarize(&request(evidence, vec![pacino]), &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Heat"], "{reply:?}");
+}
