@@ -13,7 +13,8 @@
 //! it, of the best normalized score each gives it: independent strategies agreeing
 //! count (as in ByoKG-RAG's multi-strategy retrieval), but only as much as each finds
 //! the evidence relevant, so a retriever's weak evidence cannot outvote another's
-//! strong evidence. Ties are broken by how many evidence lines support a candidate,
+//! strong evidence. A question naming several entities asks for what they lead to
+//! together, so candidates nearest to more of them come first. Ties are broken by how many evidence lines support a candidate,
 //! then by where it first appears. Answers are the candidates within
 //! [`SummaryRule::keep_within`] (per retriever) of the best, each citing its evidence.
 //! With no candidate, the reply says it does not know instead of guessing.
@@ -53,6 +54,10 @@ impl Default for SummaryRule {
     }
 }
 
+/// Named question entities whose distances are worked out one by one (a question
+/// names a handful; more would only cost time).
+const MAX_ANCHORS: usize = 8;
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum CandidateKey {
     Node(NodeId),
@@ -66,6 +71,8 @@ struct Candidate {
     /// Reached from a question entity the question names word for word (rather than
     /// one a fuzzy link also proposed).
     anchored: bool,
+    /// How many named question entities the candidate is nearest to at once.
+    reach: usize,
     /// The best normalized score each retriever that reaches the candidate gives it.
     sources: Vec<(String, f32)>,
     support: usize,
@@ -96,10 +103,12 @@ pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeRep
     }
     let best = candidates[0].strength();
     let margin = rule.keep_within * candidates[0].sources.len() as f32;
-    let best_anchored = candidates[0].anchored;
+    let (best_anchored, best_reach) = (candidates[0].anchored, candidates[0].reach);
     let answers: Vec<Answer> = candidates
         .into_iter()
-        .filter(|c| c.anchored == best_anchored && c.strength() >= best - margin)
+        .filter(|c| {
+            c.anchored == best_anchored && c.reach == best_reach && c.strength() >= best - margin
+        })
         .take(max_answers)
         .map(|c| Answer {
             text: c.text,
@@ -141,7 +150,8 @@ fn collect(
             _ => score,
         }
     };
-    let distance = distances(context, topic_ids);
+    let graph = EvidenceGraph::new(context);
+    let distance = graph.distances(topic_ids);
     let mut by_key: HashMap<CandidateKey, usize> = HashMap::new();
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut propose = |key: CandidateKey,
@@ -174,6 +184,7 @@ fn collect(
                     entity,
                     score,
                     anchored,
+                    reach: 1,
                     sources: vec![(source.to_owned(), score)],
                     support: 1,
                     first: index,
@@ -243,9 +254,24 @@ fn collect(
             }
         }
     }
+    if anchors.len() > 1 {
+        let mut named: Vec<&NodeId> = anchors.iter().collect();
+        named.sort();
+        let per_anchor: Vec<HashMap<NodeId, usize>> = named
+            .into_iter()
+            .take(MAX_ANCHORS)
+            .map(|anchor| graph.distances([anchor]))
+            .collect();
+        for candidate in &mut candidates {
+            if let Some(entity) = &candidate.entity {
+                candidate.reach = anchor_reach(entity.id, &per_anchor);
+            }
+        }
+    }
     candidates.sort_by(|a, b| {
         b.anchored
             .cmp(&a.anchored)
+            .then(b.reach.cmp(&a.reach))
             .then(b.strength().total_cmp(&a.strength()))
             .then(b.score.total_cmp(&a.score))
             .then(b.support.cmp(&a.support))
@@ -254,39 +280,68 @@ fn collect(
     candidates
 }
 
-/// Hops from the nearest question entity to every entity the evidence connects to
-/// one, reading triples and paths as undirected edges.
-fn distances(context: &Context, topic_ids: &HashSet<NodeId>) -> HashMap<NodeId, usize> {
-    let mut edges: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
-    let mut link = |a: NodeId, b: NodeId| {
-        edges.entry(a).or_default().push(b);
-        edges.entry(b).or_default().push(a);
-    };
-    for evidence in &context.evidence {
-        match &evidence.item {
-            EvidenceItem::Triple(triple) => link(triple.head.id, triple.tail.id),
-            EvidenceItem::Path(path) => {
-                let mut previous = path.start.id;
-                for step in &path.steps {
-                    link(previous, step.node.id);
-                    previous = step.node.id;
+/// The evidence read as one undirected graph: triples and consecutive path nodes are
+/// edges.
+struct EvidenceGraph {
+    edges: HashMap<NodeId, Vec<NodeId>>,
+}
+
+impl EvidenceGraph {
+    fn new(context: &Context) -> Self {
+        let mut edges: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+        let mut link = |a: NodeId, b: NodeId| {
+            edges.entry(a).or_default().push(b);
+            edges.entry(b).or_default().push(a);
+        };
+        for evidence in &context.evidence {
+            match &evidence.item {
+                EvidenceItem::Triple(triple) => link(triple.head.id, triple.tail.id),
+                EvidenceItem::Path(path) => {
+                    let mut previous = path.start.id;
+                    for step in &path.steps {
+                        link(previous, step.node.id);
+                        previous = step.node.id;
+                    }
+                }
+                EvidenceItem::Query { .. } => {}
+            }
+        }
+        Self { edges }
+    }
+
+    /// Hops from the nearest of `sources` to every entity connected to one.
+    fn distances<'a>(
+        &self,
+        sources: impl IntoIterator<Item = &'a NodeId>,
+    ) -> HashMap<NodeId, usize> {
+        let mut distance: HashMap<NodeId, usize> = sources.into_iter().map(|&id| (id, 0)).collect();
+        let mut queue: VecDeque<NodeId> = distance.keys().copied().collect();
+        while let Some(node) = queue.pop_front() {
+            let next = distance[&node] + 1;
+            for &neighbour in self.edges.get(&node).map(Vec::as_slice).unwrap_or_default() {
+                if let std::collections::hash_map::Entry::Vacant(slot) = distance.entry(neighbour) {
+                    slot.insert(next);
+                    queue.push_back(neighbour);
                 }
             }
-            EvidenceItem::Query { .. } => {}
         }
+        distance
     }
-    let mut distance: HashMap<NodeId, usize> = topic_ids.iter().map(|&id| (id, 0)).collect();
-    let mut queue: VecDeque<NodeId> = topic_ids.iter().copied().collect();
-    while let Some(node) = queue.pop_front() {
-        let next = distance[&node] + 1;
-        for &neighbour in edges.get(&node).map(Vec::as_slice).unwrap_or_default() {
-            if let std::collections::hash_map::Entry::Vacant(slot) = distance.entry(neighbour) {
-                slot.insert(next);
-                queue.push_back(neighbour);
-            }
-        }
+}
+
+/// How many of the question's named entities a candidate is closest to at once: a
+/// question naming two entities ("a goalkeeper of club X") asks for what both lead
+/// to, and an entity one hop from each is a better answer than one a single entity
+/// reaches directly and the other only through a detour.
+fn anchor_reach(candidate: NodeId, per_anchor: &[HashMap<NodeId, usize>]) -> usize {
+    let hops: Vec<usize> = per_anchor
+        .iter()
+        .filter_map(|distance| distance.get(&candidate).copied())
+        .collect();
+    match hops.iter().min() {
+        Some(&nearest) => hops.iter().filter(|&&h| h == nearest).count(),
+        None => 1,
     }
-    distance
 }
 
 /// Question entities named word for word in the question; all of them when none is

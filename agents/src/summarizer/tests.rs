@@ -307,3 +307,23 @@ fn a_triple_unconnected_to_the_question_proposes_nothing() {
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Heat"], "{reply:?}");
 }
+
+#[test]
+fn a_question_naming_two_entities_prefers_what_both_lead_to() {
+    let position = entity(1, "Goalkeeper");
+    let club = entity(2, "Ulsan FC");
+    let keeper = entity(3, "Kim");
+    let teammate = entity(4, "Lee");
+    let other_keeper = entity(5, "Park");
+    let evidence = vec![
+        path(&club, "plays_in_club", &teammate, 1.0),
+        path(&position, "plays_position", &other_keeper, 1.0),
+        path(&club, "plays_in_club", &keeper, 0.9),
+        path(&position, "plays_position", &keeper, 0.9),
+    ];
+    let mut request = request(evidence, vec![position, club]);
+    request.question = "who plays at position Goalkeeper for club Ulsan FC".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Kim"], "{reply:?}");
+}
