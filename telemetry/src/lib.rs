@@ -401,3 +401,6 @@ fn tracer_provider(
 
 #[cfg(test)]
 mod tests;
+
+/// Prometheus metrics (independent of tracing): recorder, descriptions, rendering.
+pub mod metrics;

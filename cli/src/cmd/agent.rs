@@ -88,7 +88,10 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     }
     let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let health = match &config.telemetry.metrics_listen {
-        Some(listen) => Some(health_server(listen, ready.clone())?),
+        Some(listen) => {
+            let metrics = super::serve::install_metrics();
+            Some(health_server(listen, ready.clone(), metrics)?)
+        }
         None => None,
     };
     let spec = (entry.build)(&deps).with_context(|| format!("cannot build role {}", entry.name))?;
@@ -121,15 +124,31 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
 }
 
 /// `/healthz` (the process is up) and `/readyz` (the role serves on the bus) for
-/// orchestrators' probes, on `telemetry.metrics_listen`.
+/// orchestrators' probes, and `/metrics` for Prometheus, on `telemetry.metrics_listen`.
 fn health_server(
     listen: &str,
     ready: Arc<std::sync::atomic::AtomicBool>,
+    metrics: Option<kgmesh_telemetry::metrics::MetricsHandle>,
 ) -> anyhow::Result<actix_web::dev::ServerHandle> {
     use actix_web::{web, App, HttpResponse, HttpServer};
     let server = HttpServer::new(move || {
         let ready = ready.clone();
+        let metrics = metrics.clone();
         App::new()
+            .route(
+                "/metrics",
+                web::get().to(move || {
+                    let rendered = metrics.as_ref().map(|handle| handle.render());
+                    async move {
+                        match rendered {
+                            Some(text) => HttpResponse::Ok()
+                                .content_type(kgmesh_telemetry::metrics::CONTENT_TYPE)
+                                .body(text),
+                            None => HttpResponse::NotFound().body("metrics are off\n"),
+                        }
+                    }
+                }),
+            )
             .route(
                 "/healthz",
                 web::get().to(|| async { HttpResponse::Ok().body("ok\n") }),

@@ -1,5 +1,5 @@
 //! `kgmesh serve`: the coordinator and its HTTP API (`POST /v1/ask`, `GET /healthz`,
-//! `GET /readyz`, `GET /v1/agents`).
+//! `GET /readyz`, `GET /v1/agents`, `GET /metrics`).
 //!
 //! With `--nats URL` (or `bus.kind = "nats"`) the roles are whatever `kgmesh agent`
 //! processes announce themselves on that NATS; with `--embedded` every role runs in
@@ -11,7 +11,7 @@ use actix_web::{App, HttpServer};
 use anyhow::Context as _;
 use kgmesh_bus::{Bus, LocalBus, NatsBus, NatsOptions};
 use kgmesh_coordinator::{
-    http::{routes, ApiLimits, ApiState},
+    http::{routes, ApiLimits, ApiState, RenderMetrics},
     Coordinator,
 };
 
@@ -43,6 +43,8 @@ pub fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
+    // Before any role starts, so that nothing they count is lost.
+    let metrics = install_metrics();
     let use_nats = args.nats.is_some() || (!args.embedded && config.bus.kind == BusKind::Nats);
     let mut embedded = None;
     let bus: Arc<dyn Bus> = if use_nats {
@@ -79,7 +81,8 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         max_concurrent_questions: config.http.max_concurrent_questions,
         ..ApiLimits::default()
     };
-    let state = ApiState::new(coordinator, limits);
+    let render = metrics.map(|handle| Arc::new(move || handle.render()) as RenderMetrics);
+    let state = ApiState::with_metrics(coordinator, limits, render);
     let listen = args
         .listen
         .clone()
@@ -110,6 +113,18 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         roles.stop().await;
     }
     served
+}
+
+/// Installs this process's Prometheus recorder for `GET /metrics`. Without one the
+/// process still serves; it just exports no metrics.
+pub(crate) fn install_metrics() -> Option<kgmesh_telemetry::metrics::MetricsHandle> {
+    match kgmesh_telemetry::metrics::install() {
+        Ok(handle) => Some(handle),
+        Err(error) => {
+            tracing::warn!(%error, "metrics are off");
+            None
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM (what Kubernetes sends).
