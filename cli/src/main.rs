@@ -2,7 +2,7 @@
 //!
 //! One binary, many jobs: `ask` (embedded, every role in-process), `serve` (coordinator
 //! and HTTP API), `agent --role R` (one role as a NATS service), `load`, `eval`,
-//! `config check`.
+//! `cache warm`, `config check`.
 
 mod cmd;
 mod config;
@@ -39,6 +39,8 @@ enum Command {
     Load(cmd::load::LoadArgs),
     /// Evaluate answers against a question set.
     Eval(cmd::eval::EvalArgs),
+    /// Pre-warm the plan cache (star schemas, verified QA pairs) or inspect it.
+    Cache(cmd::cache::CacheArgs),
     /// Inspect the configuration.
     Config(cmd::config::ConfigArgs),
 }
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Agent(args) => cmd::agent::run(config, args),
         Command::Load(args) => cmd::load::run(config, args),
         Command::Eval(args) => cmd::eval::run(config, args),
+        Command::Cache(args) => cmd::cache::run(config, args),
         Command::Config(args) => cmd::config::run(config, args),
     };
     match result {

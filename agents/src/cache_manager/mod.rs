@@ -10,6 +10,7 @@ pub mod core;
 pub mod persist;
 pub mod role;
 pub mod template;
+pub mod warm;
 
 pub use self::core::{CacheConfig, Lookup, PlanCache};
 

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use kgmesh_models::{lexical::gazetteer::Gazetteer, parse, prompts, LanguageModel};
 use kgmesh_schemas::{
-    graph::Entity,
     messages::cache::{
         CacheEntry, CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, Isr,
     },
@@ -24,9 +23,6 @@ use super::{
     template,
 };
 use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
-
-/// Names scanned per page when building the gazetteer.
-const SCAN_PAGE: usize = 50_000;
 
 pub struct CacheManager {
     cache: Arc<Mutex<PlanCache>>,
@@ -111,29 +107,12 @@ impl CacheManager {
         let gazetteer = self
             .gazetteer
             .get_or_try_init(|| async {
-                let mut names = Vec::new();
-                let mut after = None;
-                loop {
-                    let page = graph.scan_names(after, SCAN_PAGE).await.map_err(|e| {
-                        AgentError::Unavailable {
-                            detail: e.to_string(),
-                        }
-                    })?;
-                    let Some(last) = page.last() else { break };
-                    after = Some(last.id);
-                    let full = page.len() == SCAN_PAGE;
-                    names.extend(page.into_iter().map(|e| (e.id, e.name)));
-                    if !full {
-                        break;
-                    }
-                }
-                Ok::<_, AgentError>(Arc::new(
-                    tokio::task::spawn_blocking(move || Gazetteer::build(names))
-                        .await
-                        .map_err(|e| AgentError::Internal {
-                            detail: format!("gazetteer build failed: {e}"),
-                        })?,
-                ))
+                super::warm::build_gazetteer(graph.as_ref())
+                    .await
+                    .map(Arc::new)
+                    .map_err(|e| AgentError::Unavailable {
+                        detail: e.to_string(),
+                    })
             })
             .await?;
         Ok(Some(gazetteer.clone()))
@@ -177,17 +156,8 @@ impl CacheManager {
         let mut entities = request.entities;
         if entities.is_empty() {
             if let Some(gazetteer) = self.gazetteer().await? {
-                entities = gazetteer
-                    .find_mentions(&request.question)
-                    .into_iter()
-                    .filter_map(|mention| {
-                        // Mask what the question wrote; link to the best candidate.
-                        mention.candidates.first().map(|c| Entity {
-                            id: c.entity.id,
-                            name: mention.text.clone(),
-                        })
-                    })
-                    .collect();
+                // The same linking as pre-warming (`warm`), so warmed plans rebind.
+                entities = template::linked_mentions(&gazetteer, &request.question);
             }
         }
         let lookup =

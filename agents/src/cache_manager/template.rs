@@ -55,6 +55,34 @@ pub fn mask(question: &str, mentions: &[&str]) -> String {
     question_tokens.join(" ")
 }
 
+/// How many entity slots a template has.
+pub fn slots(template: &str) -> usize {
+    template.split(' ').filter(|t| *t == ENTITY_SLOT).count()
+}
+
+/// The question's entity mentions as the cache links them: the spans the graph's name
+/// index finds, each linked to its best candidate but named as the question wrote it
+/// (that text is what gets masked). Lookups and pre-warming must agree on this, or a
+/// warmed plan would never be rebound to a new question.
+pub fn linked_mentions(
+    gazetteer: &kgmesh_models::lexical::gazetteer::Gazetteer,
+    question: &str,
+) -> Vec<kgmesh_schemas::graph::Entity> {
+    gazetteer
+        .find_mentions(question)
+        .into_iter()
+        .filter_map(|mention| {
+            mention
+                .candidates
+                .first()
+                .map(|c| kgmesh_schemas::graph::Entity {
+                    id: c.entity.id,
+                    name: mention.text.clone(),
+                })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

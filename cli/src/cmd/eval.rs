@@ -17,7 +17,7 @@ use crate::{
         answerer::{Answerer, HttpAnswerer},
         compare,
         dataset::{Brackets, DatasetKind},
-        embedded::EmbeddedAnswerer,
+        embedded::{CacheStart, EmbeddedAnswerer},
         plot,
         report::{self, Report, Versions},
         runner::{self, RunSettings},
@@ -106,6 +106,11 @@ struct RunArgs {
     /// Per-question option: skip the plan cache (no lookup, no store).
     #[arg(long)]
     no_cache: bool,
+
+    /// Start from this pre-warmed plan cache file (`kgmesh cache warm`). The run works
+    /// on a copy in the output folder, so the file stays as warmed and runs repeat.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["no_cache", "server"])]
+    cache_file: Option<PathBuf>,
 
     /// The harness gives up on a question after this long
     /// (default: budget.timeout_ms + 5 s).
@@ -280,6 +285,22 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let versions = Versions::collect();
+    let mut config = config;
+    if let Some(warm) = &args.cache_file {
+        if !warm.is_file() {
+            bail!(
+                "--cache-file {}: no such file (create it with `kgmesh cache warm`)",
+                warm.display()
+            );
+        }
+        let copy = out_dir.join("plan-cache.jsonl");
+        std::fs::copy(warm, &copy)
+            .with_context(|| format!("cannot copy {} to {}", warm.display(), copy.display()))?;
+        config.cache.path = Some(copy);
+    } else if args.no_cache {
+        // Nothing is looked up or stored; a configured file would only be misreported.
+        config.cache.path = None;
+    }
 
     let settings = RunSettings {
         concurrency: args.concurrency,
@@ -315,7 +336,18 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
                     "kgmesh eval: loading {} and starting the roles",
                     kg.display()
                 );
-                let started = Arc::new(EmbeddedAnswerer::start(&config, kg, args.no_cache).await?);
+                let cache = match (&config.cache.path, args.no_cache) {
+                    (_, true) => CacheStart::Disabled,
+                    (None, false) => CacheStart::Cold,
+                    (Some(path), false) => CacheStart::File {
+                        entries: crate::cmd::cache::count_file_entries(path)
+                            .await
+                            .unwrap_or(0),
+                        path: path.clone(),
+                        warmed_from: args.cache_file.clone(),
+                    },
+                };
+                let started = Arc::new(EmbeddedAnswerer::start(&config, kg, cache).await?);
                 embedded = Some(Arc::clone(&started));
                 started
             }

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod ask;
+pub mod cache;
 pub mod config;
 pub mod eval;
 pub mod load;

@@ -27,14 +27,14 @@ pub struct EmbeddedAnswerer {
 
 impl EmbeddedAnswerer {
     /// Loads the KG and starts every role in-process.
-    pub async fn start(config: &Config, kg: &Path, no_cache: bool) -> Result<Self, AnswerError> {
+    pub async fn start(config: &Config, kg: &Path, cache: CacheStart) -> Result<Self, AnswerError> {
         let started = Instant::now();
         let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
         let roles = EmbeddedRoles::start(config, bus.clone(), &GraphSource::File(kg.to_owned()))
             .await
             .map_err(|error| AnswerError::Unavailable(format!("{error:#}")))?;
         let coordinator = Coordinator::new(bus, coordinator_config(config));
-        let mut description = describe_config(config, Some(kg), no_cache);
+        let mut description = describe_config(config, Some(kg), &cache);
         description.roles = roles.role_names();
         description.k_values = Some(k_values(coordinator.config()));
         description.setup_ms = Some(started.elapsed().as_secs_f64() * 1e3);
@@ -91,8 +91,54 @@ fn k_values(config: &CoordinatorConfig) -> serde_json::Value {
     })
 }
 
+/// The plan cache's state when a run starts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CacheStart {
+    /// `--no-cache`: no lookup, no store.
+    Disabled,
+    /// In-process and empty: plans are stored as questions are answered.
+    Cold,
+    /// Read from a file (pre-warmed, or left by earlier runs) and written back.
+    File {
+        path: PathBuf,
+        entries: usize,
+        /// The `--cache-file` the run's copy was made from.
+        warmed_from: Option<PathBuf>,
+    },
+}
+
+impl CacheStart {
+    /// One line for reports: warm or cold, and how many entries at the start.
+    pub fn describe(&self) -> String {
+        match self {
+            CacheStart::Disabled => "disabled (no lookup, no store)".to_owned(),
+            CacheStart::Cold => {
+                "cold: in-process, empty at start (0 entries); stores as it answers".to_owned()
+            }
+            CacheStart::File {
+                path,
+                entries,
+                warmed_from: Some(from),
+            } => format!(
+                "warm: {entries} entries at start, from {} (run uses the copy {}); stores as it answers",
+                from.display(),
+                path.display()
+            ),
+            CacheStart::File {
+                path,
+                entries,
+                warmed_from: None,
+            } => format!(
+                "{}: {entries} entries at start in {} (cache.path); stores as it answers",
+                if *entries == 0 { "cold" } else { "warm" },
+                path.display()
+            ),
+        }
+    }
+}
+
 /// What the report says about a system configured by `config`.
-pub fn describe_config(config: &Config, kg: Option<&Path>, no_cache: bool) -> AnswererConfig {
+pub fn describe_config(config: &Config, kg: Option<&Path>, cache: &CacheStart) -> AnswererConfig {
     // `kgmesh ask` also takes the endpoint from OPENAI_BASE_URL.
     let llm_base_url = config.llm.base_url.clone().or_else(|| {
         std::env::var("OPENAI_BASE_URL")
@@ -135,11 +181,7 @@ pub fn describe_config(config: &Config, kg: Option<&Path>, no_cache: bool) -> An
         embedder,
         budget: serde_json::to_value(&config.budget).ok(),
         k_values: None,
-        cache: if no_cache {
-            "disabled (no lookup, no store)".to_owned()
-        } else {
-            "in-process, empty at start".to_owned()
-        },
+        cache: cache.describe(),
         roles: Vec::new(),
         setup_ms: None,
         config: serde_json::to_value(&effective).ok(),

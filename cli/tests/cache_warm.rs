@@ -1,0 +1,325 @@
+//! `kgmesh cache warm` end to end: imported QA pairs and sampled star schemas into a
+//! plan cache file and into JetStream KV on a real nats-server, re-runs that write
+//! nothing new, bad input, and an evaluation that starts from the warmed file.
+
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use kgmesh_testkit::nats::NatsServer;
+use serde_json::Value;
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Outcome {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+fn sample(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/movies")
+        .join(file)
+}
+
+/// Runs kgmesh with `args`, killed if it outlives [`TIMEOUT`].
+fn kgmesh(dir: &Path, args: &[&str]) -> Outcome {
+    let child = Command::new(env!("CARGO_BIN_EXE_kgmesh"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("KGMESH_CONFIG")
+        .env_remove("OPENAI_BASE_URL")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kgmesh");
+    let mut running = Running(child);
+    let mut stdout_pipe = running.0.stdout.take().expect("stdout");
+    let mut stderr_pipe = running.0.stderr.take().expect("stderr");
+    let out_reader = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout_pipe.read_to_string(&mut text);
+        text
+    });
+    let err_reader = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = running.0.try_wait().expect("poll kgmesh") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kgmesh {args:?} did not finish in {TIMEOUT:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    };
+    Outcome {
+        success: status.success(),
+        stdout: out_reader.join().expect("stdout reader"),
+        stderr: err_reader.join().expect("stderr reader"),
+    }
+}
+
+/// The number printed after `label` on its own line of the summary.
+fn count(stdout: &str, label: &str) -> usize {
+    stdout
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(label)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no `{label}` line in:\n{stdout}"))
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn imported_pairs_and_stars_fill_a_cache_file_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("plans.jsonl");
+    let kg = sample("kg.tsv");
+    let questions = sample("questions.tsv");
+    let pairs = std::fs::read_to_string(&questions)
+        .expect("sample questions")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    let import = [
+        "cache",
+        "warm",
+        "--kg",
+        path_str(&kg),
+        "--import",
+        path_str(&questions),
+        "--cache-file",
+        path_str(&cache),
+        "--no-progress",
+    ];
+
+    let first = kgmesh(dir.path(), &import);
+    assert!(first.success, "{}{}", first.stdout, first.stderr);
+    // Every sample answer is in the sample graph within three hops of its question's
+    // entity, so every pair verifies.
+    assert_eq!(count(&first.stdout, "checked"), pairs, "{}", first.stdout);
+    assert_eq!(count(&first.stdout, "verified"), pairs, "{}", first.stdout);
+    let entries = count(&first.stdout, "entries");
+    assert!(entries > 0 && entries <= pairs, "{}", first.stdout);
+    assert_eq!(count(&first.stdout, "written"), entries);
+    let lines = |path: &Path| {
+        std::fs::read_to_string(path)
+            .expect("cache file")
+            .lines()
+            .count()
+    };
+    assert_eq!(lines(&cache), entries);
+
+    // A re-run finds every plan already cached and appends nothing.
+    let again = kgmesh(dir.path(), &import);
+    assert!(again.success, "{}{}", again.stdout, again.stderr);
+    assert_eq!(count(&again.stdout, "written"), 0, "{}", again.stdout);
+    assert_eq!(count(&again.stdout, "unchanged"), entries);
+    assert_eq!(lines(&cache), entries);
+
+    // Star schemas add template questions made from relation names.
+    let stars = kgmesh(
+        dir.path(),
+        &[
+            "cache",
+            "warm",
+            "--kg",
+            path_str(&kg),
+            "--stars",
+            "40",
+            "--seed",
+            "7",
+            "--cache-file",
+            path_str(&cache),
+            "--no-progress",
+        ],
+    );
+    assert!(stars.success, "{}{}", stars.stdout, stars.stderr);
+    assert!(
+        stars.stdout.contains("from relation names"),
+        "{}",
+        stars.stdout
+    );
+    let added = count(&stars.stdout, "written");
+    assert!(added > 0, "{}", stars.stdout);
+    let total = entries + added;
+    let stats = kgmesh(
+        dir.path(),
+        &["cache", "stats", "--cache-file", path_str(&cache)],
+    );
+    assert!(stats.success, "{}", stats.stderr);
+    assert!(
+        stats.stdout.starts_with(&format!("{total} entries")),
+        "{}",
+        stats.stdout
+    );
+    let text = std::fs::read_to_string(&cache).expect("cache file");
+    assert!(
+        text.contains("what is <e> directed by") || text.contains("what is directed by <e>"),
+        "a directed_by star question: {text}"
+    );
+
+    // An evaluation started from the warmed file says so, and replays its plans.
+    let out = dir.path().join("eval");
+    let eval = kgmesh(
+        dir.path(),
+        &[
+            "eval",
+            "--dataset",
+            "metaqa",
+            "--kg",
+            path_str(&kg),
+            "--questions",
+            path_str(&questions),
+            "--cache-file",
+            path_str(&cache),
+            "--out",
+            path_str(&out),
+            "--no-progress",
+        ],
+    );
+    assert!(eval.success, "{}", eval.stderr);
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("report.json")).expect("report.json"),
+    )
+    .expect("JSON report");
+    let described = report["system"]["cache"].as_str().unwrap_or_default();
+    assert!(
+        described.starts_with(&format!("warm: {total} entries")),
+        "{described}"
+    );
+    assert_eq!(
+        report["aggregate"]["cache_hit_rate"].as_f64(),
+        Some(1.0),
+        "every question was warmed"
+    );
+    // The run worked on a copy: the warmed file is as it was.
+    assert_eq!(lines(&cache), total);
+}
+
+#[test]
+fn unreadable_input_is_reported_not_imported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("plans.jsonl");
+    let kg = sample("kg.tsv");
+    let garbage = dir.path().join("garbage.txt");
+    std::fs::write(&garbage, "no tab here\nnor here\n").expect("write");
+    let failed = kgmesh(
+        dir.path(),
+        &[
+            "cache",
+            "warm",
+            "--kg",
+            path_str(&kg),
+            "--import",
+            path_str(&garbage),
+            "--cache-file",
+            path_str(&cache),
+        ],
+    );
+    assert!(!failed.success);
+    assert!(
+        failed.stderr.contains("no readable QA pairs"),
+        "{}",
+        failed.stderr
+    );
+    assert!(!cache.exists(), "nothing written");
+
+    // Good and bad lines mixed: the good ones go in, the bad ones are counted, and an
+    // answer the graph does not have is skipped with its reason.
+    let mixed = dir.path().join("mixed.jsonl");
+    std::fs::write(
+        &mixed,
+        "{\"question\": \"who directed Heat\", \"answers\": [\"Michael Mann\"]}\n\
+         {\"question\": \"who directed Heat\"}\n\
+         {\"question\": \"who directed Heat\", \"answers\": [\"Nobody In This Graph\"]}\n",
+    )
+    .expect("write");
+    let run = kgmesh(
+        dir.path(),
+        &[
+            "cache",
+            "warm",
+            "--kg",
+            path_str(&kg),
+            "--import",
+            path_str(&mixed),
+            "--cache-file",
+            path_str(&cache),
+            "--no-progress",
+        ],
+    );
+    assert!(run.success, "{}{}", run.stdout, run.stderr);
+    assert_eq!(count(&run.stdout, "verified"), 1, "{}", run.stdout);
+    assert!(run.stdout.contains("unreadable line"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("no gold answer in the graph"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stderr.contains("mixed.jsonl:2"), "{}", run.stderr);
+}
+
+#[test]
+fn warming_with_nats_fills_the_shared_kv_bucket() {
+    let server = NatsServer::start();
+    let url = server.url();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kg = sample("kg.tsv");
+    let questions = sample("questions.tsv");
+    let warm = [
+        "cache",
+        "warm",
+        "--kg",
+        path_str(&kg),
+        "--import",
+        path_str(&questions),
+        "--nats",
+        &url,
+        "--no-progress",
+    ];
+    let first = kgmesh(dir.path(), &warm);
+    assert!(first.success, "{}{}", first.stdout, first.stderr);
+    let entries = count(&first.stdout, "entries");
+    assert!(entries > 0);
+    assert_eq!(count(&first.stdout, "written"), entries);
+    assert!(first.stdout.contains("JetStream KV bucket kgmesh-plans"));
+
+    let again = kgmesh(dir.path(), &warm);
+    assert!(again.success, "{}{}", again.stdout, again.stderr);
+    assert_eq!(count(&again.stdout, "written"), 0, "{}", again.stdout);
+    assert_eq!(count(&again.stdout, "unchanged"), entries);
+
+    let stats = kgmesh(dir.path(), &["cache", "stats", "--nats", &url]);
+    assert!(stats.success, "{}", stats.stderr);
+    assert!(
+        stats.stdout.starts_with(&format!("{entries} entries")),
+        "{}",
+        stats.stdout
+    );
+}
