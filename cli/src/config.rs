@@ -19,6 +19,7 @@ pub struct Config {
     pub graph: GraphConfig,
     pub llm: LlmConfig,
     pub embedder: EmbedderConfig,
+    pub vectors: VectorsConfig,
     pub budget: BudgetConfig,
     pub http: HttpConfig,
     pub cache: CacheConfig,
@@ -158,6 +159,47 @@ impl Default for EmbedderConfig {
             base_url: None,
             model: "all-MiniLM-L6-v2".to_owned(),
             batch_size: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VectorBackend {
+    /// No vector index: entities are linked by name only.
+    None,
+    /// In this process; read from and written to `vectors.path` when set.
+    Embedded,
+    /// A Qdrant collection over gRPC, shared by every replica.
+    Qdrant,
+}
+
+/// Where the embeddings of entity names live (see `crate::vectors`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VectorsConfig {
+    pub backend: VectorBackend,
+    /// Embedded backend: the index file (conventionally `graph.kgv` beside a snapshot).
+    pub path: Option<PathBuf>,
+    /// Qdrant gRPC endpoint (`http://host:6334`); `QDRANT_URL` when unset.
+    pub qdrant_url: Option<String>,
+    /// Name of the environment variable holding a Qdrant API key.
+    pub qdrant_api_key_env: Option<String>,
+    /// Qdrant collection, created on first use with the embedder's dimension.
+    pub collection: String,
+    /// Bound on every Qdrant call.
+    pub timeout_ms: u64,
+}
+
+impl Default for VectorsConfig {
+    fn default() -> Self {
+        Self {
+            backend: VectorBackend::None,
+            path: None,
+            qdrant_url: None,
+            qdrant_api_key_env: None,
+            collection: "kgmesh_entities".to_owned(),
+            timeout_ms: 5_000,
         }
     }
 }
@@ -327,6 +369,18 @@ impl Config {
         if self.embedder.batch_size == 0 {
             problems.push("embedder.batch_size must be positive".to_owned());
         }
+        if self.vectors.backend != VectorBackend::None && self.embedder.kind == EmbedderKind::None {
+            problems.push(
+                "vectors.backend needs an embedder: set embedder.kind to \"minilm\" or \"openai\""
+                    .to_owned(),
+            );
+        }
+        if self.vectors.backend == VectorBackend::Qdrant && self.vectors.collection.is_empty() {
+            problems.push("vectors.collection must not be empty".to_owned());
+        }
+        if self.vectors.timeout_ms == 0 {
+            problems.push("vectors.timeout_ms must be positive".to_owned());
+        }
         let bucket_ok = !self.cache.kv_bucket.is_empty()
             && self
                 .cache
@@ -414,6 +468,24 @@ mod tests {
             assert_eq!(config.budget.depth, 2);
             Ok(())
         });
+    }
+
+    #[test]
+    fn a_vector_backend_needs_an_embedder() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "[vectors]\nbackend = \"qdrant\"\ncollection = \"\"").unwrap();
+        let error = Config::load_from(Some(file.path()), no_env()).unwrap_err();
+        assert_eq!(error.problems.len(), 2, "{error}");
+        assert!(error.to_string().contains("embedder"), "{error}");
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(
+            file,
+            "[embedder]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n[vectors]\nbackend = \"qdrant\"\nqdrant_url = \"http://qdrant:6334\""
+        )
+        .unwrap();
+        let config = Config::load_from(Some(file.path()), no_env()).unwrap();
+        assert_eq!(config.vectors.backend, VectorBackend::Qdrant);
+        assert_eq!(config.vectors.collection, "kgmesh_entities");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 mod cmd;
 mod config;
 mod eval;
+mod vectors;
 
 use std::{path::PathBuf, process::ExitCode};
 

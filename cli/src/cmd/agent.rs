@@ -74,6 +74,16 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     if let Some(embedder) = super::ask::embedder(&config).await? {
         deps = deps.with_embedder(embedder);
     }
+    // Only the entity linker searches entity-name vectors; other roles skip the
+    // (possibly long) first fill of an empty index.
+    if entry.name == kgmesh_schemas::Role::ENTITY_LINKER {
+        let vectors =
+            crate::vectors::vector_index(&config, deps.embedder.as_ref(), deps.graph.as_ref())
+                .await?;
+        if let Some(vectors) = vectors {
+            deps = deps.with_vectors(vectors);
+        }
+    }
     if entry.name == kgmesh_schemas::Role::CACHE_MANAGER {
         // Every replica shares one cache in JetStream KV.
         let store = kgmesh_agents::cache_manager::persist::KvPlanStore::open(

@@ -180,6 +180,12 @@ impl EmbeddedRoles {
         if let Some(embedder) = embedder(config).await? {
             deps = deps.with_embedder(embedder);
         }
+        let vectors =
+            crate::vectors::vector_index(config, deps.embedder.as_ref(), deps.graph.as_ref())
+                .await?;
+        if let Some(vectors) = vectors {
+            deps = deps.with_vectors(vectors);
+        }
         if let Some(path) = &config.cache.path {
             deps = deps.with_plan_store(Arc::new(
                 kgmesh_agents::cache_manager::persist::FilePlanStore::new(path),
