@@ -258,10 +258,29 @@ pub fn spec(manager: Arc<CacheManager>) -> RoleSpec {
     RoleSpec::new(Role::well_known(Role::CACHE_MANAGER), RoleKind::Core)
         .op(move |ctx: CallContext, request: CacheLookup| {
             let manager = lookup_manager.clone();
-            async move { manager.lookup(&ctx, request).await }
+            async move {
+                let reply = manager.lookup(&ctx, request).await;
+                if let Ok(found) = &reply {
+                    let hit = !found.examples.is_empty() || found.replay.is_some();
+                    let result = if hit { "hit" } else { "miss" };
+                    metrics::counter!("kgmesh_plan_cache_lookups_total", "result" => result)
+                        .increment(1);
+                }
+                reply
+            }
         })
         .op(move |_ctx: CallContext, request: CacheStore| {
             let manager = manager.clone();
-            async move { manager.store(request).await }
+            async move {
+                let reply = manager.store(request).await;
+                let outcome = match &reply {
+                    Ok(stored) if stored.stored => "stored",
+                    Ok(_) => "rejected",
+                    Err(_) => "error",
+                };
+                metrics::counter!("kgmesh_plan_cache_stores_total", "outcome" => outcome)
+                    .increment(1);
+                reply
+            }
         })
 }

@@ -67,6 +67,7 @@ mod actor;
 mod bridge;
 mod client;
 mod context;
+mod metrics;
 pub mod registry;
 mod spec;
 

@@ -2,6 +2,7 @@
 
 use std::{
     collections::BTreeMap, future::Future, marker::PhantomData, panic::AssertUnwindSafe, sync::Arc,
+    time::Duration,
 };
 
 use futures::{future::BoxFuture, FutureExt};
@@ -152,11 +153,13 @@ where
             Ok(decoded) => decoded,
             Err((content_type, error)) => {
                 tracing::warn!(role = %site.role, op = %site.op, kind = error.kind(), %error, "refused request");
+                super::metrics::record_call(&site.role, &site.op, error.kind(), Duration::ZERO);
                 return futures::future::ready(error_reply(content_type, error)).boxed();
             }
         };
         let context = CallContext::new(request.meta, site.role, &site.op, &site.instance_id);
         if let Err(error) = context.check_deadline() {
+            super::metrics::record_call(context.role(), context.op(), error.kind(), Duration::ZERO);
             return futures::future::ready(error_reply(content_type, error)).boxed();
         }
         let budget = context.budget();
@@ -214,6 +217,12 @@ where
             if let Err(error) = &result {
                 tracing::info!(kind = error.kind(), %error, "call failed");
             }
+            super::metrics::record_call(
+                context.role(),
+                context.op(),
+                super::metrics::outcome(&result),
+                context.elapsed(),
+            );
             let reply = Reply {
                 cost: context.final_cost(),
                 result,
