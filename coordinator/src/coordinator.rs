@@ -139,6 +139,18 @@ impl Coordinator {
         request: AskRequest,
         trace: TraceContext,
     ) -> Result<AskReply, CoordinatorError> {
+        let _in_flight = crate::metrics::InFlight::enter();
+        let started = Instant::now();
+        let result = self.answer(request, trace).await;
+        crate::metrics::record_question(&result, started.elapsed());
+        result
+    }
+
+    async fn answer(
+        &self,
+        request: AskRequest,
+        trace: TraceContext,
+    ) -> Result<AskReply, CoordinatorError> {
         self.validate(&request)?;
         let snapshot = self
             .directory
@@ -308,11 +320,13 @@ impl Run<'_> {
                 kgmesh.budget.llm_calls_left = budget.llm_calls,
                 kgmesh.budget.tokens_left = budget.tokens,
             );
+            let round_started = Instant::now();
             let keep_going = if let Some(plan) = replay.take() {
                 self.replay_round(round, plan).instrument(round_span).await
             } else {
                 self.linker_round(round).instrument(round_span).await
             };
+            crate::metrics::record_round(round, round_started.elapsed());
             if !keep_going {
                 break;
             }
@@ -684,6 +698,7 @@ impl Run<'_> {
         };
         let partial = self.ledger.is_exhausted();
         if let Some(limit) = self.ledger.exhausted() {
+            crate::metrics::record_exhausted(limit);
             self.context.note(format!(
                 "budget exhausted ({limit}): the answer may be incomplete"
             ));
