@@ -359,7 +359,7 @@ fn map_error(error: QdrantError, url: &str, timeout: Duration) -> StoreError {
     match status.code() {
         // The client reports a failed connect as an internal error of its own.
         Code::Internal if message.starts_with("Failed to connect") => StoreError::Unavailable {
-            detail: format!("cannot connect to Qdrant at {url}"),
+            detail: format!("cannot connect to Qdrant at {url}: {message}"),
         },
         Code::Unavailable => StoreError::Unavailable {
             detail: format!("Qdrant at {url}: {message}"),
