@@ -128,6 +128,58 @@ mod tests {
         );
     }
 
+    fn instance(role: &str, id: &str) -> kgmesh_bus::ServiceInstance {
+        kgmesh_bus::ServiceInstance {
+            info: kgmesh_schemas::RoleInfo {
+                role: kgmesh_schemas::Role::new(role).expect("a role name"),
+                version: "0.1.0".to_owned(),
+                kind: kgmesh_schemas::RoleKind::Core,
+                ops: vec!["judge".to_owned()],
+            },
+            instance_id: id.to_owned(),
+            requests: 0,
+            errors: 0,
+        }
+    }
+
+    #[test]
+    fn replicas_follow_discovery_and_fall_to_zero() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let published = Mutex::new(BTreeSet::new());
+        metrics::with_local_recorder(&recorder, || {
+            let first = RoleSnapshot::from_instances(&[
+                instance("judge", "a"),
+                instance("judge", "b"),
+                instance("summarizer", "c"),
+            ]);
+            record_replicas(&published, &first);
+        });
+        let text = handle.render();
+        assert!(
+            text.contains("kgmesh_role_replicas{role=\"judge\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kgmesh_role_replicas{role=\"summarizer\"} 1"),
+            "{text}"
+        );
+
+        metrics::with_local_recorder(&recorder, || {
+            let second = RoleSnapshot::from_instances(&[instance("judge", "a")]);
+            record_replicas(&published, &second);
+        });
+        let text = handle.render();
+        assert!(
+            text.contains("kgmesh_role_replicas{role=\"judge\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kgmesh_role_replicas{role=\"summarizer\"} 0"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn labels_stay_bounded() {
         assert_eq!(round_label(2), "2");
