@@ -67,7 +67,9 @@ impl LanguageModel for OpenAiChat {
                 span.record("gen_ai.input.messages", messages);
             }
         }
+        let started = std::time::Instant::now();
         let result = self.complete(request).instrument(span.clone()).await;
+        super::metrics::record_chat(&config.model, &result, started.elapsed());
         match &result {
             Ok(response) => {
                 span.record("gen_ai.response.model", response.model.as_str());
