@@ -1,11 +1,18 @@
 //! The in-memory plan index: domain → aspect buckets, BM25 relevance over question
 //! templates, MMR selection, LRU-bounded buckets, and exact-template replay.
 //!
-//! Scoring is bounded per lookup: query terms are processed rarest first and common
-//! terms (which carry little BM25 weight) only re-score candidates already found, so a
-//! lookup touches a bounded number of postings whatever the cache size.
+//! Scoring is bounded per lookup. Each aspect bucket keeps its own postings (term →
+//! entry, term frequency, entry length), so a lookup scores only its bucket, at most
+//! `bucket_capacity` entries whatever the cache size (CacheRAG's hard pruning). Only
+//! when the bucket holds fewer than k relevant plans is the whole domain searched,
+//! and there query terms are processed rarest first and common terms (which carry
+//! little BM25 weight) only re-score candidates already found, so that search too
+//! touches a bounded number of postings.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    hash::{BuildHasherDefault, Hasher},
+};
 
 use kgmesh_schemas::{
     graph::Entity,
@@ -68,12 +75,90 @@ struct Stored {
     last_used: u64,
 }
 
+/// A multiplicative hash for slot numbers: std's SipHash costs more than the BM25
+/// arithmetic it would guard, and slots are not attacker-chosen.
+#[derive(Default)]
+struct SlotHasher(u64);
+
+impl Hasher for SlotHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.write_u64(u64::from(*byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+type SlotMap<V> = HashMap<u64, V, BuildHasherDefault<SlotHasher>>;
+
+/// One entry in a term's postings, with what BM25 needs, so scoring reads no entry.
+#[derive(Clone, Copy)]
+struct Posting {
+    slot: u64,
+    tf: u16,
+    length: u16,
+}
+
+/// An inverted index over one bucket's entries.
+#[derive(Default)]
+struct TermIndex {
+    postings: HashMap<u32, Vec<Posting>>,
+    total_length: u64,
+    documents: usize,
+}
+
+impl TermIndex {
+    fn add(&mut self, slot: u64, term_freqs: &[(u32, u16)], length: u32) {
+        let length16 = u16::try_from(length).unwrap_or(u16::MAX);
+        for (term, tf) in term_freqs {
+            self.postings.entry(*term).or_default().push(Posting {
+                slot,
+                tf: *tf,
+                length: length16,
+            });
+        }
+        self.total_length += u64::from(length);
+        self.documents += 1;
+    }
+
+    /// O(postings of the entry's terms), bounded by the bucket's capacity.
+    fn remove(&mut self, slot: u64, term_freqs: &[(u32, u16)], length: u32) {
+        for (term, _) in term_freqs {
+            if let Some(posting) = self.postings.get_mut(term) {
+                if let Some(at) = posting.iter().position(|p| p.slot == slot) {
+                    posting.swap_remove(at);
+                }
+                if posting.is_empty() {
+                    self.postings.remove(term);
+                }
+            }
+        }
+        self.total_length = self.total_length.saturating_sub(u64::from(length));
+        self.documents = self.documents.saturating_sub(1);
+    }
+}
+
+#[derive(Default)]
+struct Bucket {
+    /// last-used tick → slot
+    lru: BTreeMap<u64, u64>,
+    index: TermIndex,
+}
+
 #[derive(Default)]
 struct DomainIndex {
+    /// Domain-wide postings, searched only when a bucket falls short.
     postings: HashMap<u32, HashSet<u64>>,
     total_length: u64,
-    /// aspect → (last-used tick → slot)
-    buckets: HashMap<String, BTreeMap<u64, u64>>,
+    /// aspect → its entries
+    buckets: HashMap<String, Bucket>,
     /// template → slot, for replay and de-duplication.
     templates: HashMap<String, u64>,
 }
@@ -152,6 +237,22 @@ impl PlanCache {
         let aspect = Self::aspect_of(&entry.isr);
         let key = entry_key(&domain, &entry.template);
         if let Some(existing) = self.keys.get(&key).copied() {
+            let same = self.slots.get(&existing).is_some_and(|stored| {
+                stored.aspect == aspect
+                    && stored.entry.template == entry.template
+                    && stored.entry.plan.metapaths == entry.plan.metapaths
+                    && stored.entry.plan.cypher == entry.plan.cypher
+            });
+            if same {
+                // The same plan verified again: refresh in place, no re-indexing.
+                if let Some(stored) = self.slots.get_mut(&existing) {
+                    entry.hits = entry.hits.max(stored.entry.hits);
+                    entry.failures = stored.entry.failures;
+                    stored.entry = entry;
+                }
+                self.touch(existing);
+                return (key, Vec::new());
+            }
             let previous = self.remove_slot(existing);
             if let Some(previous) = previous {
                 entry.hits = entry.hits.max(previous.entry.hits);
@@ -174,13 +275,22 @@ impl PlanCache {
         }
         index.total_length += tokens.len() as u64;
         index.templates.insert(entry.template.clone(), slot);
+        let term_freqs: Vec<(u32, u16)> = counts.into_iter().collect();
+        let length = tokens.len() as u32;
         let bucket = index.buckets.entry(aspect.clone()).or_default();
-        bucket.insert(tick, slot);
+        bucket.lru.insert(tick, slot);
+        bucket.index.add(slot, &term_freqs, length);
         let mut evicted_slots = Vec::new();
-        while bucket.len() > self.config.bucket_capacity.max(1) {
-            if let Some((_, oldest)) = bucket.pop_first() {
-                evicted_slots.push(oldest);
+        let mut over = bucket
+            .lru
+            .len()
+            .saturating_sub(self.config.bucket_capacity.max(1));
+        for (_, oldest) in bucket.lru.iter() {
+            if over == 0 {
+                break;
             }
+            evicted_slots.push(*oldest);
+            over -= 1;
         }
         self.keys.insert(key.clone(), slot);
         self.slots.insert(
@@ -190,8 +300,8 @@ impl PlanCache {
                 entry,
                 domain,
                 aspect,
-                term_freqs: counts.into_iter().collect(),
-                length: tokens.len() as u32,
+                term_freqs,
+                length,
                 last_used: tick,
             },
         );
@@ -225,8 +335,9 @@ impl PlanCache {
                 index.templates.remove(&stored.entry.template);
             }
             if let Some(bucket) = index.buckets.get_mut(&stored.aspect) {
-                bucket.remove(&stored.last_used);
-                if bucket.is_empty() {
+                bucket.lru.remove(&stored.last_used);
+                bucket.index.remove(slot, &stored.term_freqs, stored.length);
+                if bucket.lru.is_empty() {
                     index.buckets.remove(&stored.aspect);
                 }
             }
@@ -245,8 +356,8 @@ impl PlanCache {
             .get_mut(&stored.domain)
             .and_then(|index| index.buckets.get_mut(&stored.aspect))
         {
-            bucket.remove(&stored.last_used);
-            bucket.insert(tick, slot);
+            bucket.lru.remove(&stored.last_used);
+            bucket.lru.insert(tick, slot);
         }
         stored.last_used = tick;
     }
@@ -310,18 +421,17 @@ impl PlanCache {
                 })
             });
 
-        let candidates = self.score_candidates(index, &query_template);
-        let in_aspect: Vec<(u64, f32)> = candidates
-            .iter()
-            .copied()
-            .filter(|(slot, _)| self.slots.get(slot).is_some_and(|s| s.aspect == aspect))
-            .collect();
         // CacheRAG: search the aspect bucket, fall back to the whole domain when it
         // holds fewer than k relevant plans.
-        let pool = if in_aspect.len() >= k {
+        let bucket = index.buckets.get(&aspect);
+        let in_aspect = bucket
+            .map(|bucket| self.score_bucket(&bucket.index, &query_template))
+            .unwrap_or_default();
+        let whole_domain = bucket.is_some_and(|b| b.lru.len() == index.templates.len());
+        let pool = if in_aspect.len() >= k || whole_domain {
             in_aspect
         } else {
-            candidates
+            self.score_candidates(index, &query_template)
         };
         let chosen = self.mmr(&pool, k);
 
@@ -352,6 +462,54 @@ impl PlanCache {
         lookup
     }
 
+    /// BM25 over one bucket's postings, normalized like [`Self::score_candidates`].
+    fn score_bucket(&self, index: &TermIndex, query_template: &str) -> Vec<(u64, f32)> {
+        let query_tokens: HashSet<String> = template::tokens(query_template).into_iter().collect();
+        let documents = index.documents.max(1) as f32;
+        let average_length = (index.total_length as f32 / documents).max(1.0);
+        let idf = |df: usize| ((documents - df as f32 + 0.5) / (df as f32 + 0.5) + 1.0).ln();
+        let mut best_possible = 0.0f32;
+        let mut query_terms: Vec<(u32, &Vec<Posting>)> = Vec::new();
+        for token in &query_tokens {
+            let posting = self
+                .terms
+                .get(token.as_str())
+                .and_then(|id| index.postings.get(id).map(|p| (*id, p)));
+            match posting {
+                Some((id, posting)) => {
+                    best_possible += idf(posting.len());
+                    query_terms.push((id, posting));
+                }
+                None => best_possible += idf(0),
+            }
+        }
+        let best_possible = best_possible.max(f32::EPSILON);
+        query_terms.sort_by_key(|(id, posting)| (posting.len(), *id));
+        let mut scores: SlotMap<f32> = SlotMap::default();
+        let mut scanned = 0usize;
+        for (_, posting) in &query_terms {
+            let term_idf = idf(posting.len());
+            let weight = |p: &Posting| {
+                let tf = f32::from(p.tf);
+                let norm = 1.0 - BM25_B + BM25_B * f32::from(p.length) / average_length;
+                term_idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
+            };
+            if scanned + posting.len() <= self.config.max_postings_scanned || scores.is_empty() {
+                scanned += posting.len();
+                for p in posting.iter() {
+                    *scores.entry(p.slot).or_default() += weight(p);
+                }
+            } else {
+                for p in posting.iter() {
+                    if let Some(score) = scores.get_mut(&p.slot) {
+                        *score += weight(p);
+                    }
+                }
+            }
+        }
+        rank(scores, best_possible, &self.config)
+    }
+
     /// BM25 over the domain, normalized by the query's best possible score; only
     /// candidates at or above `min_relevance`, best first, at most `candidate_pool`.
     fn score_candidates(&self, index: &DomainIndex, query_template: &str) -> Vec<(u64, f32)> {
@@ -380,7 +538,7 @@ impl PlanCache {
 
         // Rarest first; ties by term id so the scan order never depends on hashing.
         query_terms.sort_by_key(|term| (index.postings.get(term).map_or(0, |p| p.len()), *term));
-        let mut scores: HashMap<u64, f32> = HashMap::new();
+        let mut scores: SlotMap<f32> = SlotMap::default();
         let mut scanned = 0usize;
         for term in &query_terms {
             let Some(posting) = index.postings.get(term) else {
@@ -403,14 +561,7 @@ impl PlanCache {
                 }
             }
         }
-        let mut ranked: Vec<(u64, f32)> = scores
-            .into_iter()
-            .map(|(slot, score)| (slot, (score / best_possible).min(1.0)))
-            .filter(|(_, relevance)| *relevance >= self.config.min_relevance)
-            .collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked.truncate(self.config.candidate_pool.max(1));
-        ranked
+        rank(scores, best_possible, &self.config)
     }
 
     fn bm25_term(&self, slot: u64, term: u32, idf: f32, average_length: f32) -> f32 {
@@ -483,6 +634,23 @@ impl PlanCache {
     pub fn entries(&self) -> impl Iterator<Item = (&str, &CacheEntry)> {
         self.slots.values().map(|s| (s.key.as_str(), &s.entry))
     }
+}
+
+/// Relevance = score / best possible score; those at or above `min_relevance`, best
+/// first (ties by slot, so results never depend on hashing), at most `candidate_pool`.
+fn rank(
+    scores: impl IntoIterator<Item = (u64, f32)>,
+    best_possible: f32,
+    config: &CacheConfig,
+) -> Vec<(u64, f32)> {
+    let mut ranked: Vec<(u64, f32)> = scores
+        .into_iter()
+        .map(|(slot, score)| (slot, (score / best_possible).min(1.0)))
+        .filter(|(_, relevance)| *relevance >= config.min_relevance)
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.truncate(config.candidate_pool.max(1));
+    ranked
 }
 
 /// A stored plan with its entities replaced by the new question's, position by
@@ -704,6 +872,59 @@ mod tests {
         // With k = 1 the bucket alone suffices.
         let found = cache.lookup("who directed Alien", &[entity(7, "Alien")], &isr, 1);
         assert_eq!(found.examples[0].question, "who directed Heat");
+    }
+
+    #[test]
+    fn a_bucket_with_k_relevant_plans_is_searched_alone() {
+        let config = CacheConfig {
+            min_relevance: 0.05,
+            ..CacheConfig::default()
+        };
+        let mut cache = PlanCache::new(config);
+        for (question, mention) in [
+            ("who directed the film Heat", "Heat"),
+            ("who directed the picture Alien", "Alien"),
+        ] {
+            cache.insert(entry(question, mention, "directed_by", "director"));
+        }
+        // The closest wording of all (the very template) sits in another bucket: it is
+        // replayed, but the examples come from the bucket.
+        cache.insert(entry("who directed Up", "Up", "directed_by", "other"));
+        let isr = Isr {
+            aspect: "director".to_owned(),
+            ..Isr::default()
+        };
+        let found = cache.lookup("who directed Brazil", &[entity(9, "Brazil")], &isr, 2);
+        let questions: Vec<&str> = found.examples.iter().map(|e| e.question.as_str()).collect();
+        assert_eq!(questions.len(), 2, "{questions:?}");
+        assert!(!questions.contains(&"who directed Up"), "{questions:?}");
+        assert!(found.replay.is_some());
+        // Asking for more than the bucket has reaches into the domain.
+        let found = cache.lookup("who directed Brazil", &[entity(9, "Brazil")], &isr, 3);
+        assert_eq!(found.examples.len(), 3);
+    }
+
+    #[test]
+    fn storing_the_same_plan_again_refreshes_it_in_place() {
+        let mut cache = PlanCache::new(CacheConfig::default());
+        let (key, _) = cache.insert(entry("who directed Heat", "Heat", "directed_by", ""));
+        let mut again = entry("who directed Alien", "Alien", "directed_by", "");
+        again.hits = 4;
+        let (same, evicted) = cache.insert(again);
+        assert_eq!((same.as_str(), evicted.len()), (key.as_str(), 0));
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.get(&key).map(|e| e.hits), Some(4));
+        assert_eq!(
+            cache.get(&key).map(|e| e.question.as_str()),
+            Some("who directed Alien")
+        );
+        let found = cache.lookup(
+            "who directed Brazil",
+            &[entity(9, "Brazil")],
+            &Isr::default(),
+            5,
+        );
+        assert_eq!(found.examples.len(), 1, "still indexed once");
     }
 
     #[test]

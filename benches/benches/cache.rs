@@ -1,0 +1,385 @@
+//! Plan-cache figures: lookup latency (BM25 + MMR + exact-template replay) at 10k and
+//! 1M entries, insert throughput and memory, on synthetic but realistic entries:
+//! question templates composed from a vocabulary of relation names (1 to 3 hops,
+//! varied wording), routed to aspect buckets as an ISR would route them.
+//!
+//! ```text
+//! cargo bench -p kgmesh-benches --bench cache                    # figures, then criterion
+//! cargo bench -p kgmesh-benches --bench cache -- --figures-only
+//! KGMESH_BENCH_CACHE_SIZES=10000,100000 cargo bench -p kgmesh-benches --bench cache -- --figures-only
+//! ```
+//! Lookups come in three kinds, each timed over many random questions: a question
+//! whose template is cached (the replay path), a reworded question (a new template
+//! whose words mostly are cached: BM25 + MMR examples only), and a question with one
+//! bucket but no aspect (`Isr::default()`, what the LLM-free configuration routes by).
+
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use kgmesh_agents::cache_manager::{CacheConfig, PlanCache};
+use kgmesh_benches::{percentiles, resident_bytes, splitmix64};
+use kgmesh_schemas::{
+    graph::{Direction, Entity, Metapath, RelationStep},
+    messages::cache::{CacheEntry, Isr, Plan},
+    NodeId,
+};
+
+const LOOKUPS: usize = 2_000;
+
+/// Relation names as knowledge graphs spell them (several naming conventions).
+const RELATIONS: &[&str] = &[
+    "directed_by",
+    "written_by",
+    "starred_actors",
+    "has_genre",
+    "release_year",
+    "in_language",
+    "has_tags",
+    "produced_by",
+    "composed_by",
+    "edited_by",
+    "based_on",
+    "sequel_of",
+    "filmed_in",
+    "distributed_by",
+    "nominated_for",
+    "won_award",
+    "birthPlace",
+    "deathPlace",
+    "spouse",
+    "child",
+    "parent",
+    "almaMater",
+    "employer",
+    "memberOf",
+    "nationality",
+    "occupation",
+    "instrument",
+    "recordLabel",
+    "genre",
+    "album",
+    "performer",
+    "capital",
+    "country",
+    "located_in",
+    "population",
+    "official_language",
+    "currency",
+    "head_of_state",
+    "team",
+    "coach",
+    "position",
+    "league",
+    "stadium",
+    "founded_by",
+    "headquarters",
+    "industry",
+    "subsidiary",
+    "ceo",
+    "author",
+    "publisher",
+    "illustrator",
+    "series",
+    "character",
+    "voiced_by",
+    "developer",
+    "platform",
+    "designer",
+    "architect",
+    "owner",
+    "operator",
+];
+
+const WH: &[&str] = &["what", "which", "who", "when", "where", "how many"];
+const NOUNS: &[&str] = &[
+    "movies",
+    "films",
+    "people",
+    "actors",
+    "songs",
+    "albums",
+    "books",
+    "cities",
+    "countries",
+    "teams",
+    "players",
+    "companies",
+    "games",
+    "languages",
+    "genres",
+    "years",
+    "awards",
+    "writers",
+    "directors",
+    "artists",
+];
+const JOIN: &[&str] = &["of", "for", "in", "by", "with", "from", "that", "whose"];
+const FILLER: &[&str] = &[
+    "the", "also", "did", "were", "was", "are", "is", "has", "have", "same", "other", "first",
+    "famous", "recent", "known", "listed",
+];
+
+fn words(relation: &str) -> String {
+    let mut out = String::new();
+    let mut previous_lower = false;
+    for c in relation.chars() {
+        if c == '_' {
+            out.push(' ');
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower {
+            out.push(' ');
+        }
+        previous_lower = c.is_lowercase();
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+fn pick<'a>(items: &[&'a str], state: &mut u64) -> &'a str {
+    items[(splitmix64(state) % items.len() as u64) as usize]
+}
+
+/// One synthetic question: a template over 1–3 relations with one entity slot, its
+/// plan.
+struct Synthetic {
+    template: String,
+    relations: Vec<usize>,
+}
+
+fn synthetic(state: &mut u64) -> Synthetic {
+    let hops = 1 + (splitmix64(state) % 3) as usize;
+    let relations: Vec<usize> = (0..hops)
+        .map(|_| (splitmix64(state) % RELATIONS.len() as u64) as usize)
+        .collect();
+    let mut parts: Vec<String> = vec![pick(WH, state).to_owned(), pick(NOUNS, state).to_owned()];
+    for (i, relation) in relations.iter().rev().enumerate() {
+        if i > 0 || splitmix64(state).is_multiple_of(2) {
+            parts.push(pick(FILLER, state).to_owned());
+        }
+        parts.push(words(RELATIONS[*relation]));
+        parts.push(pick(JOIN, state).to_owned());
+        if i + 1 < relations.len() {
+            parts.push(pick(FILLER, state).to_owned());
+            parts.push(pick(NOUNS, state).to_owned());
+        }
+    }
+    parts.push("<e>".to_owned());
+    Synthetic {
+        template: parts.join(" "),
+        relations,
+    }
+}
+
+/// What an ISR would call the question's intent: its first two relations.
+fn aspect_of(relations: &[usize]) -> String {
+    relations
+        .iter()
+        .take(2)
+        .map(|r| words(RELATIONS[*r]))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+fn entry(synthetic: &Synthetic, id: u64, aspect: bool) -> CacheEntry {
+    let name = format!("Entity {id}");
+    let question = synthetic.template.replace("<e>", &name);
+    CacheEntry {
+        question,
+        template: synthetic.template.clone(),
+        isr: Isr {
+            aspect: if aspect {
+                aspect_of(&synthetic.relations)
+            } else {
+                String::new()
+            },
+            ..Isr::default()
+        },
+        plan: Plan {
+            entities: vec![Entity {
+                id: NodeId(id),
+                name,
+            }],
+            metapaths: vec![Metapath {
+                steps: synthetic
+                    .relations
+                    .iter()
+                    .map(|r| RelationStep {
+                        relation: RELATIONS[*r].to_owned(),
+                        direction: Direction::Out,
+                    })
+                    .collect(),
+            }],
+            cypher: Vec::new(),
+        },
+        answers: vec![format!("Answer {id}")],
+        hits: 1,
+        failures: 0,
+    }
+}
+
+/// A cache of `size` distinct templates, and the templates it holds.
+fn build(size: usize, aspects: bool, capacity: usize) -> (PlanCache, Vec<Synthetic>, Duration) {
+    let mut cache = PlanCache::new(CacheConfig {
+        bucket_capacity: capacity,
+        ..CacheConfig::default()
+    });
+    let mut state = 0x5eed_u64;
+    let mut held = Vec::with_capacity(size);
+    let mut seen = std::collections::HashSet::with_capacity(size);
+    let started = Instant::now();
+    let mut id = 0u64;
+    while held.len() < size {
+        let question = synthetic(&mut state);
+        if !seen.insert(question.template.clone()) {
+            continue;
+        }
+        id += 1;
+        cache.insert(entry(&question, id, aspects));
+        held.push(question);
+    }
+    (cache, held, started.elapsed())
+}
+
+struct Query {
+    question: String,
+    entity: Entity,
+    isr: Isr,
+}
+
+fn queries(held: &[Synthetic], kind: &str, aspects: bool, state: &mut u64) -> Vec<Query> {
+    (0..LOOKUPS)
+        .map(|i| {
+            let base = &held[(splitmix64(state) % held.len() as u64) as usize];
+            let template = match kind {
+                // Same template, new entity: the replay path.
+                "cached" => base.template.clone(),
+                // A word swapped for another: a template never stored.
+                _ => {
+                    let mut tokens: Vec<&str> = base.template.split(' ').collect();
+                    let position = (splitmix64(state) % (tokens.len() as u64 - 1)) as usize;
+                    tokens[position] = pick(FILLER, state);
+                    tokens.insert(1, "exactly");
+                    tokens.join(" ")
+                }
+            };
+            let name = format!("Queried {i}");
+            Query {
+                question: template.replace("<e>", &name),
+                entity: Entity {
+                    id: NodeId(10_000_000 + i as u64),
+                    name,
+                },
+                isr: Isr {
+                    aspect: if aspects {
+                        aspect_of(&base.relations)
+                    } else {
+                        String::new()
+                    },
+                    ..Isr::default()
+                },
+            }
+        })
+        .collect()
+}
+
+fn figures(size: usize, aspects: bool) -> PlanCache {
+    let before = resident_bytes();
+    // Without aspects everything shares one bucket; give it room for every entry so
+    // the figure is about lookups over `size` entries, not about eviction.
+    let capacity = if aspects { 10_000 } else { size };
+    let (mut cache, held, took) = build(size, aspects, capacity);
+    let after = resident_bytes();
+    let routing = if aspects {
+        "aspect buckets by the first two relations (an ISR's routing)".to_owned()
+    } else {
+        "one bucket (LLM-free ISR)".to_owned()
+    };
+    println!(
+        "\n{size} entries, {routing}: built in {:.2} s ({:.1} µs/insert){}",
+        took.as_secs_f64(),
+        took.as_secs_f64() * 1e6 / size as f64,
+        match (before, after) {
+            (Some(b), Some(a)) if a > b =>
+                format!(", ≈{} bytes/entry resident", (a - b) / size as u64),
+            _ => String::new(),
+        }
+    );
+    assert_eq!(cache.len(), size, "no entry evicted");
+    let mut state = 42u64;
+    for kind in ["cached", "reworded"] {
+        let asked = queries(&held, kind, aspects, &mut state);
+        let mut samples = Vec::with_capacity(asked.len());
+        let (mut replays, mut with_examples) = (0usize, 0usize);
+        for query in &asked {
+            let started = Instant::now();
+            let found = cache.lookup(
+                &query.question,
+                std::slice::from_ref(&query.entity),
+                &query.isr,
+                5,
+            );
+            samples.push(started.elapsed());
+            replays += usize::from(found.replay.is_some());
+            with_examples += usize::from(!found.examples.is_empty());
+        }
+        let p = percentiles(samples);
+        println!(
+            "  lookup, {kind:<8} question: p50 {:>8.1} µs  p99 {:>8.1} µs  max {:>8.1} µs  (replay {:.0} %, examples {:.0} %)",
+            p.p50.as_secs_f64() * 1e6,
+            p.p99.as_secs_f64() * 1e6,
+            p.max.as_secs_f64() * 1e6,
+            100.0 * replays as f64 / asked.len() as f64,
+            100.0 * with_examples as f64 / asked.len() as f64,
+        );
+    }
+    cache
+}
+
+fn main() {
+    let figures_only = std::env::args().any(|arg| arg == "--figures-only");
+    let sizes: Vec<usize> = std::env::var("KGMESH_BENCH_CACHE_SIZES")
+        .ok()
+        .map(|value| {
+            value
+                .split(',')
+                .filter_map(|s| s.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_else(|| vec![10_000, 1_000_000]);
+    println!("plan cache lookup figures ({LOOKUPS} lookups per kind, k = 5, λ = 0.5)");
+    let mut small = None;
+    for size in &sizes {
+        for aspects in [true, false] {
+            let cache = figures(*size, aspects);
+            if small.is_none() && aspects {
+                small = Some(cache);
+            }
+        }
+    }
+    if figures_only {
+        return;
+    }
+    let Some(mut cache) = small else { return };
+    let mut criterion = Criterion::default()
+        .configure_from_args()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    let mut state = 7u64;
+    let template = synthetic(&mut state);
+    let entity = Entity {
+        id: NodeId(99_999_999),
+        name: "Queried".to_owned(),
+    };
+    let isr = Isr {
+        aspect: aspect_of(&template.relations),
+        ..Isr::default()
+    };
+    let question = template.template.replace("<e>", &entity.name);
+    criterion.bench_function(
+        &format!("plan cache lookup ({} entries)", cache.len()),
+        |b| b.iter(|| cache.lookup(&question, std::slice::from_ref(&entity), &isr, 5)),
+    );
+    criterion.final_summary();
+}
