@@ -249,6 +249,9 @@ fn serve_metrics_move_after_a_question() {
                 .collect::<Vec<_>>()
         );
         assert!(moved("kgmesh_role_request_duration_seconds_count", &labels) >= 1.0);
+        // The coordinator's side of the same calls.
+        assert!(moved("kgmesh_role_calls_total", &labels) >= 1.0, "{role}");
+        assert!(moved("kgmesh_role_call_duration_seconds_count", &labels) >= 1.0);
     }
     // Histogram buckets are cumulative: +Inf holds every observation.
     assert_eq!(

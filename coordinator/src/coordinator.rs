@@ -243,6 +243,7 @@ async fn send<R: Rpc + Clone>(
 ) -> Result<(R::Reply, Cost), CallError> {
     // The receiving agent's span becomes a child of the span this call is made in.
     meta.trace = kgmesh_telemetry::current_or(meta.trace);
+    let started = Instant::now();
     let mut attempt = 0;
     loop {
         let result = call::<R>(bus, role, meta.clone(), body.clone(), timeout).await;
@@ -255,7 +256,10 @@ async fn send<R: Rpc + Clone>(
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt))).await;
             }
-            other => return other,
+            other => {
+                crate::metrics::record_call(role, R::OP, &other, started.elapsed());
+                return other;
+            }
         }
     }
 }

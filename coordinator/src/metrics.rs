@@ -1,11 +1,13 @@
 //! What the coordinator counts: questions by outcome, their latency and rounds, round
-//! latency, questions in flight, exhausted budgets, and the replicas discovery sees. The
+//! latency, questions in flight, exhausted budgets, calls to each role as the coordinator
+//! saw them, and the replicas discovery sees. The
 //! recorder and the descriptions live in `kgmesh_telemetry::metrics`; without a recorder
 //! these calls do nothing.
 
 use std::{collections::BTreeSet, sync::Mutex, time::Duration};
 
-use kgmesh_schemas::{budget::Limit, messages::ask::AskReply};
+use kgmesh_bus::typed::CallError;
+use kgmesh_schemas::{budget::Limit, messages::ask::AskReply, Role};
 
 use crate::{directory::RoleSnapshot, CoordinatorError};
 
@@ -16,6 +18,8 @@ pub(crate) const ROUND_DURATION_SECONDS: &str = "kgmesh_round_duration_seconds";
 pub(crate) const QUESTIONS_IN_FLIGHT: &str = "kgmesh_questions_in_flight";
 pub(crate) const BUDGET_EXHAUSTED_TOTAL: &str = "kgmesh_budget_exhausted_total";
 pub(crate) const ROLE_REPLICAS: &str = "kgmesh_role_replicas";
+pub(crate) const ROLE_CALLS_TOTAL: &str = "kgmesh_role_calls_total";
+pub(crate) const ROLE_CALL_DURATION_SECONDS: &str = "kgmesh_role_call_duration_seconds";
 
 /// Counts a question as in flight until dropped, so a cancelled question (a client that
 /// hung up) leaves the gauge too.
@@ -59,6 +63,29 @@ pub(crate) fn record_question(result: &Result<AskReply, CoordinatorError>, elaps
     if let Ok(reply) = result {
         metrics::histogram!(QUESTION_ROUNDS).record(f64::from(reply.rounds));
     }
+}
+
+/// One call from the coordinator to a role, as the coordinator saw it: bus time and
+/// retries included, so next to the role's own `kgmesh_role_request_duration_seconds` it
+/// shows what the bus and queueing add.
+pub(crate) fn record_call<T>(
+    role: &Role,
+    op: &'static str,
+    result: &Result<T, CallError>,
+    elapsed: Duration,
+) {
+    let outcome = match result {
+        Ok(_) => "ok",
+        Err(CallError::Bus(error)) => error.kind(),
+        Err(CallError::Agent { error, .. }) => error.kind(),
+    };
+    let labels = [
+        ("role", role.as_str().to_owned()),
+        ("op", op.to_owned()),
+        ("outcome", outcome.to_owned()),
+    ];
+    metrics::counter!(ROLE_CALLS_TOTAL, &labels).increment(1);
+    metrics::histogram!(ROLE_CALL_DURATION_SECONDS, &labels).record(elapsed.as_secs_f64());
 }
 
 pub(crate) fn record_round(round: u8, elapsed: Duration) {

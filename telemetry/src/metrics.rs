@@ -36,6 +36,10 @@ pub const ROLE_REPLICAS: &str = "kgmesh_role_replicas";
 pub const ROLE_REQUESTS_TOTAL: &str = "kgmesh_role_requests_total";
 /// Time a role took to serve one request, by `role`, `op`, `outcome`.
 pub const ROLE_REQUEST_DURATION_SECONDS: &str = "kgmesh_role_request_duration_seconds";
+/// Calls from the coordinator to a role, by `role`, `op`, `outcome`.
+pub const ROLE_CALLS_TOTAL: &str = "kgmesh_role_calls_total";
+/// A coordinator-to-role call as the coordinator saw it (bus and retries included).
+pub const ROLE_CALL_DURATION_SECONDS: &str = "kgmesh_role_call_duration_seconds";
 /// Language-model calls, by `model` and `outcome`.
 pub const LLM_REQUESTS_TOTAL: &str = "kgmesh_llm_requests_total";
 /// Time of one language-model call including retries, by `model` and `outcome`.
@@ -178,6 +182,16 @@ pub fn describe() {
         ROLE_REQUEST_DURATION_SECONDS,
         Unit::Seconds,
         "Time a role in this process took to serve a request, by role, op and outcome"
+    );
+    describe_counter!(
+        ROLE_CALLS_TOTAL,
+        Unit::Count,
+        "Calls the coordinator made to roles, by role, op and outcome (ok, the agent's error kind, or the bus error kind)"
+    );
+    describe_histogram!(
+        ROLE_CALL_DURATION_SECONDS,
+        Unit::Seconds,
+        "Time of a coordinator-to-role call as the coordinator saw it, bus time and retries included, by role, op and outcome"
     );
     describe_counter!(
         LLM_REQUESTS_TOTAL,
