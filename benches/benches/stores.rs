@@ -5,14 +5,17 @@
 //! ```text
 //! cargo bench -p kgmesh-benches --bench stores                       # 1M edges + MetaQA, then criterion
 //! KGMESH_BENCH_EDGES=10000000 cargo bench -p kgmesh-benches --bench stores -- --figures-only
-//! ```
 //! KGMESH_BENCH_EDGES=1000 cargo bench -p kgmesh-benches --bench stores -- --figures-only --bolt
 //! ```
 //! `--bolt` also writes the MetaQA KB into a fresh ArcadeDB (Bolt) and times the same
 //! operations through the Bolt backend, printed next to the embedded figures.
-//! ```text
-//! Figures (load, reload, memory, p50/p99 of the operations over many random inputs) are
-//! printed first; criterion then measures the micro operations on the same graph.
+//! `KGMESH_BENCH_SAMPLES` sets the number of 1-hop samples (default 5,000).
+//!
+//! Every timed operation reports wall-clock percentiles and the thread's on-CPU time,
+//! the share of samples in which the thread was preempted and page faults per sample,
+//! next to a fixed computation of about the same length timed in the same loop: on a
+//! loaded 2-core machine the p99 of a sub-millisecond call is mostly the scheduler's,
+//! and the baseline says how much. A table of every figure closes the output.
 
 use std::{
     path::{Path, PathBuf},
@@ -20,7 +23,9 @@ use std::{
 };
 
 use criterion::Criterion;
-use kgmesh_benches::{percentiles, resident_bytes, splitmix64, SyntheticKg};
+use kgmesh_benches::{
+    resident_bytes, spin, spin_iterations_for, splitmix64, Series, Summary, SyntheticKg,
+};
 use kgmesh_schemas::{
     graph::{Direction, Metapath, RelationStep},
     NodeId,
@@ -34,7 +39,35 @@ use kgmesh_stores::{
 };
 
 const FRONTIER: usize = 100;
-const SAMPLES: usize = 500;
+const PATH_SAMPLES: usize = 200;
+
+/// Figures of one graph, for the closing table.
+#[derive(Debug, Clone, Default)]
+struct Figures {
+    title: String,
+    load_average: String,
+    load: Duration,
+    reload: Duration,
+    structure_bytes_per_edge: f64,
+    triples: Option<Summary>,
+    compact: Option<Summary>,
+    raw: Option<Summary>,
+    baseline: Option<Summary>,
+    metapath: Option<Summary>,
+    shortest: Option<Summary>,
+    bolt: Option<BoltRatios>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct BoltRatios {
+    write: Duration,
+    hop: Summary,
+    metapath: Summary,
+    shortest: Summary,
+    hop_ratio: f64,
+    metapath_ratio: f64,
+    shortest_ratio: f64,
+}
 
 fn main() {
     let figures_only = std::env::args().any(|arg| arg == "--figures-only");
@@ -42,10 +75,20 @@ fn main() {
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(1_000_000);
+    let hop_samples: usize = std::env::var("KGMESH_BENCH_SAMPLES")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(5_000)
+        .max(10);
     let work = tempfile::Builder::new()
         .prefix("kgmesh-bench-")
         .tempdir()
         .expect("temp dir");
+    println!(
+        "machine: {} cores, load average {}",
+        cores(),
+        load_average()
+    );
 
     let synthetic = work.path().join(format!("synthetic-{edges}.tsv"));
     let started = Instant::now();
@@ -56,31 +99,36 @@ fn main() {
         "generated {edges} synthetic edges in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let graph = figures(
+    let mut table = Vec::new();
+    let (graph, synthetic_figures) = figures(
         &format!("synthetic {edges} edges"),
         &synthetic,
         work.path(),
         None,
+        hop_samples,
     );
+    table.push(synthetic_figures);
 
     let metaqa = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/metaqa/kb.tsv");
     let metaqa_graph = if metaqa.exists() {
-        let metapath = metapath(&[
-            ("directed_by", Direction::Out),
-            ("directed_by", Direction::In),
-            ("has_genre", Direction::Out),
-        ]);
-        Some(figures("MetaQA KB", &metaqa, work.path(), Some(metapath)))
+        let (graph, mut metaqa_figures) = figures(
+            "MetaQA KB",
+            &metaqa,
+            work.path(),
+            Some(metaqa_metapath()),
+            hop_samples,
+        );
+        if std::env::args().any(|arg| arg == "--bolt") {
+            metaqa_figures.bolt = Some(bolt_figures(&graph));
+        }
+        table.push(metaqa_figures);
+        Some(graph)
     } else {
         println!("MetaQA KB not found at {}; skipped", metaqa.display());
         None
     };
+    print_table(&table);
 
-    if std::env::args().any(|arg| arg == "--bolt") {
-        if let Some(graph) = &metaqa_graph {
-            bolt_figures(graph);
-        }
-    }
     if figures_only {
         return;
     }
@@ -95,6 +143,23 @@ fn main() {
     criterion.final_summary();
 }
 
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(0, |cores| cores.get())
+}
+
+/// The 1/5/15-minute load averages (`/proc/loadavg`), as text.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
 fn metapath(steps: &[(&str, Direction)]) -> Metapath {
     Metapath {
         steps: steps
@@ -105,6 +170,15 @@ fn metapath(steps: &[(&str, Direction)]) -> Metapath {
             })
             .collect(),
     }
+}
+
+/// Films by a director → other films by that director → their genres.
+fn metaqa_metapath() -> Metapath {
+    metapath(&[
+        ("directed_by", Direction::Out),
+        ("directed_by", Direction::In),
+        ("has_genre", Direction::Out),
+    ])
 }
 
 /// Nodes with at least one out-edge, drawn deterministically.
@@ -136,17 +210,48 @@ fn frequent_metapath(graph: &EmbeddedGraph) -> Metapath {
     metapath(&steps)
 }
 
-fn time<T>(mut work: impl FnMut() -> T) -> (Duration, T) {
+fn time<T>(work: impl FnOnce() -> T) -> (Duration, T) {
     let started = Instant::now();
     let value = work();
     (started.elapsed(), value)
 }
 
-fn figures(title: &str, kg: &Path, work: &Path, metapath_opt: Option<Metapath>) -> EmbeddedGraph {
-    println!("\n== {title} ==");
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
+
+/// `wall p50 … p99.9 | on-CPU p50/p99 | preempted % | faults`.
+fn describe(summary: &Summary) -> String {
+    format!(
+        "p50 {:>8.1}  p90 {:>8.1}  p99 {:>8.1}  p99.9 {:>8.1} µs | on-CPU p50 {:>8.1}  p99 {:>8.1} µs | preempted {:>4.1}% | {:.2} faults/call",
+        micros(summary.wall.p50),
+        micros(summary.wall.p90),
+        micros(summary.wall.p99),
+        micros(summary.wall.p999),
+        micros(summary.cpu.p50),
+        micros(summary.cpu.p99),
+        summary.preempted * 100.0,
+        summary.faults_per_sample
+    )
+}
+
+fn figures(
+    title: &str,
+    kg: &Path,
+    work: &Path,
+    metapath_opt: Option<Metapath>,
+    hop_samples: usize,
+) -> (EmbeddedGraph, Figures) {
+    println!("\n== {title} ==  (load average {})", load_average());
+    let mut figures = Figures {
+        title: title.to_owned(),
+        load_average: load_average(),
+        ..Figures::default()
+    };
     let options = LoadOptions::default();
     let (load_time, loaded) = time(|| load_graph(kg, &options).expect("load"));
     let (graph, report) = loaded;
+    figures.load = load_time;
     let edges = graph.edge_count().max(1);
     println!(
         "load        {:>8.2} s   {} lines, {} nodes, {} edges, {} relations, {} bad lines",
@@ -168,8 +273,9 @@ fn figures(title: &str, kg: &Path, work: &Path, metapath_opt: Option<Metapath>) 
 
     let before = resident_bytes().unwrap_or(0);
     let (reload_time, graph) = time(|| snapshot::open(&snapshot_path).expect("reload"));
+    figures.reload = reload_time;
     println!(
-        "reload      {:>8.2} s   (mmap + checksum + validation)",
+        "reload      {:>8.3} s   (mmap + checksum + validation)",
         reload_time.as_secs_f64()
     );
     // Touch every row so the mapped pages count as resident.
@@ -186,28 +292,118 @@ fn figures(title: &str, kg: &Path, work: &Path, metapath_opt: Option<Metapath>) 
         checksum = checksum.wrapping_add(graph.in_edges(node).nodes.len() as u64);
     }
     let after = resident_bytes().unwrap_or(0);
+    figures.structure_bytes_per_edge = graph.structure_bytes() as f64 / edges as f64;
     println!(
         "memory      {:>8.1} B/edge structure (CSR both ways, labels, offsets); {:.1} B/edge names + name index; RSS growth {:.1} B/edge  [{checksum:x}]",
-        graph.structure_bytes() as f64 / edges as f64,
+        figures.structure_bytes_per_edge,
         graph.names_and_properties_bytes() as f64 / edges as f64,
         after.saturating_sub(before) as f64 / edges as f64
     );
 
-    let mut state = 7u64;
+    hop_figures(&graph, hop_samples, &mut figures);
+
+    let mut state = 11u64;
+    let metapath = metapath_opt.unwrap_or_else(|| frequent_metapath(&graph));
+    let limits = PathLimits {
+        max_depth: 3,
+        fanout_cap: 100,
+        max_paths: 1_000,
+    };
+    let mut series = Series::new();
+    let mut path_count = 0usize;
+    for _ in 0..PATH_SAMPLES {
+        let sources = random_nodes(&graph, 10, &mut state);
+        let paths = series.measure(|| {
+            graph
+                .follow_metapaths_sync(&sources, std::slice::from_ref(&metapath), &limits)
+                .expect("metapath")
+        });
+        path_count += paths.len();
+    }
+    let relations: Vec<&str> = metapath
+        .steps
+        .iter()
+        .map(|step| step.relation.as_str())
+        .collect();
+    let summary = series.summary();
+    println!(
+        "metapath    {}  (10 sources, {}, fan-out 100, ≤1000 paths, {} paths avg)",
+        describe(&summary),
+        relations.join(" → "),
+        path_count / PATH_SAMPLES
+    );
+    figures.metapath = Some(summary);
+
+    let limits = PathLimits {
+        max_depth: 3,
+        fanout_cap: 1_000,
+        max_paths: 10,
+    };
+    let mut series = Series::new();
+    let mut found = 0usize;
+    for _ in 0..PATH_SAMPLES {
+        let pair = random_nodes(&graph, 2, &mut state);
+        let paths = series.measure(|| {
+            graph
+                .shortest_paths_sync(&pair[..1], &pair[1..], &limits)
+                .expect("shortest paths")
+        });
+        found += usize::from(!paths.is_empty());
+    }
+    let summary = series.summary();
+    println!(
+        "shortest    {}  (random pairs, depth ≤ 3, fan-out 1000, ≤10 paths; {}% connected)",
+        describe(&summary),
+        found * 100 / PATH_SAMPLES
+    );
+    figures.shortest = Some(summary);
+    (graph, figures)
+}
+
+/// Batched 1-hop of 100 random frontier nodes, four ways in one loop so that all see
+/// the same machine: triples with names copied (`neighbors`), ids with the shared name
+/// table and every name read (`neighbor_edges`), raw CSR slices, and a fixed
+/// computation as long as the warm-up's median expansion (the noise baseline).
+fn hop_figures(graph: &EmbeddedGraph, samples: usize, figures: &mut Figures) {
     let query = NeighborQuery {
         direction: Direction::Both,
         relations: None,
         fanout_cap: 100,
     };
-    let mut hop_times = Vec::with_capacity(SAMPLES);
-    let mut raw_times = Vec::with_capacity(SAMPLES);
+    let mut state = 7u64;
+    // Warm-up: fault in the names and calibrate the baseline.
+    let mut warm = Series::new();
+    for _ in 0..200.min(samples) {
+        let frontier = random_nodes(graph, FRONTIER, &mut state);
+        warm.measure(|| graph.neighbors_sync(&frontier, &query).expect("1-hop"));
+    }
+    let baseline_iterations = spin_iterations_for(warm.summary().cpu.p50);
+
+    let mut triples_series = Series::new();
+    let mut compact_series = Series::new();
+    let mut raw_series = Series::new();
+    let mut baseline_series = Series::new();
     let mut triples = 0usize;
-    for _ in 0..SAMPLES {
-        let frontier = random_nodes(&graph, FRONTIER, &mut state);
-        let (elapsed, result) = time(|| graph.neighbors_sync(&frontier, &query).expect("1-hop"));
+    for _ in 0..samples {
+        let frontier = random_nodes(graph, FRONTIER, &mut state);
+        let result =
+            triples_series.measure(|| graph.neighbors_sync(&frontier, &query).expect("1-hop"));
         triples += result.triples.len();
-        hop_times.push(elapsed);
-        let (elapsed, _) = time(|| {
+        drop(result);
+        let name_bytes = compact_series.measure(|| {
+            let hood = graph.neighbor_edges_sync(&frontier, &query).expect("1-hop");
+            // Read every name, as a consumer of the triples would.
+            hood.edges
+                .iter()
+                .map(|edge| {
+                    hood.head_name(edge).len()
+                        + hood.relation_name(edge).len()
+                        + hood.tail_name(edge).len()
+                })
+                .sum::<usize>()
+        });
+        std::hint::black_box(name_bytes);
+        raw_series.measure(|| {
             let mut sum = 0u64;
             for id in &frontier {
                 let node = id.0 as u32;
@@ -223,88 +419,52 @@ fn figures(title: &str, kg: &Path, work: &Path, metapath_opt: Option<Metapath>) 
             }
             std::hint::black_box(sum)
         });
-        raw_times.push(elapsed);
+        baseline_series.measure(|| spin(baseline_iterations));
     }
-    let hop = percentiles(hop_times);
-    let raw = percentiles(raw_times);
+    let summaries = [
+        triples_series.summary(),
+        compact_series.summary(),
+        raw_series.summary(),
+        baseline_series.summary(),
+    ];
     println!(
-        "1-hop x100  p50 {:>7.1} µs  p99 {:>7.1} µs  (both directions, cap 100/node, {} triples avg, names materialized)",
-        micros(hop.p50),
-        micros(hop.p99),
-        triples / SAMPLES
+        "1-hop x100  {} samples, both directions, cap 100/node, {} triples avg; load average {}",
+        samples,
+        triples / samples,
+        load_average()
     );
-    println!(
-        "1-hop raw   p50 {:>7.1} µs  p99 {:>7.1} µs  (same frontiers, CSR slices only)",
-        micros(raw.p50),
-        micros(raw.p99)
-    );
-
-    let metapath = metapath_opt.unwrap_or_else(|| frequent_metapath(&graph));
-    let limits = PathLimits {
-        max_depth: 3,
-        fanout_cap: 100,
-        max_paths: 1_000,
-    };
-    let mut path_times = Vec::new();
-    let mut path_count = 0usize;
-    for _ in 0..SAMPLES / 5 {
-        let sources = random_nodes(&graph, 10, &mut state);
-        let (elapsed, paths) = time(|| {
-            graph
-                .follow_metapaths_sync(&sources, std::slice::from_ref(&metapath), &limits)
-                .expect("metapath")
-        });
-        path_count += paths.len();
-        path_times.push(elapsed);
+    let labels = [
+        "  triples   ",
+        "  ids+names ",
+        "  raw CSR   ",
+        "  baseline  ",
+    ];
+    for (label, summary) in labels.iter().zip(&summaries) {
+        println!("{label}{}", describe(summary));
     }
-    let metapaths = percentiles(path_times);
-    let relations: Vec<&str> = metapath
-        .steps
-        .iter()
-        .map(|step| step.relation.as_str())
-        .collect();
+    let tail = |summary: &Summary| micros(summary.wall.p99) / micros(summary.wall.p50).max(1e-3);
     println!(
-        "metapath    p50 {:>7.1} µs  p99 {:>7.1} µs  (10 sources, {}, fan-out 100, ≤1000 paths, {} paths avg)",
-        micros(metapaths.p50),
-        micros(metapaths.p99),
-        relations.join(" → "),
-        path_count / (SAMPLES / 5)
+        "  p99/p50: triples {:.1}, ids+names {:.1}, baseline {:.1} (a fixed computation of the triples' median length)",
+        tail(&summaries[0]),
+        tail(&summaries[1]),
+        tail(&summaries[3])
     );
-
-    let limits = PathLimits {
-        max_depth: 3,
-        fanout_cap: 1_000,
-        max_paths: 10,
-    };
-    let mut shortest_times = Vec::new();
-    let mut found = 0usize;
-    for _ in 0..SAMPLES / 5 {
-        let pair = random_nodes(&graph, 2, &mut state);
-        let (elapsed, paths) = time(|| {
-            graph
-                .shortest_paths_sync(&pair[..1], &pair[1..], &limits)
-                .expect("shortest paths")
-        });
-        found += usize::from(!paths.is_empty());
-        shortest_times.push(elapsed);
-    }
-    let shortest = percentiles(shortest_times);
-    println!(
-        "shortest    p50 {:>7.1} µs  p99 {:>7.1} µs  (random pairs, depth ≤ 3, fan-out 1000, ≤10 paths; {}% connected)",
-        micros(shortest.p50),
-        micros(shortest.p99),
-        found * 100 / (SAMPLES / 5)
-    );
-    graph
+    figures.triples = Some(summaries[0]);
+    figures.compact = Some(summaries[1]);
+    figures.raw = Some(summaries[2]);
+    figures.baseline = Some(summaries[3]);
 }
 
 /// The same operations through the Bolt backend against ArcadeDB holding `graph`.
-fn bolt_figures(graph: &EmbeddedGraph) {
+fn bolt_figures(graph: &EmbeddedGraph) -> BoltRatios {
     use kgmesh_stores::{
         bolt::{write_graph, BoltGraph, BoltSettings},
         GraphStore, NameMatch,
     };
-    println!("\n== MetaQA KB over Bolt (ArcadeDB) ==");
+    println!(
+        "\n== MetaQA KB over Bolt (ArcadeDB) ==  (load average {})",
+        load_average()
+    );
     let server = kgmesh_testkit::bolt::BoltServer::start();
     let settings = BoltSettings {
         uri: server.uri(),
@@ -328,143 +488,238 @@ fn bolt_figures(graph: &EmbeddedGraph) {
     let store = runtime
         .block_on(BoltGraph::connect(&settings))
         .expect("connect");
-    // Map embedded nodes to database nodes by name (MetaQA names are unique).
+    // Embedded nodes map to database nodes by name (MetaQA names are unique).
+    let remote_ids = |ids: &[NodeId]| -> Vec<NodeId> {
+        let names: Vec<String> = ids
+            .iter()
+            .map(|id| graph.name(id.0 as u32).to_owned())
+            .collect();
+        runtime
+            .block_on(store.resolve(&names, NameMatch::Exact))
+            .expect("resolve")
+            .iter()
+            .filter_map(|found| found.first().map(|entity| entity.id))
+            .collect()
+    };
     let mut state = 7u64;
-    let samples = 50;
     let query = NeighborQuery {
         direction: Direction::Both,
         relations: None,
         fanout_cap: 100,
     };
-    let mut hop_times = Vec::new();
-    let mut embedded_times = Vec::new();
-    for _ in 0..samples {
+    let mut bolt_series = Series::new();
+    let mut embedded_series = Series::new();
+    for _ in 0..50 {
         let frontier = random_nodes(graph, FRONTIER, &mut state);
-        let names: Vec<String> = frontier
-            .iter()
-            .map(|id| graph.name(id.0 as u32).to_owned())
-            .collect();
-        let resolved = runtime
-            .block_on(store.resolve(&names, NameMatch::Exact))
-            .expect("resolve");
-        let remote: Vec<NodeId> = resolved
-            .iter()
-            .filter_map(|found| found.first().map(|e| e.id))
-            .collect();
-        let (elapsed, _) = time(|| {
+        let remote = remote_ids(&frontier);
+        bolt_series.measure(|| {
             runtime
                 .block_on(store.neighbors(&remote, &query))
                 .expect("bolt 1-hop")
         });
-        hop_times.push(elapsed);
-        let (elapsed, _) = time(|| graph.neighbors_sync(&frontier, &query).expect("1-hop"));
-        embedded_times.push(elapsed);
+        embedded_series.measure(|| graph.neighbors_sync(&frontier, &query).expect("1-hop"));
     }
-    let bolt = percentiles(hop_times);
-    let embedded = percentiles(embedded_times);
+    let ratio = |bolt: &Summary, embedded: &Summary| {
+        bolt.wall.p50.as_secs_f64() / embedded.wall.p50.as_secs_f64().max(1e-9)
+    };
+    let hop = bolt_series.summary();
+    let hop_ratio = ratio(&hop, &embedded_series.summary());
     println!(
-        "1-hop x100  p50 {:>9.1} µs  p99 {:>9.1} µs  ({:.0}x the embedded p50 of {:.1} µs)",
-        micros(bolt.p50),
-        micros(bolt.p99),
-        bolt.p50.as_secs_f64() / embedded.p50.as_secs_f64().max(1e-9),
-        micros(embedded.p50)
+        "1-hop x100  {}  ({hop_ratio:.0}x embedded p50)",
+        describe(&hop)
     );
-    let metapath = metapath(&[
-        ("directed_by", Direction::Out),
-        ("directed_by", Direction::In),
-        ("has_genre", Direction::Out),
-    ]);
+
+    let metapath = metaqa_metapath();
     let limits = PathLimits {
         max_depth: 3,
         fanout_cap: 100,
         max_paths: 1_000,
     };
-    let mut bolt_times = Vec::new();
-    let mut embedded_times = Vec::new();
+    let mut bolt_series = Series::new();
+    let mut embedded_series = Series::new();
     for _ in 0..20 {
         let sources = random_nodes(graph, 10, &mut state);
-        let names: Vec<String> = sources
-            .iter()
-            .map(|id| graph.name(id.0 as u32).to_owned())
-            .collect();
-        let resolved = runtime
-            .block_on(store.resolve(&names, NameMatch::Exact))
-            .expect("resolve");
-        let remote: Vec<NodeId> = resolved
-            .iter()
-            .filter_map(|found| found.first().map(|e| e.id))
-            .collect();
-        let (elapsed, _) = time(|| {
+        let remote = remote_ids(&sources);
+        bolt_series.measure(|| {
             runtime
                 .block_on(store.follow_metapaths(&remote, std::slice::from_ref(&metapath), &limits))
                 .expect("bolt metapath")
         });
-        bolt_times.push(elapsed);
-        let (elapsed, _) = time(|| {
+        embedded_series.measure(|| {
             graph
                 .follow_metapaths_sync(&sources, std::slice::from_ref(&metapath), &limits)
                 .expect("metapath")
         });
-        embedded_times.push(elapsed);
     }
-    let bolt = percentiles(bolt_times);
-    let embedded = percentiles(embedded_times);
+    let metapath_summary = bolt_series.summary();
+    let metapath_ratio = ratio(&metapath_summary, &embedded_series.summary());
     println!(
-        "metapath    p50 {:>9.1} µs  p99 {:>9.1} µs  ({:.0}x the embedded p50 of {:.1} µs)",
-        micros(bolt.p50),
-        micros(bolt.p99),
-        bolt.p50.as_secs_f64() / embedded.p50.as_secs_f64().max(1e-9),
-        micros(embedded.p50)
+        "metapath    {}  ({metapath_ratio:.0}x embedded p50)",
+        describe(&metapath_summary)
     );
+
     let limits = PathLimits {
         max_depth: 3,
         fanout_cap: 1_000,
         max_paths: 10,
     };
-    let mut bolt_times = Vec::new();
-    let mut embedded_times = Vec::new();
+    let mut bolt_series = Series::new();
+    let mut embedded_series = Series::new();
     for _ in 0..20 {
         let pair = random_nodes(graph, 2, &mut state);
-        let names: Vec<String> = pair
-            .iter()
-            .map(|id| graph.name(id.0 as u32).to_owned())
-            .collect();
-        let resolved = runtime
-            .block_on(store.resolve(&names, NameMatch::Exact))
-            .expect("resolve");
-        let remote: Vec<NodeId> = resolved
-            .iter()
-            .filter_map(|found| found.first().map(|e| e.id))
-            .collect();
+        let remote = remote_ids(&pair);
         if remote.len() < 2 {
             continue;
         }
-        let (elapsed, _) = time(|| {
+        bolt_series.measure(|| {
             runtime
                 .block_on(store.shortest_paths(&remote[..1], &remote[1..], &limits))
                 .expect("bolt shortest")
         });
-        bolt_times.push(elapsed);
-        let (elapsed, _) = time(|| {
+        embedded_series.measure(|| {
             graph
                 .shortest_paths_sync(&pair[..1], &pair[1..], &limits)
                 .expect("shortest")
         });
-        embedded_times.push(elapsed);
     }
-    let bolt = percentiles(bolt_times);
-    let embedded = percentiles(embedded_times);
+    let shortest = bolt_series.summary();
+    let shortest_ratio = ratio(&shortest, &embedded_series.summary());
     println!(
-        "shortest    p50 {:>9.1} µs  p99 {:>9.1} µs  ({:.0}x the embedded p50 of {:.1} µs)",
-        micros(bolt.p50),
-        micros(bolt.p99),
-        bolt.p50.as_secs_f64() / embedded.p50.as_secs_f64().max(1e-9),
-        micros(embedded.p50)
+        "shortest    {}  ({shortest_ratio:.0}x embedded p50)",
+        describe(&shortest)
     );
+    BoltRatios {
+        write: write_time,
+        hop,
+        metapath: metapath_summary,
+        shortest,
+        hop_ratio,
+        metapath_ratio,
+        shortest_ratio,
+    }
 }
 
-fn micros(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1e6
+/// How one row of the closing table reads a graph's figures.
+type Cell = Box<dyn Fn(&Figures) -> String>;
+
+fn p50_p99(summary: &Option<Summary>) -> String {
+    summary.as_ref().map_or("-".to_owned(), |summary| {
+        format!("{} / {}", short(summary.wall.p50), short(summary.wall.p99))
+    })
+}
+
+fn cpu_p99(summary: &Option<Summary>) -> String {
+    summary
+        .as_ref()
+        .map_or("-".to_owned(), |summary| short(summary.cpu.p99))
+}
+
+/// Every figure, one column per graph, as a Markdown table.
+fn print_table(table: &[Figures]) {
+    let rows: Vec<(&str, Cell)> = vec![
+        (
+            "load average (1/5/15 min)",
+            Box::new(|f| f.load_average.clone()),
+        ),
+        (
+            "load",
+            Box::new(|f| format!("{:.2} s", f.load.as_secs_f64())),
+        ),
+        (
+            "snapshot reload",
+            Box::new(|f| format!("{:.3} s", f.reload.as_secs_f64())),
+        ),
+        (
+            "structure bytes/edge",
+            Box::new(|f| format!("{:.1}", f.structure_bytes_per_edge)),
+        ),
+        (
+            "1-hop of 100, triples with names, p50 / p99",
+            Box::new(|f| p50_p99(&f.triples)),
+        ),
+        ("  same, on-CPU p99", Box::new(|f| cpu_p99(&f.triples))),
+        (
+            "1-hop of 100, ids + name table, p50 / p99",
+            Box::new(|f| p50_p99(&f.compact)),
+        ),
+        ("  same, on-CPU p99", Box::new(|f| cpu_p99(&f.compact))),
+        (
+            "1-hop of 100, raw CSR, p50 / p99",
+            Box::new(|f| p50_p99(&f.raw)),
+        ),
+        (
+            "baseline computation, p50 / p99",
+            Box::new(|f| p50_p99(&f.baseline)),
+        ),
+        (
+            "3-relation metapath, 10 sources, p50 / p99",
+            Box::new(|f| p50_p99(&f.metapath)),
+        ),
+        (
+            "shortest paths ≤ 3 hops, p50 / p99",
+            Box::new(|f| p50_p99(&f.shortest)),
+        ),
+        (
+            "Bolt (ArcadeDB) write",
+            Box::new(|f| {
+                f.bolt.map_or("-".to_owned(), |bolt| {
+                    format!("{:.1} s", bolt.write.as_secs_f64())
+                })
+            }),
+        ),
+        (
+            "Bolt 1-hop p50 / p99 (× embedded p50)",
+            Box::new(|f| {
+                f.bolt.map_or("-".to_owned(), |bolt| {
+                    format!("{} ({:.0}×)", p50_p99(&Some(bolt.hop)), bolt.hop_ratio)
+                })
+            }),
+        ),
+        (
+            "Bolt metapath p50 / p99 (× embedded p50)",
+            Box::new(|f| {
+                f.bolt.map_or("-".to_owned(), |bolt| {
+                    format!(
+                        "{} ({:.0}×)",
+                        p50_p99(&Some(bolt.metapath)),
+                        bolt.metapath_ratio
+                    )
+                })
+            }),
+        ),
+        (
+            "Bolt shortest paths p50 / p99 (× embedded p50)",
+            Box::new(|f| {
+                f.bolt.map_or("-".to_owned(), |bolt| {
+                    format!(
+                        "{} ({:.0}×)",
+                        p50_p99(&Some(bolt.shortest)),
+                        bolt.shortest_ratio
+                    )
+                })
+            }),
+        ),
+    ];
+    println!();
+    let titles: Vec<&str> = table.iter().map(|figures| figures.title.as_str()).collect();
+    println!("| | {} |", titles.join(" | "));
+    println!("|---|{}", "---|".repeat(table.len()));
+    for (label, cell) in &rows {
+        let cells: Vec<String> = table.iter().map(cell).collect();
+        println!("| {label} | {} |", cells.join(" | "));
+    }
+}
+
+/// `412 µs`, `4.5 ms`, `1.2 s`.
+fn short(duration: Duration) -> String {
+    let micros = micros(duration);
+    if micros < 1_000.0 {
+        format!("{micros:.1} µs")
+    } else if micros < 1_000_000.0 {
+        format!("{:.2} ms", micros / 1e3)
+    } else {
+        format!("{:.2} s", micros / 1e6)
+    }
 }
 
 fn micro(criterion: &mut Criterion, name: &str, graph: &EmbeddedGraph) {
@@ -486,6 +741,17 @@ fn micro(criterion: &mut Criterion, name: &str, graph: &EmbeddedGraph) {
                 .expect("1-hop")
         })
     });
+    criterion.bench_function(
+        &format!("{name}/1-hop of 100 nodes, ids + name table"),
+        |bencher| {
+            bencher.iter(|| {
+                index = (index + 1) % frontiers.len();
+                graph
+                    .neighbor_edges_sync(&frontiers[index], &query)
+                    .expect("1-hop")
+            })
+        },
+    );
     let names: Vec<String> = frontiers[0]
         .iter()
         .map(|id| graph.name(id.0 as u32).to_owned())

@@ -1,5 +1,6 @@
 //! Benchmark support for kgmesh: a synthetic knowledge-graph generator with power-law
-//! degrees, and small measurement helpers (percentiles, resident memory) shared by the
+//! degrees, and small measurement helpers (percentiles, per-thread CPU time and fault
+//! counters, resident memory) shared by the
 //! bench targets in `benches/`.
 //!
 //! ```no_run
@@ -77,22 +78,214 @@ pub fn splitmix64(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// p50 / p99 / max of a set of timings.
+/// p50 / p90 / p99 / p99.9 / max of a set of timings.
 #[derive(Debug, Clone, Copy)]
 pub struct Percentiles {
     pub p50: Duration,
+    pub p90: Duration,
     pub p99: Duration,
+    pub p999: Duration,
     pub max: Duration,
 }
 
 pub fn percentiles(mut samples: Vec<Duration>) -> Percentiles {
+    if samples.is_empty() {
+        samples.push(Duration::ZERO);
+    }
     samples.sort_unstable();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
     Percentiles {
         p50: at(0.50),
+        p90: at(0.90),
         p99: at(0.99),
+        p999: at(0.999),
         max: at(1.0),
     }
+}
+
+/// What the calling thread has consumed so far: CPU time and the events that make a
+/// wall-clock timing longer than the work itself (being descheduled, page faults).
+///
+/// On a shared 2-core machine a sub-millisecond operation's p99 is often set by the
+/// scheduler, not by the code; comparing wall time with on-CPU time and counting
+/// involuntary switches per sample says which.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadCounters {
+    pub cpu: Duration,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub involuntary_switches: u64,
+}
+
+impl ThreadCounters {
+    /// The calling thread's counters (all zero where the platform does not report them).
+    pub fn now() -> Self {
+        thread_counters()
+    }
+
+    /// Counters accumulated between `earlier` and `self`.
+    pub fn since(&self, earlier: &ThreadCounters) -> ThreadCounters {
+        ThreadCounters {
+            cpu: self.cpu.saturating_sub(earlier.cpu),
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(earlier.involuntary_switches),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn thread_counters() -> ThreadCounters {
+    // std links the C library anyway; these two calls are all the bench needs from it.
+    #[repr(C)]
+    struct Timespec {
+        seconds: i64,
+        nanos: i64,
+    }
+    #[repr(C)]
+    struct Rusage {
+        user: [i64; 2],
+        system: [i64; 2],
+        // maxrss, ixrss, idrss, isrss, minflt, majflt, nswap, inblock, oublock, msgsnd,
+        // msgrcv, nsignals, nvcsw, nivcsw
+        fields: [i64; 14],
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, time: *mut Timespec) -> i32;
+        fn getrusage(who: i32, usage: *mut Rusage) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    const RUSAGE_THREAD: i32 = 1;
+    let mut time = Timespec {
+        seconds: 0,
+        nanos: 0,
+    };
+    let mut usage = Rusage {
+        user: [0; 2],
+        system: [0; 2],
+        fields: [0; 14],
+    };
+    // SAFETY: both pointers are to live, correctly laid out structs for x86-64/aarch64 Linux.
+    let (time_rc, usage_rc) = unsafe {
+        (
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut time),
+            getrusage(RUSAGE_THREAD, &mut usage),
+        )
+    };
+    let cpu = if time_rc == 0 {
+        Duration::new(
+            time.seconds.max(0) as u64,
+            time.nanos.clamp(0, 999_999_999) as u32,
+        )
+    } else {
+        Duration::ZERO
+    };
+    let field = |index: usize| {
+        if usage_rc == 0 {
+            usage.fields[index].max(0) as u64
+        } else {
+            0
+        }
+    };
+    ThreadCounters {
+        cpu,
+        minor_faults: field(4),
+        major_faults: field(5),
+        involuntary_switches: field(13),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_counters() -> ThreadCounters {
+    ThreadCounters::default()
+}
+
+/// Timings of one operation with the thread counters of each sample.
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    wall: Vec<Duration>,
+    cpu: Vec<Duration>,
+    preempted: usize,
+    faults: u64,
+}
+
+/// What a [`Series`] measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Summary {
+    pub samples: usize,
+    /// Wall-clock time of each call.
+    pub wall: Percentiles,
+    /// On-CPU time of each call (wall time minus time spent descheduled).
+    pub cpu: Percentiles,
+    /// Share of samples during which the thread was involuntarily switched out.
+    pub preempted: f64,
+    /// Page faults per sample, on average.
+    pub faults_per_sample: f64,
+}
+
+impl Series {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `work` once, recording its wall time and counters.
+    pub fn measure<T>(&mut self, work: impl FnOnce() -> T) -> T {
+        let before = ThreadCounters::now();
+        let started = std::time::Instant::now();
+        let value = work();
+        let wall = started.elapsed();
+        let counters = ThreadCounters::now().since(&before);
+        self.wall.push(wall);
+        self.cpu.push(counters.cpu.min(wall));
+        self.preempted += usize::from(counters.involuntary_switches > 0);
+        self.faults += counters.minor_faults + counters.major_faults;
+        value
+    }
+
+    pub fn len(&self) -> usize {
+        self.wall.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.wall.is_empty()
+    }
+
+    pub fn summary(&self) -> Summary {
+        let samples = self.wall.len().max(1);
+        Summary {
+            samples: self.wall.len(),
+            wall: percentiles(self.wall.clone()),
+            cpu: percentiles(self.cpu.clone()),
+            preempted: self.preempted as f64 / samples as f64,
+            faults_per_sample: self.faults as f64 / samples as f64,
+        }
+    }
+}
+
+/// A fixed amount of pure computation (no memory traffic, no allocation): timed beside
+/// an operation, its tail shows how much of the operation's tail the machine adds.
+pub fn spin(iterations: u64) -> u64 {
+    let mut state = iterations;
+    let mut sum = 0u64;
+    for _ in 0..iterations {
+        sum = sum.wrapping_add(splitmix64(&mut state));
+    }
+    std::hint::black_box(sum)
+}
+
+/// Iterations of [`spin`] that take about `target` on this machine.
+pub fn spin_iterations_for(target: Duration) -> u64 {
+    let probe = 200_000u64;
+    let mut best = Duration::MAX;
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        spin(probe);
+        best = best.min(started.elapsed());
+    }
+    let per_iteration = best.as_secs_f64() / probe as f64;
+    ((target.as_secs_f64() / per_iteration.max(1e-12)) as u64).max(1)
 }
 
 /// Resident set size of this process in bytes (Linux `/proc/self/statm`), if known.
@@ -130,7 +323,35 @@ mod tests {
         let samples = (1..=100).map(Duration::from_micros).collect();
         let p = percentiles(samples);
         assert_eq!(p.p50, Duration::from_micros(51));
+        assert_eq!(p.p90, Duration::from_micros(90));
         assert_eq!(p.p99, Duration::from_micros(99));
         assert_eq!(p.max, Duration::from_micros(100));
+    }
+
+    #[test]
+    fn thread_counters_see_cpu_time_and_faults() {
+        let before = ThreadCounters::now();
+        let mut series = Series::new();
+        let pages = series.measure(|| {
+            // Touch fresh pages so the fault counter must move.
+            let mut buffer = vec![0u8; 8 << 20];
+            for index in (0..buffer.len()).step_by(4096) {
+                buffer[index] = 1;
+            }
+            spin(2_000_000) as usize
+                + buffer
+                    .iter()
+                    .step_by(4096)
+                    .map(|b| *b as usize)
+                    .sum::<usize>()
+        });
+        let counters = ThreadCounters::now().since(&before);
+        assert!(pages > 0);
+        assert!(counters.cpu > Duration::ZERO, "{counters:?}");
+        assert!(counters.minor_faults >= 1, "{counters:?}");
+        let summary = series.summary();
+        assert_eq!(summary.samples, 1);
+        assert!(summary.cpu.p50 <= summary.wall.p50);
+        assert!(summary.faults_per_sample >= 1.0, "{summary:?}");
     }
 }

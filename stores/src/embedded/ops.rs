@@ -118,7 +118,8 @@ impl EmbeddedGraph {
             .sum();
         let mut edges = Vec::with_capacity(capacity);
         let mut truncated_nodes = Vec::new();
-        let mut seen_frontier = FxHashSet::default();
+        let mut seen_frontier =
+            FxHashSet::with_capacity_and_hasher(nodes.len(), Default::default());
         for node in nodes {
             if !seen_frontier.insert(node) {
                 continue;
