@@ -104,6 +104,39 @@ pub struct LoadOptions {
     pub progress_every: Duration,
     /// Bad lines printed on stderr and kept in the report (all are counted).
     pub max_reported_bad_lines: usize,
+    /// What an N-Triples literal object becomes.
+    pub literals: LiteralMode,
+}
+
+/// What an N-Triples literal object (`"1995"^^xsd:gYear`, `"Heat"@en`) becomes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LiteralMode {
+    /// A node named by the literal's lexical form, reached by an edge named by the
+    /// predicate. The default: the retrieval roles walk edges (neighbours, metapaths,
+    /// shortest paths), so a year or a title held as a property would only be reachable
+    /// through Cypher, and KG-QA answers are very often such values.
+    #[default]
+    Nodes,
+    /// A property of the subject keyed by the predicate IRI, typed from the datatype
+    /// (`xsd:integer` family → integer, `xsd:decimal`/`double`/`float` → float,
+    /// `xsd:boolean` → boolean, anything else or an ill-typed form → string; language
+    /// tags are dropped). A predicate with several literals on one subject gives a
+    /// list, in file order. Fits property-graph use through Cypher; no literal nodes.
+    Properties,
+}
+
+impl FromStr for LiteralMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "nodes" | "node" => Ok(LiteralMode::Nodes),
+            "properties" | "property" | "props" => Ok(LiteralMode::Properties),
+            other => Err(format!(
+                "unknown literal mode `{other}` (expected nodes or properties)"
+            )),
+        }
+    }
 }
 
 impl Default for LoadOptions {
@@ -116,6 +149,7 @@ impl Default for LoadOptions {
             progress_every_lines: 1_000_000,
             progress_every: Duration::from_secs(2),
             max_reported_bad_lines: 100,
+            literals: LiteralMode::default(),
         }
     }
 }
@@ -245,7 +279,7 @@ pub fn load_graph(path: &Path, options: &LoadOptions) -> StoreResult<(EmbeddedGr
         }
         KgFormat::NTriples => {
             let mut builder = GraphBuilder::new();
-            ntriples::load(path, &mut builder, &mut sink)?;
+            ntriples::load(path, options.literals, &mut builder, &mut sink)?;
             builder
         }
         KgFormat::PropertyCsv => {

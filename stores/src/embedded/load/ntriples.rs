@@ -1,9 +1,10 @@
 //! W3C N-Triples: `<subject> <predicate> <object> .` per line.
 //!
 //! IRIs become node names and relation names as written (without the angle brackets);
-//! blank nodes keep their `_:label`; a literal object becomes a node named by its
-//! lexical form (language tags and datatypes are dropped), which is how KG-QA data sets
-//! treat values such as years and titles.
+//! blank nodes keep their `_:label`. A literal object becomes, by
+//! [`LiteralMode`], either a node named by its lexical form (language tags and
+//! datatypes dropped), which is how KG-QA data sets treat values such as years and
+//! titles, or a typed property of the subject.
 
 use std::{
     fs::File,
@@ -11,13 +12,117 @@ use std::{
     path::Path,
 };
 
-use super::{io_error, triples::add_triple, LoadSink};
-use crate::{embedded::GraphBuilder, StoreResult};
+use kgmesh_schemas::graph::Value;
+use rustc_hash::FxHashMap;
+
+use super::{io_error, triples::add_triple, LiteralMode, LoadSink};
+use crate::{
+    embedded::{GraphBuilder, NodeIdx},
+    StoreResult,
+};
+
+const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
+
+/// The object of a statement.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Object {
+    /// An IRI or a blank node: a node name.
+    Resource(String),
+    Literal {
+        lexical: String,
+        /// Datatype IRI, when given.
+        datatype: Option<String>,
+    },
+}
+
+impl Object {
+    /// The name a node made from this object gets.
+    fn node_name(&self) -> &str {
+        match self {
+            Object::Resource(name) => name,
+            Object::Literal { lexical, .. } => lexical,
+        }
+    }
+}
+
+/// The typed value of a literal (see [`LiteralMode::Properties`]).
+pub(super) fn literal_value(lexical: &str, datatype: Option<&str>) -> Value {
+    let local = datatype.and_then(|iri| iri.strip_prefix(XSD));
+    let text = lexical.trim();
+    match local {
+        Some(
+            "integer" | "int" | "long" | "short" | "byte" | "nonNegativeInteger"
+            | "positiveInteger" | "nonPositiveInteger" | "negativeInteger" | "unsignedLong"
+            | "unsignedInt" | "unsignedShort" | "unsignedByte",
+        ) => text
+            .parse::<i64>()
+            .map_or_else(|_| Value::String(lexical.to_owned()), Value::Int),
+        Some("decimal" | "double" | "float") => text
+            .parse::<f64>()
+            .map_or_else(|_| Value::String(lexical.to_owned()), Value::Float),
+        Some("boolean") => match text {
+            "true" | "1" => Value::Bool(true),
+            "false" | "0" => Value::Bool(false),
+            _ => Value::String(lexical.to_owned()),
+        },
+        _ => Value::String(lexical.to_owned()),
+    }
+}
 
 pub(super) fn load(
     path: &Path,
+    literals: LiteralMode,
     builder: &mut GraphBuilder,
     sink: &mut LoadSink<'_>,
+) -> StoreResult<()> {
+    // Literal values per (subject, predicate), set once at the end so that several
+    // values of one predicate become a list instead of overwriting each other.
+    let mut properties: FxHashMap<(NodeIdx, String), Vec<Value>> = FxHashMap::default();
+    let mut property_order: Vec<(NodeIdx, String)> = Vec::new();
+    read(
+        path,
+        builder,
+        sink,
+        |builder, subject, predicate, object| match (literals, object) {
+            (LiteralMode::Properties, Object::Literal { lexical, datatype }) => {
+                let value = literal_value(&lexical, datatype.as_deref());
+                let subject = subject.trim();
+                if subject.is_empty() || predicate.trim().is_empty() {
+                    return Err("empty subject or predicate".to_owned());
+                }
+                let node = builder.node(subject);
+                let key = (node, predicate.trim().to_owned());
+                let values = properties.entry(key.clone()).or_default();
+                if values.is_empty() {
+                    property_order.push(key);
+                }
+                values.push(value);
+                Ok(())
+            }
+            (_, object) => add_triple(builder, &subject, &predicate, object.node_name()),
+        },
+    )?;
+    for key in property_order {
+        let Some(mut values) = properties.remove(&key) else {
+            continue;
+        };
+        let value = if values.len() == 1 {
+            values.pop().unwrap_or(Value::Null)
+        } else {
+            Value::List(values)
+        };
+        builder.set_property(key.0, &key.1, value);
+    }
+    Ok(())
+}
+
+/// Reads every statement of `path`, handing each to `statement`; bad lines (syntax, or
+/// refused by `statement`) go to `sink`.
+fn read(
+    path: &Path,
+    builder: &mut GraphBuilder,
+    sink: &mut LoadSink<'_>,
+    mut statement: impl FnMut(&mut GraphBuilder, String, String, Object) -> Result<(), String>,
 ) -> StoreResult<()> {
     sink.start_file(path);
     let file = File::open(path).map_err(|error| io_error(path, error))?;
@@ -51,7 +156,7 @@ pub(super) fn load(
         }
         match parse_line(text) {
             Ok((subject, predicate, object)) => {
-                if let Err(reason) = add_triple(builder, &subject, &predicate, &object) {
+                if let Err(reason) = statement(builder, subject, predicate, object) {
                     sink.bad(path, line_number, reason)?;
                 }
             }
@@ -60,11 +165,11 @@ pub(super) fn load(
     }
 }
 
-/// Parses one statement into (subject, predicate, object) names.
-pub(super) fn parse_line(text: &str) -> Result<(String, String, String), String> {
+/// Parses one statement into subject and predicate names and the object.
+pub(super) fn parse_line(text: &str) -> Result<(String, String, Object), String> {
     let mut rest = text;
-    let subject = term(&mut rest, false)?;
-    let predicate = term(&mut rest, false)?;
+    let subject = resource(term(&mut rest, false)?)?;
+    let predicate = resource(term(&mut rest, false)?)?;
     let object = term(&mut rest, true)?;
     if rest.trim_start() != "." {
         return Err(format!(
@@ -75,17 +180,24 @@ pub(super) fn parse_line(text: &str) -> Result<(String, String, String), String>
     Ok((subject, predicate, object))
 }
 
-fn term(rest: &mut &str, literal_allowed: bool) -> Result<String, String> {
+fn resource(object: Object) -> Result<String, String> {
+    match object {
+        Object::Resource(name) => Ok(name),
+        Object::Literal { .. } => Err("a literal can only be an object".to_owned()),
+    }
+}
+
+fn term(rest: &mut &str, literal_allowed: bool) -> Result<Object, String> {
     let text = rest.trim_start();
     if let Some(after) = text.strip_prefix('<') {
         let end = after.find('>').ok_or("unterminated IRI")?;
         *rest = &after[end + 1..];
-        return unescape(&after[..end]);
+        return unescape(&after[..end]).map(Object::Resource);
     }
     if text.starts_with("_:") {
         let end = text.find(|c: char| c.is_whitespace()).unwrap_or(text.len());
         *rest = &text[end..];
-        return Ok(text[..end].to_owned());
+        return Ok(Object::Resource(text[..end].to_owned()));
     }
     if literal_allowed {
         if let Some(after) = text.strip_prefix('"') {
@@ -103,8 +215,9 @@ fn term(rest: &mut &str, literal_allowed: bool) -> Result<String, String> {
                 }
             }
             let close = close.ok_or("unterminated literal")?;
-            let value = unescape(&after[..close])?;
+            let lexical = unescape(&after[..close])?;
             let mut tail = &after[close + 1..];
+            let mut datatype = None;
             if let Some(tagged) = tail.strip_prefix('@') {
                 let end = tagged
                     .find(|c: char| c.is_whitespace() || c == '.')
@@ -112,10 +225,11 @@ fn term(rest: &mut &str, literal_allowed: bool) -> Result<String, String> {
                 tail = &tagged[end..];
             } else if let Some(typed) = tail.strip_prefix("^^<") {
                 let end = typed.find('>').ok_or("unterminated datatype IRI")?;
+                datatype = Some(unescape(&typed[..end])?);
                 tail = &typed[end + 1..];
             }
             *rest = tail;
-            return Ok(value);
+            return Ok(Object::Literal { lexical, datatype });
         }
     }
     Err(format!(

@@ -54,6 +54,65 @@ fn tsv_bad_lines_are_counted_with_their_line_numbers() {
 }
 
 #[test]
+fn ntriples_literals_can_be_typed_properties_of_their_subject() {
+    let dir = tempfile::tempdir().unwrap();
+    let nt = write(
+        &dir,
+        "kb.nt",
+        concat!(
+            "<http://ex.org/Heat> <http://ex.org/year> \"1995\"^^<http://www.w3.org/2001/XMLSchema#gYear> .\n",
+            "<http://ex.org/Heat> <http://ex.org/runtime> \"170\"^^<http://www.w3.org/2001/XMLSchema#integer> .\n",
+            "<http://ex.org/Heat> <http://ex.org/rating> \"8.3\"^^<http://www.w3.org/2001/XMLSchema#double> .\n",
+            "<http://ex.org/Heat> <http://ex.org/colour> \"true\"^^<http://www.w3.org/2001/XMLSchema#boolean> .\n",
+            "<http://ex.org/Heat> <http://ex.org/budget> \"lots\"^^<http://www.w3.org/2001/XMLSchema#integer> .\n",
+            "<http://ex.org/Heat> <http://ex.org/title> \"Heat\"@en .\n",
+            "<http://ex.org/Heat> <http://ex.org/title> \"Heat \\\"95\\\"\"@de .\n",
+            "<http://ex.org/Heat> <http://ex.org/directedBy> <http://ex.org/Mann> .\n",
+            "\"1995\" <http://ex.org/year> <http://ex.org/Heat> .\n",
+        ),
+    );
+    let options = LoadOptions {
+        literals: LiteralMode::Properties,
+        ..quiet()
+    };
+    let (graph, report) = load_graph(&nt, &options).unwrap();
+    // Only the IRI object is an edge; no node is named after a literal.
+    assert_eq!(graph.edge_count(), 1);
+    assert_eq!(graph.node_count(), 2);
+    assert!(graph.lookup_exact("1995").is_empty());
+    assert_eq!(report.bad_line_count, 1, "a literal subject is a bad line");
+    assert_eq!(report.bad_lines[0].line, 9);
+    let heat = graph.lookup_exact("http://ex.org/Heat")[0];
+    let property = |key: &str| graph.node_property_by_name(heat, key).cloned();
+    assert_eq!(
+        property("http://ex.org/year"),
+        Some(Value::String("1995".into()))
+    );
+    assert_eq!(property("http://ex.org/runtime"), Some(Value::Int(170)));
+    assert_eq!(property("http://ex.org/rating"), Some(Value::Float(8.3)));
+    assert_eq!(property("http://ex.org/colour"), Some(Value::Bool(true)));
+    assert_eq!(
+        property("http://ex.org/budget"),
+        Some(Value::String("lots".into())),
+        "an ill-typed literal keeps its text"
+    );
+    assert_eq!(
+        property("http://ex.org/title"),
+        Some(Value::List(vec![
+            Value::String("Heat".into()),
+            Value::String("Heat \"95\"".into())
+        ])),
+        "several values of one predicate become a list in file order"
+    );
+    // The default keeps literals as nodes, reachable by the edge-walking retrievers.
+    let (graph, _) = load_graph(&nt, &quiet()).unwrap();
+    assert_eq!(graph.lookup_exact("1995").len(), 1);
+    assert_eq!(graph.edge_count(), 8);
+    assert_eq!("properties".parse(), Ok(LiteralMode::Properties));
+    assert!("edges".parse::<LiteralMode>().is_err());
+}
+
+#[test]
 fn pipe_csv_and_ntriples_are_detected_and_parsed() {
     let dir = tempfile::tempdir().unwrap();
     let pipe = write(
