@@ -327,3 +327,35 @@ fn a_question_naming_two_entities_prefers_what_both_lead_to() {
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Kim"], "{reply:?}");
 }
+
+#[test]
+fn an_entity_a_comparable_path_runs_through_is_a_step_not_the_answer() {
+    let film = entity(1, "Twentynine Palms");
+    let director = entity(2, "Bruno Dumont");
+    let other = entity(3, "Flanders");
+    let two_hops = Evidence {
+        source: "path-follower".into(),
+        score: 0.95,
+        item: EvidenceItem::Path(Path {
+            start: film.clone(),
+            steps: vec![
+                PathStep {
+                    relation: "directed_by".into(),
+                    inverse: false,
+                    node: director.clone(),
+                },
+                PathStep {
+                    relation: "directed_by".into(),
+                    inverse: true,
+                    node: other.clone(),
+                },
+            ],
+        }),
+    };
+    let evidence = vec![path(&film, "directed_by", &director, 1.0), two_hops];
+    let mut request = request(evidence, vec![film]);
+    request.question = "which films have the same director of Twentynine Palms".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Flanders"], "{reply:?}");
+}
