@@ -16,7 +16,7 @@ use std::{collections::HashSet, path::Path, sync::Arc, time::Instant};
 
 use kgmesh_agents::{
     entity_linker::core::normalize,
-    kg_linker::core::{rank_metapaths, EnumerateLimits},
+    kg_linker::core::{metapath_text, rank_metapaths, EnumerateLimits},
     path_follower::core::{follow_metapath, WalkLimits},
     scoring::{
         core::{score_triples, ScoringConfig},
@@ -44,6 +44,8 @@ struct Options {
     top_metapaths: usize,
     scoring_k: usize,
     datasets: Vec<String>,
+    /// Where to write the questions no tool recalled, with the metapaths tried.
+    dump_misses_opt: Option<String>,
 }
 
 fn parse_options() -> Options {
@@ -62,6 +64,7 @@ fn parse_options() -> Options {
             "wc2014-2h".into(),
             "wc2014-conj".into(),
         ],
+        dump_misses_opt: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut index = 0;
@@ -76,6 +79,7 @@ fn parse_options() -> Options {
             }
             "--scoring-k" => options.scoring_k = value.parse().unwrap_or(options.scoring_k),
             "--datasets" => options.datasets = value.split(',').map(str::to_owned).collect(),
+            "--dump-misses" => options.dump_misses_opt = Some(value),
             other => eprintln!("ignoring unknown option {other}"),
         }
         index += 2;
@@ -199,6 +203,8 @@ struct Tally {
     follower_us: Vec<u64>,
     scoring_us: Vec<u64>,
     traverser_us: Vec<u64>,
+    /// Questions no tool recalled: question, gold answers, metapaths tried.
+    misses: Vec<String>,
 }
 
 fn hit(evidence: &[Evidence], starts: &HashSet<String>, gold: &HashSet<String>) -> bool {
@@ -304,6 +310,18 @@ async fn run_dataset(store: &EmbeddedGraph, questions: Vec<Question>, options: &
         union.extend(scoring_evidence);
         union.extend(traverser_evidence);
         tally.recalled_union += (by_paths || by_scoring || by_traverser) as usize;
+        if !(by_paths || by_scoring || by_traverser) {
+            let tried: Vec<String> = metapaths
+                .iter()
+                .map(|m| format!("{:.2} {}", m.score, metapath_text(&m.metapath)))
+                .collect();
+            tally.misses.push(format!(
+                "{}\t{}\t{}",
+                question.text,
+                question.answers.join("|"),
+                tried.join(" ; ")
+            ));
+        }
         tally.tokens_union.push(context_text(&union).1);
     }
     tally
@@ -418,5 +436,13 @@ async fn main() {
             started.elapsed()
         );
         report(dataset, &mut tally);
+        if let Some(dir) = &options.dump_misses_opt {
+            let file = Path::new(dir).join(format!("{}.misses.tsv", dataset.replace('/', "_")));
+            if let Err(error) = std::fs::create_dir_all(dir)
+                .and_then(|_| std::fs::write(&file, tally.misses.join("\n")))
+            {
+                eprintln!("cannot write {}: {error}", file.display());
+            }
+        }
     }
 }

@@ -152,11 +152,25 @@ pub fn stem_similarity(a: &str, b: &str) -> f32 {
     0.0
 }
 
+/// Question words that ask for the answer; the content word next to one names what the
+/// answer is ("which *years*", "who *directed*").
+const WH_WORDS: &[&str] = &["what", "when", "where", "which", "who", "whom", "whose"];
+
+/// Extra relevance of a relation sequence whose last relation (the one that reaches the
+/// answer) matches the question's focus word.
+const FOCUS_BONUS: f32 = 0.5;
+/// Similarity from which a relation-name token counts as explaining a question word.
+const CLAIM_MIN: f32 = 0.8;
+
 /// A question's content words, ready to be matched against relation names and entity
 /// names.
 #[derive(Debug, Clone, Default)]
 pub struct QuestionTerms {
+    /// One stem per content word occurrence, in question order: "directed by the
+    /// director of" keeps both, so a path may follow `directed_by` twice.
     stems: Vec<String>,
+    /// Index into `stems` of the word naming the answer, if the question has one.
+    focus: Option<usize>,
 }
 
 impl QuestionTerms {
@@ -167,15 +181,39 @@ impl QuestionTerms {
             .iter()
             .flat_map(|name| content_stems(name))
             .collect();
-        let stems = content_stems(question)
-            .into_iter()
-            .filter(|s| !excluded.contains(s))
+        let all = words(question);
+        // (position in `all`, stem) of every content word.
+        let content: Vec<(usize, String)> = all
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| !is_stop_word(w))
+            .map(|(i, w)| (i, stem(w)))
+            .filter(|(_, s)| !excluded.contains(s))
             .collect();
-        Self { stems }
+        let focus = all
+            .iter()
+            .position(|w| WH_WORDS.contains(&w.as_str()))
+            .and_then(|wh| {
+                // The first content word after the wh-word; a wh-word at the end of the
+                // question ("… starred who") points back to the word before it.
+                content
+                    .iter()
+                    .position(|(i, _)| *i > wh)
+                    .or_else(|| content.iter().rposition(|(i, _)| *i < wh))
+            });
+        Self {
+            stems: content.into_iter().map(|(_, s)| s).collect(),
+            focus,
+        }
     }
 
     pub fn stems(&self) -> &[String] {
         &self.stems
+    }
+
+    /// The stem of the word naming the answer ("years" in "released in which years").
+    pub fn focus(&self) -> Option<&str> {
+        self.focus.map(|i| self.stems[i].as_str())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -185,15 +223,21 @@ impl QuestionTerms {
     /// Best similarity of any word of `text` with any question word, and which question
     /// word it was; words in `used` are skipped.
     pub fn best_match(&self, text: &str, used: &[bool]) -> Option<(f32, usize)> {
-        let mut best: Option<(f32, usize)> = None;
-        for token in content_stems(text) {
+        self.best_token_match(&content_stems(text), used)
+            .map(|(score, _, index)| (score, index))
+    }
+
+    /// Like [`Self::best_match`] over pre-computed stems; also says which token matched.
+    fn best_token_match(&self, tokens: &[String], used: &[bool]) -> Option<(f32, usize, usize)> {
+        let mut best: Option<(f32, usize, usize)> = None;
+        for (token_index, token) in tokens.iter().enumerate() {
             for (index, question_stem) in self.stems.iter().enumerate() {
                 if used.get(index).copied().unwrap_or(false) {
                     continue;
                 }
-                let similarity = stem_similarity(&token, question_stem);
-                if similarity > 0.0 && best.is_none_or(|(score, _)| similarity > score) {
-                    best = Some((similarity, index));
+                let similarity = stem_similarity(token, question_stem);
+                if similarity > 0.0 && best.is_none_or(|(score, _, _)| similarity > score) {
+                    best = Some((similarity, token_index, index));
                 }
             }
         }
@@ -205,24 +249,49 @@ impl QuestionTerms {
         self.best_match(text, &[]).map(|(s, _)| s).unwrap_or(0.0)
     }
 
-    /// Relevance of a relation sequence: each relation claims the best question word not
-    /// yet claimed (so `directed_by -> directed_by` does not count "directed" twice);
+    /// Relevance of a relation sequence (in path order, the last relation reaching the
+    /// answer). Each relation claims the best question word not yet claimed, and each
+    /// further token of its name one more word it explains (so `release_year` takes both
+    /// "released" and "years", and a second `release_year` finds nothing left);
     /// relations that match nothing cost a penalty, so that paths no longer than the
-    /// question asks for rank first.
+    /// question asks for rank first. A last relation that matches the question's focus
+    /// word earns a bonus: "films that share directors with X were released in which
+    /// years" ends in `release_year`, not in `directed_by`.
     pub fn sequence_score<'a>(&self, relations: impl IntoIterator<Item = &'a str>) -> f32 {
         const UNMATCHED_PENALTY: f32 = 0.5;
+        let relations: Vec<Vec<String>> = relations.into_iter().map(content_stems).collect();
         let mut used = vec![false; self.stems.len()];
         let mut total = 0.0;
-        for relation in relations {
-            match self.best_match(relation, &used) {
-                Some((score, index)) => {
+        for tokens in &relations {
+            match self.best_token_match(tokens, &used) {
+                Some((score, token_index, index)) => {
                     used[index] = true;
                     total += score;
                     if score < 0.5 {
                         total -= UNMATCHED_PENALTY;
                     }
+                    for (other, token) in tokens.iter().enumerate() {
+                        if other == token_index {
+                            continue;
+                        }
+                        if let Some((similarity, _, index)) =
+                            self.best_token_match(std::slice::from_ref(token), &used)
+                        {
+                            if similarity >= CLAIM_MIN {
+                                used[index] = true;
+                            }
+                        }
+                    }
                 }
                 None => total -= UNMATCHED_PENALTY,
+            }
+        }
+        if let (Some(last), Some(focus)) = (relations.last(), self.focus()) {
+            if last
+                .iter()
+                .any(|token| stem_similarity(token, focus) >= CLAIM_MIN)
+            {
+                total += FOCUS_BONUS;
             }
         }
         total
