@@ -220,6 +220,21 @@ fn imported_pairs_and_stars_fill_a_cache_file_once() {
     );
     // The run worked on a copy: the warmed file is as it was.
     assert_eq!(lines(&cache), total);
+
+    // The cache-comparison table shows the state at start and the hit rate.
+    let report_path = out.join("report.json");
+    let table = kgmesh(
+        dir.path(),
+        &["eval", "table", "--cache", path_str(&report_path)],
+    );
+    assert!(table.success, "{}", table.stderr);
+    let row = table
+        .stdout
+        .lines()
+        .find(|line| line.contains(&format!("warm: {total} entries")))
+        .unwrap_or_else(|| panic!("no warm row in:\n{}", table.stdout));
+    assert!(row.contains("| 100.0 % |"), "{row}");
+    assert!(row.contains(&format!("| {pairs} |")), "{row}");
 }
 
 #[test]

@@ -148,6 +148,10 @@ struct TableArgs {
     /// report.json files.
     #[arg(required = true)]
     reports: Vec<PathBuf>,
+    /// Columns for plan-cache comparisons: cache state at start, plan-cache hits, LLM
+    /// calls per question, latency p50/p99.
+    #[arg(long)]
+    cache: bool,
 }
 
 pub fn run(config: Config, args: EvalArgs) -> anyhow::Result<()> {
@@ -185,6 +189,10 @@ fn run_plot(args: &PlotArgs) -> anyhow::Result<()> {
 
 fn run_table(args: &TableArgs) -> anyhow::Result<()> {
     let reports = load_all(&args.reports)?;
+    if args.cache {
+        print!("{}", cache_table(&reports));
+        return Ok(());
+    }
     println!(
         "| run | questions | sample | LLM | Hits@1 | Hits@any | F1 | context hit | p50 ms | p95 ms | q/s |"
     );
@@ -218,6 +226,44 @@ fn run_table(args: &TableArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// One row per run and per hop count: how the plan cache started, how often it was
+/// used, and what that did to accuracy, model calls and latency.
+fn cache_table(reports: &[Report]) -> String {
+    let mut out = String::from(
+        "| run | cache at start | questions | Hits@1 | plan-cache hits | LLM calls/q | p50 ms | p99 ms |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for report in reports {
+        // "warm: 120 entries at start, from …" → "warm: 120 entries".
+        let state = report
+            .system
+            .cache
+            .split([',', '('])
+            .next()
+            .unwrap_or_default()
+            .replace(" at start", "")
+            .trim()
+            .to_owned();
+        let mut rows = vec![(report.name.clone(), &report.aggregate)];
+        for (hops, aggregate) in &report.breakdown.by_hops {
+            rows.push((format!("{} · {hops}", report.name), aggregate));
+        }
+        for (name, a) in rows {
+            let latency = a.latency_ms.unwrap_or_default();
+            out.push_str(&format!(
+                "| {name} | {state} | {} | {:.1} | {:.1} % | {:.2} | {:.1} | {:.1} |\n",
+                a.questions,
+                100.0 * a.hits_at_1,
+                100.0 * a.cache_hit_rate,
+                a.llm_calls_mean,
+                latency.p50,
+                latency.p99
+            ));
+        }
+    }
+    out
 }
 
 fn load_all(paths: &[PathBuf]) -> anyhow::Result<Vec<Report>> {
