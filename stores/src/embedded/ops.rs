@@ -2,7 +2,10 @@
 //! synchronous functions over an [`EmbeddedGraph`]. The async trait impl runs the
 //! potentially large ones on the blocking pool.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{hash_map::Entry, HashMap},
+    sync::Arc,
+};
 
 use kgmesh_schemas::{
     budget::MAX_DEPTH,
@@ -284,6 +287,11 @@ impl EmbeddedGraph {
     ///
     /// Breadth-first from all sources at once; stops at the first depth where a target
     /// is reached and enumerates up to `max_paths` of the paths of that length.
+    ///
+    /// Nodes first met at the deepest allowed level are never expanded, so only the
+    /// targets among them are recorded: that level is by far the largest (up to
+    /// `fanout_cap` times the one before), and recording every node of it was most of
+    /// the cost of a search on a large graph.
     pub fn shortest_paths_sync(
         &self,
         sources: &[NodeId],
@@ -309,9 +317,9 @@ impl EmbeddedGraph {
         if !paths.is_empty() {
             return Ok(paths);
         }
-        // parents[node] = the ways BFS reached it at its depth: (parent, relation, inverse).
-        let mut parents: FxHashMap<NodeIdx, Vec<(NodeIdx, RelationId, bool)>> =
-            FxHashMap::default();
+        // Every way BFS reached a node at its own depth, in discovery order:
+        // (node, parent, relation, inverse). Grouped by node after the search.
+        let mut parents: Vec<(NodeIdx, NodeIdx, RelationId, bool)> = Vec::new();
         let mut depth_of: FxHashMap<NodeIdx, u8> = FxHashMap::default();
         let mut frontier: Vec<NodeIdx> = Vec::new();
         for source in &sources {
@@ -321,6 +329,7 @@ impl EmbeddedGraph {
         }
         let mut reached: Vec<NodeIdx> = Vec::new();
         for depth in 1..=limits.max_depth {
+            let deepest = depth == limits.max_depth;
             let mut next_frontier = Vec::new();
             for node in &frontier {
                 let out = self.out_edges(*node);
@@ -338,18 +347,18 @@ impl EmbeddedGraph {
                     )
                     .take(limits.fanout_cap);
                 for (relation, other, inverse) in edges {
-                    match depth_of.get(&other) {
-                        Some(known) if *known < depth => continue,
-                        Some(_) => {}
-                        None => {
-                            depth_of.insert(other, depth);
+                    if deepest && !targets.contains(&other) {
+                        continue;
+                    }
+                    match depth_of.entry(other) {
+                        Entry::Occupied(known) if *known.get() < depth => continue,
+                        Entry::Occupied(_) => {}
+                        Entry::Vacant(slot) => {
+                            slot.insert(depth);
                             next_frontier.push(other);
                         }
                     }
-                    parents
-                        .entry(other)
-                        .or_default()
-                        .push((*node, relation, inverse));
+                    parents.push((other, *node, relation, inverse));
                 }
             }
             reached = next_frontier
@@ -362,6 +371,8 @@ impl EmbeddedGraph {
             }
             frontier = next_frontier;
         }
+        // Stable: each node's parents stay in discovery order.
+        parents.sort_by_key(|(node, ..)| *node);
         reached.sort_unstable();
         for target in reached {
             let mut suffix = Vec::new();
@@ -384,7 +395,7 @@ impl EmbeddedGraph {
     fn unwind(
         &self,
         node: NodeIdx,
-        parents: &FxHashMap<NodeIdx, Vec<(NodeIdx, RelationId, bool)>>,
+        parents: &[(NodeIdx, NodeIdx, RelationId, bool)],
         depth_of: &FxHashMap<NodeIdx, u8>,
         suffix: &mut Vec<(RelationId, bool, NodeIdx)>,
         max_paths: usize,
@@ -408,11 +419,10 @@ impl EmbeddedGraph {
             });
             return;
         }
-        let Some(ways) = parents.get(&node) else {
-            return;
-        };
+        let start = parents.partition_point(|(child, ..)| *child < node);
+        let end = start + parents[start..].partition_point(|(child, ..)| *child == node);
         let depth = depth_of.get(&node).copied().unwrap_or(0);
-        for (parent, relation, inverse) in ways {
+        for (_, parent, relation, inverse) in &parents[start..end] {
             // Only parents one level up lie on a shortest path.
             if depth_of.get(parent).map(|d| d + 1) != Some(depth) {
                 continue;

@@ -353,3 +353,131 @@ async fn graph_store_trait_answers_like_the_sync_methods() {
     .unwrap();
     assert_eq!(paths.len(), 1);
 }
+
+/// Every shortest path by brute force: BFS depths over the same capped expansion
+/// (out-edges then in-edges, first `cap`), then every chain that climbs one level per
+/// hop from a source to a target at the least target depth.
+fn reference_shortest(
+    graph: &EmbeddedGraph,
+    sources: &[NodeIdx],
+    targets: &[NodeIdx],
+    max_depth: u8,
+    cap: usize,
+) -> std::collections::BTreeSet<Vec<(NodeIdx, RelationId, bool)>> {
+    let expansion = |node: NodeIdx| -> Vec<(RelationId, NodeIdx, bool)> {
+        let out = graph.out_edges(node);
+        let inn = graph.in_edges(node);
+        out.relations
+            .iter()
+            .zip(out.nodes)
+            .map(|(r, n)| (*r, *n, false))
+            .chain(
+                inn.relations
+                    .iter()
+                    .zip(inn.nodes)
+                    .map(|(r, n)| (*r, *n, true)),
+            )
+            .take(cap)
+            .collect()
+    };
+    let mut depth = std::collections::HashMap::new();
+    let mut level: Vec<NodeIdx> = sources.to_vec();
+    for source in sources {
+        depth.insert(*source, 0u8);
+    }
+    for d in 1..=max_depth {
+        let mut next = Vec::new();
+        for node in &level {
+            for (_, other, _) in expansion(*node) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = depth.entry(other) {
+                    slot.insert(d);
+                    next.push(other);
+                }
+            }
+        }
+        level = next;
+    }
+    let Some(length) = targets.iter().filter_map(|t| depth.get(t)).min().copied() else {
+        return Default::default();
+    };
+    let mut found = std::collections::BTreeSet::new();
+    let mut chains: Vec<Vec<(NodeIdx, RelationId, bool)>> = sources
+        .iter()
+        .map(|s| vec![(*s, RelationId(u32::MAX), false)])
+        .collect();
+    for d in 1..=length {
+        let mut longer = Vec::new();
+        for chain in chains {
+            let here = chain.last().unwrap().0;
+            for (relation, other, inverse) in expansion(here) {
+                if depth.get(&other) == Some(&d) {
+                    let mut next = chain.clone();
+                    next.push((other, relation, inverse));
+                    longer.push(next);
+                }
+            }
+        }
+        chains = longer;
+    }
+    for chain in chains {
+        if targets.contains(&chain.last().unwrap().0) {
+            found.insert(chain);
+        }
+    }
+    found
+}
+
+#[test]
+fn shortest_paths_match_brute_force_on_random_graphs() {
+    let mut state = 5u64;
+    for round in 0..60 {
+        let node_count = 8 + (splitmix64(&mut state) % 30) as usize;
+        let mut builder = GraphBuilder::new();
+        let nodes: Vec<NodeIdx> = (0..node_count)
+            .map(|n| builder.node(&format!("n{n}")))
+            .collect();
+        for _ in 0..node_count * 2 {
+            let head = nodes[(splitmix64(&mut state) % node_count as u64) as usize];
+            let tail = nodes[(splitmix64(&mut state) % node_count as u64) as usize];
+            let relation = ["a", "b", "c"][(splitmix64(&mut state) % 3) as usize];
+            builder.add_edge(head, relation, tail);
+        }
+        let graph = builder.finish();
+        let pick = |state: &mut u64| nodes[(splitmix64(state) % node_count as u64) as usize];
+        let sources = vec![pick(&mut state), pick(&mut state)];
+        let targets = vec![pick(&mut state)];
+        if sources.contains(&targets[0]) {
+            continue;
+        }
+        for (max_depth, cap) in [(1, 100), (2, 3), (3, 100), (3, 2)] {
+            let limits = PathLimits {
+                max_depth,
+                fanout_cap: cap,
+                max_paths: 100_000,
+            };
+            let paths = graph
+                .shortest_paths_sync(&ids(&sources), &ids(&targets), &limits)
+                .unwrap();
+            let got: std::collections::BTreeSet<Vec<(NodeIdx, RelationId, bool)>> = paths
+                .iter()
+                .map(|path| {
+                    let mut chain = vec![(path.start.id.0 as NodeIdx, RelationId(u32::MAX), false)];
+                    chain.extend(path.steps.iter().map(|step| {
+                        (
+                            step.node.id.0 as NodeIdx,
+                            graph.relation_id(&step.relation).unwrap(),
+                            step.inverse,
+                        )
+                    }));
+                    chain
+                })
+                .collect();
+            assert_eq!(got.len(), paths.len(), "round {round}: a path twice");
+            assert_eq!(
+                got,
+                reference_shortest(&graph, &sources, &targets, max_depth, cap),
+                "round {round}, depth {max_depth}, cap {cap}"
+            );
+        }
+    }
+}
