@@ -5,7 +5,16 @@
 //! ```text
 //! cargo run --release -p kgmesh-coordinator --example overhead                 # in-process bus
 //! cargo run --release -p kgmesh-coordinator --example overhead -- --nats       # real nats-server
+//! cargo run --release -p kgmesh-coordinator --example overhead -- --trace      # tracing off vs on
 //! ```
+//!
+//! `--trace` measures the cost of tracing in one run, in-process, alternating three
+//! set-ups: tracing off (the stderr log at `warn`, as a process without an OTLP endpoint
+//! runs), the OpenTelemetry layer with a batch exporter that drops spans (the cost of
+//! making spans), and the same layer exporting over OTLP/gRPC to a real collector
+//! (rotel). It prints questions/s for each and the ratios to "off". The stand-ins open
+//! an agent span per request, parented by the request's trace context, as the agent
+//! runtime does.
 //!
 //! The stand-ins answer like a 2-hop MetaQA question would: one linked entity, one
 //! metapath, three retrievers returning 40 paths and 30 triples, a judge that says
@@ -36,6 +45,7 @@ use kgmesh_schemas::{
     },
     NodeId, Reply, Request, Role, RoleInfo, RoleKind, Rpc,
 };
+use tracing::Instrument;
 
 async fn serve<R, F, Fut>(
     bus: &Arc<dyn Bus>,
@@ -66,7 +76,18 @@ where
         let handler = handler.clone();
         Box::pin(async move {
             match decode_request::<R>(&message) {
-                Ok((content_type, request)) => encode_reply(content_type, &handler(request).await),
+                Ok((content_type, request)) => {
+                    let span = tracing::info_span!(
+                        "agent.call",
+                        otel.name = format!("{} {}", R::DEFAULT_ROLE, R::OP),
+                        kgmesh.op = R::OP,
+                        kgmesh.question_id = %request.meta.question_id,
+                        kgmesh.round = request.meta.round,
+                    );
+                    kgmesh_telemetry::set_parent(&span, &request.meta.trace);
+                    let reply = handler(request).instrument(span).await;
+                    encode_reply(content_type, &reply)
+                }
                 Err((content_type, error)) => {
                     encode_reply::<R::Reply>(content_type, &Reply::err(error))
                 }
@@ -262,7 +283,7 @@ async fn measure(
     agents_bus: Arc<dyn Bus>,
     coordinator_bus: Arc<dyn Bus>,
     questions: usize,
-) {
+) -> f64 {
     let _handles = start_stand_ins(&agents_bus).await;
     let coordinator = Coordinator::new(coordinator_bus, CoordinatorConfig::default());
     let request = AskRequest {
@@ -283,6 +304,10 @@ async fn measure(
         evidence = reply.evidence.len();
         bus_messages = reply.cost.bus_messages;
     }
+    let rate = questions as f64 / (micros.iter().sum::<f64>() / 1e6);
+    if label.is_empty() {
+        return rate;
+    }
     micros.sort_by(f64::total_cmp);
     let mean = micros.iter().sum::<f64>() / micros.len() as f64;
     println!(
@@ -292,15 +317,109 @@ async fn measure(
         percentile(&micros, 0.99) / 1000.0,
         mean / 1000.0
     );
+    rate
 }
 
-#[tokio::main]
-async fn main() {
+/// A span exporter that drops every batch: what is left is the cost of making spans.
+#[derive(Debug)]
+struct DropSpans;
+
+impl opentelemetry_sdk::trace::SpanExporter for DropSpans {
+    async fn export(
+        &self,
+        _batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        Ok(())
+    }
+}
+
+/// Questions/s of `questions` questions under `built`'s subscriber, on a runtime of
+/// its own (the subscriber is the thread's default, so the runtime has one thread).
+fn questions_per_second(built: kgmesh_telemetry::Built, questions: usize) -> f64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dispatch = tracing::Dispatch::new(built.subscriber);
+    let rate = tracing::dispatcher::with_default(&dispatch, || {
+        runtime.block_on(async {
+            let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
+            measure("", bus.clone(), bus, questions).await
+        })
+    });
+    let mut guard = built.guard;
+    guard.shutdown();
+    rate
+}
+
+fn trace_overhead(questions: usize) {
+    let collector = kgmesh_testkit::otlp::OtlpCollector::start();
+    let settings = kgmesh_telemetry::Settings::new("kgmesh-overhead");
+    let setups = ["off", "spans, dropped", "spans, OTLP/gRPC to rotel"];
+    let mut rates = vec![Vec::new(); setups.len()];
+    for repetition in 0..3 {
+        for (index, setup) in setups.iter().enumerate() {
+            let built = match index {
+                0 => kgmesh_telemetry::build_with_provider(&settings, None),
+                1 => kgmesh_telemetry::build_with_provider(
+                    &settings,
+                    Some(
+                        opentelemetry_sdk::trace::SdkTracerProvider::builder()
+                            .with_batch_exporter(DropSpans)
+                            .build(),
+                    ),
+                ),
+                _ => {
+                    let mut exporting = settings.clone();
+                    exporting.otlp_endpoint = Some(collector.grpc_endpoint());
+                    exporting.otlp_protocol = Some("grpc".into());
+                    kgmesh_telemetry::build(&exporting)
+                }
+            }
+            .expect("subscriber");
+            let rate = questions_per_second(built, questions);
+            println!("  run {}: {setup}: {rate:.0} questions/s", repetition + 1);
+            rates[index].push(rate);
+        }
+    }
+    let exported = collector.spans().len();
+    // The median of the runs, so one disturbed run does not decide.
+    let median = |values: &[f64]| {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted[sorted.len() / 2]
+    };
+    let off = median(&rates[0]);
+    println!("tracing overhead, {questions} questions per run, median of 3 runs:");
+    for (setup, rates) in setups.iter().zip(&rates) {
+        let rate = median(rates);
+        println!(
+            "  {setup:<28} {rate:>8.0} questions/s  ratio to off {:.3}",
+            rate / off
+        );
+    }
+    println!("  (the collector received {exported} spans)");
+}
+
+fn main() {
     let nats = std::env::args().any(|a| a == "--nats");
+    let trace = std::env::args().any(|a| a == "--trace");
     let questions: usize = std::env::var("QUESTIONS")
         .ok()
         .and_then(|q| q.parse().ok())
         .unwrap_or(2000);
+    if trace {
+        trace_overhead(questions);
+        return;
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(run(nats, questions));
+}
+
+async fn run(nats: bool, questions: usize) {
     if nats {
         let server = kgmesh_testkit::nats::NatsServer::start();
         let connect = |name: &str| NatsOptions {

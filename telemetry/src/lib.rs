@@ -10,6 +10,8 @@
 //!
 //! [`Meta`]: kgmesh_schemas::Meta
 
+/// Prometheus metrics (independent of tracing): recorder, descriptions, rendering.
+pub mod metrics;
 mod propagation;
 
 use std::{
@@ -20,6 +22,7 @@ use std::{
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{
     WithExportConfig, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
 };
 use opentelemetry_sdk::{error::OTelSdkError, trace::SdkTracerProvider, Resource};
 use tracing::{level_filters::LevelFilter, Subscriber};
@@ -133,13 +136,19 @@ impl Settings {
         if env(SDK_DISABLED_ENV).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
             return Ok(None);
         }
-        let Some(endpoint) = env(OTEL_EXPORTER_OTLP_ENDPOINT).or_else(|| {
-            self.otlp_endpoint
-                .as_deref()
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .map(str::to_owned)
-        }) else {
+        // The traces-only variables name the full URL and win over the generic ones.
+        let traces_endpoint = env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+        let exact = traces_endpoint.is_some();
+        let Some(endpoint) = traces_endpoint
+            .or_else(|| env(OTEL_EXPORTER_OTLP_ENDPOINT))
+            .or_else(|| {
+                self.otlp_endpoint
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|e| !e.is_empty())
+                    .map(str::to_owned)
+            })
+        else {
             return Ok(None);
         };
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
@@ -147,7 +156,9 @@ impl Settings {
                 "OTLP endpoint {endpoint:?} must be a URL starting with http:// or https://"
             )));
         }
-        let protocol = match env(OTEL_EXPORTER_OTLP_PROTOCOL).or_else(|| self.otlp_protocol.clone())
+        let protocol = match env(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
+            .or_else(|| env(OTEL_EXPORTER_OTLP_PROTOCOL))
+            .or_else(|| self.otlp_protocol.clone())
         {
             Some(value) => Protocol::parse(&value)?,
             None => Protocol::HttpProtobuf,
@@ -157,6 +168,7 @@ impl Settings {
             .unwrap_or_else(|| self.default_service_name.clone());
         Ok(Some(OtlpTarget {
             endpoint,
+            exact,
             protocol,
             service_name,
         }))
@@ -169,6 +181,9 @@ pub struct OtlpTarget {
     /// The base endpoint (`http://host:4318` or `http://host:4317`); the HTTP exporter
     /// posts to `<endpoint>/v1/traces`.
     pub endpoint: String,
+    /// The endpoint is the full traces URL (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`):
+    /// nothing is appended to it.
+    pub exact: bool,
     pub protocol: Protocol,
     pub service_name: String,
 }
@@ -176,6 +191,7 @@ pub struct OtlpTarget {
 impl OtlpTarget {
     fn signal_endpoint(&self) -> String {
         match self.protocol {
+            _ if self.exact => self.endpoint.clone(),
             Protocol::Grpc => self.endpoint.clone(),
             Protocol::HttpProtobuf => {
                 let base = self.endpoint.trim_end_matches('/');
@@ -279,6 +295,25 @@ pub fn build(settings: &Settings) -> Result<Built, TelemetryError> {
 }
 
 fn build_with(settings: &Settings, otlp: Option<OtlpTarget>) -> Result<Built, TelemetryError> {
+    let (provider, runtime) = match &otlp {
+        Some(target) => {
+            let (provider, runtime) = tracer_provider(target)?;
+            (Some(provider), runtime)
+        }
+        None => (None, None),
+    };
+    let mut built = build_with_provider(settings, provider)?;
+    built.guard.runtime = runtime;
+    built.otlp = otlp;
+    Ok(built)
+}
+
+/// [`build`] with the spans going to `provider` (any exporter) instead of the OTLP
+/// settings; `None` builds the log alone. For harnesses that compare costs.
+pub fn build_with_provider(
+    settings: &Settings,
+    provider: Option<SdkTracerProvider>,
+) -> Result<Built, TelemetryError> {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.log_filter))
         .map_err(|error| {
@@ -291,20 +326,17 @@ fn build_with(settings: &Settings, otlp: Option<OtlpTarget>) -> Result<Built, Te
         fmt.with_filter(filter).boxed()
     };
     let mut layers = vec![fmt];
-    let mut guard = TelemetryGuard::disabled();
-    if let Some(target) = &otlp {
-        let (provider, runtime) = tracer_provider(target)?;
-        layers.push(otel_layer(&provider));
-        guard = TelemetryGuard {
-            provider: Some(provider),
-            runtime,
-        };
+    if let Some(provider) = &provider {
+        layers.push(otel_layer(provider));
     }
     let subscriber = Registry::default().with(layers);
     Ok(Built {
         subscriber: Box::new(subscriber),
-        guard,
-        otlp,
+        guard: TelemetryGuard {
+            provider,
+            runtime: None,
+        },
+        otlp: None,
     })
 }
 
@@ -401,6 +433,3 @@ fn tracer_provider(
 
 #[cfg(test)]
 mod tests;
-
-/// Prometheus metrics (independent of tracing): recorder, descriptions, rendering.
-pub mod metrics;

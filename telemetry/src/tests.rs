@@ -52,6 +52,21 @@ fn environment_wins_over_configuration() {
     assert_eq!(from_env.service_name, "edge");
     assert_eq!(from_env.signal_endpoint(), "http://jaeger:4317");
 
+    let traces_only = settings
+        .otlp_with_env(env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://jaeger:4318"),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "http://traces:9999/custom",
+            ),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"),
+        ]))
+        .unwrap()
+        .unwrap();
+    assert_eq!(traces_only.protocol, Protocol::HttpProtobuf);
+    assert_eq!(traces_only.signal_endpoint(), "http://traces:9999/custom");
+
     let disabled = settings
         .otlp_with_env(env(&[("OTEL_SDK_DISABLED", "true")]))
         .unwrap();
