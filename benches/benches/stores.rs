@@ -15,7 +15,9 @@
 //! the share of samples in which the thread was preempted and page faults per sample,
 //! next to a fixed computation of about the same length timed in the same loop: on a
 //! loaded 2-core machine the p99 of a sub-millisecond call is mostly the scheduler's,
-//! and the baseline says how much. A table of every figure closes the output.
+//! and the baseline says how much. A table of every figure closes the output. Run
+//! under `chrt -f 1` (root), the bench is scheduled ahead of ordinary processes, which
+//! shows what the code does on an otherwise idle core.
 
 use std::{
     path::{Path, PathBuf},
