@@ -46,6 +46,8 @@ struct Options {
     datasets: Vec<String>,
     /// Where to write the questions no tool recalled, with the metapaths tried.
     dump_misses_opt: Option<String>,
+    /// Nodes per relation prefix expanded while enumerating metapaths.
+    sample_per_prefix: usize,
 }
 
 fn parse_options() -> Options {
@@ -65,6 +67,7 @@ fn parse_options() -> Options {
             "wc2014-conj".into(),
         ],
         dump_misses_opt: None,
+        sample_per_prefix: EnumerateLimits::default().sample_per_prefix,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut index = 0;
@@ -80,6 +83,9 @@ fn parse_options() -> Options {
             "--scoring-k" => options.scoring_k = value.parse().unwrap_or(options.scoring_k),
             "--datasets" => options.datasets = value.split(',').map(str::to_owned).collect(),
             "--dump-misses" => options.dump_misses_opt = Some(value),
+            "--sample-per-prefix" => {
+                options.sample_per_prefix = value.parse().unwrap_or(options.sample_per_prefix)
+            }
             other => eprintln!("ignoring unknown option {other}"),
         }
         index += 2;
@@ -228,7 +234,10 @@ fn triples_evidence(source: &str, triples: Vec<(Triple, f32)>) -> Vec<Evidence> 
 async fn run_dataset(store: &EmbeddedGraph, questions: Vec<Question>, options: &Options) -> Tally {
     let mut tally = Tally::default();
     let walk = WalkLimits::default();
-    let enumerate = EnumerateLimits::default();
+    let enumerate = EnumerateLimits {
+        sample_per_prefix: options.sample_per_prefix,
+        ..EnumerateLimits::default()
+    };
     let scoring = ScoringConfig {
         top_k: options.scoring_k,
         ..ScoringConfig::default()
@@ -373,7 +382,10 @@ async fn main() {
         options.seed,
         options.top_metapaths,
         WalkLimits::default(),
-        EnumerateLimits::default(),
+        EnumerateLimits {
+            sample_per_prefix: options.sample_per_prefix,
+            ..EnumerateLimits::default()
+        },
         ScoringConfig {
             top_k: options.scoring_k,
             ..ScoringConfig::default()

@@ -108,6 +108,13 @@ pub fn stem(word: &str) -> String {
     if let Some((_, base)) = IRREGULAR.iter().find(|(form, _)| *form == word) {
         return (*base).to_owned();
     }
+    // Compounds ending in an irregular form: "screenwriter" is a kind of "writer".
+    if let Some((_, base)) = IRREGULAR
+        .iter()
+        .find(|(form, _)| word.len() >= form.len() + 3 && word.ends_with(form))
+    {
+        return (*base).to_owned();
+    }
     const SUFFIXES: &[&str] = &[
         "ations", "ation", "ings", "ing", "ers", "ies", "ied", "ed", "er", "es", "ly", "s", "e",
     ];
@@ -143,6 +150,10 @@ pub fn stem_similarity(a: &str, b: &str) -> f32 {
     }
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     if short.len() >= 3 && long.starts_with(short) {
+        return 0.8;
+    }
+    // The head of an English compound is its last part ("filmmaker" is a "maker").
+    if short.len() >= 4 && long.len() >= short.len() + 3 && long.ends_with(short) {
         return 0.8;
     }
     let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
@@ -323,6 +334,9 @@ mod tests {
         assert_eq!(stem_similarity(&stem("directed"), &stem("direct")), 1.0);
         assert!(stem_similarity(&stem("acted"), &stem("actors")) >= 0.8);
         assert_eq!(stem("wrote"), stem("written"));
+        assert_eq!(stem("screenwriters"), stem("written"));
+        assert_eq!(stem_similarity("filmmak", "mak"), 0.0);
+        assert_eq!(stem_similarity("playwright", "wright"), 0.8);
         assert_eq!(stem_similarity("genre", "year"), 0.0);
     }
 
