@@ -318,3 +318,56 @@ fn http_with_headers(
     );
     (status, rest.to_owned())
 }
+
+/// `kgmesh ask --json` quotes the exported trace id, and its spans reach the collector
+/// although the process exits long before the batch exporter's first scheduled send:
+/// the exit flushes them.
+#[test]
+fn ask_json_prints_the_exported_trace_id_and_flushes_on_exit() {
+    let collector = OtlpCollector::start();
+    let mut command = kgmesh();
+    command.args(["ask", "who directed Heat", "--json", "--kg"]);
+    command.arg(sample_kg());
+    let command = exporting(command, &collector.http_endpoint(), "http/protobuf");
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    let reply: serde_json::Value = serde_json::from_str(&stdout).expect("JSON reply");
+    let trace_id = reply["trace_id"].as_str().expect("trace id").to_owned();
+    assert_eq!(trace_id.len(), 32);
+
+    let spans = collector
+        .wait_for(SPAN_TIMEOUT, |spans| {
+            spans
+                .iter()
+                .any(|s| s.name == "question" && s.trace_id == trace_id)
+        })
+        .unwrap_or_else(|spans| {
+            panic!(
+                "no question span with trace id {trace_id}:\n{}",
+                describe(&spans)
+            )
+        });
+    let ours: Vec<&CollectedSpan> = spans.iter().filter(|s| s.trace_id == trace_id).collect();
+    assert!(ours.iter().all(|s| s.service_name == "kgmesh"), "{ours:?}");
+    let ids: BTreeSet<&str> = ours.iter().map(|s| s.span_id.as_str()).collect();
+    let agent_spans: Vec<&&CollectedSpan> = ours
+        .iter()
+        .filter(|s| s.attribute("kgmesh.instance_id").is_some())
+        .collect();
+    assert!(agent_spans.len() >= 3, "{}", describe(&spans));
+    let question = ours
+        .iter()
+        .find(|s| s.name == "question")
+        .expect("question");
+    assert_eq!(
+        question.parent_span_id, None,
+        "a question asked here starts its trace"
+    );
+    for span in ours.iter().filter(|s| s.name != "question") {
+        let parent = span.parent_span_id.as_deref().expect("a parent");
+        assert!(
+            ids.contains(parent),
+            "{span:?} has a parent outside the trace"
+        );
+    }
+}
