@@ -281,6 +281,17 @@ pub struct TelemetryConfig {
     pub log_json: bool,
     /// Address of the Prometheus `/metrics` listener of agent processes.
     pub metrics_listen: Option<String>,
+    /// OTLP collector (e.g. Jaeger) to send spans to, `http://host:4318` (HTTP) or
+    /// `http://host:4317` (gRPC); no export when unset. `OTEL_EXPORTER_OTLP_ENDPOINT` wins.
+    pub otlp_endpoint: Option<String>,
+    /// `http/protobuf` (default) or `grpc`; `OTEL_EXPORTER_OTLP_PROTOCOL` wins.
+    pub otlp_protocol: Option<String>,
+    /// `service.name` of this process's spans; `OTEL_SERVICE_NAME` wins. Default
+    /// `kgmesh-<role>` for agents, `kgmesh-serve`, or `kgmesh`.
+    pub service_name: Option<String>,
+    /// Put LLM prompts and completions on trace spans. Off: prompts carry users'
+    /// questions and graph data.
+    pub record_prompts: bool,
 }
 
 impl Default for TelemetryConfig {
@@ -289,6 +300,10 @@ impl Default for TelemetryConfig {
             log: "warn,kgmesh=info".to_owned(),
             log_json: false,
             metrics_listen: None,
+            otlp_endpoint: None,
+            otlp_protocol: None,
+            service_name: None,
+            record_prompts: false,
         }
     }
 }
@@ -323,17 +338,6 @@ impl Config {
         Ok(config)
     }
 
-    /// OTLP collector (e.g. Jaeger) to send spans to, `http://host:4318` (HTTP) or
-    /// `http://host:4317` (gRPC); no export when unset. `OTEL_EXPORTER_OTLP_ENDPOINT` wins.
-    pub otlp_endpoint: Option<String>,
-    /// `http/protobuf` (default) or `grpc`; `OTEL_EXPORTER_OTLP_PROTOCOL` wins.
-    pub otlp_protocol: Option<String>,
-    /// `service.name` of this process's spans; `OTEL_SERVICE_NAME` wins. Default
-    /// `kgmesh-<role>` for agents, `kgmesh-serve`, or `kgmesh`.
-    pub service_name: Option<String>,
-    /// Put LLM prompts and completions on trace spans. Off: prompts carry users'
-    /// questions and graph data.
-    pub record_prompts: bool,
     /// Checks value ranges and combinations; every problem is listed.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let mut problems = Vec::new();
@@ -342,10 +346,6 @@ impl Config {
                 "budget.depth = {} must be between 1 and {}",
                 self.budget.depth,
                 kgmesh_schemas::budget::MAX_DEPTH
-            otlp_endpoint: None,
-            otlp_protocol: None,
-            service_name: None,
-            record_prompts: false,
             ));
         }
         if self.budget.rounds == 0 {
@@ -395,6 +395,11 @@ impl Config {
         }
         if self.http.max_concurrent_questions == 0 {
             problems.push("http.max_concurrent_questions must be positive".to_owned());
+        }
+        if let Some(protocol) = &self.telemetry.otlp_protocol {
+            if let Err(error) = kgmesh_telemetry::Protocol::parse(protocol) {
+                problems.push(format!("telemetry.otlp_protocol: {error}"));
+            }
         }
         if problems.is_empty() {
             Ok(())
@@ -450,11 +455,6 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         writeln!(file, "[budget]\nrounds = 3\ndepth = 2").unwrap();
         let config = Config::load_from(Some(file.path()), no_env()).unwrap();
-        if let Some(protocol) = &self.telemetry.otlp_protocol {
-            if let Err(error) = kgmesh_telemetry::Protocol::parse(protocol) {
-                problems.push(format!("telemetry.otlp_protocol: {error}"));
-            }
-        }
         assert_eq!(config.budget.rounds, 3);
         assert_eq!(config.budget.depth, 2);
         figment::Jail::expect_with(|jail| {
