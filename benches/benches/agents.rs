@@ -10,7 +10,8 @@
 //! ```
 //! `KGMESH_METAQA` (default `/work/shared/data/metaqa`) holds `kb.tsv` and the
 //! `{1,2,3}-hop/dev.txt` question files; `KGMESH_BENCH_SAMPLES` (default 2,000) sets the
-//! calls timed per figure; `--skip-metaqa` / `--skip-synthetic` leave a graph out.
+//! link calls timed per figure, `KGMESH_BENCH_TOOL_SAMPLES` (default 600) the questions
+//! each tool is timed on; `--skip-metaqa` / `--skip-synthetic` leave a graph out.
 //!
 //! Link mentions are node names (exact) and the same names with one character changed
 //! (misspelled: a substitution, deletion or transposition), so both the exact path and
@@ -52,6 +53,7 @@ use kgmesh_stores::{
 
 struct Options {
     samples: usize,
+    tool_samples: usize,
     edges: u64,
     metaqa: PathBuf,
     embed: bool,
@@ -66,6 +68,9 @@ fn options() -> Options {
         samples: env("KGMESH_BENCH_SAMPLES")
             .and_then(|v| v.parse().ok())
             .unwrap_or(2_000),
+        tool_samples: env("KGMESH_BENCH_TOOL_SAMPLES")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(600),
         edges: env("KGMESH_BENCH_EDGES")
             .and_then(|v| v.parse().ok())
             .unwrap_or(1_000_000),
@@ -420,7 +425,7 @@ async fn metaqa(options: &Options) {
             vectors: vectors.as_ref(),
         });
     link_figures(&index, linker.as_ref(), options.samples).await;
-    let samples = metaqa_samples(&graph, &options.metaqa, options.samples);
+    let samples = metaqa_samples(&graph, &options.metaqa, options.tool_samples);
     tool_figures(&graph, &index, &samples).await;
 }
 
@@ -479,7 +484,7 @@ async fn synthetic(options: &Options) {
     );
     let index = build_index(&graph).await;
     link_figures(&index, None, options.samples).await;
-    let samples = synthetic_samples(&graph, options.samples).await;
+    let samples = synthetic_samples(&graph, options.tool_samples).await;
     tool_figures(&graph, &index, &samples).await;
 }
 

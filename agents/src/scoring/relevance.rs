@@ -153,9 +153,22 @@ impl Relevance {
         if self.embedded.is_some() {
             return self.texts(verbalized).await;
         }
+        // Few distinct relations, many sequences: stem each relation once.
+        let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
         sequences
             .iter()
-            .map(|s| self.terms.sequence_score(s.iter().map(String::as_str)))
+            .map(|sequence| {
+                let relations: Vec<Vec<String>> = sequence
+                    .iter()
+                    .map(|relation| {
+                        stems
+                            .entry(relation.as_str())
+                            .or_insert_with(|| super::text::content_stems(relation))
+                            .clone()
+                    })
+                    .collect();
+                self.terms.sequence_score_stems(&relations)
+            })
             .collect()
     }
 }

@@ -269,11 +269,17 @@ impl QuestionTerms {
     /// word earns a bonus: "films that share directors with X were released in which
     /// years" ends in `release_year`, not in `directed_by`.
     pub fn sequence_score<'a>(&self, relations: impl IntoIterator<Item = &'a str>) -> f32 {
-        const UNMATCHED_PENALTY: f32 = 0.5;
         let relations: Vec<Vec<String>> = relations.into_iter().map(content_stems).collect();
+        self.sequence_score_stems(&relations)
+    }
+
+    /// [`Self::sequence_score`] over each relation's [`content_stems`], computed once by a
+    /// caller that scores many sequences over few relations.
+    pub fn sequence_score_stems(&self, relations: &[Vec<String>]) -> f32 {
+        const UNMATCHED_PENALTY: f32 = 0.5;
         let mut used = vec![false; self.stems.len()];
         let mut total = 0.0;
-        for tokens in &relations {
+        for tokens in relations {
             match self.best_token_match(tokens, &used) {
                 Some((score, token_index, index)) => {
                     used[index] = true;

@@ -27,6 +27,8 @@ pub const MAX_NAME_TOKENS: usize = 12;
 pub const MAX_POSTING: usize = 50_000;
 /// Posting lists longer than this are not counted when the query has rarer trigrams.
 pub const COMMON_TRIGRAM: usize = 20_000;
+/// Postings read per fuzzy lookup (rarest lists first) before the rest are left out.
+const POSTINGS_BUDGET: usize = 30_000;
 /// Candidates re-scored exactly per fuzzy lookup after counting shared rare trigrams.
 const SHORTLIST: usize = 200;
 /// Dice similarity a fuzzy match inside a question must reach.
@@ -64,6 +66,9 @@ pub struct Gazetteer {
     entities: Vec<Entity>,
     exact: HashMap<Box<str>, u32>,
     trigram_counts: Vec<u16>,
+    /// Characters of `names[i]`, kept apart so that filtering candidates by length
+    /// does not touch every candidate's string.
+    name_chars: Vec<u16>,
     postings: HashMap<u64, Vec<u32>>,
 }
 
@@ -73,6 +78,7 @@ impl Gazetteer {
         let mut names: Vec<Box<str>> = Vec::new();
         let mut exact: HashMap<Box<str>, u32> = HashMap::new();
         let mut trigram_counts: Vec<u16> = Vec::new();
+        let mut name_chars: Vec<u16> = Vec::new();
         let mut postings: HashMap<u64, Vec<u32>> = HashMap::new();
         // (name index, entity), grouped by name below.
         let mut owned: Vec<(u32, Entity)> = Vec::new();
@@ -92,6 +98,7 @@ impl Gazetteer {
                 postings.entry(*gram).or_default().push(index);
             }
             trigram_counts.push(grams.len().min(u16::MAX as usize) as u16);
+            name_chars.push(key.chars().count().min(u16::MAX as usize) as u16);
             let key = key.into_boxed_str();
             exact.insert(key.clone(), index);
             names.push(key);
@@ -121,6 +128,7 @@ impl Gazetteer {
             entities,
             exact,
             trigram_counts,
+            name_chars,
             postings,
         }
     }
@@ -283,35 +291,55 @@ impl Gazetteer {
             return Vec::new();
         }
         lists.sort_by_key(|l| l.len());
-        let rare = lists
-            .iter()
-            .take_while(|l| l.len() <= COMMON_TRIGRAM)
-            .count()
-            .max(1);
-        // Query trigrams not counted (skipped as common, or not indexed at all): a name
-        // may share each of them, which bounds how good its count can get.
-        let uncounted = (grams.len() - rare) as f32;
-        let mut shared: HashMap<u32, u16> = HashMap::new();
-        for list in &lists[..rare] {
-            for &index in *list {
-                *shared.entry(index).or_default() += 1;
+        // Rarest lists first, until the postings read reach a budget (but always two
+        // lists when there are two); lists past COMMON_TRIGRAM only when nothing rarer
+        // exists.
+        let mut counted = 0usize;
+        let mut read = 0usize;
+        for list in &lists {
+            let common = list.len() > COMMON_TRIGRAM;
+            if counted > 0 && (common || (counted >= 2 && read + list.len() > POSTINGS_BUDGET)) {
+                break;
             }
+            counted += 1;
+            read += list.len();
         }
+        // Query trigrams not counted (skipped, or not indexed at all): a name may share
+        // each of them, which bounds how good its count can get.
+        let uncounted = (grams.len() - counted) as f32;
+        // Sorting the concatenated lists counts shared trigrams with sequential memory
+        // access; a hash map per lookup was several times slower at millions of names.
+        let mut hits: Vec<u32> = Vec::with_capacity(read);
+        for list in &lists[..counted] {
+            hits.extend_from_slice(list);
+        }
+        hits.sort_unstable();
         let query_count = grams.len() as f32;
         let key_chars = key.chars().count();
-        let mut shortlist: Vec<(u32, f32)> = shared
-            .into_iter()
-            .filter_map(|(index, common)| {
-                let total = query_count + self.trigram_counts[index as usize] as f32;
-                let best_possible = 2.0 * (common as f32 + uncounted) / total;
-                (best_possible >= min_score).then_some((index, 2.0 * common as f32 / total))
-            })
-            .filter(|(index, _)| {
-                self.names[*index as usize].chars().count() + MAX_SHORTER >= key_chars
-            })
-            .collect();
-        shortlist.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        shortlist.truncate(SHORTLIST.max(top_k));
+        let mut shortlist: Vec<(u32, f32)> = Vec::new();
+        let mut at = 0;
+        while at < hits.len() {
+            let index = hits[at];
+            let mut end = at + 1;
+            while end < hits.len() && hits[end] == index {
+                end += 1;
+            }
+            let common = (end - at) as f32;
+            at = end;
+            if self.name_chars[index as usize] as usize + MAX_SHORTER < key_chars {
+                continue;
+            }
+            let total = query_count + self.trigram_counts[index as usize] as f32;
+            if 2.0 * (common + uncounted) / total >= min_score {
+                shortlist.push((index, 2.0 * common / total));
+            }
+        }
+        let by_count = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        let keep = SHORTLIST.max(top_k);
+        if shortlist.len() > keep {
+            shortlist.select_nth_unstable_by(keep, by_count);
+            shortlist.truncate(keep);
+        }
         let mut scored: Vec<(u32, f32)> = shortlist
             .into_iter()
             .map(|(index, _)| {
