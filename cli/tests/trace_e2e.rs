@@ -40,7 +40,10 @@ fn exporting(mut command: Command, endpoint: &str, protocol: &str) -> Command {
         .env(
             "OTEL_RESOURCE_ATTRIBUTES",
             "deployment.environment=trace-e2e",
-        );
+        )
+        // Nothing leaves on the exporter's schedule during a test: spans arrive only
+        // because a process flushes them when it stops.
+        .env("OTEL_BSP_SCHEDULE_DELAY", "600000");
     command
 }
 
@@ -145,8 +148,16 @@ fn one_question_is_one_trace_across_processes() {
         .expect("question id")
         .to_owned();
 
-    // Agents export on their own schedule: wait until five or more services have
-    // spans in the trace and the coordinator's question span has arrived.
+    // Stop every process as an orchestrator would; each flushes its spans on the way
+    // out (the exporters' schedule is too slow to have sent anything yet).
+    let status = server.terminate();
+    assert!(status.success(), "kgmesh serve exited with {status}");
+    for agent in &mut agents {
+        let status = agent.terminate();
+        assert!(status.success(), "{} exited with {status}", agent.name);
+    }
+    // Wait until five or more services have spans in the trace and the coordinator's
+    // question span has arrived.
     let in_trace = |spans: &[CollectedSpan]| -> Vec<CollectedSpan> {
         spans
             .iter()
@@ -269,7 +280,6 @@ fn one_question_is_one_trace_across_processes() {
         }
     }
 
-    // Processes are killed on drop, in reverse order of creation.
     drop(server);
     drop(agents);
 }

@@ -15,7 +15,7 @@ pub mod metrics;
 mod propagation;
 
 use std::{
-    sync::{Mutex, OnceLock},
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -24,7 +24,7 @@ use opentelemetry_otlp::{
     WithExportConfig, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL,
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
 };
-use opentelemetry_sdk::{error::OTelSdkError, trace::SdkTracerProvider, Resource};
+use opentelemetry_sdk::{trace::SdkTracerProvider, Resource};
 use tracing::{level_filters::LevelFilter, Subscriber};
 use tracing_subscriber::{filter::Targets, layer::SubscriberExt, EnvFilter, Layer, Registry};
 
@@ -209,7 +209,8 @@ impl OtlpTarget {
 /// or on drop. Dropping it where blocking is allowed (the end of `main`) is enough.
 #[must_use = "dropping the guard stops span export"]
 pub struct TelemetryGuard {
-    provider: Option<SdkTracerProvider>,
+    /// Shared with [`shutdown`]: whichever stops the provider first takes it.
+    provider: SharedProvider,
     /// Drives the gRPC channel; kept apart from the application's runtime so that a
     /// flush at exit still has a runtime to run on.
     runtime: Option<tokio::runtime::Runtime>,
@@ -226,22 +227,24 @@ impl std::fmt::Debug for TelemetryGuard {
 impl TelemetryGuard {
     /// A guard with nothing to flush (export off).
     pub fn disabled() -> Self {
+        Self::with(None, None)
+    }
+
+    fn with(provider: Option<SdkTracerProvider>, runtime: Option<tokio::runtime::Runtime>) -> Self {
         Self {
-            provider: None,
-            runtime: None,
+            provider: Arc::new(Mutex::new(provider)),
+            runtime,
         }
     }
 
     pub fn is_exporting(&self) -> bool {
-        self.provider.is_some()
+        self.provider.lock().is_ok_and(|p| p.is_some())
     }
 
     /// Exports what is queued and stops the exporter. Blocks up to a few seconds: call it
     /// outside async code (or through `spawn_blocking`). Idempotent.
     pub fn shutdown(&mut self) {
-        if let Some(provider) = self.provider.take() {
-            flush_and_stop(&provider);
-        }
+        take_and_stop(&self.provider);
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
@@ -254,28 +257,29 @@ impl Drop for TelemetryGuard {
     }
 }
 
+type SharedProvider = Arc<Mutex<Option<SdkTracerProvider>>>;
+
 /// The provider of the globally installed subscriber, for [`shutdown`].
-static GLOBAL_PROVIDER: OnceLock<Mutex<Option<SdkTracerProvider>>> = OnceLock::new();
+static GLOBAL_PROVIDER: Mutex<Option<SharedProvider>> = Mutex::new(None);
 
 /// Flushes the spans of the globally installed exporter, if any. For drain paths that
 /// do not own the [`TelemetryGuard`] (a service about to exit); blocks like
 /// [`TelemetryGuard::shutdown`]. Spans ended afterwards are dropped.
 pub fn shutdown() {
-    let provider = GLOBAL_PROVIDER
-        .get()
-        .and_then(|slot| slot.lock().ok().and_then(|mut p| p.take()));
-    if let Some(provider) = provider {
-        flush_and_stop(&provider);
+    let shared = GLOBAL_PROVIDER.lock().ok().and_then(|slot| slot.clone());
+    if let Some(shared) = shared {
+        take_and_stop(&shared);
     }
 }
 
-fn flush_and_stop(provider: &SdkTracerProvider) {
-    match provider.force_flush() {
-        // Stopped already, through the other of `shutdown` and the guard.
-        Ok(()) | Err(OTelSdkError::AlreadyShutdown) => {}
-        Err(error) => eprintln!("kgmesh: could not flush spans: {error}"),
+fn take_and_stop(shared: &SharedProvider) {
+    let provider = shared.lock().ok().and_then(|mut p| p.take());
+    if let Some(provider) = provider {
+        if let Err(error) = provider.force_flush() {
+            eprintln!("kgmesh: could not flush spans: {error}");
+        }
+        let _ = provider.shutdown_with_timeout(Duration::from_secs(5));
     }
-    let _ = provider.shutdown_with_timeout(Duration::from_secs(5));
 }
 
 /// A subscriber that is not installed yet, and the guard of its exporter.
@@ -332,10 +336,7 @@ pub fn build_with_provider(
     let subscriber = Registry::default().with(layers);
     Ok(Built {
         subscriber: Box::new(subscriber),
-        guard: TelemetryGuard {
-            provider,
-            runtime: None,
-        },
+        guard: TelemetryGuard::with(provider, None),
         otlp: None,
     })
 }
@@ -346,11 +347,8 @@ pub fn init(settings: &Settings) -> Result<TelemetryGuard, TelemetryError> {
     let built = build(settings)?;
     tracing::subscriber::set_global_default(built.subscriber)
         .map_err(|_| TelemetryError::AlreadyInstalled)?;
-    if let Some(provider) = &built.guard.provider {
-        let slot = GLOBAL_PROVIDER.get_or_init(|| Mutex::new(None));
-        if let Ok(mut slot) = slot.lock() {
-            *slot = Some(provider.clone());
-        }
+    if let Ok(mut slot) = GLOBAL_PROVIDER.lock() {
+        *slot = Some(built.guard.provider.clone());
     }
     Ok(built.guard)
 }

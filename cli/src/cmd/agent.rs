@@ -130,6 +130,8 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     if let Some(health) = health {
         health.stop(true).await;
     }
+    // The drained requests' spans leave now, before the process exits.
+    let _ = tokio::task::spawn_blocking(kgmesh_telemetry::shutdown).await;
     Ok(())
 }
 

@@ -112,6 +112,8 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     if let Some(roles) = embedded {
         roles.stop().await;
     }
+    // The last questions' spans leave now, before the process exits.
+    let _ = tokio::task::spawn_blocking(kgmesh_telemetry::shutdown).await;
     served
 }
 

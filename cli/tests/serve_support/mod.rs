@@ -103,6 +103,28 @@ impl Process {
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// Sends SIGTERM (what orchestrators send) and waits up to [`STEP_TIMEOUT`] for the
+    /// process to exit on its own; its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "cannot signal {}", self.name);
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not exit within {STEP_TIMEOUT:?} of SIGTERM",
+                self.name
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Process {
