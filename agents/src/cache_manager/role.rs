@@ -29,7 +29,8 @@ pub struct CacheManager {
     store: Option<Arc<dyn PlanStore>>,
     loaded: OnceCell<()>,
     graph: Option<Arc<dyn GraphStore>>,
-    gazetteer: OnceCell<Arc<Gazetteer>>,
+    /// The process's shared name index (see `AgentDeps::names`).
+    names: Arc<crate::entity_linker::names::SharedNames>,
     llm: Option<Arc<dyn LanguageModel>>,
 }
 
@@ -45,9 +46,15 @@ impl CacheManager {
             store,
             loaded: OnceCell::new(),
             graph,
-            gazetteer: OnceCell::new(),
+            names: Arc::default(),
             llm,
         }
+    }
+
+    /// Uses the process's shared name index instead of a private one.
+    pub fn with_names(mut self, names: Arc<crate::entity_linker::names::SharedNames>) -> Self {
+        self.names = names;
+        self
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, PlanCache> {
@@ -104,18 +111,7 @@ impl CacheManager {
         let Some(graph) = &self.graph else {
             return Ok(None);
         };
-        let gazetteer = self
-            .gazetteer
-            .get_or_try_init(|| async {
-                super::warm::build_gazetteer(graph.as_ref())
-                    .await
-                    .map(Arc::new)
-                    .map_err(|e| AgentError::Unavailable {
-                        detail: e.to_string(),
-                    })
-            })
-            .await?;
-        Ok(Some(gazetteer.clone()))
+        self.names.get(graph.as_ref()).await.map(Some)
     }
 
     async fn isr(&self, ctx: &CallContext, question: &str) -> Isr {
@@ -243,12 +239,15 @@ fn apply_change(cache: &Mutex<PlanCache>, key: &str, entry: Option<CacheEntry>) 
 
 /// The role's factory: an in-memory cache persisted to `deps.plan_store` when set.
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
-    let manager = Arc::new(CacheManager::new(
-        CacheConfig::default(),
-        deps.plan_store.clone(),
-        deps.graph.clone(),
-        deps.llm.clone(),
-    ));
+    let manager = Arc::new(
+        CacheManager::new(
+            CacheConfig::default(),
+            deps.plan_store.clone(),
+            deps.graph.clone(),
+            deps.llm.clone(),
+        )
+        .with_names(deps.names.clone()),
+    );
     Ok(spec(manager))
 }
 

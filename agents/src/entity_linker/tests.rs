@@ -115,3 +115,81 @@ fn the_gazetteer_prefers_long_mentions_and_skips_stop_words() {
     );
     assert_eq!(mentions, vec!["michael mann".to_owned(), "heat".to_owned()]);
 }
+
+async fn within<F: std::future::Future>(
+    future: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    tokio::time::timeout(std::time::Duration::from_secs(30), future).await
+}
+
+#[tokio::test]
+async fn roles_of_one_process_share_one_name_index() {
+    use std::{sync::Arc, time::Duration};
+
+    use kgmesh_bus::LocalBus;
+    use kgmesh_schemas::{
+        messages::{entity_linker::LinkRequest, kg_linker::KgLinkRequest},
+        Budget, Meta, QuestionId, Role,
+    };
+    use kgmesh_stores::GraphStore;
+
+    use crate::runtime::{registry, AgentDeps, Client, StartOptions};
+
+    let bus = Arc::new(LocalBus::new());
+    let graph: Arc<dyn GraphStore> = Arc::new(movies());
+    let deps = AgentDeps::new(bus.clone()).with_graph(graph.clone());
+    let linker = within(registry::start(
+        Role::ENTITY_LINKER,
+        &deps,
+        StartOptions::default(),
+    ))
+    .await
+    .expect("in time")
+    .unwrap();
+    let kg_linker = within(registry::start(
+        Role::KG_LINKER,
+        &deps,
+        StartOptions::default(),
+    ))
+    .await
+    .expect("in time")
+    .unwrap();
+    assert!(deps.names.get_built().is_none(), "built on first use only");
+
+    let client = Client::new(bus.clone());
+    let meta = Meta::new(QuestionId::new_random(), 1, Budget::default());
+    let (links, _) = within(client.call(
+        &Role::well_known(Role::ENTITY_LINKER),
+        &meta,
+        &LinkRequest {
+            mentions: vec!["Michael Man".to_owned()],
+            top_m: 1,
+            mode: LinkMode::Fuzzy,
+        },
+    ))
+    .await
+    .expect("in time")
+    .unwrap();
+    assert_eq!(links.links[0].candidates[0].entity.name, "Michael Mann");
+    let built = deps.names.get_built().expect("the entity linker built it");
+
+    let (linked, _) = within(client.call(
+        &Role::well_known(Role::KG_LINKER),
+        &meta,
+        &KgLinkRequest {
+            question: "who directed Heat".to_owned(),
+            context: Default::default(),
+            repair_hints: Vec::new(),
+            examples: Vec::new(),
+        },
+    ))
+    .await
+    .expect("in time")
+    .unwrap();
+    assert_eq!(linked.linked[0].entity.name, "Heat");
+    let again = deps.names.get(graph.as_ref()).await.unwrap();
+    assert!(Arc::ptr_eq(&built, &again), "one index for every role");
+
+    linker.stop(Duration::from_secs(5)).await;
+    kg_linker.stop(Duration::from_secs(5)).await;
+}
