@@ -34,7 +34,9 @@ pub struct CacheConfig {
     pub bucket_capacity: usize,
     /// Candidates considered by MMR.
     pub candidate_pool: usize,
-    /// Postings scanned per lookup before remaining (common) terms only re-score.
+    /// Postings touched per lookup: rarest terms are scanned while this allows, later
+    /// (commoner, lower-weight) terms only re-score the candidates found, and terms
+    /// beyond it are left out. Bounds a lookup whatever the cache size.
     pub max_postings_scanned: usize,
 }
 
@@ -46,7 +48,7 @@ impl Default for CacheConfig {
             min_relevance: 0.3,
             bucket_capacity: 10_000,
             candidate_pool: 50,
-            max_postings_scanned: 50_000,
+            max_postings_scanned: 20_000,
         }
     }
 }
@@ -97,6 +99,8 @@ impl Hasher for SlotHasher {
 }
 
 type SlotMap<V> = HashMap<u64, V, BuildHasherDefault<SlotHasher>>;
+/// Iterates in an order fixed by its contents, so bounded scans are reproducible.
+type SlotSet = HashSet<u64, BuildHasherDefault<SlotHasher>>;
 
 /// One entry in a term's postings, with what BM25 needs, so scoring reads no entry.
 #[derive(Clone, Copy)]
@@ -132,8 +136,9 @@ impl TermIndex {
     fn remove(&mut self, slot: u64, term_freqs: &[(u32, u16)], length: u32) {
         for (term, _) in term_freqs {
             if let Some(posting) = self.postings.get_mut(term) {
-                if let Some(at) = posting.iter().position(|p| p.slot == slot) {
-                    posting.swap_remove(at);
+                // Kept sorted by slot (slots only grow), for binary-search probes.
+                if let Ok(at) = posting.binary_search_by_key(&slot, |p| p.slot) {
+                    posting.remove(at);
                 }
                 if posting.is_empty() {
                     self.postings.remove(term);
@@ -155,7 +160,7 @@ struct Bucket {
 #[derive(Default)]
 struct DomainIndex {
     /// Domain-wide postings, searched only when a bucket falls short.
-    postings: HashMap<u32, HashSet<u64>>,
+    postings: HashMap<u32, SlotSet>,
     total_length: u64,
     /// aspect → its entries
     buckets: HashMap<String, Bucket>,
@@ -168,7 +173,7 @@ struct DomainIndex {
 pub struct PlanCache {
     config: CacheConfig,
     terms: HashMap<String, u32>,
-    slots: HashMap<u64, Stored>,
+    slots: SlotMap<Stored>,
     keys: HashMap<String, u64>,
     domains: HashMap<String, DomainIndex>,
     next_slot: u64,
@@ -485,8 +490,9 @@ impl PlanCache {
         }
         let best_possible = best_possible.max(f32::EPSILON);
         query_terms.sort_by_key(|(id, posting)| (posting.len(), *id));
+        let budget = self.config.max_postings_scanned.max(1);
         let mut scores: SlotMap<f32> = SlotMap::default();
-        let mut scanned = 0usize;
+        let mut spent = 0usize;
         for (_, posting) in &query_terms {
             let term_idf = idf(posting.len());
             let weight = |p: &Posting| {
@@ -494,12 +500,28 @@ impl PlanCache {
                 let norm = 1.0 - BM25_B + BM25_B * f32::from(p.length) / average_length;
                 term_idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
             };
-            if scanned + posting.len() <= self.config.max_postings_scanned || scores.is_empty() {
-                scanned += posting.len();
-                for p in posting.iter() {
+            if scores.is_empty() || spent + posting.len() <= budget {
+                let take = posting.len().min(budget.saturating_sub(spent).max(1));
+                spent += take;
+                for p in &posting[..take] {
                     *scores.entry(p.slot).or_default() += weight(p);
                 }
+            } else if scores.len() < posting.len() {
+                // Probe the (sorted) posting for each candidate.
+                if spent + scores.len() > budget {
+                    break;
+                }
+                spent += scores.len();
+                for (slot, score) in scores.iter_mut() {
+                    if let Ok(at) = posting.binary_search_by_key(slot, |p| p.slot) {
+                        *score += weight(&posting[at]);
+                    }
+                }
             } else {
+                if spent + posting.len() > budget {
+                    break;
+                }
+                spent += posting.len();
                 for p in posting.iter() {
                     if let Some(score) = scores.get_mut(&p.slot) {
                         *score += weight(p);
@@ -538,22 +560,28 @@ impl PlanCache {
 
         // Rarest first; ties by term id so the scan order never depends on hashing.
         query_terms.sort_by_key(|term| (index.postings.get(term).map_or(0, |p| p.len()), *term));
+        let budget = self.config.max_postings_scanned.max(1);
         let mut scores: SlotMap<f32> = SlotMap::default();
-        let mut scanned = 0usize;
+        let mut spent = 0usize;
         for term in &query_terms {
             let Some(posting) = index.postings.get(term) else {
                 continue;
             };
             let term_idf = idf(*term);
-            let open =
-                scanned + posting.len() <= self.config.max_postings_scanned || scores.is_empty();
-            if open {
-                scanned += posting.len();
-                for slot in posting {
+            if scores.is_empty() || spent + posting.len() <= budget {
+                // A rarest term commoner than the whole budget is sampled (in an order
+                // fixed by the postings' contents), not scanned.
+                let take = posting.len().min(budget.saturating_sub(spent).max(1));
+                spent += take;
+                for slot in posting.iter().take(take) {
                     let weight = self.bm25_term(*slot, *term, term_idf, average_length);
                     *scores.entry(*slot).or_default() += weight;
                 }
             } else {
+                if spent + scores.len() > budget {
+                    break;
+                }
+                spent += scores.len();
                 for (slot, score) in scores.iter_mut() {
                     if posting.contains(slot) {
                         *score += self.bm25_term(*slot, *term, term_idf, average_length);
@@ -648,8 +676,14 @@ fn rank(
         .map(|(slot, score)| (slot, (score / best_possible).min(1.0)))
         .filter(|(_, relevance)| *relevance >= config.min_relevance)
         .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked.truncate(config.candidate_pool.max(1));
+    let order = |a: &(u64, f32), b: &(u64, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    let pool = config.candidate_pool.max(1);
+    if ranked.len() > pool {
+        // Only the pool is ordered: selecting it is linear, sorting everything is not.
+        ranked.select_nth_unstable_by(pool - 1, order);
+        ranked.truncate(pool);
+    }
+    ranked.sort_by(order);
     ranked
 }
 
@@ -902,6 +936,45 @@ mod tests {
         // Asking for more than the bucket has reaches into the domain.
         let found = cache.lookup("who directed Brazil", &[entity(9, "Brazil")], &isr, 3);
         assert_eq!(found.examples.len(), 3);
+    }
+
+    #[test]
+    fn a_small_scan_budget_still_finds_the_rare_match() {
+        let config = CacheConfig {
+            max_postings_scanned: 8,
+            min_relevance: 0.05,
+            ..CacheConfig::default()
+        };
+        // One bucket, the same bucket by aspect, and a missing bucket (domain search).
+        for (aspect, asked) in [("", ""), ("a", "a"), ("a", "missing")] {
+            let mut cache = PlanCache::new(config.clone());
+            for i in 0..300 {
+                let question = format!("what is the thing number {i} of Heat");
+                cache.insert(entry(&question, "Heat", "has_tags", aspect));
+            }
+            cache.insert(entry(
+                "who composed the score of Heat",
+                "Heat",
+                "music_by",
+                aspect,
+            ));
+            let isr = Isr {
+                aspect: asked.to_owned(),
+                ..Isr::default()
+            };
+            let found = cache.lookup(
+                "who composed the music of Alien",
+                &[entity(7, "Alien")],
+                &isr,
+                3,
+            );
+            assert_eq!(
+                found.examples.first().map(|e| e.question.as_str()),
+                Some("who composed the score of Heat"),
+                "aspect {aspect:?}: {found:?}"
+            );
+            assert!(found.examples.len() <= 3);
+        }
     }
 
     #[test]

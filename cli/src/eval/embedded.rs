@@ -113,7 +113,7 @@ impl CacheStart {
         match self {
             CacheStart::Disabled => "disabled (no lookup, no store)".to_owned(),
             CacheStart::Cold => {
-                "cold: in-process, empty at start (0 entries); stores as it answers".to_owned()
+                "cold: 0 entries at start, in-process; stores as it answers".to_owned()
             }
             CacheStart::File {
                 path,
