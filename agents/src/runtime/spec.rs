@@ -188,7 +188,15 @@ where
         );
         // One trace per question: this call's span is a child of the caller's span,
         // named by the request's trace context.
-        kgmesh_telemetry::set_parent(&span, context.trace());
+        if context.trace().is_empty() {
+            // A sender that left `Meta.trace` empty may still have set the headers.
+            let headers = &message.headers;
+            let from_headers =
+                kgmesh_telemetry::from_headers(|name| headers.get(name).map(String::as_str));
+            kgmesh_telemetry::set_parent(&span, &from_headers);
+        } else {
+            kgmesh_telemetry::set_parent(&span, context.trace());
+        }
         // The synchronous part of the handler may panic too.
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
             (self.handler)(context.clone(), request.body)
