@@ -317,6 +317,21 @@ impl PlanCache {
         (key, evicted)
     }
 
+    /// Whether the entry's (domain, template) is cached with the same plan already.
+    pub fn holds_same_plan(&self, entry: &CacheEntry) -> bool {
+        let template = if entry.template.is_empty() {
+            template::mask(&entry.question, &[])
+        } else {
+            entry.template.clone()
+        };
+        let key = entry_key(&Self::domain_of(&entry.isr), &template);
+        self.get(&key).is_some_and(|cached| {
+            Self::aspect_of(&cached.isr) == Self::aspect_of(&entry.isr)
+                && cached.plan.metapaths == entry.plan.metapaths
+                && cached.plan.cypher == entry.plan.cypher
+        })
+    }
+
     /// Removes an entry by key; returns it when present.
     pub fn remove(&mut self, key: &str) -> Option<CacheEntry> {
         let slot = self.keys.get(key).copied()?;

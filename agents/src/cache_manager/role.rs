@@ -189,14 +189,22 @@ impl CacheManager {
             // Without a masked entity the plan cannot be rebound to another question.
             return Ok(CacheStoreReply { stored: false });
         }
-        let (key, evicted) = self.cache().insert(entry.clone());
+        let (key, evicted, already_stored) = {
+            let mut cache = self.cache();
+            // A replayed plan verified again changes nothing worth a (synced) write.
+            let already_stored = cache.holds_same_plan(&entry);
+            let (key, evicted) = cache.insert(entry.clone());
+            (key, evicted, already_stored)
+        };
         if let Some(store) = &self.store {
-            store
-                .put(&key, &entry)
-                .await
-                .map_err(|e| AgentError::Unavailable {
-                    detail: e.to_string(),
-                })?;
+            if !already_stored {
+                store
+                    .put(&key, &entry)
+                    .await
+                    .map_err(|e| AgentError::Unavailable {
+                        detail: e.to_string(),
+                    })?;
+            }
             for key in evicted {
                 if let Err(error) = store.delete(&key).await {
                     tracing::warn!(%key, %error, "cannot delete an evicted plan from the store");

@@ -93,6 +93,34 @@ fn a_stored_plan_is_replayed_for_another_entity_and_survives_restart() {
             .await
             .unwrap();
             assert!(stored.stored);
+            // The same plan verified again (a replay that worked) is not written again;
+            // a different plan for the template is.
+            let mut again = verified_entry();
+            again.question = "who directed Alien".to_owned();
+            again.plan.entities[0].name = "Alien".to_owned();
+            let (stored, _) = within(client.call(&role, &meta, &CacheStore { entry: again }))
+                .await
+                .unwrap();
+            assert!(stored.stored);
+            let lines = || std::fs::read_to_string(&path).unwrap().lines().count();
+            assert_eq!(lines(), 1);
+            let mut changed = verified_entry();
+            changed.plan.metapaths[0].steps[0].relation = "release_year".to_owned();
+            let (stored, _) = within(client.call(&role, &meta, &CacheStore { entry: changed }))
+                .await
+                .unwrap();
+            assert!(stored.stored);
+            assert_eq!(lines(), 2);
+            // Put the directed_by plan back for the replay checks below.
+            within(client.call(
+                &role,
+                &meta,
+                &CacheStore {
+                    entry: verified_entry(),
+                },
+            ))
+            .await
+            .unwrap();
             // A plan without answers is not verified and is refused.
             let mut unverified = verified_entry();
             unverified.answers.clear();
