@@ -20,11 +20,12 @@ use kgmesh_agents::{
     path_follower::core::{follow_metapath, WalkLimits},
     scoring::{
         core::{score_triples, ScoringConfig},
-        relevance::Relevance,
+        relevance::{Relevance, TextVectors},
     },
     traverser::core::{traverse, TraverseConfig},
     verbalize::{context_text, evidence_entities},
 };
+use kgmesh_models::minilm::MiniLm;
 use kgmesh_schemas::{
     graph::{Entity, Triple},
     messages::context::{Evidence, EvidenceItem},
@@ -48,6 +49,9 @@ struct Options {
     dump_misses_opt: Option<String>,
     /// Nodes per relation prefix expanded while enumerating metapaths.
     sample_per_prefix: usize,
+    /// MiniLM word embeddings for metapath ranking (lexical + synonyms), with the
+    /// cosine from which two words count as synonyms.
+    synonym_cosine_opt: Option<f32>,
 }
 
 fn parse_options() -> Options {
@@ -68,6 +72,7 @@ fn parse_options() -> Options {
         ],
         dump_misses_opt: None,
         sample_per_prefix: EnumerateLimits::default().sample_per_prefix,
+        synonym_cosine_opt: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut index = 0;
@@ -83,6 +88,7 @@ fn parse_options() -> Options {
             "--scoring-k" => options.scoring_k = value.parse().unwrap_or(options.scoring_k),
             "--datasets" => options.datasets = value.split(',').map(str::to_owned).collect(),
             "--dump-misses" => options.dump_misses_opt = Some(value),
+            "--synonym-cosine" => options.synonym_cosine_opt = value.parse().ok(),
             "--sample-per-prefix" => {
                 options.sample_per_prefix = value.parse().unwrap_or(options.sample_per_prefix)
             }
@@ -231,7 +237,12 @@ fn triples_evidence(source: &str, triples: Vec<(Triple, f32)>) -> Vec<Evidence> 
         .collect()
 }
 
-async fn run_dataset(store: &EmbeddedGraph, questions: Vec<Question>, options: &Options) -> Tally {
+async fn run_dataset(
+    store: &EmbeddedGraph,
+    questions: Vec<Question>,
+    options: &Options,
+    words_opt: Option<&Arc<TextVectors>>,
+) -> Tally {
     let mut tally = Tally::default();
     let walk = WalkLimits::default();
     let enumerate = EnumerateLimits {
@@ -260,9 +271,15 @@ async fn run_dataset(store: &EmbeddedGraph, questions: Vec<Question>, options: &
         let gold: HashSet<String> = question.answers.iter().map(|a| normalize(a)).collect();
 
         let started = Instant::now();
+        let metapath_relevance = match (words_opt, options.synonym_cosine_opt) {
+            (Some(words), Some(cosine)) => {
+                Relevance::lexical(&question.text, &names).with_word_vectors(words.clone(), cosine)
+            }
+            _ => Relevance::lexical(&question.text, &names),
+        };
         let metapaths = rank_metapaths(
             store,
-            &relevance,
+            &metapath_relevance,
             &topics,
             &enumerate,
             options.top_metapaths,
@@ -392,6 +409,19 @@ async fn main() {
         },
         TraverseConfig::default(),
     );
+    let words: Option<Arc<TextVectors>> = match options.synonym_cosine_opt {
+        Some(cosine) => match MiniLm::load_async(MiniLm::default_dir()).await {
+            Ok(model) => {
+                println!("metapath relevance: lexical + MiniLM word synonyms (cosine >= {cosine})");
+                Some(Arc::new(TextVectors::new(Arc::new(model), 200_000)))
+            }
+            Err(error) => {
+                eprintln!("MiniLM not loaded ({error}); lexical metapath relevance");
+                None
+            }
+        },
+        None => None,
+    };
     let mut loaded: Option<(String, Arc<EmbeddedGraph>)> = None;
     for dataset in &options.datasets {
         let dir = Path::new(&options.data).join(dataset);
@@ -441,7 +471,7 @@ async fn main() {
             sample(questions, options.sample, options.seed)
         };
         let started = Instant::now();
-        let mut tally = run_dataset(graph, questions, &options).await;
+        let mut tally = run_dataset(graph, questions, &options, words.as_ref()).await;
         println!(
             "{dataset}: {} of {total} dev questions in {:.1?}",
             tally.questions,

@@ -98,13 +98,21 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 pub struct Relevance {
     terms: QuestionTerms,
     embedded: Option<(Arc<TextVectors>, Arc<[f32]>)>,
+    /// Word embeddings for relation-sequence scoring, and the cosine from which a
+    /// relation word and a question word count as synonyms.
+    words_opt: Option<(Arc<TextVectors>, f32)>,
 }
+
+/// Similarity credited to a relation word whose embedding is close to a question word's
+/// (as much as a prefix match, so it can claim the word and earn the focus bonus).
+const EMBEDDED_SYNONYM: f32 = 0.8;
 
 impl Relevance {
     pub fn lexical(question: &str, entity_names: &[&str]) -> Self {
         Self {
             terms: QuestionTerms::new(question, entity_names),
             embedded: None,
+            words_opt: None,
         }
     }
 
@@ -126,6 +134,14 @@ impl Relevance {
             }
         }
         relevance
+    }
+
+    /// Scores relation sequences lexically plus word embeddings: a relation word and a
+    /// question word whose cosine reaches `synonym_cosine` match like a shared stem.
+    /// Each distinct word is embedded once (cached in `vectors`).
+    pub fn with_word_vectors(mut self, vectors: Arc<TextVectors>, synonym_cosine: f32) -> Self {
+        self.words_opt = Some((vectors, synonym_cosine));
+        self
     }
 
     pub fn terms(&self) -> &QuestionTerms {
@@ -150,6 +166,12 @@ impl Relevance {
     /// Relevance of relation sequences; `verbalized[i]` is sequence `i` as text (what the
     /// embedder reads).
     pub async fn sequences(&self, sequences: &[Vec<String>], verbalized: &[String]) -> Vec<f32> {
+        if let Some((vectors, cosine)) = &self.words_opt {
+            match self.sequences_with_words(sequences, vectors, *cosine).await {
+                Ok(scores) => return scores,
+                Err(error) => tracing::warn!(%error, "words not embedded; lexical relevance"),
+            }
+        }
         if self.embedded.is_some() {
             return self.texts(verbalized).await;
         }
@@ -170,5 +192,81 @@ impl Relevance {
                 self.terms.sequence_score_stems(&relations)
             })
             .collect()
+    }
+
+    async fn sequences_with_words(
+        &self,
+        sequences: &[Vec<String>],
+        vectors: &TextVectors,
+        synonym_cosine: f32,
+    ) -> Result<Vec<f32>, EmbedError> {
+        use super::text::{is_stop_word, stem, words};
+        // Relation → its stems; stem → the word an embedder reads.
+        let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
+        let mut word_of: HashMap<String, String> = HashMap::new();
+        for relation in sequences.iter().flatten() {
+            stems.entry(relation.as_str()).or_insert_with(|| {
+                let mut out: Vec<String> = Vec::new();
+                for word in words(relation).into_iter().filter(|w| !is_stop_word(w)) {
+                    let stemmed = stem(&word);
+                    if !out.contains(&stemmed) {
+                        word_of.entry(stemmed.clone()).or_insert(word);
+                        out.push(stemmed);
+                    }
+                }
+                out
+            });
+        }
+        let tokens: Vec<(String, String)> = word_of.into_iter().collect();
+        let question = self.terms.raw_words();
+        let texts: Vec<String> = tokens
+            .iter()
+            .map(|(_, word)| word.clone())
+            .chain(question.iter().cloned())
+            .collect();
+        let found = vectors.vectors(&texts).await?;
+        let (token_vectors, question_vectors) = found.split_at(tokens.len());
+        // Embeddings only fill the gaps of lexical matching: a question word that some
+        // relation word already matches lexically, or a relation word that already
+        // matches some question word, gets no synonyms (near neighbours in embedding
+        // space are often merely related words, "films" and "genre").
+        let question_stems = self.terms.stems();
+        let lexical = |a: &str, b: &str| super::text::stem_similarity(a, b) >= 0.8;
+        let question_matched: Vec<bool> = question_stems
+            .iter()
+            .map(|q| tokens.iter().any(|(t, _)| lexical(t, q)))
+            .collect();
+        // Which question words each relation stem is a synonym of.
+        let synonyms: HashMap<&str, Vec<bool>> = tokens
+            .iter()
+            .zip(token_vectors)
+            .map(|((stemmed, _), vector)| {
+                let token_matched = question_stems.iter().any(|q| lexical(stemmed, q));
+                let close = question_vectors
+                    .iter()
+                    .zip(&question_matched)
+                    .map(|(q, matched)| {
+                        !token_matched && !matched && cosine(vector, q) >= synonym_cosine
+                    })
+                    .collect();
+                (stemmed.as_str(), close)
+            })
+            .collect();
+        let extra = |token: &str, index: usize| -> f32 {
+            match synonyms.get(token).and_then(|close| close.get(index)) {
+                Some(true) => EMBEDDED_SYNONYM,
+                _ => 0.0,
+            }
+        };
+        Ok(sequences
+            .iter()
+            .map(|sequence| {
+                let relations: Vec<Vec<String>> = sequence
+                    .iter()
+                    .map(|relation| stems.get(relation.as_str()).cloned().unwrap_or_default())
+                    .collect();
+                self.terms.sequence_score_with(&relations, Some(&extra))
+            })
+            .collect())
     }
 }

@@ -180,9 +180,15 @@ pub struct QuestionTerms {
     /// One stem per content word occurrence, in question order: "directed by the
     /// director of" keeps both, so a path may follow `directed_by` twice.
     stems: Vec<String>,
+    /// The lowercased word behind each stem (what an embedder reads).
+    raw: Vec<String>,
     /// Index into `stems` of the word naming the answer, if the question has one.
     focus: Option<usize>,
 }
+
+/// Similarity of a relation token (a stem) to question word `index`, beyond the lexical
+/// one (e.g. from word embeddings); the higher of both counts.
+pub type ExtraSimilarity<'a> = &'a dyn Fn(&str, usize) -> f32;
 
 impl QuestionTerms {
     /// Content words of `question`, minus the words of the given entity names (words of
@@ -201,6 +207,7 @@ impl QuestionTerms {
             .map(|(i, w)| (i, stem(w)))
             .filter(|(_, s)| !excluded.contains(s))
             .collect();
+        let raw = content.iter().map(|(i, _)| all[*i].clone()).collect();
         let focus = all
             .iter()
             .position(|w| WH_WORDS.contains(&w.as_str()))
@@ -214,12 +221,18 @@ impl QuestionTerms {
             });
         Self {
             stems: content.into_iter().map(|(_, s)| s).collect(),
+            raw,
             focus,
         }
     }
 
     pub fn stems(&self) -> &[String] {
         &self.stems
+    }
+
+    /// The lowercased question word behind each of [`Self::stems`].
+    pub fn raw_words(&self) -> &[String] {
+        &self.raw
     }
 
     /// The stem of the word naming the answer ("years" in "released in which years").
@@ -234,19 +247,27 @@ impl QuestionTerms {
     /// Best similarity of any word of `text` with any question word, and which question
     /// word it was; words in `used` are skipped.
     pub fn best_match(&self, text: &str, used: &[bool]) -> Option<(f32, usize)> {
-        self.best_token_match(&content_stems(text), used)
+        self.best_token_match(&content_stems(text), used, None)
             .map(|(score, _, index)| (score, index))
     }
 
     /// Like [`Self::best_match`] over pre-computed stems; also says which token matched.
-    fn best_token_match(&self, tokens: &[String], used: &[bool]) -> Option<(f32, usize, usize)> {
+    fn best_token_match(
+        &self,
+        tokens: &[String],
+        used: &[bool],
+        extra_opt: Option<ExtraSimilarity<'_>>,
+    ) -> Option<(f32, usize, usize)> {
         let mut best: Option<(f32, usize, usize)> = None;
         for (token_index, token) in tokens.iter().enumerate() {
             for (index, question_stem) in self.stems.iter().enumerate() {
                 if used.get(index).copied().unwrap_or(false) {
                     continue;
                 }
-                let similarity = stem_similarity(token, question_stem);
+                let mut similarity = stem_similarity(token, question_stem);
+                if let Some(extra) = extra_opt {
+                    similarity = similarity.max(extra(token, index));
+                }
                 if similarity > 0.0 && best.is_none_or(|(score, _, _)| similarity > score) {
                     best = Some((similarity, token_index, index));
                 }
@@ -276,11 +297,21 @@ impl QuestionTerms {
     /// [`Self::sequence_score`] over each relation's [`content_stems`], computed once by a
     /// caller that scores many sequences over few relations.
     pub fn sequence_score_stems(&self, relations: &[Vec<String>]) -> f32 {
+        self.sequence_score_with(relations, None)
+    }
+
+    /// [`Self::sequence_score_stems`] with a further similarity of relation tokens to
+    /// question words (synonyms a stemmer cannot see: "types" and `has_genre`).
+    pub fn sequence_score_with(
+        &self,
+        relations: &[Vec<String>],
+        extra_opt: Option<ExtraSimilarity<'_>>,
+    ) -> f32 {
         const UNMATCHED_PENALTY: f32 = 0.5;
         let mut used = vec![false; self.stems.len()];
         let mut total = 0.0;
         for tokens in relations {
-            match self.best_token_match(tokens, &used) {
+            match self.best_token_match(tokens, &used, extra_opt) {
                 Some((score, token_index, index)) => {
                     used[index] = true;
                     total += score;
@@ -292,7 +323,7 @@ impl QuestionTerms {
                             continue;
                         }
                         if let Some((similarity, _, index)) =
-                            self.best_token_match(std::slice::from_ref(token), &used)
+                            self.best_token_match(std::slice::from_ref(token), &used, extra_opt)
                         {
                             if similarity >= CLAIM_MIN {
                                 used[index] = true;
@@ -303,11 +334,12 @@ impl QuestionTerms {
                 None => total -= UNMATCHED_PENALTY,
             }
         }
-        if let (Some(last), Some(focus)) = (relations.last(), self.focus()) {
-            if last
-                .iter()
-                .any(|token| stem_similarity(token, focus) >= CLAIM_MIN)
-            {
+        if let (Some(last), Some(focus_index)) = (relations.last(), self.focus) {
+            let focus = &self.stems[focus_index];
+            if last.iter().any(|token| {
+                let extra = extra_opt.map_or(0.0, |extra| extra(token, focus_index));
+                stem_similarity(token, focus).max(extra) >= CLAIM_MIN
+            }) {
                 total += FOCUS_BONUS;
             }
         }
