@@ -5,7 +5,7 @@
 //! words). Generic: it knows nothing about any particular graph.
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::{HashMap, HashSet},
     sync::Arc,
 };
 
@@ -103,41 +103,52 @@ pub async fn enumerate_metapaths(
             relations: None,
             fanout_cap: limits.fanout_cap,
         };
-        let neighborhood = store.neighbors(&frontier, &query).await?;
-        // node → (step, far node)
-        let mut by_node: BTreeMap<NodeId, Vec<(RelationStep, NodeId)>> = BTreeMap::new();
-        for triple in &neighborhood.triples {
-            by_node.entry(triple.head.id).or_default().push((
-                RelationStep {
-                    relation: triple.relation.clone(),
-                    direction: Direction::Out,
-                },
-                triple.tail.id,
-            ));
-            by_node.entry(triple.tail.id).or_default().push((
-                RelationStep {
-                    relation: triple.relation.clone(),
-                    direction: Direction::In,
-                },
-                triple.head.id,
-            ));
+        // Ids and relation indexes only: enumeration never needs a node's name, and
+        // copying names per edge dominated the cost around hubs.
+        let neighborhood = store.neighbor_edges(&frontier, &query).await?;
+        // node → (relation index, direction followed, far node)
+        let mut by_node: HashMap<NodeId, Vec<(u32, Direction, NodeId)>> = HashMap::new();
+        for edge in &neighborhood.edges {
+            by_node
+                .entry(edge.head)
+                .or_default()
+                .push((edge.relation, Direction::Out, edge.tail));
+            by_node
+                .entry(edge.tail)
+                .or_default()
+                .push((edge.relation, Direction::In, edge.head));
         }
         let mut next: Vec<(Vec<RelationStep>, Vec<NodeId>)> = Vec::new();
         for (prefix, nodes) in &layer {
-            let mut extensions: BTreeMap<RelationStep, (Vec<NodeId>, HashSet<NodeId>)> =
-                BTreeMap::new();
+            let mut extensions: HashMap<(u32, Direction), (Vec<NodeId>, HashSet<NodeId>)> =
+                HashMap::new();
             for node in nodes {
-                for (step, far) in by_node.get(node).into_iter().flatten() {
+                for (relation, direction, far) in by_node.get(node).into_iter().flatten() {
                     if far == node {
                         continue;
                     }
-                    let entry = extensions.entry(step.clone()).or_default();
+                    let entry = extensions.entry((*relation, *direction)).or_default();
                     if entry.0.len() < limits.sample_per_prefix && entry.1.insert(*far) {
                         entry.0.push(*far);
                     }
                 }
             }
-            for (step, (reached, _)) in extensions {
+            let mut steps_found: Vec<(RelationStep, Vec<NodeId>)> = extensions
+                .into_iter()
+                .filter_map(|((relation, direction), (reached, _))| {
+                    let name = neighborhood.names.relation_name(relation)?;
+                    Some((
+                        RelationStep {
+                            relation: name.to_owned(),
+                            direction,
+                        },
+                        reached,
+                    ))
+                })
+                .collect();
+            // The order a BTreeMap of steps gave: by relation name, then direction.
+            steps_found.sort_by(|a, b| a.0.cmp(&b.0));
+            for (step, reached) in steps_found {
                 let mut steps = prefix.clone();
                 steps.push(step);
                 found.push(Metapath {
