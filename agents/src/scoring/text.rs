@@ -132,6 +132,25 @@ pub fn stem(word: &str) -> String {
     word.to_owned()
 }
 
+/// Whether `question` names `name` the way names are written: more than one content
+/// word, or (where the question spells it) with a capital letter or inside brackets.
+fn marked_as_name(question: &str, name: &str) -> bool {
+    if content_stems(name).len() > 1 {
+        return true;
+    }
+    let lower_question = question.to_lowercase();
+    let lower_name = name.trim().to_lowercase();
+    if lower_name.is_empty() || lower_question.len() != question.len() {
+        // Lower-casing changed byte offsets: no spelling to read, so keep it a name.
+        return true;
+    }
+    lower_question.match_indices(&lower_name).any(|(at, _)| {
+        let spelled = &question[at..at + lower_name.len()];
+        let bracketed = question[..at].trim_end().ends_with('[');
+        bracketed || spelled.chars().any(char::is_uppercase)
+    })
+}
+
 /// Content stems of a text, in order, without stop words or duplicates.
 pub fn content_stems(text: &str) -> Vec<String> {
     let mut seen = HashSet::new();
@@ -193,8 +212,24 @@ pub type ExtraSimilarity<'a> = &'a dyn Fn(&str, usize) -> f32;
 impl QuestionTerms {
     /// Content words of `question`, minus the words of the given entity names (words of
     /// an entity mention say nothing about which relation is asked for).
+    ///
+    /// A graph may hold entities named by plain words ("director", "language" as tags),
+    /// so a question's relation word can also be a weak entity mention. When the
+    /// question names an entity in a way that marks a name (several words, a capital
+    /// letter, brackets), a one-word mention written in lower case is taken for a
+    /// relation cue and its word is kept.
     pub fn new(question: &str, entity_names: &[&str]) -> Self {
-        let excluded: HashSet<String> = entity_names
+        let strong: Vec<&str> = entity_names
+            .iter()
+            .copied()
+            .filter(|name| marked_as_name(question, name))
+            .collect();
+        let excluded_names: &[&str] = if strong.is_empty() {
+            entity_names
+        } else {
+            &strong
+        };
+        let excluded: HashSet<String> = excluded_names
             .iter()
             .flat_map(|name| content_stems(name))
             .collect();
@@ -376,6 +411,15 @@ mod tests {
         assert_eq!(stem_similarity("filmmak", "mak"), 0.0);
         assert_eq!(stem_similarity("playwright", "wright"), 0.8);
         assert_eq!(stem_similarity("genre", "year"), 0.0);
+    }
+
+    #[test]
+    fn a_lower_case_word_beside_a_named_entity_stays_a_relation_cue() {
+        let terms = QuestionTerms::new("the director of [Inkheart] was", &["Inkheart", "director"]);
+        assert_eq!(terms.stems(), &[stem("director")]);
+        // Alone, the same mention is the entity the question is about.
+        let terms = QuestionTerms::new("which films are about director", &["director"]);
+        assert_eq!(terms.stems(), &[stem("films")]);
     }
 
     #[test]
