@@ -214,6 +214,7 @@ impl Coordinator {
             cache_hit: false,
             rounds_run: 0,
             complete: false,
+            model_verified: false,
         };
         Ok(run.run().instrument(span).await)
     }
@@ -289,6 +290,9 @@ struct Run<'a> {
     cache_hit: bool,
     rounds_run: u8,
     complete: bool,
+    /// A language model judged the retrieval complete (rather than the rule-based
+    /// judge): the plan counts as verified and may be replayed without a model.
+    model_verified: bool,
 }
 
 /// What one round asks the retrievers for.
@@ -624,6 +628,7 @@ impl Run<'_> {
                 frontier: frontier.clone(),
                 depth_expansions_left: self.ledger.budget().depth_expansions,
             };
+            let calls_before = self.ledger.spent().llm_calls;
             let Some(reply) = self
                 .call_role(&Role::well_known(Role::JUDGE), round, request, "judge")
                 .await
@@ -633,6 +638,7 @@ impl Run<'_> {
             let (expansion, proposed) = match reply.verdict {
                 Verdict::Complete => {
                     self.complete = true;
+                    self.model_verified = self.ledger.spent().llm_calls > calls_before;
                     return;
                 }
                 Verdict::NextRound => return,
@@ -807,7 +813,10 @@ impl Run<'_> {
             isr: self.isr.clone().unwrap_or_default(),
             plan,
             answers: answers.iter().map(|a| a.text.clone()).collect(),
-            hits: 0,
+            // A model's verdict verifies the plan (replayable at once); the rule-based
+            // judge's makes it a few-shot example only, since replaying a rule's mistake
+            // would repeat it for every question of the template.
+            hits: u32::from(self.model_verified),
             failures: 0,
         };
         let role = Role::well_known(Role::CACHE_MANAGER);

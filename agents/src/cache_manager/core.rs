@@ -38,6 +38,13 @@ pub struct CacheConfig {
     /// (commoner, lower-weight) terms only re-score the candidates found, and terms
     /// beyond it are left out. Bounds a lookup whatever the cache size.
     pub max_postings_scanned: usize,
+    /// Verifications (`hits`) a plan needs before it is replayed without a model. Plans
+    /// imported by `kgmesh cache warm` (checked against gold answers) and plans a
+    /// model judged complete start at 1; a plan only the rule-based judge accepted
+    /// starts at 0 and serves as a few-shot example, never as a replay: replaying it
+    /// would repeat one mistake for every later question of its template (two
+    /// questions agreeing is no proof: the rule errs the same way for both).
+    pub replay_min_hits: u32,
 }
 
 impl Default for CacheConfig {
@@ -49,6 +56,7 @@ impl Default for CacheConfig {
             bucket_capacity: 10_000,
             candidate_pool: 50,
             max_postings_scanned: 20_000,
+            replay_min_hits: 1,
         }
     }
 }
@@ -245,8 +253,7 @@ impl PlanCache {
             let same = self.slots.get(&existing).is_some_and(|stored| {
                 stored.aspect == aspect
                     && stored.entry.template == entry.template
-                    && stored.entry.plan.metapaths == entry.plan.metapaths
-                    && stored.entry.plan.cypher == entry.plan.cypher
+                    && same_plan(&stored.entry.plan, &entry.plan)
             });
             if same {
                 // The same plan verified again: refresh in place, no re-indexing.
@@ -258,10 +265,16 @@ impl PlanCache {
                 self.touch(existing);
                 return (key, Vec::new());
             }
-            let previous = self.remove_slot(existing);
-            if let Some(previous) = previous {
-                entry.hits = entry.hits.max(previous.entry.hits);
+            let better_confirmed = self
+                .slots
+                .get(&existing)
+                .is_some_and(|stored| stored.entry.hits > entry.hits);
+            if better_confirmed {
+                // A plan verified more often than the newcomer keeps its place.
+                self.touch(existing);
+                return (key, Vec::new());
             }
+            self.remove_slot(existing);
         }
         let tokens = template::tokens(&entry.template);
         let mut counts: BTreeMap<u32, u16> = BTreeMap::new();
@@ -317,6 +330,16 @@ impl PlanCache {
         (key, evicted)
     }
 
+    /// The key an entry is stored under: its domain and template.
+    pub fn key_for(&self, entry: &CacheEntry) -> String {
+        let template = if entry.template.is_empty() {
+            template::mask(&entry.question, &[])
+        } else {
+            entry.template.clone()
+        };
+        entry_key(&Self::domain_of(&entry.isr), &template)
+    }
+
     /// Whether the entry's (domain, template) is cached with the same plan already.
     pub fn holds_same_plan(&self, entry: &CacheEntry) -> bool {
         let template = if entry.template.is_empty() {
@@ -327,8 +350,7 @@ impl PlanCache {
         let key = entry_key(&Self::domain_of(&entry.isr), &template);
         self.get(&key).is_some_and(|cached| {
             Self::aspect_of(&cached.isr) == Self::aspect_of(&entry.isr)
-                && cached.plan.metapaths == entry.plan.metapaths
-                && cached.plan.cypher == entry.plan.cypher
+                && same_plan(&cached.plan, &entry.plan)
         })
     }
 
@@ -434,6 +456,7 @@ impl PlanCache {
                         .filter(|t| *t == ENTITY_SLOT)
                         .count();
                     stored.entry.failures <= stored.entry.hits
+                        && stored.entry.hits >= self.config.replay_min_hits
                         && slots_in_template > 0
                         && slots_in_template == entities.len()
                         && !stored.entry.plan.metapaths.is_empty()
@@ -704,6 +727,14 @@ fn rank(
 
 /// A stored plan with its entities replaced by the new question's, position by
 /// position; quoted entity names inside stored Cypher are replaced too.
+/// Whether two plans are one plan for different entities: the same metapaths, and the
+/// same Cypher once `b`'s entity literals are rebound to `a`'s entities.
+pub fn same_plan(a: &Plan, b: &Plan) -> bool {
+    a.metapaths == b.metapaths
+        && a.entities.len() == b.entities.len()
+        && rebind(b, &a.entities).cypher == a.cypher
+}
+
 pub fn rebind(plan: &Plan, entities: &[Entity]) -> Plan {
     let cypher = plan
         .cypher
@@ -789,6 +820,21 @@ mod tests {
             "directed_by",
             "director",
         ));
+        let unconfirmed = cache.lookup(
+            "Who directed Alien?",
+            &[entity(7, "Alien")],
+            &Isr::default(),
+            5,
+        );
+        assert!(
+            unconfirmed.replay.is_none(),
+            "a plan stored once is an example, not replayed"
+        );
+        assert_eq!(unconfirmed.examples.len(), 1);
+        // The same plan verified (by a model or against gold answers) is replayed.
+        let mut verified = entry("who directed Ronin", "Ronin", "directed_by", "director");
+        verified.hits = 1;
+        cache.insert(verified);
         let found = cache.lookup(
             "Who directed Alien?",
             &[entity(7, "Alien")],
@@ -803,6 +849,28 @@ mod tests {
             "MATCH (m {name: 'Alien'})-[:directed_by]->(x) RETURN x.name"
         );
         assert_eq!(found.examples.len(), 1);
+    }
+
+    #[test]
+    fn a_confirmed_plan_keeps_its_place_against_an_unconfirmed_rival() {
+        let mut cache = PlanCache::new(CacheConfig::default());
+        let mut verified = entry("who directed Heat", "Heat", "directed_by", "director");
+        verified.hits = 1;
+        cache.insert(verified);
+        cache.insert(entry(
+            "who directed Ronin",
+            "Ronin",
+            "written_by",
+            "director",
+        ));
+        let found = cache.lookup(
+            "Who directed Alien?",
+            &[entity(7, "Alien")],
+            &Isr::default(),
+            5,
+        );
+        let replay = found.replay.expect("the verified plan is replayed");
+        assert_eq!(replay.metapaths[0].steps[0].relation, "directed_by");
     }
 
     #[test]
@@ -938,7 +1006,9 @@ mod tests {
         }
         // The closest wording of all (the very template) sits in another bucket: it is
         // replayed, but the examples come from the bucket.
-        cache.insert(entry("who directed Up", "Up", "directed_by", "other"));
+        let mut verified = entry("who directed Up", "Up", "directed_by", "other");
+        verified.hits = 1;
+        cache.insert(verified);
         let isr = Isr {
             aspect: "director".to_owned(),
             ..Isr::default()

@@ -18,7 +18,7 @@ use kgmesh_stores::GraphStore;
 use tokio::sync::OnceCell;
 
 use super::{
-    core::{CacheConfig, PlanCache},
+    core::{same_plan, CacheConfig, PlanCache},
     persist::PlanStore,
     template,
 };
@@ -189,15 +189,28 @@ impl CacheManager {
             // Without a masked entity the plan cannot be rebound to another question.
             return Ok(CacheStoreReply { stored: false });
         }
-        let (key, evicted, already_stored) = {
+        let (key, evicted, write, stored, entry) = {
             let mut cache = self.cache();
-            // A replayed plan verified again changes nothing worth a (synced) write.
-            let already_stored = cache.holds_same_plan(&entry);
+            let before = cache.get(&cache.key_for(&entry)).cloned();
             let (key, evicted) = cache.insert(entry.clone());
-            (key, evicted, already_stored)
+            let Some(kept) = cache.get(&key).cloned() else {
+                return Ok(CacheStoreReply { stored: false });
+            };
+            let stored = same_plan(&kept.plan, &entry.plan);
+            // A plan verified again changes nothing worth a (synced) write, except the
+            // confirmation that makes it replayable.
+            let threshold = cache.config().replay_min_hits;
+            let write = match &before {
+                None => true,
+                Some(before) => {
+                    !same_plan(&before.plan, &kept.plan)
+                        || (before.hits < threshold && kept.hits >= threshold)
+                }
+            };
+            (key, evicted, write, stored, kept)
         };
         if let Some(store) = &self.store {
-            if !already_stored {
+            if write {
                 store
                     .put(&key, &entry)
                     .await
@@ -211,7 +224,7 @@ impl CacheManager {
                 }
             }
         }
-        Ok(CacheStoreReply { stored: true })
+        Ok(CacheStoreReply { stored })
     }
 
     pub fn len(&self) -> usize {

@@ -93,9 +93,10 @@ fn a_stored_plan_is_replayed_for_another_entity_and_survives_restart() {
             .await
             .unwrap();
             assert!(stored.stored);
-            // The same plan verified again (a replay that worked) is not written again;
-            // a different plan for the template is.
+            // The same plan verified again changes nothing and is not written again,
+            // except when the new verification makes it replayable (hits 0 → 1)...
             let mut again = verified_entry();
+            again.hits = 1;
             again.question = "who directed Alien".to_owned();
             again.plan.entities[0].name = "Alien".to_owned();
             let (stored, _) = within(client.call(&role, &meta, &CacheStore { entry: again }))
@@ -103,13 +104,15 @@ fn a_stored_plan_is_replayed_for_another_entity_and_survives_restart() {
                 .unwrap();
             assert!(stored.stored);
             let lines = || std::fs::read_to_string(&path).unwrap().lines().count();
-            assert_eq!(lines(), 1);
+            // ... except the confirmation that makes it replayable (hits 0 → 1).
+            assert_eq!(lines(), 2);
             let mut changed = verified_entry();
             changed.plan.metapaths[0].steps[0].relation = "release_year".to_owned();
             let (stored, _) = within(client.call(&role, &meta, &CacheStore { entry: changed }))
                 .await
                 .unwrap();
-            assert!(stored.stored);
+            // An unconfirmed rival does not displace a confirmed plan.
+            assert!(!stored.stored);
             assert_eq!(lines(), 2);
             // Put the directed_by plan back for the replay checks below.
             within(client.call(
@@ -150,7 +153,8 @@ fn a_stored_plan_is_replayed_for_another_entity_and_survives_restart() {
         let (found, cost) = within(client.call(&role, &meta, &lookup)).await.unwrap();
         assert_eq!(cost.llm_calls, 0);
         assert_eq!(found.examples.len(), 1);
-        assert_eq!(found.examples[0].question, "who directed Heat");
+        // The entry holds the latest question that verified the plan.
+        assert_eq!(found.examples[0].question, "who directed Alien");
         let replay = found.replay.expect("same template, another entity: replay");
         assert_eq!(replay.entities.len(), 1);
         assert_eq!(replay.entities[0].name, "Alien");
