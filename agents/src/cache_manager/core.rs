@@ -176,6 +176,20 @@ struct DomainIndex {
     templates: HashMap<String, u64>,
 }
 
+/// What [`PlanCache::offer`] did with a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offered {
+    /// The key of the plan's (domain, template).
+    pub key: String,
+    /// Keys evicted to keep the bucket within capacity.
+    pub evicted: Vec<String>,
+    /// The cache holds the offered plan (false: a better-verified plan kept its place).
+    pub kept: bool,
+    /// The entry under `key` changed in a way a persistent store should mirror: a new
+    /// or replaced plan, or one that just became replayable.
+    pub changed: bool,
+}
+
 /// A two-layer (domain → aspect) semantic plan cache.
 #[derive(Default)]
 pub struct PlanCache {
@@ -240,8 +254,48 @@ impl PlanCache {
         id
     }
 
-    /// Stores (or replaces) the entry for its (domain, template). Returns its key and
-    /// the keys evicted to keep the bucket within capacity.
+    /// Offers a plan verified by a question (or by `kgmesh cache warm`): stored like
+    /// [`insert`](Self::insert), except that a different plan verified more often
+    /// (`hits`) keeps its place. Says what a persistent store needs to mirror.
+    pub fn offer(&mut self, entry: CacheEntry) -> Offered {
+        let key = self.key_for(&entry);
+        let held = self.keys.get(&key).copied().and_then(|slot| {
+            let stored = self.slots.get(&slot)?;
+            let same = self.holds_same_plan(slot, &Self::aspect_of(&entry.isr), &entry);
+            Some((slot, same, stored.entry.hits))
+        });
+        if let Some((slot, false, hits)) = held {
+            if hits > entry.hits {
+                self.touch(slot);
+                return Offered {
+                    key,
+                    evicted: Vec::new(),
+                    kept: false,
+                    changed: false,
+                };
+            }
+        }
+        let (key, evicted) = self.insert(entry);
+        let threshold = self.config.replay_min_hits;
+        let changed = match held {
+            Some((_, true, hits_before)) => {
+                // The same plan verified again: worth writing only when it just became
+                // replayable.
+                hits_before < threshold && self.get(&key).is_some_and(|e| e.hits >= threshold)
+            }
+            _ => true,
+        };
+        Offered {
+            key,
+            evicted,
+            kept: true,
+            changed,
+        }
+    }
+
+    /// Stores (or replaces) the entry for its (domain, template), as loading a store or
+    /// following another replica does. Returns its key and the keys evicted to keep the
+    /// bucket within capacity.
     pub fn insert(&mut self, mut entry: CacheEntry) -> (String, Vec<String>) {
         if entry.template.is_empty() {
             entry.template = template::mask(&entry.question, &[]);
@@ -250,27 +304,13 @@ impl PlanCache {
         let aspect = Self::aspect_of(&entry.isr);
         let key = entry_key(&domain, &entry.template);
         if let Some(existing) = self.keys.get(&key).copied() {
-            let same = self.slots.get(&existing).is_some_and(|stored| {
-                stored.aspect == aspect
-                    && stored.entry.template == entry.template
-                    && same_plan(&stored.entry.plan, &entry.plan)
-            });
-            if same {
+            if self.holds_same_plan(existing, &aspect, &entry) {
                 // The same plan verified again: refresh in place, no re-indexing.
                 if let Some(stored) = self.slots.get_mut(&existing) {
                     entry.hits = entry.hits.max(stored.entry.hits);
                     entry.failures = stored.entry.failures;
                     stored.entry = entry;
                 }
-                self.touch(existing);
-                return (key, Vec::new());
-            }
-            let better_confirmed = self
-                .slots
-                .get(&existing)
-                .is_some_and(|stored| stored.entry.hits > entry.hits);
-            if better_confirmed {
-                // A plan verified more often than the newcomer keeps its place.
                 self.touch(existing);
                 return (key, Vec::new());
             }
@@ -331,7 +371,7 @@ impl PlanCache {
     }
 
     /// The key an entry is stored under: its domain and template.
-    pub fn key_for(&self, entry: &CacheEntry) -> String {
+    fn key_for(&self, entry: &CacheEntry) -> String {
         let template = if entry.template.is_empty() {
             template::mask(&entry.question, &[])
         } else {
@@ -340,17 +380,11 @@ impl PlanCache {
         entry_key(&Self::domain_of(&entry.isr), &template)
     }
 
-    /// Whether the entry's (domain, template) is cached with the same plan already.
-    pub fn holds_same_plan(&self, entry: &CacheEntry) -> bool {
-        let template = if entry.template.is_empty() {
-            template::mask(&entry.question, &[])
-        } else {
-            entry.template.clone()
-        };
-        let key = entry_key(&Self::domain_of(&entry.isr), &template);
-        self.get(&key).is_some_and(|cached| {
-            Self::aspect_of(&cached.isr) == Self::aspect_of(&entry.isr)
-                && same_plan(&cached.plan, &entry.plan)
+    /// Whether `slot` holds `entry`'s plan under the same aspect (a refresh, not a
+    /// replacement).
+    fn holds_same_plan(&self, slot: u64, aspect: &str, entry: &CacheEntry) -> bool {
+        self.slots.get(&slot).is_some_and(|stored| {
+            stored.aspect == aspect && same_plan(&stored.entry.plan, &entry.plan)
         })
     }
 
@@ -856,13 +890,14 @@ mod tests {
         let mut cache = PlanCache::new(CacheConfig::default());
         let mut verified = entry("who directed Heat", "Heat", "directed_by", "director");
         verified.hits = 1;
-        cache.insert(verified);
-        cache.insert(entry(
+        assert!(cache.offer(verified).changed);
+        let rival = cache.offer(entry(
             "who directed Ronin",
             "Ronin",
             "written_by",
             "director",
         ));
+        assert!(!rival.kept && !rival.changed, "{rival:?}");
         let found = cache.lookup(
             "Who directed Alien?",
             &[entity(7, "Alien")],

@@ -18,7 +18,7 @@ use kgmesh_stores::GraphStore;
 use tokio::sync::OnceCell;
 
 use super::{
-    core::{same_plan, CacheConfig, PlanCache},
+    core::{CacheConfig, PlanCache},
     persist::PlanStore,
     template,
 };
@@ -189,42 +189,32 @@ impl CacheManager {
             // Without a masked entity the plan cannot be rebound to another question.
             return Ok(CacheStoreReply { stored: false });
         }
-        let (key, evicted, write, stored, entry) = {
+        let (offered, kept) = {
             let mut cache = self.cache();
-            let before = cache.get(&cache.key_for(&entry)).cloned();
-            let (key, evicted) = cache.insert(entry.clone());
-            let Some(kept) = cache.get(&key).cloned() else {
-                return Ok(CacheStoreReply { stored: false });
-            };
-            let stored = same_plan(&kept.plan, &entry.plan);
-            // A plan verified again changes nothing worth a (synced) write, except the
-            // confirmation that makes it replayable.
-            let threshold = cache.config().replay_min_hits;
-            let write = match &before {
-                None => true,
-                Some(before) => {
-                    !same_plan(&before.plan, &kept.plan)
-                        || (before.hits < threshold && kept.hits >= threshold)
-                }
-            };
-            (key, evicted, write, stored, kept)
+            let offered = cache.offer(entry);
+            let kept = cache.get(&offered.key).cloned();
+            (offered, kept)
         };
         if let Some(store) = &self.store {
-            if write {
+            // A plan verified again changes nothing worth a (synced) write, except the
+            // verification that makes it replayable; what is written is what is kept.
+            if let (true, Some(kept)) = (offered.changed, &kept) {
                 store
-                    .put(&key, &entry)
+                    .put(&offered.key, kept)
                     .await
                     .map_err(|e| AgentError::Unavailable {
                         detail: e.to_string(),
                     })?;
             }
-            for key in evicted {
+            for key in offered.evicted {
                 if let Err(error) = store.delete(&key).await {
                     tracing::warn!(%key, %error, "cannot delete an evicted plan from the store");
                 }
             }
         }
-        Ok(CacheStoreReply { stored })
+        Ok(CacheStoreReply {
+            stored: offered.kept,
+        })
     }
 
     pub fn len(&self) -> usize {

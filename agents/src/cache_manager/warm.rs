@@ -741,9 +741,10 @@ pub struct WriteStats {
     pub total: usize,
 }
 
-/// Stores `entries` in `store` next to what it already holds: an entry whose key is
-/// cached with the same plan is left alone (re-runs write nothing), bucket capacity
-/// is enforced as the cache manager enforces it.
+/// Stores `entries` in `store` next to what it already holds, as the cache manager
+/// stores a verified plan: an entry whose key is cached with the same plan, or with a
+/// different plan verified more often, is left alone (re-runs write nothing), and
+/// bucket capacity is enforced.
 pub async fn write_entries(
     store: &dyn PlanStore,
     config: CacheConfig,
@@ -755,18 +756,14 @@ pub async fn write_entries(
     }
     let mut stats = WriteStats::default();
     for Candidate { key, entry } in entries {
-        if let Some(existing) = cache.get(&key) {
-            if existing.plan.metapaths == entry.plan.metapaths
-                && existing.plan.cypher == entry.plan.cypher
-            {
-                stats.unchanged += 1;
-                continue;
-            }
-        }
-        let (stored_key, evicted) = cache.insert(entry.clone());
-        debug_assert_eq!(stored_key, key);
-        store.put(&stored_key, &entry).await?;
-        for key in evicted {
+        let offered = cache.offer(entry);
+        debug_assert_eq!(offered.key, key);
+        let Some(kept) = cache.get(&offered.key).filter(|_| offered.changed) else {
+            stats.unchanged += 1;
+            continue;
+        };
+        store.put(&offered.key, kept).await?;
+        for key in offered.evicted {
             store.delete(&key).await?;
             stats.evicted += 1;
         }
