@@ -40,6 +40,18 @@ fn path(start: &Entity, relation: &str, end: &Entity, score: f32) -> Evidence {
     }
 }
 
+fn triple(source: &str, head: &Entity, relation: &str, tail: &Entity, score: f32) -> Evidence {
+    Evidence {
+        source: source.into(),
+        score,
+        item: EvidenceItem::Triple(Triple {
+            head: head.clone(),
+            relation: relation.into(),
+            tail: tail.clone(),
+        }),
+    }
+}
+
 fn request(evidence: Vec<Evidence>, topic: Vec<Entity>) -> SummarizeRequest {
     SummarizeRequest {
         question: "what movies did Al Pacino act in".into(),
@@ -77,19 +89,12 @@ fn answers_attached_to_a_named_question_entity_come_first() {
     let pacino = entity(1, "Al Pacino");
     let heat = entity(2, "Heat");
     let mann = entity(5, "Michael Mann");
-    let triple = |head: &Entity, tail: &Entity| Evidence {
-        source: "scoring-retriever".into(),
-        score: 0.7,
-        item: EvidenceItem::Triple(Triple {
-            head: head.clone(),
-            relation: "directed_by".into(),
-            tail: tail.clone(),
-        }),
-    };
+    let directed_by =
+        |head: &Entity, tail: &Entity| triple("scoring-retriever", head, "directed_by", tail, 0.7);
     let evidence = vec![
-        triple(&heat, &pacino),
-        triple(&heat, &mann),
-        triple(&heat, &mann),
+        directed_by(&heat, &pacino),
+        directed_by(&heat, &mann),
+        directed_by(&heat, &mann),
     ];
     let reply = summarize(
         &request(evidence, vec![pacino.clone()]),
@@ -257,16 +262,6 @@ fn weak_evidence_from_many_retrievers_does_not_outvote_strong_evidence() {
     let director = entity(2, "Iain Softley");
     let genre = entity(3, "Adventure");
     let other_film = entity(4, "10,000 BC");
-    let triple =
-        |source: &str, head: &Entity, relation: &str, tail: &Entity, score: f32| Evidence {
-            source: source.into(),
-            score,
-            item: EvidenceItem::Triple(Triple {
-                head: head.clone(),
-                relation: relation.into(),
-                tail: tail.clone(),
-            }),
-        };
     let evidence = vec![
         triple("agentic-traverser", &film, "directed_by", &director, 1.0),
         triple("agentic-traverser", &film, "has_genre", &genre, 1.0),
@@ -293,15 +288,7 @@ fn a_triple_unconnected_to_the_question_proposes_nothing() {
     let elsewhere = entity(4, "Somewhere");
     let evidence = vec![
         path(&pacino, "starred_actors", &heat, 0.5),
-        Evidence {
-            source: "scoring-retriever".into(),
-            score: 0.9,
-            item: EvidenceItem::Triple(Triple {
-                head: stranger,
-                relation: "filmed_in".into(),
-                tail: elsewhere,
-            }),
-        },
+        triple("scoring-retriever", &stranger, "filmed_in", &elsewhere, 0.9),
     ];
     let reply = summarize(&request(evidence, vec![pacino]), &SummaryRule::default());
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
