@@ -14,3 +14,6 @@ pub mod query_executor;
 pub mod scoring;
 pub mod summarizer;
 pub mod traverser;
+
+#[cfg(test)]
+mod testing;

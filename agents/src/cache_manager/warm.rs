@@ -775,14 +775,10 @@ pub async fn write_entries(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
-    use async_trait::async_trait;
-    use kgmesh_models::{ChatResponse, Usage};
     use kgmesh_stores::embedded::EmbeddedGraph;
 
     use super::*;
-    use crate::cache_manager::persist::FilePlanStore;
+    use crate::{cache_manager::persist::FilePlanStore, testing::ScriptedModel};
 
     const KG: &str = "\
 Heat\tdirected_by\tMichael Mann
@@ -1013,36 +1009,6 @@ Amelie\tin_language\tFrench
         );
     }
 
-    /// A model that answers every request with the next scripted reply.
-    struct Scripted {
-        replies: Mutex<Vec<String>>,
-        prompts: Mutex<Vec<String>>,
-    }
-
-    #[async_trait]
-    impl LanguageModel for Scripted {
-        fn name(&self) -> &str {
-            "scripted"
-        }
-
-        async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-            self.prompts
-                .lock()
-                .unwrap()
-                .push(request.messages.last().unwrap().content.clone());
-            let mut replies = self.replies.lock().unwrap();
-            if replies.is_empty() {
-                return Err(LlmError::Malformed("no more replies".into()));
-            }
-            Ok(ChatResponse {
-                text: replies.remove(0),
-                usage: Usage::default(),
-                model: "scripted".into(),
-                elapsed: std::time::Duration::ZERO,
-            })
-        }
-    }
-
     #[test]
     fn a_model_writes_the_questions_when_configured() {
         let warmer = warmer();
@@ -1074,17 +1040,14 @@ Amelie\tin_language\tFrench
             ],
             ..star
         };
-        let model = Scripted {
-            replies: Mutex::new(vec!["1. Who was the director of Heat?\n2. NA\n".into()]),
-            prompts: Mutex::new(Vec::new()),
-        };
+        let model = ScriptedModel::new(vec![Ok("1. Who was the director of Heat?\n2. NA\n")]);
         let (entries, skipped, calls) = block_on(warmer.star_entries(&[star], Some(&model)));
         assert_eq!(calls, 1);
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].entry.question, "Who was the director of Heat?");
         assert_eq!(entries[0].entry.template, "who was the director of <e>");
         assert_eq!(skipped.get(&SkipReason::NoQuestion), Some(&1));
-        let prompt = &model.prompts.lock().unwrap()[0];
+        let prompt = &model.prompts()[0];
         assert!(
             prompt.contains("1. Heat -[directed_by]-> Michael Mann"),
             "{prompt}"

@@ -1,8 +1,7 @@
 use std::{sync::Arc, time::Duration};
 
-use async_trait::async_trait;
 use kgmesh_bus::LocalBus;
-use kgmesh_models::{ChatRequest, ChatResponse, LanguageModel, LlmError, Usage};
+use kgmesh_models::LlmError;
 use kgmesh_schemas::{
     graph::{Direction, Entity, Path, PathStep},
     messages::{
@@ -13,7 +12,10 @@ use kgmesh_schemas::{
 };
 
 use super::{core::decide, core::JudgeRule, Judge};
-use crate::runtime::{start_role, AgentDeps, CallContext, Client};
+use crate::{
+    runtime::{start_role, AgentDeps, CallContext, Client},
+    testing::ScriptedModel,
+};
 
 fn entity(id: u64, name: &str) -> Entity {
     Entity {
@@ -105,29 +107,6 @@ fn nothing_retrieved_scans_the_frontier_and_no_frontier_means_next_round() {
     assert_eq!(reply.verdict, Verdict::NextRound);
 }
 
-/// A model that always says the same thing, or always fails.
-struct ScriptedModel(Result<String, LlmError>);
-
-#[async_trait]
-impl LanguageModel for ScriptedModel {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn chat(&self, _request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.0.clone().map(|text| ChatResponse {
-            text,
-            usage: Usage {
-                prompt_tokens: 50,
-                completion_tokens: 5,
-                estimated: false,
-            },
-            model: "scripted".into(),
-            elapsed: Duration::from_millis(1),
-        })
-    }
-}
-
 fn judge_with(model: ScriptedModel) -> Judge {
     Judge {
         llm: Some(Arc::new(model)),
@@ -140,9 +119,12 @@ fn judge_with(model: ScriptedModel) -> Judge {
 async fn the_model_decides_when_there_is_one_and_its_call_is_charged() {
     let heat = entity(1, "Heat");
     let mann = entity(2, "Michael Mann");
-    let judge = judge_with(ScriptedModel(Ok(
-        "<verdict>EXPAND_DEPTH</verdict><relation>directed_by</relation><direction>in</direction><from>Michael Mann</from>".into(),
-    )));
+    let judge = judge_with(
+        ScriptedModel::always(Ok(
+            "<verdict>EXPAND_DEPTH</verdict><relation>directed_by</relation><direction>in</direction><from>Michael Mann</from>",
+        ))
+        .with_usage(50, 5),
+    );
     let ctx = CallContext::for_test(Role::JUDGE);
     let reply = judge
         .judge(
@@ -172,9 +154,9 @@ async fn the_model_decides_when_there_is_one_and_its_call_is_charged() {
 async fn a_failing_model_falls_back_to_the_rule_and_says_so() {
     let heat = entity(1, "Heat");
     let mann = entity(2, "Michael Mann");
-    let judge = judge_with(ScriptedModel(Err(LlmError::Timeout(Duration::from_secs(
-        1,
-    )))));
+    let judge = judge_with(ScriptedModel::always(Err(LlmError::Timeout(
+        Duration::from_secs(1),
+    ))));
     let ctx = CallContext::for_test(Role::JUDGE);
     let reply = judge
         .judge(

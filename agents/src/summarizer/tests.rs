@@ -1,8 +1,6 @@
 use std::{sync::Arc, time::Duration};
 
-use async_trait::async_trait;
 use kgmesh_bus::LocalBus;
-use kgmesh_models::{ChatRequest, ChatResponse, LanguageModel, LlmError, Usage};
 use kgmesh_schemas::{
     graph::{Entity, NodeValue, Path, PathStep, Rows, Triple, Value},
     messages::{
@@ -16,7 +14,10 @@ use super::{
     core::{summarize, SummaryRule},
     Summarizer,
 };
-use crate::runtime::{start_role, AgentDeps, CallContext, Client};
+use crate::{
+    runtime::{start_role, AgentDeps, CallContext, Client},
+    testing::ScriptedModel,
+};
 
 fn entity(id: u64, name: &str) -> Entity {
     Entity {
@@ -146,35 +147,13 @@ fn query_rows_answer_and_nothing_retrieved_means_i_dont_know() {
     );
 }
 
-struct ScriptedModel(Result<String, LlmError>);
-
-#[async_trait]
-impl LanguageModel for ScriptedModel {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn chat(&self, _request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.0.clone().map(|text| ChatResponse {
-            text,
-            usage: Usage {
-                prompt_tokens: 100,
-                completion_tokens: 10,
-                estimated: false,
-            },
-            model: "scripted".into(),
-            elapsed: Duration::from_millis(1),
-        })
-    }
-}
-
 #[tokio::test]
 async fn model_answers_are_linked_to_entities_in_their_evidence() {
     let pacino = entity(1, "Al Pacino");
     let heat = entity(2, "Heat");
     let summarizer = Summarizer {
-        llm: Some(Arc::new(ScriptedModel(Ok(
-            "<answers>\nheat [E1]\n</answers><explanation>He starred in it.</explanation>".into(),
+        llm: Some(Arc::new(ScriptedModel::always(Ok(
+            "<answers>\nheat [E1]\n</answers><explanation>He starred in it.</explanation>",
         )))),
         rule: SummaryRule::default(),
     };
@@ -200,8 +179,8 @@ async fn without_model_budget_the_rule_answers() {
     let pacino = entity(1, "Al Pacino");
     let heat = entity(2, "Heat");
     let summarizer = Summarizer {
-        llm: Some(Arc::new(ScriptedModel(Ok(
-            "<answers>\nWrong [E1]\n</answers>".into(),
+        llm: Some(Arc::new(ScriptedModel::always(Ok(
+            "<answers>\nWrong [E1]\n</answers>",
         )))),
         rule: SummaryRule::default(),
     };

@@ -1,70 +1,15 @@
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
-use async_trait::async_trait;
-use kgmesh_models::{ChatRequest, ChatResponse, LanguageModel, LlmError, Usage};
+use kgmesh_models::LlmError;
 
 use super::core::{traverse, TraverseConfig};
-use crate::scoring::{
-    fixtures::{entity, movies},
-    relevance::Relevance,
+use crate::{
+    scoring::{
+        fixtures::{entity, movies},
+        relevance::Relevance,
+    },
+    testing::ScriptedModel,
 };
-
-/// Replays scripted replies in order and records the prompts it was sent.
-struct Scripted {
-    replies: Mutex<Vec<Result<String, LlmError>>>,
-    prompts: Mutex<Vec<String>>,
-}
-
-impl Scripted {
-    fn new(replies: Vec<Result<&str, LlmError>>) -> Self {
-        Self {
-            replies: Mutex::new(
-                replies
-                    .into_iter()
-                    .rev()
-                    .map(|r| r.map(str::to_owned))
-                    .collect(),
-            ),
-            prompts: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-#[async_trait]
-impl LanguageModel for Scripted {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let prompt = request
-            .messages
-            .iter()
-            .map(|m| m.content.clone())
-            .collect::<Vec<_>>()
-            .join("\n");
-        self.prompts.lock().unwrap().push(prompt);
-        let text = self
-            .replies
-            .lock()
-            .unwrap()
-            .pop()
-            .unwrap_or_else(|| Err(LlmError::Malformed("script exhausted".into())))?;
-        Ok(ChatResponse {
-            text,
-            usage: Usage {
-                prompt_tokens: 100,
-                completion_tokens: 10,
-                estimated: false,
-            },
-            model: "scripted".into(),
-            elapsed: Duration::from_millis(1),
-        })
-    }
-}
 
 #[tokio::test]
 async fn without_a_model_the_walk_follows_the_relations_the_question_names() {
@@ -103,7 +48,7 @@ async fn model_choices_are_relinked_to_graph_entities_and_finish_stops() {
     let graph = movies();
     let mann = entity(&graph, "Michael Mann");
     let question = "when was the Michael Mann film with Robert De Niro released";
-    let model = Arc::new(Scripted::new(vec![
+    let model = Arc::new(ScriptedModel::new(vec![
         Ok("<selected>\ndirected_by (inverse)\n</selected>"),
         // "Thief" is not among the reached entities: it must not become a frontier.
         Ok("<next-entities>\nHeat\nThief\n</next-entities>"),
@@ -131,7 +76,7 @@ async fn model_choices_are_relinked_to_graph_entities_and_finish_stops() {
         .triples
         .iter()
         .any(|(t, _)| t.relation == "release_year" && t.tail.name == "1995"));
-    assert!(model.prompts.lock().unwrap()[1].contains("Collateral"));
+    assert!(model.prompts()[1].contains("Collateral"));
 }
 
 #[tokio::test]
@@ -139,7 +84,7 @@ async fn a_failing_model_leaves_a_note_and_the_walk_goes_on() {
     let graph = movies();
     let mann = entity(&graph, "Michael Mann");
     let question = "which films did Michael Mann direct";
-    let model = Scripted::new(vec![Err(LlmError::Timeout(Duration::from_secs(1)))]);
+    let model = ScriptedModel::new(vec![Err(LlmError::Timeout(Duration::from_secs(1)))]);
     let relevance = Relevance::lexical(question, &["Michael Mann"]);
     let walked = traverse(
         &graph,

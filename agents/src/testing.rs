@@ -1,0 +1,88 @@
+//! Test doubles shared by the roles' unit tests.
+
+use std::{
+    collections::VecDeque,
+    sync::{Mutex, MutexGuard},
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use kgmesh_models::{ChatRequest, ChatResponse, LanguageModel, LlmError, Usage};
+
+/// A language model that answers from a script and records the prompts it was sent
+/// (every message of a request, joined by newlines).
+pub(crate) struct ScriptedModel {
+    replies: Mutex<VecDeque<Result<String, LlmError>>>,
+    /// Keep answering with the last reply instead of failing once the script ends.
+    repeat_last: bool,
+    usage: Usage,
+    prompts: Mutex<Vec<String>>,
+}
+
+impl ScriptedModel {
+    /// Answers each request with the next reply; fails once the script runs out.
+    pub(crate) fn new(replies: Vec<Result<&str, LlmError>>) -> Self {
+        Self {
+            replies: Mutex::new(replies.into_iter().map(|r| r.map(str::to_owned)).collect()),
+            repeat_last: false,
+            usage: Usage {
+                prompt_tokens: 100,
+                completion_tokens: 10,
+                estimated: false,
+            },
+            prompts: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Answers every request with `reply` (text, or the same error).
+    pub(crate) fn always(reply: Result<&str, LlmError>) -> Self {
+        Self {
+            repeat_last: true,
+            ..Self::new(vec![reply])
+        }
+    }
+
+    /// The token usage every reply reports.
+    pub(crate) fn with_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Self {
+        self.usage.prompt_tokens = prompt_tokens;
+        self.usage.completion_tokens = completion_tokens;
+        self
+    }
+
+    /// The prompts received so far, in order.
+    pub(crate) fn prompts(&self) -> MutexGuard<'_, Vec<String>> {
+        self.prompts.lock().unwrap()
+    }
+}
+
+#[async_trait]
+impl LanguageModel for ScriptedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let prompt = request
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.prompts.lock().unwrap().push(prompt);
+        let reply = {
+            let mut replies = self.replies.lock().unwrap();
+            match (replies.len(), self.repeat_last) {
+                (1, true) => replies.front().cloned(),
+                _ => replies.pop_front(),
+            }
+        };
+        let text =
+            reply.unwrap_or_else(|| Err(LlmError::Malformed("the script ran out".into())))?;
+        Ok(ChatResponse {
+            text,
+            usage: self.usage,
+            model: "scripted".into(),
+            elapsed: Duration::from_millis(1),
+        })
+    }
+}
