@@ -14,11 +14,13 @@
 //! ```
 
 use std::{
-    net::{SocketAddr, TcpListener, TcpStream},
+    net::{SocketAddr, TcpStream},
     path::PathBuf,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
+
+use crate::nats::free_port;
 
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -303,13 +305,6 @@ fn strip_ansi(line: &str) -> String {
         }
     }
     out
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("cannot find a free loopback port")
 }
 
 /// rotel's binary: `$ROTEL_AGENT_BIN`, then `rotel-agent` on `PATH`, then the binary
