@@ -7,10 +7,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use anyhow::Context as _;
 use kgmesh_agents::runtime::{registry, AgentDeps, StartOptions};
 use kgmesh_bus::{Bus, NatsBus, NatsOptions};
-use kgmesh_stores::{
-    embedded::load::{load_graph, LoadOptions},
-    GraphStore,
-};
+use kgmesh_stores::GraphStore;
 
 use crate::config::Config;
 
@@ -196,16 +193,7 @@ async fn load_graph_if_configured(
     let Some(path) = kg.or_else(|| config.graph.path.clone()) else {
         return Ok(None);
     };
-    let shown = path.display().to_string();
-    let (graph, report) =
-        tokio::task::spawn_blocking(move || load_graph(&path, &LoadOptions::default()))
-            .await
-            .context("the KG loader panicked")?
-            .with_context(|| format!("cannot load the KG from {shown}"))?;
-    if report.bad_line_count > 0 {
-        tracing::warn!(bad_lines = report.bad_line_count, path = %shown, "skipped unreadable KG lines");
-    }
-    Ok(Some(Arc::new(graph)))
+    Ok(Some(super::ask::load_kg(&path).await?))
 }
 
 async fn shutdown_signal() -> anyhow::Result<()> {

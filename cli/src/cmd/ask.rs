@@ -172,7 +172,7 @@ impl EmbeddedRoles {
         source: &GraphSource,
     ) -> anyhow::Result<Self> {
         let path = source.path()?;
-        let graph = load(&path).await?;
+        let graph = load_kg(&path).await?;
         let mut deps = AgentDeps::new(bus.clone()).with_graph(graph);
         if let Some(llm) = language_model(config)? {
             deps = deps.with_llm(llm);
@@ -227,7 +227,9 @@ impl EmbeddedRoles {
     }
 }
 
-async fn load(path: &Path) -> anyhow::Result<Arc<dyn GraphStore>> {
+/// Loads a KG file or directory into the embedded store, off the async threads; lines
+/// it could not read are reported, not fatal.
+pub(crate) async fn load_kg(path: &Path) -> anyhow::Result<Arc<dyn GraphStore>> {
     let owned = path.to_owned();
     let (graph, report) =
         tokio::task::spawn_blocking(move || load_graph(&owned, &LoadOptions::default()))

@@ -23,10 +23,7 @@ use kgmesh_agents::cache_manager::{
 };
 use kgmesh_bus::{NatsBus, NatsOptions};
 use kgmesh_models::LanguageModel;
-use kgmesh_stores::{
-    embedded::load::{load_graph, LoadOptions},
-    GraphStore,
-};
+use kgmesh_stores::GraphStore;
 
 use crate::config::Config;
 
@@ -210,16 +207,7 @@ async fn load_kg(config: &Config, kg: Option<PathBuf>) -> anyhow::Result<Arc<dyn
     let Some(path) = kg.or_else(|| config.graph.path.clone()) else {
         bail!("cache warm needs the graph: pass --kg PATH (or set graph.path)");
     };
-    let shown = path.display().to_string();
-    let (graph, report) =
-        tokio::task::spawn_blocking(move || load_graph(&path, &LoadOptions::default()))
-            .await
-            .context("the KG loader panicked")?
-            .with_context(|| format!("cannot load the KG from {shown}"))?;
-    if report.bad_line_count > 0 {
-        tracing::warn!(bad_lines = report.bad_line_count, path = %shown, "skipped unreadable KG lines");
-    }
-    Ok(Arc::new(graph))
+    super::ask::load_kg(&path).await
 }
 
 /// Progress on stderr, at most every two seconds and at the end.
