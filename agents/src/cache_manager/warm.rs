@@ -34,8 +34,6 @@ use super::{
     template,
 };
 
-/// Names scanned per page when building the gazetteer.
-const SCAN_PAGE: usize = 50_000;
 /// Gold answers looked up one by one when the joint shortest-path search missed them.
 const MAX_SINGLE_TARGETS: usize = 10;
 /// Distinct candidate metapaths replayed per question.
@@ -221,18 +219,7 @@ fn bracketed(question: &str) -> Option<String> {
 
 /// Builds the name index the cache manager masks questions with.
 pub async fn build_gazetteer(graph: &dyn GraphStore) -> Result<Gazetteer, StoreError> {
-    let mut names = Vec::new();
-    let mut after = None;
-    loop {
-        let page = graph.scan_names(after, SCAN_PAGE).await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.id);
-        let full = page.len() == SCAN_PAGE;
-        names.extend(page.into_iter().map(|e| (e.id, e.name)));
-        if !full {
-            break;
-        }
-    }
+    let names = crate::entity_linker::core::scan_all_names(graph).await?;
     tokio::task::spawn_blocking(move || Gazetteer::build(names))
         .await
         .map_err(|e| StoreError::Backend {
