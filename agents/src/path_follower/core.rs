@@ -105,13 +105,32 @@ fn flipped(direction: Direction) -> Direction {
     }
 }
 
-fn visits(path: &Path, node: NodeId) -> bool {
-    path.start.id == node || path.steps.iter().any(|s| s.node.id == node)
+/// The stored edge `(head, relation, tail)` behind a step taken from `from`.
+fn stored_edge(from: NodeId, relation: &str, inverse: bool, to: NodeId) -> (NodeId, &str, NodeId) {
+    if inverse {
+        (to, relation, from)
+    } else {
+        (from, relation, to)
+    }
 }
 
-/// Every simple path from `sources` along `metapath`, at most `limits.max_paths`. A step
-/// whose stated direction finds no edge at all is retried inverted (models often write
-/// a relation the wrong way round).
+/// Whether `hop` from the end of `path` would walk an edge the path already walked.
+fn reuses_edge(path: &Path, hop: &Hop) -> bool {
+    let wanted = stored_edge(path.end().id, &hop.relation, hop.inverse, hop.node.id);
+    let mut from = path.start.id;
+    path.steps.iter().any(|step| {
+        let walked = stored_edge(from, &step.relation, step.inverse, step.node.id);
+        from = step.node.id;
+        walked == wanted
+    })
+}
+
+/// Every path from `sources` along `metapath`, at most `limits.max_paths`. Like a Cypher
+/// pattern, a path never walks the same edge twice but may pass a node again: "X's
+/// wife's husband's birthplace" goes X → wife → X → birthplace when both spouse edges
+/// are stored, and the relation sequence means exactly that. A step whose stated
+/// direction finds no edge at all is retried inverted (models often write a relation the
+/// wrong way round).
 pub async fn follow_metapath(
     store: &dyn GraphStore,
     sources: &[Entity],
@@ -164,7 +183,7 @@ pub async fn follow_metapath(
                 continue;
             };
             for hop in options {
-                if visits(partial, hop.node.id) {
+                if reuses_edge(partial, hop) {
                     continue;
                 }
                 let mut extended = partial.clone();

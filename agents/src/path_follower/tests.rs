@@ -56,10 +56,11 @@ async fn a_step_written_the_wrong_way_round_is_retried_inverted() {
 }
 
 #[tokio::test]
-async fn paths_never_revisit_a_node_and_respect_max_paths() {
+async fn paths_never_walk_an_edge_twice_and_respect_max_paths() {
     let graph = movies();
     let pacino = entity(&graph, "Al Pacino");
-    // Co-stars: films of Al Pacino, then their actors — never Al Pacino himself.
+    // Co-stars: films of Al Pacino, then their actors — never Al Pacino himself, who is
+    // reached only by walking his own edge back.
     let path = metapath(&[
         ("starred_actors", Direction::In),
         ("starred_actors", Direction::Out),
@@ -170,5 +171,45 @@ async fn cycles_do_not_trap_a_walk() {
     let paths = follow_metapath(&cycle, &[a], &path, &WalkLimits::default())
         .await
         .unwrap();
-    assert!(paths.is_empty(), "the third step would return to the start");
+    // Three different edges lead round the cycle and back to the start, as a Cypher
+    // pattern `(a)-[:next]->()-[:next]->()-[:next]->(x)` would find.
+    assert_eq!(paths.len(), 1);
+    assert_eq!(paths[0].end().name, "a");
+    assert_eq!(paths[0].steps.len(), 3);
+}
+
+#[tokio::test]
+async fn a_path_may_pass_a_node_again_over_a_different_edge() {
+    let family = graph(&[
+        ("x", "spouse", "y"),
+        ("y", "spouse", "x"),
+        ("x", "born_in", "z"),
+        ("w", "spouse", "v"),
+    ]);
+    let x = entity(&family, "x");
+    // "x's spouse's spouse's birthplace": back to x over y's own spouse edge.
+    let there_and_back = metapath(&[
+        ("spouse", Direction::Out),
+        ("spouse", Direction::Out),
+        ("born_in", Direction::Out),
+    ]);
+    let paths = follow_metapath(
+        &family,
+        std::slice::from_ref(&x),
+        &there_and_back,
+        &WalkLimits::default(),
+    )
+    .await
+    .unwrap();
+    let lines = verbalize_paths(&paths);
+    assert_eq!(
+        lines,
+        vec!["x -> spouse -> y -> spouse -> x -> born_in -> z"]
+    );
+    // The same edge walked back is no path: x -> y, then y <- x over (x, spouse, y) again.
+    let walk_back = metapath(&[("spouse", Direction::Out), ("spouse", Direction::In)]);
+    let back = follow_metapath(&family, &[x], &walk_back, &WalkLimits::default())
+        .await
+        .unwrap();
+    assert!(back.is_empty(), "{:?}", verbalize_paths(&back));
 }
