@@ -85,14 +85,44 @@ pub async fn enumerate_metapaths(
     sources: &[NodeId],
     limits: &EnumerateLimits,
 ) -> StoreResult<Vec<Metapath>> {
-    let mut found: Vec<Metapath> = Vec::new();
+    Ok(enumerate_reaching(store, sources, limits)
+        .await?
+        .into_iter()
+        .map(|found| found.metapath)
+        .collect())
+}
+
+/// A metapath found by enumeration and the nodes it reaches from the sources.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reaching {
+    pub metapath: Metapath,
+    /// Nodes at the end of the metapath, sorted; every one of them when `complete`,
+    /// else a sample (some prefix reached more than `sample_per_prefix` nodes).
+    pub reached: Vec<NodeId>,
+    pub complete: bool,
+}
+
+/// Nodes one relation step reaches from a prefix: a sample, the sampled set, and
+/// whether the sample is all of them.
+type Extension = (Vec<NodeId>, HashSet<NodeId>, bool);
+
+/// [`enumerate_metapaths`], with what each metapath reaches.
+pub async fn enumerate_reaching(
+    store: &dyn GraphStore,
+    sources: &[NodeId],
+    limits: &EnumerateLimits,
+) -> StoreResult<Vec<Reaching>> {
+    let mut found: Vec<Reaching> = Vec::new();
     let mut start: Vec<NodeId> = sources.to_vec();
     start.sort_unstable();
     start.dedup();
-    // (steps so far, nodes reached by them and still to expand, nodes on the way)
-    let mut layer: Vec<(Vec<RelationStep>, Vec<NodeId>)> = vec![(Vec::new(), start)];
+    // (steps so far, nodes reached by them and still to expand, all of them or a sample)
+    let mut layer: Vec<(Vec<RelationStep>, Vec<NodeId>, bool)> = vec![(Vec::new(), start, true)];
     for _ in 0..limits.max_depth.min(MAX_DEPTH) {
-        let mut frontier: Vec<NodeId> = layer.iter().flat_map(|(_, n)| n.iter().copied()).collect();
+        let mut frontier: Vec<NodeId> = layer
+            .iter()
+            .flat_map(|(_, n, _)| n.iter().copied())
+            .collect();
         frontier.sort_unstable();
         frontier.dedup();
         if frontier.is_empty() {
@@ -106,6 +136,8 @@ pub async fn enumerate_metapaths(
         // Ids and relation indexes only: enumeration never needs a node's name, and
         // copying names per edge dominated the cost around hubs.
         let neighborhood = store.neighbor_edges(&frontier, &query).await?;
+        // A node whose edges were cut at the fan-out cap reaches more than we see.
+        let mut degree: HashMap<NodeId, usize> = HashMap::new();
         // node → (relation index, direction followed, far node)
         let mut by_node: HashMap<NodeId, Vec<(u32, Direction, NodeId)>> = HashMap::new();
         for edge in &neighborhood.edges {
@@ -117,25 +149,38 @@ pub async fn enumerate_metapaths(
                 .entry(edge.tail)
                 .or_default()
                 .push((edge.relation, Direction::In, edge.head));
+            *degree.entry(edge.head).or_default() += 1;
+            *degree.entry(edge.tail).or_default() += 1;
         }
-        let mut next: Vec<(Vec<RelationStep>, Vec<NodeId>)> = Vec::new();
-        for (prefix, nodes) in &layer {
-            let mut extensions: HashMap<(u32, Direction), (Vec<NodeId>, HashSet<NodeId>)> =
-                HashMap::new();
+        let mut next: Vec<(Vec<RelationStep>, Vec<NodeId>, bool)> = Vec::new();
+        for (prefix, nodes, prefix_complete) in &layer {
+            // (reached sample, seen, complete)
+            let mut extensions: HashMap<(u32, Direction), Extension> = HashMap::new();
+            let all_edges_seen = nodes
+                .iter()
+                .all(|node| degree.get(node).copied().unwrap_or(0) < limits.fanout_cap);
             for node in nodes {
                 for (relation, direction, far) in by_node.get(node).into_iter().flatten() {
                     if far == node {
                         continue;
                     }
-                    let entry = extensions.entry((*relation, *direction)).or_default();
-                    if entry.0.len() < limits.sample_per_prefix && entry.1.insert(*far) {
+                    let entry = extensions
+                        .entry((*relation, *direction))
+                        .or_insert_with(|| (Vec::new(), HashSet::new(), true));
+                    if entry.1.contains(far) {
+                        continue;
+                    }
+                    if entry.0.len() < limits.sample_per_prefix {
+                        entry.1.insert(*far);
                         entry.0.push(*far);
+                    } else {
+                        entry.2 = false;
                     }
                 }
             }
-            let mut steps_found: Vec<(RelationStep, Vec<NodeId>)> = extensions
+            let mut steps_found: Vec<(RelationStep, Vec<NodeId>, bool)> = extensions
                 .into_iter()
-                .filter_map(|((relation, direction), (reached, _))| {
+                .filter_map(|((relation, direction), (reached, _, complete))| {
                     let name = neighborhood.names.relation_name(relation)?;
                     Some((
                         RelationStep {
@@ -143,21 +188,28 @@ pub async fn enumerate_metapaths(
                             direction,
                         },
                         reached,
+                        complete && *prefix_complete && all_edges_seen,
                     ))
                 })
                 .collect();
             // The order a BTreeMap of steps gave: by relation name, then direction.
             steps_found.sort_by(|a, b| a.0.cmp(&b.0));
-            for (step, reached) in steps_found {
+            for (step, reached, complete) in steps_found {
                 let mut steps = prefix.clone();
                 steps.push(step);
-                found.push(Metapath {
-                    steps: steps.clone(),
+                let mut sorted = reached.clone();
+                sorted.sort_unstable();
+                found.push(Reaching {
+                    metapath: Metapath {
+                        steps: steps.clone(),
+                    },
+                    reached: sorted,
+                    complete,
                 });
                 if found.len() >= limits.max_metapaths {
                     return Ok(found);
                 }
-                next.push((steps, reached));
+                next.push((steps, reached, complete));
             }
         }
         layer = next;
@@ -190,7 +242,12 @@ pub async fn rank_metapaths(
     top: usize,
 ) -> StoreResult<Vec<ScoredMetapath>> {
     let ids: Vec<NodeId> = entities.iter().map(|e| e.id).collect();
-    let candidates = enumerate_metapaths(store, &ids, limits).await?;
+    let reaching = enumerate_reaching(store, &ids, limits).await?;
+    let reach: HashMap<Metapath, (Vec<NodeId>, bool)> = reaching
+        .iter()
+        .map(|r| (r.metapath.clone(), (r.reached.clone(), r.complete)))
+        .collect();
+    let candidates: Vec<Metapath> = reaching.into_iter().map(|r| r.metapath).collect();
     let sequences: Vec<Vec<String>> = candidates
         .iter()
         .map(|m| m.steps.iter().map(|s| s.relation.clone()).collect())
@@ -208,8 +265,25 @@ pub async fn rank_metapaths(
             .then(a.metapath.steps.len().cmp(&b.metapath.steps.len()))
             .then(a.metapath.cmp(&b.metapath))
     });
-    scored.truncate(top);
-    Ok(scored)
+    // A metapath as long as a better one that reaches exactly the same nodes
+    // (`children` and `parents (inverse)`, a symmetric `spouse` either way) adds
+    // nothing: skip it, so the `top` slots go to metapaths that can find something new.
+    // (Only equal lengths compare: enumeration may walk an edge back, the path
+    // follower never does, so a longer detour can reach less than its set says.)
+    let mut kept: Vec<ScoredMetapath> = Vec::with_capacity(top);
+    let mut kept_reach: HashSet<(usize, &[NodeId])> = HashSet::new();
+    for candidate in scored {
+        if kept.len() >= top {
+            break;
+        }
+        if let Some((reached, true)) = reach.get(&candidate.metapath) {
+            if !kept_reach.insert((candidate.metapath.steps.len(), reached.as_slice())) {
+                continue;
+            }
+        }
+        kept.push(candidate);
+    }
+    Ok(kept)
 }
 
 /// Question entities found by the gazetteer: longest mentions first, up to
@@ -258,7 +332,7 @@ pub async fn link_without_llm(
         });
     }
     let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
-    let relevance = Relevance::new(question, &names, vectors_opt).await;
+    let relevance = Relevance::for_metapaths(question, &names, vectors_opt);
     let entities: Vec<Entity> = linked.iter().map(|s| s.entity.clone()).collect();
     let ranked = rank_metapaths(
         store,

@@ -101,3 +101,106 @@ async fn a_question_naming_no_entity_links_nothing() {
     assert!(reply.linked.is_empty());
     assert!(reply.metapaths.is_empty());
 }
+
+#[tokio::test]
+async fn a_metapath_reaching_what_a_better_one_reaches_gives_up_its_slot() {
+    use crate::scoring::fixtures::graph;
+    // Both directions are stored, so from "anna" `child` and `child_of (inverse)` reach
+    // the same nodes, and both match "child" equally well: only the first is kept.
+    let family = graph(&[
+        ("anna", "child", "ben"),
+        ("ben", "child_of", "anna"),
+        ("anna", "child", "cleo"),
+        ("cleo", "child_of", "anna"),
+        ("anna", "born_in", "rome"),
+        ("ben", "born_in", "oslo"),
+    ]);
+    let anna = entity(&family, "anna");
+    let relevance = Relevance::lexical("who is the child of anna", &["anna"]);
+    let ranked = rank_metapaths(&family, &relevance, &[anna], &EnumerateLimits::default(), 2)
+        .await
+        .unwrap();
+    assert_eq!(ranked.len(), 2, "the freed slot goes to another metapath");
+    assert_eq!(
+        ranked[0].metapath.steps,
+        vec![step("child", Direction::Out)]
+    );
+    assert_ne!(
+        ranked[1].metapath.steps,
+        vec![step("child_of", Direction::In)],
+        "child_of (inverse) reaches what child reaches: {ranked:?}"
+    );
+}
+
+#[tokio::test]
+async fn enumeration_says_what_each_metapath_reaches_and_whether_all_of_it() {
+    use super::core::enumerate_reaching;
+    use crate::scoring::fixtures::graph;
+    let star = graph(&[
+        ("hub", "link", "a"),
+        ("hub", "link", "b"),
+        ("hub", "link", "c"),
+        ("a", "tag", "t"),
+    ]);
+    let hub = entity(&star, "hub");
+    let limits = EnumerateLimits {
+        sample_per_prefix: 2,
+        ..EnumerateLimits::default()
+    };
+    let found = enumerate_reaching(&star, &[hub.id], &limits).await.unwrap();
+    let link = found
+        .iter()
+        .find(|r| r.metapath.steps == vec![step("link", Direction::Out)])
+        .expect("link enumerated");
+    assert_eq!(link.reached.len(), 2, "a sample of the three");
+    assert!(!link.complete);
+    let everything = enumerate_reaching(&star, &[hub.id], &EnumerateLimits::default())
+        .await
+        .unwrap();
+    let link = everything
+        .iter()
+        .find(|r| r.metapath.steps == vec![step("link", Direction::Out)])
+        .expect("link enumerated");
+    assert_eq!(link.reached.len(), 3);
+    assert!(link.complete);
+    let mut sorted = link.reached.clone();
+    sorted.sort_unstable();
+    assert_eq!(link.reached, sorted);
+}
+
+#[tokio::test]
+async fn with_an_embedder_the_linker_ranks_by_word_synonyms() {
+    use std::sync::Arc;
+
+    use crate::scoring::{fixtures::TypesMeanGenre, relevance::TextVectors};
+
+    let graph = movies();
+    let index = build_name_index(&graph).await.unwrap();
+    let question = "what types are the films directed by Michael Mann";
+    let genre = vec![
+        step("directed_by", Direction::In),
+        step("has_genre", Direction::Out),
+    ];
+    let lexical = link_without_llm(&graph, &index, None, question, &LinkerConfig::default())
+        .await
+        .unwrap();
+    assert_ne!(
+        lexical.metapaths[0].steps, genre,
+        "no lexical clue for genre"
+    );
+    let vectors = Arc::new(TextVectors::new(Arc::new(TypesMeanGenre), 100));
+    let embedded = link_without_llm(
+        &graph,
+        &index,
+        Some(vectors),
+        question,
+        &LinkerConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        embedded.metapaths[0].steps, genre,
+        "{:?}",
+        embedded.metapaths
+    );
+}

@@ -43,3 +43,37 @@ pub fn entity(graph: &EmbeddedGraph, name: &str) -> Entity {
     assert_eq!(nodes.len(), 1, "fixture node {name:?}");
     graph.entity(nodes[0])
 }
+
+/// Embeds "types" and "genre" alike and every other word apart (one-hot by a hash).
+pub struct TypesMeanGenre;
+
+#[async_trait::async_trait]
+impl kgmesh_models::Embedder for TypesMeanGenre {
+    fn name(&self) -> &str {
+        "types-mean-genre"
+    }
+
+    fn dim(&self) -> usize {
+        1024
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut vector = vec![0.0; 1024];
+                let slot = match text.as_str() {
+                    "types" | "genre" => 0,
+                    other => {
+                        let hash = other.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+                        });
+                        1 + (hash % 1023) as usize
+                    }
+                };
+                vector[slot] = 1.0;
+                vector
+            })
+            .collect())
+    }
+}

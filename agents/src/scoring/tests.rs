@@ -54,40 +54,6 @@ async fn hops_bound_what_is_reached() {
     assert!(top.iter().all(|(t, _)| t.relation == "directed_by"));
 }
 
-/// Embeds "types" and "genre" alike and every other word apart (one-hot by a hash).
-struct TypesMeanGenre;
-
-#[async_trait::async_trait]
-impl kgmesh_models::Embedder for TypesMeanGenre {
-    fn name(&self) -> &str {
-        "types-mean-genre"
-    }
-
-    fn dim(&self) -> usize {
-        1024
-    }
-
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
-        Ok(texts
-            .iter()
-            .map(|text| {
-                let mut vector = vec![0.0; 1024];
-                let slot = match text.as_str() {
-                    "types" | "genre" => 0,
-                    other => {
-                        let hash = other.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-                        });
-                        1 + (hash % 1023) as usize
-                    }
-                };
-                vector[slot] = 1.0;
-                vector
-            })
-            .collect())
-    }
-}
-
 #[tokio::test]
 async fn word_embeddings_fill_the_gaps_of_lexical_relation_matching() {
     use std::sync::Arc;
@@ -104,7 +70,10 @@ async fn word_embeddings_fill_the_gaps_of_lexical_relation_matching() {
     let scores = lexical.sequences(&sequences, &texts).await;
     assert_eq!(scores[0], scores[1], "no lexical clue tells them apart");
 
-    let vectors = Arc::new(TextVectors::new(Arc::new(TypesMeanGenre), 100));
+    let vectors = Arc::new(TextVectors::new(
+        Arc::new(super::fixtures::TypesMeanGenre),
+        100,
+    ));
     let with_words =
         Relevance::lexical(question, &["Michael Mann"]).with_word_vectors(vectors, 0.5);
     let scores = with_words.sequences(&sequences, &texts).await;
