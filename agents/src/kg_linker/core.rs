@@ -154,7 +154,6 @@ pub async fn enumerate_reaching(
         }
         let mut next: Vec<(Vec<RelationStep>, Vec<NodeId>, bool)> = Vec::new();
         for (prefix, nodes, prefix_complete) in &layer {
-            // (reached sample, seen, complete)
             let mut extensions: HashMap<(u32, Direction), Extension> = HashMap::new();
             let all_edges_seen = nodes
                 .iter()
@@ -243,27 +242,28 @@ pub async fn rank_metapaths(
 ) -> StoreResult<Vec<ScoredMetapath>> {
     let ids: Vec<NodeId> = entities.iter().map(|e| e.id).collect();
     let reaching = enumerate_reaching(store, &ids, limits).await?;
-    let reach: HashMap<Metapath, (Vec<NodeId>, bool)> = reaching
+    let sequences: Vec<Vec<String>> = reaching
         .iter()
-        .map(|r| (r.metapath.clone(), (r.reached.clone(), r.complete)))
+        .map(|r| {
+            r.metapath
+                .steps
+                .iter()
+                .map(|s| s.relation.clone())
+                .collect()
+        })
         .collect();
-    let candidates: Vec<Metapath> = reaching.into_iter().map(|r| r.metapath).collect();
-    let sequences: Vec<Vec<String>> = candidates
+    let texts: Vec<String> = reaching
         .iter()
-        .map(|m| m.steps.iter().map(|s| s.relation.clone()).collect())
+        .map(|r| metapath_text(&r.metapath))
         .collect();
-    let texts: Vec<String> = candidates.iter().map(metapath_text).collect();
     let scores = relevance.sequences(&sequences, &texts).await;
-    let mut scored: Vec<ScoredMetapath> = candidates
-        .into_iter()
-        .zip(scores)
-        .map(|(metapath, score)| ScoredMetapath { metapath, score })
-        .collect();
-    scored.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(a.metapath.steps.len().cmp(&b.metapath.steps.len()))
-            .then(a.metapath.cmp(&b.metapath))
+    let mut order: Vec<usize> = (0..reaching.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a_path, b_path) = (&reaching[a].metapath, &reaching[b].metapath);
+        scores[b]
+            .total_cmp(&scores[a])
+            .then(a_path.steps.len().cmp(&b_path.steps.len()))
+            .then(a_path.cmp(b_path))
     });
     // A metapath as long as a better one that reaches exactly the same nodes
     // (`children` and `parents (inverse)`, a symmetric `spouse` either way) adds
@@ -272,16 +272,19 @@ pub async fn rank_metapaths(
     // follower never does, so a longer detour can reach less than its set says.)
     let mut kept: Vec<ScoredMetapath> = Vec::with_capacity(top);
     let mut kept_reach: HashSet<(usize, &[NodeId])> = HashSet::new();
-    for candidate in scored {
+    for index in order {
         if kept.len() >= top {
             break;
         }
-        if let Some((reached, true)) = reach.get(&candidate.metapath) {
-            if !kept_reach.insert((candidate.metapath.steps.len(), reached.as_slice())) {
-                continue;
-            }
+        let candidate = &reaching[index];
+        let length = candidate.metapath.steps.len();
+        if candidate.complete && !kept_reach.insert((length, candidate.reached.as_slice())) {
+            continue;
         }
-        kept.push(candidate);
+        kept.push(ScoredMetapath {
+            metapath: candidate.metapath.clone(),
+            score: scores[index],
+        });
     }
     Ok(kept)
 }
