@@ -35,7 +35,8 @@ pub struct TraverseConfig {
     pub max_triplets: usize,
     /// Entities explored next.
     pub max_next_entities: usize,
-    /// Below this relevance no relation is followed without a model (after step 1).
+    /// Below this relevance no relation is followed without a model; when no relation
+    /// of the first step reaches it, the first step keeps them all (the entities' star).
     pub min_relevance: f32,
     /// Model calls allowed.
     pub max_llm_calls: u32,
@@ -203,17 +204,29 @@ pub async fn traverse(
             }
         }
         if chosen.is_empty() {
-            let threshold = if step == 0 {
-                f32::MIN
+            let any_relevant = order
+                .first()
+                .is_some_and(|&i| relation_scores[i] > config.min_relevance);
+            if step == 0 && !any_relevant {
+                // Nothing in the question names any relation here: rather than guess
+                // three, keep the whole star of the linked entities (every offered
+                // relation; triplet filtering still caps what is kept).
+                chosen = offered.clone();
             } else {
-                config.min_relevance
-            };
-            chosen = order
-                .iter()
-                .filter(|&&i| relation_scores[i] > threshold)
-                .take(config.max_relations)
-                .map(|&i| relations[i].clone())
-                .collect();
+                // The first step always follows `max_relations`; later steps only
+                // relations the question names.
+                let threshold = if step == 0 {
+                    f32::MIN
+                } else {
+                    config.min_relevance
+                };
+                chosen = order
+                    .iter()
+                    .filter(|&&i| relation_scores[i] > threshold)
+                    .take(config.max_relations)
+                    .map(|&i| relations[i].clone())
+                    .collect();
+            }
         }
         if chosen.is_empty() {
             out.stopped = "no relevant relation".to_owned();

@@ -100,3 +100,45 @@ async fn a_failing_model_leaves_a_note_and_the_walk_goes_on() {
     assert!(walked.notes[0].contains("timed out"));
     assert!(walked.triples.iter().any(|(t, _)| t.head.name == "Heat"));
 }
+
+#[tokio::test]
+async fn when_the_question_names_no_relation_the_first_step_keeps_the_whole_star() {
+    let graph = movies();
+    let heat = entity(&graph, "Heat");
+    // No word of the question matches a relation of Heat; the answer lies behind
+    // `starred_actors`, which sorts after three other relations.
+    let question = "which people does Heat feature";
+    let relevance = Relevance::lexical(question, &["Heat"]);
+    let walked = traverse(
+        &graph,
+        &relevance,
+        None,
+        question,
+        &[heat],
+        &TraverseConfig::default(),
+    )
+    .await
+    .unwrap();
+    let mut chosen = walked.steps[0].relations_chosen.clone();
+    chosen.sort();
+    assert_eq!(
+        chosen,
+        vec![
+            "directed_by",
+            "has_genre",
+            "in_language",
+            "release_year",
+            "starred_actors"
+        ]
+    );
+    let mut actors: Vec<&str> = walked
+        .triples
+        .iter()
+        .filter(|(t, _)| t.relation == "starred_actors" && t.head.name == "Heat")
+        .map(|(t, _)| t.tail.name.as_str())
+        .collect();
+    actors.sort();
+    assert_eq!(actors, vec!["Al Pacino", "Robert De Niro"]);
+    // Later steps still need a relation the question names: none here.
+    assert!(walked.steps.len() <= 2, "{:?}", walked.steps);
+}
