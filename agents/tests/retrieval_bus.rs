@@ -251,3 +251,64 @@ async fn retrieval_roles_on_nats() {
         .unwrap();
     retrieval_contract(Arc::new(bus)).await;
 }
+
+/// `AgentDeps::retrieval` (the `[retrieval]` configuration section) sizes what the
+/// KG-Linker and the scoring retriever return.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retrieval_settings_size_what_the_roles_return() {
+    let question = "when were the films directed by Michael Mann released";
+    let mut sizes = Vec::new();
+    for settings in [
+        kgmesh_agents::runtime::RetrievalSettings::default(),
+        kgmesh_agents::runtime::RetrievalSettings {
+            top_metapaths: 1,
+            scoring_top_k: 2,
+        },
+    ] {
+        let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
+        let store: Arc<dyn GraphStore> = Arc::new(graph());
+        let deps = AgentDeps::new(bus.clone())
+            .with_graph(store)
+            .with_retrieval(settings);
+        let mut handles = Vec::new();
+        for name in [Role::KG_LINKER, Role::SCORING_RETRIEVER] {
+            handles.push(
+                bounded(registry::start(name, &deps, StartOptions::default()))
+                    .await
+                    .unwrap(),
+            );
+        }
+        let client = Client::new(bus.clone()).with_timeout(Duration::from_secs(10));
+        let (linked, _) = bounded(client.call(
+            &role(Role::KG_LINKER),
+            &meta(),
+            &KgLinkRequest {
+                question: question.to_owned(),
+                context: Default::default(),
+                repair_hints: Vec::new(),
+                examples: Vec::new(),
+            },
+        ))
+        .await
+        .unwrap();
+        let request = RetrieveRequest {
+            question: question.to_owned(),
+            entities: linked.linked.clone(),
+            draft_answers: Vec::new(),
+            metapaths: Vec::new(),
+            cypher: Vec::new(),
+            max_evidence: 50,
+        };
+        let (scored, _) = bounded(client.call(&role(Role::SCORING_RETRIEVER), &meta(), &request))
+            .await
+            .unwrap();
+        sizes.push((linked.metapaths.len(), scored.evidence.len()));
+        for handle in handles {
+            bounded(handle.stop(Duration::from_secs(5))).await;
+        }
+    }
+    // The graph offers Michael Mann more than one relation path and more than two
+    // triplets within two hops: the defaults return more than the small settings.
+    assert!(sizes[0].0 > 1 && sizes[0].1 > 2, "defaults: {sizes:?}");
+    assert_eq!(sizes[1], (1, 2));
+}

@@ -21,6 +21,7 @@ pub struct Config {
     pub embedder: EmbedderConfig,
     pub vectors: VectorsConfig,
     pub budget: BudgetConfig,
+    pub retrieval: RetrievalConfig,
     pub http: HttpConfig,
     pub cache: CacheConfig,
     pub telemetry: TelemetryConfig,
@@ -233,6 +234,34 @@ impl Default for BudgetConfig {
     }
 }
 
+/// How much the LLM-free retrieval tools return per call: more finds the answer more
+/// often and makes the judge's and the LLM's context larger (docs/evaluation.md has
+/// measured answer recall and context sizes for both settings below).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetrievalConfig {
+    /// Relation paths the LLM-free KG-Linker proposes per question (default 5; 6 with
+    /// `embedder.kind` set measured the best recall on PathQuestion 3-hop).
+    pub top_metapaths: usize,
+    /// Triplets the scoring retriever returns at most (default 30).
+    pub scoring_top_k: usize,
+}
+
+impl Default for RetrievalConfig {
+    fn default() -> Self {
+        let settings = kgmesh_agents::runtime::RetrievalSettings::default();
+        Self {
+            top_metapaths: settings.top_metapaths,
+            scoring_top_k: settings.scoring_top_k,
+        }
+    }
+}
+
+/// Largest `retrieval.top_metapaths` accepted.
+pub const MAX_TOP_METAPATHS: usize = 50;
+/// Largest `retrieval.scoring_top_k` accepted.
+pub const MAX_SCORING_TOP_K: usize = 1_000;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
@@ -393,6 +422,18 @@ impl Config {
                 self.cache.kv_bucket
             ));
         }
+        if !(1..=MAX_TOP_METAPATHS).contains(&self.retrieval.top_metapaths) {
+            problems.push(format!(
+                "retrieval.top_metapaths = {} must be between 1 and {MAX_TOP_METAPATHS}",
+                self.retrieval.top_metapaths
+            ));
+        }
+        if !(1..=MAX_SCORING_TOP_K).contains(&self.retrieval.scoring_top_k) {
+            problems.push(format!(
+                "retrieval.scoring_top_k = {} must be between 1 and {MAX_SCORING_TOP_K}",
+                self.retrieval.scoring_top_k
+            ));
+        }
         if self.http.max_concurrent_questions == 0 {
             problems.push("http.max_concurrent_questions must be positive".to_owned());
         }
@@ -405,6 +446,13 @@ impl Config {
             Ok(())
         } else {
             Err(ConfigError { problems })
+        }
+    }
+
+    pub fn retrieval(&self) -> kgmesh_agents::runtime::RetrievalSettings {
+        kgmesh_agents::runtime::RetrievalSettings {
+            top_metapaths: self.retrieval.top_metapaths,
+            scoring_top_k: self.retrieval.scoring_top_k,
         }
     }
 
@@ -494,5 +542,27 @@ mod tests {
         writeln!(file, "[budget]\nrounds = 0\ndepth = 7").unwrap();
         let error = Config::load_from(Some(file.path()), no_env()).unwrap_err();
         assert_eq!(error.problems.len(), 2, "{error}");
+    }
+
+    #[test]
+    fn retrieval_sizes_reach_the_agents_and_are_range_checked() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "[retrieval]\ntop_metapaths = 6\nscoring_top_k = 60").unwrap();
+        let config = Config::load_from(Some(file.path()), no_env()).unwrap();
+        let settings = config.retrieval();
+        assert_eq!((settings.top_metapaths, settings.scoring_top_k), (6, 60));
+
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(
+            file,
+            "[retrieval]\ntop_metapaths = 0\nscoring_top_k = 100000"
+        )
+        .unwrap();
+        let error = Config::load_from(Some(file.path()), no_env()).unwrap_err();
+        assert_eq!(error.problems.len(), 2, "{error}");
+        assert!(
+            error.to_string().contains("retrieval.top_metapaths = 0"),
+            "{error}"
+        );
     }
 }

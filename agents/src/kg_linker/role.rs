@@ -96,7 +96,10 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         graph,
         llm_opt: deps.llm.clone(),
         vectors_opt: text_vectors(deps),
-        config: LinkerConfig::default(),
+        config: LinkerConfig {
+            top_metapaths: deps.retrieval.top_metapaths.max(1),
+            ..LinkerConfig::default()
+        },
     });
     Ok(
         RoleSpec::new(Role::well_known(Role::KG_LINKER), RoleKind::Core).op(

@@ -97,6 +97,27 @@ pub struct AgentDeps {
     /// The graph's name index, built on first use and shared by every role of the
     /// process (clones of these deps share it).
     pub names: Arc<crate::entity_linker::names::SharedNames>,
+    /// How much the LLM-free retrieval tools return.
+    pub retrieval: RetrievalSettings,
+}
+
+/// How much the LLM-free retrieval tools return per call. Larger values retrieve more
+/// (higher answer recall) at the price of a larger context for the judge and the LLM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetrievalSettings {
+    /// Relation paths the LLM-free KG-Linker proposes per question.
+    pub top_metapaths: usize,
+    /// Triplets the scoring retriever returns at most (also capped by the request).
+    pub scoring_top_k: usize,
+}
+
+impl Default for RetrievalSettings {
+    fn default() -> Self {
+        Self {
+            top_metapaths: crate::kg_linker::core::LinkerConfig::default().top_metapaths,
+            scoring_top_k: crate::scoring::core::ScoringConfig::default().top_k,
+        }
+    }
 }
 
 impl std::fmt::Debug for AgentDeps {
@@ -107,6 +128,7 @@ impl std::fmt::Debug for AgentDeps {
             .field("llm", &self.llm.is_some())
             .field("embedder", &self.embedder.is_some())
             .field("names", &self.names)
+            .field("retrieval", &self.retrieval)
             .finish()
     }
 }
@@ -122,7 +144,13 @@ impl AgentDeps {
             embedder: None,
             plan_store: None,
             names: Arc::default(),
+            retrieval: RetrievalSettings::default(),
         }
+    }
+
+    pub fn with_retrieval(mut self, retrieval: RetrievalSettings) -> Self {
+        self.retrieval = retrieval;
+        self
     }
 
     pub fn with_graph(mut self, graph: Arc<dyn GraphStore>) -> Self {

@@ -21,6 +21,7 @@ use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
 struct Scoring {
     graph: Arc<dyn GraphStore>,
     vectors_opt: Option<Arc<TextVectors>>,
+    top_k: usize,
 }
 
 impl Scoring {
@@ -37,7 +38,7 @@ impl Scoring {
         let budget = ctx.budget();
         let config = ScoringConfig {
             hops: ScoringConfig::default().hops.min(budget.depth.get()),
-            top_k: (request.max_evidence.max(1) as usize).min(ScoringConfig::default().top_k),
+            top_k: (request.max_evidence.max(1) as usize).min(self.top_k),
             max_triples: (budget.result_rows as usize).max(1) * 20,
             deadline_opt: Some(ctx.deadline()),
             ..ScoringConfig::default()
@@ -72,6 +73,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let scoring = Arc::new(Scoring {
         graph: deps.require_graph(Role::SCORING_RETRIEVER)?,
         vectors_opt: text_vectors(deps),
+        top_k: deps.retrieval.scoring_top_k.max(1),
     });
     Ok(RoleSpec::new(
         Role::well_known(Role::SCORING_RETRIEVER),

@@ -61,7 +61,7 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     let nats_client = nats.client().clone();
     let bus: Arc<dyn Bus> = Arc::new(nats);
 
-    let mut deps = AgentDeps::new(bus.clone());
+    let mut deps = AgentDeps::new(bus.clone()).with_retrieval(config.retrieval());
     if let Some(graph) = load_graph_if_configured(&config, args.kg.clone()).await? {
         deps = deps.with_graph(graph);
     }

@@ -173,7 +173,9 @@ impl EmbeddedRoles {
     ) -> anyhow::Result<Self> {
         let path = source.path()?;
         let graph = load_kg(&path).await?;
-        let mut deps = AgentDeps::new(bus.clone()).with_graph(graph);
+        let mut deps = AgentDeps::new(bus.clone())
+            .with_graph(graph)
+            .with_retrieval(config.retrieval());
         if let Some(llm) = language_model(config)? {
             deps = deps.with_llm(llm);
         }
