@@ -204,3 +204,46 @@ async fn with_an_embedder_the_linker_ranks_by_word_synonyms() {
         embedded.metapaths
     );
 }
+
+#[tokio::test]
+async fn a_class_word_as_close_to_two_relations_as_to_either_is_no_synonym() {
+    use std::sync::Arc;
+
+    use crate::scoring::{fixtures::FilmsNearGenreAndActors, relevance::TextVectors};
+
+    let graph = movies();
+    let index = build_name_index(&graph).await.unwrap();
+    let directed = vec![step("directed_by", Direction::In)];
+    let vectors = Arc::new(TextVectors::new(Arc::new(FilmsNearGenreAndActors), 100));
+    // "films" names the answer's class; were it a synonym of `has_genre` or
+    // `starred_actors`, a path ending in either would explain every word and win.
+    let linked = link_without_llm(
+        &graph,
+        &index,
+        Some(vectors.clone()),
+        "which films did Michael Mann direct",
+        &LinkerConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        linked.metapaths[0].steps, directed,
+        "{:?}",
+        linked.metapaths
+    );
+    // Not after "what"/"which", the same word keeps its synonyms.
+    let linked = link_without_llm(
+        &graph,
+        &index,
+        Some(vectors),
+        "films directed by Michael Mann",
+        &LinkerConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_ne!(
+        linked.metapaths[0].steps, directed,
+        "{:?}",
+        linked.metapaths
+    );
+}

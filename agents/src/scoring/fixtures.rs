@@ -77,3 +77,42 @@ impl kgmesh_models::Embedder for TypesMeanGenre {
             .collect())
     }
 }
+
+/// Embeds "films" halfway between "genre" and "actors" (cosine 0.71 to each) and every
+/// other word apart: a class word as close to two relations as to either.
+pub struct FilmsNearGenreAndActors;
+
+#[async_trait::async_trait]
+impl kgmesh_models::Embedder for FilmsNearGenreAndActors {
+    fn name(&self) -> &str {
+        "films-near-genre-and-actors"
+    }
+
+    fn dim(&self) -> usize {
+        1024
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut vector = vec![0.0; 1024];
+                match text.as_str() {
+                    "genre" => vector[0] = 1.0,
+                    "actors" => vector[1] = 1.0,
+                    "films" => {
+                        vector[0] = std::f32::consts::FRAC_1_SQRT_2;
+                        vector[1] = std::f32::consts::FRAC_1_SQRT_2;
+                    }
+                    other => {
+                        let hash = other.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+                        });
+                        vector[2 + (hash % 1022) as usize] = 1.0;
+                    }
+                }
+                vector
+            })
+            .collect())
+    }
+}

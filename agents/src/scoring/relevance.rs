@@ -112,6 +112,11 @@ pub const SYNONYM_COSINE: f32 = 0.5;
 /// (as much as a prefix match, so it can claim the word and earn the focus bonus).
 const EMBEDDED_SYNONYM: f32 = 0.8;
 
+/// A word naming the answer's class gets no synonyms when its two closest relations
+/// (both past [`SYNONYM_COSINE`]) are closer together than this. With MiniLM on the dev
+/// questions, "films"/"movies" are within 0.04 of two relations, "sex" 0.06 ahead.
+const AMBIGUOUS_SYNONYM_MARGIN: f32 = 0.05;
+
 impl Relevance {
     pub fn lexical(question: &str, entity_names: &[&str]) -> Self {
         Self {
@@ -273,7 +278,49 @@ impl Relevance {
                 (stemmed.as_str(), close)
             })
             .collect();
+        // A word naming the answer's class ("which films") that is about as close to
+        // two relations as to either names neither: "films" sits near `starred_actors`,
+        // `has_imdb_rating`, `directed_by` and `has_genre` alike ("what sex", nearer
+        // `gender` than anything else, keeps its synonym).
+        let mut best_per_relation: Vec<HashMap<&str, f32>> =
+            vec![HashMap::new(); question_stems.len()];
+        for (relation, relation_stems) in &stems {
+            for stemmed in relation_stems {
+                let Some(vector) = tokens
+                    .iter()
+                    .position(|(t, _)| t == stemmed)
+                    .map(|i| &token_vectors[i])
+                else {
+                    continue;
+                };
+                for (index, question_vector) in question_vectors.iter().enumerate() {
+                    if !self.terms.names_answer_class(index) {
+                        continue;
+                    }
+                    let similarity = cosine(vector, question_vector);
+                    let best = best_per_relation[index]
+                        .entry(relation)
+                        .or_insert(similarity);
+                    *best = best.max(similarity);
+                }
+            }
+        }
+        let vague: Vec<bool> = best_per_relation
+            .iter()
+            .map(|per_relation| {
+                let mut close: Vec<f32> = per_relation
+                    .values()
+                    .copied()
+                    .filter(|&c| c >= synonym_cosine)
+                    .collect();
+                close.sort_by(|a, b| b.total_cmp(a));
+                close.len() >= 2 && close[0] - close[1] < AMBIGUOUS_SYNONYM_MARGIN
+            })
+            .collect();
         let extra = |token: &str, index: usize| -> f32 {
+            if vague.get(index).copied().unwrap_or(false) {
+                return 0.0;
+            }
             match synonyms.get(token).and_then(|close| close.get(index)) {
                 Some(true) => EMBEDDED_SYNONYM,
                 _ => 0.0,

@@ -203,6 +203,9 @@ pub struct QuestionTerms {
     raw: Vec<String>,
     /// Index into `stems` of the word naming the answer, if the question has one.
     focus: Option<usize>,
+    /// Per stem: the word follows "what"/"which" directly ("which films", "what sex"),
+    /// so it names the answer's class.
+    determined: Vec<bool>,
 }
 
 /// Similarity of a relation token (a stem) to question word `index`, beyond the lexical
@@ -243,6 +246,10 @@ impl QuestionTerms {
             .filter(|(_, s)| !excluded.contains(s))
             .collect();
         let raw = content.iter().map(|(i, _)| all[*i].clone()).collect();
+        let determined = content
+            .iter()
+            .map(|(i, _)| *i > 0 && matches!(all[*i - 1].as_str(), "what" | "which"))
+            .collect();
         let focus = all
             .iter()
             .position(|w| WH_WORDS.contains(&w.as_str()))
@@ -258,6 +265,7 @@ impl QuestionTerms {
             stems: content.into_iter().map(|(_, s)| s).collect(),
             raw,
             focus,
+            determined,
         }
     }
 
@@ -273,6 +281,13 @@ impl QuestionTerms {
     /// The stem of the word naming the answer ("years" in "released in which years").
     pub fn focus(&self) -> Option<&str> {
         self.focus.map(|i| self.stems[i].as_str())
+    }
+
+    /// Whether question word `index` directly follows "what" or "which" ("which
+    /// films"): it names the class of the answer rather than a relation, unless it
+    /// matches one.
+    pub fn names_answer_class(&self, index: usize) -> bool {
+        self.determined.get(index).copied().unwrap_or(false)
     }
 
     pub fn is_empty(&self) -> bool {
