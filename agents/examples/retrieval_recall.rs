@@ -11,7 +11,7 @@
 //! ```text
 //! cargo run --release -p kgmesh-agents --example retrieval_recall -- \
 //!     --data /work/shared/data --sample 0 --top-metapaths 5 --scoring-k 60 \
-//!     [--synonym-cosine 0.5] [--datasets pathquestion-3h] [--dump-misses DIR]
+//!     [--synonym-cosine 0.5 [--embed-tools]] [--datasets pathquestion-3h] [--dump-misses DIR]
 //! ```
 
 use std::{collections::HashSet, path::Path, sync::Arc, time::Instant};
@@ -54,6 +54,9 @@ struct Options {
     /// MiniLM word embeddings for metapath ranking (lexical + synonyms), with the
     /// cosine from which two words count as synonyms.
     synonym_cosine_opt: Option<f32>,
+    /// Scoring retriever and traverser score by MiniLM question similarity, as the
+    /// roles do with an embedder configured (needs `--synonym-cosine`).
+    embed_tools: bool,
 }
 
 fn parse_options() -> Options {
@@ -75,11 +78,12 @@ fn parse_options() -> Options {
         dump_misses_opt: None,
         sample_per_prefix: EnumerateLimits::default().sample_per_prefix,
         synonym_cosine_opt: None,
+        embed_tools: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut index = 0;
-    while index + 1 < args.len() {
-        let value = args[index + 1].clone();
+    while index < args.len() {
+        let value = args.get(index + 1).cloned().unwrap_or_default();
         match args[index].as_str() {
             "--data" => options.data = value,
             "--sample" => options.sample = value.parse().unwrap_or(options.sample),
@@ -91,6 +95,11 @@ fn parse_options() -> Options {
             "--datasets" => options.datasets = value.split(',').map(str::to_owned).collect(),
             "--dump-misses" => options.dump_misses_opt = Some(value),
             "--synonym-cosine" => options.synonym_cosine_opt = value.parse().ok(),
+            "--embed-tools" => {
+                options.embed_tools = true;
+                index += 1;
+                continue;
+            }
             "--sample-per-prefix" => {
                 options.sample_per_prefix = value.parse().unwrap_or(options.sample_per_prefix)
             }
@@ -277,7 +286,10 @@ async fn run_dataset(
             continue;
         }
         let names: Vec<&str> = question.topics.iter().map(String::as_str).collect();
-        let relevance = Relevance::lexical(&question.text, &names);
+        let relevance = match words_opt.filter(|_| options.embed_tools) {
+            Some(words) => Relevance::new(&question.text, &names, Some(words.clone())).await,
+            None => Relevance::lexical(&question.text, &names),
+        };
         let starts: HashSet<String> = topics.iter().map(|t| normalize(&t.name)).collect();
         let gold: HashSet<String> = question.answers.iter().map(|a| normalize(a)).collect();
 
@@ -405,7 +417,7 @@ fn report(name: &str, tally: &mut Tally) {
 async fn main() {
     let options = parse_options();
     println!(
-        "config: sample={} seed={} top_metapaths={} walk={:?} enumerate={:?} scoring={:?} traverser={:?} relevance=lexical",
+        "config: sample={} seed={} top_metapaths={} walk={:?} enumerate={:?} scoring={:?} traverser={:?} tool relevance={}",
         options.sample,
         options.seed,
         options.top_metapaths,
@@ -419,6 +431,11 @@ async fn main() {
             ..ScoringConfig::default()
         },
         TraverseConfig::default(),
+        if options.embed_tools && options.synonym_cosine_opt.is_some() {
+            "MiniLM question similarity"
+        } else {
+            "lexical"
+        },
     );
     let words: Option<Arc<TextVectors>> = match options.synonym_cosine_opt {
         Some(cosine) => match MiniLm::load_async(MiniLm::default_dir()).await {
