@@ -172,7 +172,7 @@ async fn enumeration_says_what_each_metapath_reaches_and_whether_all_of_it() {
 async fn with_an_embedder_the_linker_ranks_by_word_synonyms() {
     use std::sync::Arc;
 
-    use crate::scoring::{fixtures::TypesMeanGenre, relevance::TextVectors};
+    use crate::scoring::{fixtures::TYPES_MEAN_GENRE, relevance::TextVectors};
 
     let graph = movies();
     let index = build_name_index(&graph).await.unwrap();
@@ -188,7 +188,7 @@ async fn with_an_embedder_the_linker_ranks_by_word_synonyms() {
         lexical.metapaths[0].steps, genre,
         "no lexical clue for genre"
     );
-    let vectors = Arc::new(TextVectors::new(Arc::new(TypesMeanGenre), 100));
+    let vectors = Arc::new(TextVectors::new(Arc::new(TYPES_MEAN_GENRE), 100));
     let embedded = link_without_llm(
         &graph,
         &index,
@@ -209,12 +209,12 @@ async fn with_an_embedder_the_linker_ranks_by_word_synonyms() {
 async fn a_class_word_as_close_to_two_relations_as_to_either_is_no_synonym() {
     use std::sync::Arc;
 
-    use crate::scoring::{fixtures::FilmsNearGenreAndActors, relevance::TextVectors};
+    use crate::scoring::{fixtures::FILMS_NEAR_GENRE_AND_ACTORS, relevance::TextVectors};
 
     let graph = movies();
     let index = build_name_index(&graph).await.unwrap();
     let directed = vec![step("directed_by", Direction::In)];
-    let vectors = Arc::new(TextVectors::new(Arc::new(FilmsNearGenreAndActors), 100));
+    let vectors = Arc::new(TextVectors::new(Arc::new(FILMS_NEAR_GENRE_AND_ACTORS), 100));
     // "films" names the answer's class; were it a synonym of `has_genre` or
     // `starred_actors`, a path ending in either would explain every word and win.
     let linked = link_without_llm(

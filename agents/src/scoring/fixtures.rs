@@ -44,71 +44,69 @@ pub fn entity(graph: &EmbeddedGraph, name: &str) -> Entity {
     graph.entity(nodes[0])
 }
 
-/// Embeds "types" and "genre" alike and every other word apart (one-hot by a hash).
-pub struct TypesMeanGenre;
-
-#[async_trait::async_trait]
-impl kgmesh_models::Embedder for TypesMeanGenre {
-    fn name(&self) -> &str {
-        "types-mean-genre"
-    }
-
-    fn dim(&self) -> usize {
-        1024
-    }
-
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
-        Ok(texts
-            .iter()
-            .map(|text| {
-                let mut vector = vec![0.0; 1024];
-                let slot = match text.as_str() {
-                    "types" | "genre" => 0,
-                    other => {
-                        let hash = other.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-                        });
-                        1 + (hash % 1023) as usize
-                    }
-                };
-                vector[slot] = 1.0;
-                vector
-            })
-            .collect())
-    }
+/// A word embedder for tests: the listed words get fixed vectors in the first
+/// `reserved` dimensions; every other word is one-hot (by a hash) in the rest, so it is
+/// apart from all others.
+pub struct WordTable {
+    name: &'static str,
+    reserved: usize,
+    words: &'static [(&'static str, &'static [(usize, f32)])],
 }
+
+/// Embeds "types" and "genre" alike and every other word apart.
+pub const TYPES_MEAN_GENRE: WordTable = WordTable {
+    name: "types-mean-genre",
+    reserved: 1,
+    words: &[("types", &[(0, 1.0)]), ("genre", &[(0, 1.0)])],
+};
 
 /// Embeds "films" halfway between "genre" and "actors" (cosine 0.71 to each) and every
 /// other word apart: a class word as close to two relations as to either.
-pub struct FilmsNearGenreAndActors;
+pub const FILMS_NEAR_GENRE_AND_ACTORS: WordTable = WordTable {
+    name: "films-near-genre-and-actors",
+    reserved: 2,
+    words: &[
+        ("genre", &[(0, 1.0)]),
+        ("actors", &[(1, 1.0)]),
+        (
+            "films",
+            &[
+                (0, std::f32::consts::FRAC_1_SQRT_2),
+                (1, std::f32::consts::FRAC_1_SQRT_2),
+            ],
+        ),
+    ],
+};
+
+const WORD_TABLE_DIM: usize = 1024;
 
 #[async_trait::async_trait]
-impl kgmesh_models::Embedder for FilmsNearGenreAndActors {
+impl kgmesh_models::Embedder for WordTable {
     fn name(&self) -> &str {
-        "films-near-genre-and-actors"
+        self.name
     }
 
     fn dim(&self) -> usize {
-        1024
+        WORD_TABLE_DIM
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
         Ok(texts
             .iter()
             .map(|text| {
-                let mut vector = vec![0.0; 1024];
-                match text.as_str() {
-                    "genre" => vector[0] = 1.0,
-                    "actors" => vector[1] = 1.0,
-                    "films" => {
-                        vector[0] = std::f32::consts::FRAC_1_SQRT_2;
-                        vector[1] = std::f32::consts::FRAC_1_SQRT_2;
+                let mut vector = vec![0.0; WORD_TABLE_DIM];
+                match self.words.iter().find(|(word, _)| *word == text) {
+                    Some((_, entries)) => {
+                        for &(slot, value) in *entries {
+                            vector[slot] = value;
+                        }
                     }
-                    other => {
-                        let hash = other.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                    None => {
+                        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
                             (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
                         });
-                        vector[2 + (hash % 1022) as usize] = 1.0;
+                        let free = (WORD_TABLE_DIM - self.reserved) as u64;
+                        vector[self.reserved + (hash % free) as usize] = 1.0;
                     }
                 }
                 vector

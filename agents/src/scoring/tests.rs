@@ -71,7 +71,7 @@ async fn word_embeddings_fill_the_gaps_of_lexical_relation_matching() {
     assert_eq!(scores[0], scores[1], "no lexical clue tells them apart");
 
     let vectors = Arc::new(TextVectors::new(
-        Arc::new(super::fixtures::TypesMeanGenre),
+        Arc::new(super::fixtures::TYPES_MEAN_GENRE),
         100,
     ));
     let with_words =
