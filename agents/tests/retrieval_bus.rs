@@ -49,6 +49,16 @@ fn meta() -> Meta {
     Meta::new(QuestionId::new_random(), 1, Budget::default())
 }
 
+/// A first-round KG-Linker request: no context, hints or examples yet.
+fn link_request(question: &str) -> KgLinkRequest {
+    KgLinkRequest {
+        question: question.to_owned(),
+        context: Default::default(),
+        repair_hints: Vec::new(),
+        examples: Vec::new(),
+    }
+}
+
 fn role(name: &'static str) -> Role {
     Role::well_known(name)
 }
@@ -75,18 +85,10 @@ async fn retrieval_contract(bus: Arc<dyn Bus>) {
     let question = "when were the films directed by Michael Mann released";
 
     // kg-linker, LLM-free: links the entity and proposes the right relation path first.
-    let (linked, _) = bounded(client.call(
-        &role(Role::KG_LINKER),
-        &meta(),
-        &KgLinkRequest {
-            question: question.to_owned(),
-            context: Default::default(),
-            repair_hints: Vec::new(),
-            examples: Vec::new(),
-        },
-    ))
-    .await
-    .unwrap();
+    let (linked, _) =
+        bounded(client.call(&role(Role::KG_LINKER), &meta(), &link_request(question)))
+            .await
+            .unwrap();
     assert_eq!(linked.linked[0].entity.name, "Michael Mann");
     assert_eq!(
         linked.metapaths[0].steps,
@@ -279,18 +281,10 @@ async fn retrieval_settings_size_what_the_roles_return() {
             );
         }
         let client = Client::new(bus.clone()).with_timeout(Duration::from_secs(10));
-        let (linked, _) = bounded(client.call(
-            &role(Role::KG_LINKER),
-            &meta(),
-            &KgLinkRequest {
-                question: question.to_owned(),
-                context: Default::default(),
-                repair_hints: Vec::new(),
-                examples: Vec::new(),
-            },
-        ))
-        .await
-        .unwrap();
+        let (linked, _) =
+            bounded(client.call(&role(Role::KG_LINKER), &meta(), &link_request(question)))
+                .await
+                .unwrap();
         let request = RetrieveRequest {
             question: question.to_owned(),
             entities: linked.linked.clone(),
