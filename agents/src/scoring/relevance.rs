@@ -262,20 +262,26 @@ impl Relevance {
             .iter()
             .map(|q| tokens.iter().any(|(t, _)| lexical(t, q)))
             .collect();
-        // Which question words each relation stem is a synonym of.
-        let synonyms: HashMap<&str, Vec<bool>> = tokens
+        // Cosine of each relation stem's word to each question word, computed once.
+        let cosines: HashMap<&str, Vec<f32>> = tokens
             .iter()
             .zip(token_vectors)
             .map(|((stemmed, _), vector)| {
+                let row = question_vectors.iter().map(|q| cosine(vector, q)).collect();
+                (stemmed.as_str(), row)
+            })
+            .collect();
+        // Which question words each relation stem is a synonym of.
+        let synonyms: HashMap<&str, Vec<bool>> = cosines
+            .iter()
+            .map(|(&stemmed, row)| {
                 let token_matched = question_stems.iter().any(|q| lexical(stemmed, q));
-                let close = question_vectors
+                let close = row
                     .iter()
                     .zip(&question_matched)
-                    .map(|(q, matched)| {
-                        !token_matched && !matched && cosine(vector, q) >= synonym_cosine
-                    })
+                    .map(|(&c, matched)| !token_matched && !matched && c >= synonym_cosine)
                     .collect();
-                (stemmed.as_str(), close)
+                (stemmed, close)
             })
             .collect();
         // A word naming the answer's class ("which films") that is about as close to
@@ -285,19 +291,14 @@ impl Relevance {
         let mut best_per_relation: Vec<HashMap<&str, f32>> =
             vec![HashMap::new(); question_stems.len()];
         for (relation, relation_stems) in &stems {
-            for stemmed in relation_stems {
-                let Some(vector) = tokens
-                    .iter()
-                    .position(|(t, _)| t == stemmed)
-                    .map(|i| &token_vectors[i])
-                else {
-                    continue;
-                };
-                for (index, question_vector) in question_vectors.iter().enumerate() {
+            for row in relation_stems
+                .iter()
+                .filter_map(|s| cosines.get(s.as_str()))
+            {
+                for (index, &similarity) in row.iter().enumerate() {
                     if !self.terms.names_answer_class(index) {
                         continue;
                     }
-                    let similarity = cosine(vector, question_vector);
                     let best = best_per_relation[index]
                         .entry(relation)
                         .or_insert(similarity);
