@@ -6,8 +6,13 @@
 //! ```text
 //! cargo bench -p kgmesh-benches --bench agents                                   # 1M edges
 //! KGMESH_BENCH_EDGES=10000000 cargo bench -p kgmesh-benches --bench agents
-//! cargo bench -p kgmesh-benches --bench agents -- --embed    # + MiniLM links on MetaQA
+//! cargo bench -p kgmesh-benches --bench agents -- --embed    # + MiniLM links
 //! ```
+//! `--embed` embeds every node name with MiniLM (`scripts/fetch-minilm`) and times
+//! embedding links and the union too. That is slow on a CPU (a million names take on
+//! the order of an hour on two cores), so the name-vector index is kept in
+//! `KGMESH_BENCH_VECTOR_CACHE` (default `target/bench-cache`; empty: not kept), one file
+//! per graph, and read back by later runs.
 //! `KGMESH_METAQA` (default `/work/shared/data/metaqa`) holds `kb.tsv` and the
 //! `{1,2,3}-hop/dev.txt` question files; `KGMESH_BENCH_SAMPLES` (default 2,000) sets the
 //! link calls timed per figure, `KGMESH_BENCH_TOOL_SAMPLES` (default 600) the questions
@@ -57,6 +62,8 @@ struct Options {
     edges: u64,
     metaqa: PathBuf,
     embed: bool,
+    /// Where `--embed` keeps name-vector indexes between runs (`None`: not kept).
+    cache: Option<PathBuf>,
     skip_metaqa: bool,
     skip_synthetic: bool,
 }
@@ -78,6 +85,11 @@ fn options() -> Options {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/work/shared/data/metaqa")),
         embed: args.iter().any(|a| a == "--embed"),
+        cache: match env("KGMESH_BENCH_VECTOR_CACHE") {
+            Some(dir) if dir.is_empty() => None,
+            Some(dir) => Some(PathBuf::from(dir)),
+            None => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-cache")),
+        },
         skip_metaqa: args.iter().any(|a| a == "--skip-metaqa"),
         skip_synthetic: args.iter().any(|a| a == "--skip-synthetic"),
     }
@@ -414,30 +426,45 @@ async fn metaqa(options: &Options) {
     );
     let index = build_index(&graph).await;
     let embeddings = if options.embed {
-        embeddings(&index).await
+        embeddings(
+            &index,
+            options
+                .cache
+                .as_ref()
+                .map(|dir| dir.join("metaqa-minilm.kgv")),
+        )
+        .await
     } else {
         None
     };
-    let linker = embeddings
-        .as_ref()
-        .map(|(embedder, vectors)| EmbeddingLinker {
-            embedder: embedder.as_ref(),
-            vectors: vectors.as_ref(),
-        });
+    let linker = embeddings.as_ref().map(NameVectors::linker);
     link_figures(&index, linker.as_ref(), options.samples).await;
     let samples = metaqa_samples(&graph, &options.metaqa, options.tool_samples);
     tool_figures(&graph, &index, &samples).await;
 }
 
-/// MiniLM name vectors for embedding links (all names, batched; slow on a CPU).
-async fn embeddings(
-    index: &Gazetteer,
-) -> Option<(
-    Arc<dyn kgmesh_models::Embedder>,
-    Arc<dyn kgmesh_stores::VectorIndex>,
-)> {
+/// The embedder and name-vector index that embedding links use.
+struct NameVectors {
+    embedder: Arc<dyn kgmesh_models::Embedder>,
+    vectors: Arc<dyn kgmesh_stores::VectorIndex>,
+}
+
+impl NameVectors {
+    fn linker(&self) -> EmbeddingLinker<'_> {
+        EmbeddingLinker {
+            embedder: self.embedder.as_ref(),
+            vectors: self.vectors.as_ref(),
+        }
+    }
+}
+
+/// MiniLM name vectors for embedding links: every name embedded (batched, progress on
+/// stderr) and indexed with HNSW, each phase timed. With `cache`, the index is read from
+/// that file when it holds one vector per name, and written there after a build, so the
+/// long embedding of a million-name graph on a small CPU is paid once.
+async fn embeddings(index: &Gazetteer, cache: Option<PathBuf>) -> Option<NameVectors> {
     use kgmesh_models::minilm::MiniLm;
-    use kgmesh_stores::{vector::EmbeddedVectorIndex, Metric};
+    use kgmesh_stores::{vector::EmbeddedVectorIndex, Metric, VectorIndex};
     let model = match MiniLm::load_async(MiniLm::default_dir()).await {
         Ok(model) => model,
         Err(error) => {
@@ -446,23 +473,76 @@ async fn embeddings(
         }
     };
     let embedder: Arc<dyn kgmesh_models::Embedder> = Arc::new(model);
+    let names = index.entities().len();
+    if let Some(path) = cache.as_deref().filter(|path| path.exists()) {
+        let started = Instant::now();
+        match EmbeddedVectorIndex::open(path) {
+            Ok(cached)
+                if cached.dim() == embedder.dim() && cached.len().await.ok() == Some(names) =>
+            {
+                println!(
+                    "  name vectors: {names} read from {} in {:.1} s (delete it to re-embed)",
+                    path.display(),
+                    started.elapsed().as_secs_f64()
+                );
+                return Some(NameVectors {
+                    embedder,
+                    vectors: Arc::new(cached),
+                });
+            }
+            Ok(_) => eprintln!(
+                "  {} holds another graph's vectors; re-embedding",
+                path.display()
+            ),
+            Err(error) => eprintln!("  {} not used ({error}); re-embedding", path.display()),
+        }
+    }
     let vectors = Arc::new(EmbeddedVectorIndex::new(embedder.dim(), Metric::Cosine));
     let started = Instant::now();
-    kgmesh_agents::entity_linker::core::index_name_vectors(
+    let mut reported = Instant::now();
+    let mut progress = |done: usize, total: usize| {
+        if reported.elapsed() >= Duration::from_secs(30) || done == total {
+            reported = Instant::now();
+            let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-3);
+            eprintln!(
+                "  embedding names: {done} / {total} ({rate:.0} names/s, {:.0} s left)",
+                (total - done) as f64 / rate.max(1e-3)
+            );
+        }
+    };
+    if let Err(error) = kgmesh_agents::entity_linker::core::index_name_vectors(
         index,
         embedder.as_ref(),
         vectors.as_ref(),
         256,
+        &mut progress,
     )
     .await
-    .ok()?;
+    {
+        eprintln!("no embedding figures: {error}");
+        return None;
+    }
+    let embedded = started.elapsed();
+    let started = Instant::now();
     vectors.build_hnsw();
     println!(
-        "  name vectors: {} names embedded and indexed in {:.1} s",
-        index.entities().len(),
+        "  name vectors: {names} names embedded in {:.1} s ({:.0} names/s), HNSW built in {:.1} s",
+        embedded.as_secs_f64(),
+        names as f64 / embedded.as_secs_f64().max(1e-3),
         started.elapsed().as_secs_f64()
     );
-    Some((embedder, vectors))
+    if let Some(path) = cache {
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .map_err(|error| error.to_string())
+            .and_then(|()| vectors.save(&path).map_err(|error| error.to_string()));
+        match written {
+            Ok(()) => println!("  name vectors cached in {}", path.display()),
+            Err(error) => eprintln!("  name vectors not cached in {}: {error}", path.display()),
+        }
+    }
+    Some(NameVectors { embedder, vectors })
 }
 
 async fn synthetic(options: &Options) {
@@ -483,7 +563,14 @@ async fn synthetic(options: &Options) {
         started.elapsed().as_secs_f64()
     );
     let index = build_index(&graph).await;
-    link_figures(&index, None, options.samples).await;
+    let embeddings = if options.embed {
+        let file = format!("synthetic-{}-minilm.kgv", options.edges);
+        embeddings(&index, options.cache.as_ref().map(|dir| dir.join(file))).await
+    } else {
+        None
+    };
+    let linker = embeddings.as_ref().map(NameVectors::linker);
+    link_figures(&index, linker.as_ref(), options.samples).await;
     let samples = synthetic_samples(&graph, options.tool_samples).await;
     tool_figures(&graph, &index, &samples).await;
 }

@@ -120,9 +120,36 @@ async fn fill_if_empty(
         backend = index.backend(),
         "embedding entity names into the vector index"
     );
-    index_name_vectors(&names, embedder, index, config.embedder.batch_size)
-        .await
-        .context("cannot embed the graph's names")?;
+    let started = std::time::Instant::now();
+    let mut reported = 0;
+    let mut progress = |done: usize, total: usize| {
+        // About ten lines for a large graph, none for a small one.
+        if total >= 10_000 && done < total && done >= reported + total / 10 {
+            reported = done;
+            let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-3);
+            tracing::info!(
+                done,
+                total,
+                names_per_second = rate.round(),
+                eta_seconds = ((total - done) as f64 / rate.max(1e-3)).round(),
+                "embedding entity names"
+            );
+        }
+    };
+    index_name_vectors(
+        &names,
+        embedder,
+        index,
+        config.embedder.batch_size,
+        &mut progress,
+    )
+    .await
+    .context("cannot embed the graph's names")?;
+    tracing::info!(
+        names = names.len(),
+        seconds = started.elapsed().as_secs_f64(),
+        "entity names embedded"
+    );
     Ok(true)
 }
 

@@ -54,13 +54,18 @@ pub async fn build_name_index(store: &dyn GraphStore) -> Result<Gazetteer, Store
     Ok(Gazetteer::build(scan_all_names(store).await?))
 }
 
-/// Embeds every name of `index` into `vectors` (ids are node ids), in batches.
+/// Embeds every name of `index` into `vectors` (ids are node ids), in batches;
+/// `progress(done, total)` is called after every batch, so a caller filling a large
+/// graph's index can say how far it is.
 pub async fn index_name_vectors(
     index: &Gazetteer,
     embedder: &dyn Embedder,
     vectors: &dyn VectorIndex,
     batch: usize,
+    progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<(), LinkError> {
+    let total = index.entities().len();
+    let mut done = 0;
     for chunk in index.entities().chunks(batch.max(1)) {
         let names: Vec<String> = chunk.iter().map(|e| e.name.clone()).collect();
         let embedded = embedder.embed(&names).await?;
@@ -74,6 +79,8 @@ pub async fn index_name_vectors(
             })
             .collect();
         vectors.upsert(items).await?;
+        done += chunk.len();
+        progress(done, total);
     }
     Ok(())
 }
