@@ -60,21 +60,34 @@ pub const TYPES_MEAN_GENRE: WordTable = WordTable {
     words: &[("types", &[(0, 1.0)]), ("genre", &[(0, 1.0)])],
 };
 
-/// Embeds "films" halfway between "genre" and "actors" (cosine 0.71 to each) and every
-/// other word apart: a class word as close to two relations as to either.
+/// Embeds "films" and "film" halfway between "genre" and "actors" (cosine 0.71 to each)
+/// and every other word apart: a class word as close to two relations as to either.
 pub const FILMS_NEAR_GENRE_AND_ACTORS: WordTable = WordTable {
     name: "films-near-genre-and-actors",
     reserved: 2,
     words: &[
         ("genre", &[(0, 1.0)]),
         ("actors", &[(1, 1.0)]),
-        (
-            "films",
-            &[
-                (0, std::f32::consts::FRAC_1_SQRT_2),
-                (1, std::f32::consts::FRAC_1_SQRT_2),
-            ],
-        ),
+        ("films", HALFWAY),
+        ("film", HALFWAY),
+    ],
+};
+
+const HALFWAY: &[(usize, f32)] = &[
+    (0, std::f32::consts::FRAC_1_SQRT_2),
+    (1, std::f32::consts::FRAC_1_SQRT_2),
+];
+
+/// Embeds the question "what films did Al Pacino act in" at cosine 0.6 to the relation
+/// text "starred actors" (either direction) and every other text apart, as a sentence
+/// embedder scores a relation the question paraphrases.
+pub const ACT_IN_NEAR_STARRED: WordTable = WordTable {
+    name: "act-in-near-starred",
+    reserved: 2,
+    words: &[
+        ("what films did Al Pacino act in", &[(0, 1.0)]),
+        ("starred actors", &[(0, 0.6), (1, 0.8)]),
+        ("starred actors inverse", &[(0, 0.6), (1, 0.8)]),
     ],
 };
 
