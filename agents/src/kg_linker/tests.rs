@@ -231,7 +231,25 @@ async fn a_class_word_as_close_to_two_relations_as_to_either_is_no_synonym() {
         "{:?}",
         linked.metapaths
     );
-    // Not after "what"/"which", the same word keeps its synonyms.
+    // Between an article and an entity name it names that entity's class: were it a
+    // synonym, `starred_actors → starred_actors (inverse) → directed_by` (or the same
+    // through `has_genre`) would explain "film" and "directed" and outrank `directed_by`.
+    let linked = link_without_llm(
+        &graph,
+        &index,
+        Some(vectors.clone()),
+        "who directed the film Heat",
+        &LinkerConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        linked.metapaths[0].steps,
+        vec![step("directed_by", Direction::Out)],
+        "{:?}",
+        linked.metapaths
+    );
+    // Not after "what"/"which" nor before a name, the same word keeps its synonyms.
     let linked = link_without_llm(
         &graph,
         &index,

@@ -112,9 +112,9 @@ pub const SYNONYM_COSINE: f32 = 0.5;
 /// (as much as a prefix match, so it can claim the word and earn the focus bonus).
 const EMBEDDED_SYNONYM: f32 = 0.8;
 
-/// A word naming the answer's class gets no synonyms when its two closest relations
-/// (both past [`SYNONYM_COSINE`]) are closer together than this. With MiniLM on the dev
-/// questions, "films"/"movies" are within 0.04 of two relations, "sex" 0.06 ahead.
+/// A word naming a class gets no synonyms when its two closest relations (both past
+/// [`SYNONYM_COSINE`]) are closer together than this. With MiniLM on the dev questions,
+/// "films"/"movies" are within 0.04 of two relations, "sex" 0.06 ahead.
 const AMBIGUOUS_SYNONYM_MARGIN: f32 = 0.05;
 
 impl Relevance {
@@ -284,10 +284,10 @@ impl Relevance {
                 (stemmed, close)
             })
             .collect();
-        // A word naming the answer's class ("which films") that is about as close to
-        // two relations as to either names neither: "films" sits near `starred_actors`,
-        // `has_imdb_rating`, `directed_by` and `has_genre` alike ("what sex", nearer
-        // `gender` than anything else, keeps its synonym).
+        // A word naming a class ("which films", "the film Heat") that is about as
+        // close to two relations as to either names neither: "films" sits near
+        // `starred_actors`, `has_imdb_rating`, `directed_by` and `has_genre` alike
+        // ("what sex", nearer `gender` than anything else, keeps its synonym).
         let mut best_per_relation: Vec<HashMap<&str, f32>> =
             vec![HashMap::new(); question_stems.len()];
         for (relation, relation_stems) in &stems {
@@ -296,7 +296,7 @@ impl Relevance {
                 .filter_map(|s| cosines.get(s.as_str()))
             {
                 for (index, &similarity) in row.iter().enumerate() {
-                    if !self.terms.names_answer_class(index) {
+                    if !self.terms.names_a_class(index) {
                         continue;
                     }
                     let best = best_per_relation[index]

@@ -203,8 +203,9 @@ pub struct QuestionTerms {
     raw: Vec<String>,
     /// Index into `stems` of the word naming the answer, if the question has one.
     focus: Option<usize>,
-    /// Per stem: the word follows "what"/"which" directly ("which films", "what sex"),
-    /// so it names the answer's class.
+    /// Per stem: the word names a class rather than a relation: the answer's when it
+    /// follows "what"/"which" ("which films", "what sex"), or a named entity's when it
+    /// stands in apposition before the name ("the film Heat").
     determined: Vec<bool>,
 }
 
@@ -246,9 +247,24 @@ impl QuestionTerms {
             .filter(|(_, s)| !excluded.contains(s))
             .collect();
         let raw = content.iter().map(|(i, _)| all[*i].clone()).collect();
+        // Entity names as word sequences, to find the word set in apposition before one.
+        let name_words: Vec<Vec<String>> = excluded_names
+            .iter()
+            .map(|name| words(name))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let names_entity_at = |at: usize| {
+            name_words
+                .iter()
+                .any(|name| all.get(at..at + name.len()) == Some(name.as_slice()))
+        };
         let determined = content
             .iter()
-            .map(|(i, _)| *i > 0 && matches!(all[*i - 1].as_str(), "what" | "which"))
+            .map(|&(i, _)| {
+                let previous = if i > 0 { all[i - 1].as_str() } else { "" };
+                matches!(previous, "what" | "which")
+                    || (matches!(previous, "the" | "a" | "an") && names_entity_at(i + 1))
+            })
             .collect();
         let focus = all
             .iter()
@@ -283,10 +299,11 @@ impl QuestionTerms {
         self.focus.map(|i| self.stems[i].as_str())
     }
 
-    /// Whether question word `index` directly follows "what" or "which" ("which
-    /// films"): it names the class of the answer rather than a relation, unless it
-    /// matches one.
-    pub fn names_answer_class(&self, index: usize) -> bool {
+    /// Whether question word `index` names a class: it directly follows "what" or
+    /// "which" ("which films", the answer's class) or stands between an article and an
+    /// entity name ("the film Heat", that entity's class). Such a word names no relation
+    /// unless it matches one.
+    pub fn names_a_class(&self, index: usize) -> bool {
         self.determined.get(index).copied().unwrap_or(false)
     }
 
