@@ -78,19 +78,6 @@ const HALFWAY: &[(usize, f32)] = &[
     (1, std::f32::consts::FRAC_1_SQRT_2),
 ];
 
-/// Embeds the question "what films did Al Pacino act in" at cosine 0.6 to the relation
-/// text "starred actors" (either direction) and every other text apart, as a sentence
-/// embedder scores a relation the question paraphrases.
-pub const ACT_IN_NEAR_STARRED: WordTable = WordTable {
-    name: "act-in-near-starred",
-    reserved: 2,
-    words: &[
-        ("what films did Al Pacino act in", &[(0, 1.0)]),
-        ("starred actors", &[(0, 0.6), (1, 0.8)]),
-        ("starred actors inverse", &[(0, 0.6), (1, 0.8)]),
-    ],
-};
-
 const WORD_TABLE_DIM: usize = 1024;
 
 #[async_trait::async_trait]

@@ -120,8 +120,6 @@ pub async fn traverse(
     let mut kept_lines: Vec<Triple> = Vec::new();
     let mut llm_live = llm_opt;
     let mut used_words = vec![false; relevance.terms().stems().len()];
-    // Relations (either direction) followed without a model, for embedding relevance.
-    let mut followed: HashSet<String> = HashSet::new();
     for step in 0..config.max_steps.min(MAX_DEPTH) {
         if frontier.is_empty() {
             out.stopped = "frontier empty".to_owned();
@@ -222,26 +220,13 @@ pub async fn traverse(
                 } else {
                     config.min_relevance
                 };
-                // A whole-question embedding keeps scoring a relation it has matched
-                // once (actor → film → co-star → film for "what films did X act in"),
-                // so, as a question word claimed lexically is not claimed again, a
-                // relation followed at an earlier step is not followed again.
-                let repeated = |i: usize| {
-                    relevance.uses_embeddings()
-                        && followed.contains(relations[i].trim_end_matches(" (inverse)"))
-                };
                 chosen = order
                     .iter()
-                    .filter(|&&i| relation_scores[i] > threshold && !repeated(i))
+                    .filter(|&&i| relation_scores[i] > threshold)
                     .take(config.max_relations)
                     .map(|&i| relations[i].clone())
                     .collect();
             }
-            followed.extend(
-                chosen
-                    .iter()
-                    .map(|r| r.trim_end_matches(" (inverse)").to_owned()),
-            );
         }
         if chosen.is_empty() {
             out.stopped = "no relevant relation".to_owned();

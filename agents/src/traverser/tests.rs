@@ -5,8 +5,8 @@ use kgmesh_models::LlmError;
 use super::core::{traverse, TraverseConfig};
 use crate::{
     scoring::{
-        fixtures::{entity, movies, ACT_IN_NEAR_STARRED},
-        relevance::{Relevance, TextVectors},
+        fixtures::{entity, movies},
+        relevance::Relevance,
     },
     testing::ScriptedModel,
 };
@@ -141,43 +141,4 @@ async fn when_the_question_names_no_relation_the_first_step_keeps_the_whole_star
     assert_eq!(actors, vec!["Al Pacino", "Robert De Niro"]);
     // Later steps still need a relation the question names: none here.
     assert!(walked.steps.len() <= 2, "{:?}", walked.steps);
-}
-
-#[tokio::test]
-async fn with_embeddings_a_relation_followed_once_is_not_followed_again() {
-    let graph = movies();
-    let pacino = entity(&graph, "Al Pacino");
-    // The sentence embedding scores `starred_actors` 0.6 against the question at every
-    // step; following it again would walk on to co-stars (Robert De Niro).
-    let question = "what films did Al Pacino act in";
-    let vectors = Arc::new(TextVectors::new(Arc::new(ACT_IN_NEAR_STARRED), 100));
-    let relevance = Relevance::new(question, &["Al Pacino"], Some(vectors)).await;
-    assert!(relevance.uses_embeddings());
-    let walked = traverse(
-        &graph,
-        &relevance,
-        None,
-        question,
-        &[pacino],
-        &TraverseConfig::default(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        walked.steps[0].relations_chosen,
-        vec!["starred_actors (inverse)".to_owned()]
-    );
-    assert_eq!(walked.steps.len(), 1, "{:?}", walked.steps);
-    assert_eq!(walked.stopped, "no relevant relation");
-    let mut films: Vec<&str> = walked
-        .triples
-        .iter()
-        .map(|(t, _)| t.head.name.as_str())
-        .collect();
-    films.sort();
-    assert_eq!(films, vec!["Heat", "The Godfather"]);
-    assert!(!walked
-        .triples
-        .iter()
-        .any(|(t, _)| t.tail.name == "Robert De Niro"));
 }
