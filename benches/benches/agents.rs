@@ -9,10 +9,11 @@
 //! cargo bench -p kgmesh-benches --bench agents -- --embed    # + MiniLM links
 //! ```
 //! `--embed` embeds every node name with MiniLM (`scripts/fetch-minilm`) and times
-//! embedding links and the union too. That is slow on a CPU (a million names take on
-//! the order of an hour on two cores), so the name-vector index is kept in
-//! `KGMESH_BENCH_VECTOR_CACHE` (default `target/bench-cache`; empty: not kept), one file
-//! per graph, and read back by later runs.
+//! embedding links and the union too. That is slow on a CPU (about 340 names/s on two
+//! cores: 45 minutes for the 10M-edge graph's 875k names, plus the HNSW build), so the
+//! name-vector index is kept in `KGMESH_BENCH_VECTOR_CACHE` (default
+//! `target/bench-cache`; empty: not kept), one file per graph, and read back by later
+//! runs.
 //! `KGMESH_METAQA` (default `/work/shared/data/metaqa`) holds `kb.tsv` and the
 //! `{1,2,3}-hop/dev.txt` question files; `KGMESH_BENCH_SAMPLES` (default 2,000) sets the
 //! link calls timed per figure, `KGMESH_BENCH_TOOL_SAMPLES` (default 600) the questions
