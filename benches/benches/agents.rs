@@ -10,7 +10,7 @@
 //! ```
 //! `--embed` embeds every node name with MiniLM (`scripts/fetch-minilm`) and times
 //! embedding links and the union too. That is slow on a CPU (about 340 names/s on two
-//! cores: 45 minutes for the 10M-edge graph's 875k names, plus the HNSW build), so the
+//! cores: 45 minutes for the 10M-edge graph's 875k names, and 47 for their HNSW), so the
 //! name-vector index is kept in `KGMESH_BENCH_VECTOR_CACHE` (default
 //! `target/bench-cache`; empty: not kept), one file per graph, and read back by later
 //! runs.
