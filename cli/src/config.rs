@@ -483,6 +483,13 @@ mod tests {
         Env::prefixed("KGMESH_TEST_UNUSED__").split("__")
     }
 
+    /// `text` written to a config file and loaded from it, without the environment.
+    fn load(text: &str) -> Result<Config, ConfigError> {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "{text}").unwrap();
+        Config::load_from(Some(file.path()), no_env())
+    }
+
     #[test]
     fn defaults_are_valid() {
         Config::default().validate().expect("defaults validate");
@@ -490,9 +497,7 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_rejected() {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        writeln!(file, "[bus]\nkind = \"nats\"\nnats_ulr = \"nats://x\"").unwrap();
-        let error = Config::load_from(Some(file.path()), no_env()).unwrap_err();
+        let error = load("[bus]\nkind = \"nats\"\nnats_ulr = \"nats://x\"").unwrap_err();
         assert!(error.to_string().contains("nats_ulr"), "{error}");
     }
 
@@ -520,45 +525,31 @@ mod tests {
 
     #[test]
     fn a_vector_backend_needs_an_embedder() {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        writeln!(file, "[vectors]\nbackend = \"qdrant\"\ncollection = \"\"").unwrap();
-        let error = Config::load_from(Some(file.path()), no_env()).unwrap_err();
+        let error = load("[vectors]\nbackend = \"qdrant\"\ncollection = \"\"").unwrap_err();
         assert_eq!(error.problems.len(), 2, "{error}");
         assert!(error.to_string().contains("embedder"), "{error}");
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        writeln!(
-            file,
-            "[embedder]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n[vectors]\nbackend = \"qdrant\"\nqdrant_url = \"http://qdrant:6334\""
-        )
+        let config = load(concat!(
+            "[embedder]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n",
+            "[vectors]\nbackend = \"qdrant\"\nqdrant_url = \"http://qdrant:6334\""
+        ))
         .unwrap();
-        let config = Config::load_from(Some(file.path()), no_env()).unwrap();
         assert_eq!(config.vectors.backend, VectorBackend::Qdrant);
         assert_eq!(config.vectors.collection, "kgmesh_entities");
     }
 
     #[test]
     fn all_problems_are_reported_at_once() {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        writeln!(file, "[budget]\nrounds = 0\ndepth = 7").unwrap();
-        let error = Config::load_from(Some(file.path()), no_env()).unwrap_err();
+        let error = load("[budget]\nrounds = 0\ndepth = 7").unwrap_err();
         assert_eq!(error.problems.len(), 2, "{error}");
     }
 
     #[test]
     fn retrieval_sizes_reach_the_agents_and_are_range_checked() {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        writeln!(file, "[retrieval]\ntop_metapaths = 6\nscoring_top_k = 60").unwrap();
-        let config = Config::load_from(Some(file.path()), no_env()).unwrap();
+        let config = load("[retrieval]\ntop_metapaths = 6\nscoring_top_k = 60").unwrap();
         let settings = config.retrieval();
         assert_eq!((settings.top_metapaths, settings.scoring_top_k), (6, 60));
 
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        writeln!(
-            file,
-            "[retrieval]\ntop_metapaths = 0\nscoring_top_k = 100000"
-        )
-        .unwrap();
-        let error = Config::load_from(Some(file.path()), no_env()).unwrap_err();
+        let error = load("[retrieval]\ntop_metapaths = 0\nscoring_top_k = 100000").unwrap_err();
         assert_eq!(error.problems.len(), 2, "{error}");
         assert!(
             error.to_string().contains("retrieval.top_metapaths = 0"),
