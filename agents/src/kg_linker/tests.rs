@@ -215,53 +215,33 @@ async fn a_class_word_as_close_to_two_relations_as_to_either_is_no_synonym() {
     let index = build_name_index(&graph).await.unwrap();
     let directed = vec![step("directed_by", Direction::In)];
     let vectors = Arc::new(TextVectors::new(Arc::new(FILMS_NEAR_GENRE_AND_ACTORS), 100));
+    // The best metapath for `question`, and every metapath for failure messages.
+    let best = |question: &'static str| {
+        let (graph, index, vectors) = (&graph, &index, vectors.clone());
+        async move {
+            let linked = link_without_llm(
+                graph,
+                index,
+                Some(vectors),
+                question,
+                &LinkerConfig::default(),
+            )
+            .await
+            .unwrap();
+            let all = format!("{:?}", linked.metapaths);
+            (linked.metapaths[0].steps.clone(), all)
+        }
+    };
     // "films" names the answer's class; were it a synonym of `has_genre` or
     // `starred_actors`, a path ending in either would explain every word and win.
-    let linked = link_without_llm(
-        &graph,
-        &index,
-        Some(vectors.clone()),
-        "which films did Michael Mann direct",
-        &LinkerConfig::default(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        linked.metapaths[0].steps, directed,
-        "{:?}",
-        linked.metapaths
-    );
+    let (steps, all) = best("which films did Michael Mann direct").await;
+    assert_eq!(steps, directed, "{all}");
     // Between an article and an entity name it names that entity's class: were it a
     // synonym, `starred_actors → starred_actors (inverse) → directed_by` (or the same
     // through `has_genre`) would explain "film" and "directed" and outrank `directed_by`.
-    let linked = link_without_llm(
-        &graph,
-        &index,
-        Some(vectors.clone()),
-        "who directed the film Heat",
-        &LinkerConfig::default(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        linked.metapaths[0].steps,
-        vec![step("directed_by", Direction::Out)],
-        "{:?}",
-        linked.metapaths
-    );
+    let (steps, all) = best("who directed the film Heat").await;
+    assert_eq!(steps, vec![step("directed_by", Direction::Out)], "{all}");
     // Not after "what"/"which" nor before a name, the same word keeps its synonyms.
-    let linked = link_without_llm(
-        &graph,
-        &index,
-        Some(vectors),
-        "films directed by Michael Mann",
-        &LinkerConfig::default(),
-    )
-    .await
-    .unwrap();
-    assert_ne!(
-        linked.metapaths[0].steps, directed,
-        "{:?}",
-        linked.metapaths
-    );
+    let (steps, all) = best("films directed by Michael Mann").await;
+    assert_ne!(steps, directed, "{all}");
 }
