@@ -11,22 +11,26 @@ use crate::{
     testing::ScriptedModel,
 };
 
-#[tokio::test]
-async fn without_a_model_the_walk_follows_the_relations_the_question_names() {
+/// The walk from the movie-graph node `start` without a model (lexical relevance).
+async fn walk_without_model(question: &str, start: &str) -> super::core::Traversal {
     let graph = movies();
-    let mann = entity(&graph, "Michael Mann");
-    let question = "in which years were the films directed by Michael Mann released";
-    let relevance = Relevance::lexical(question, &["Michael Mann"]);
-    let walked = traverse(
+    let relevance = Relevance::lexical(question, &[start]);
+    traverse(
         &graph,
         &relevance,
         None,
         question,
-        &[mann],
+        &[entity(&graph, start)],
         &TraverseConfig::default(),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn without_a_model_the_walk_follows_the_relations_the_question_names() {
+    let question = "in which years were the films directed by Michael Mann released";
+    let walked = walk_without_model(question, "Michael Mann").await;
     assert!(walked.steps.len() <= 3);
     assert_eq!(
         walked.steps[0].relations_chosen,
@@ -103,22 +107,9 @@ async fn a_failing_model_leaves_a_note_and_the_walk_goes_on() {
 
 #[tokio::test]
 async fn when_the_question_names_no_relation_the_first_step_keeps_the_whole_star() {
-    let graph = movies();
-    let heat = entity(&graph, "Heat");
     // No word of the question matches a relation of Heat; the answer lies behind
     // `starred_actors`, which sorts after three other relations.
-    let question = "which people does Heat feature";
-    let relevance = Relevance::lexical(question, &["Heat"]);
-    let walked = traverse(
-        &graph,
-        &relevance,
-        None,
-        question,
-        &[heat],
-        &TraverseConfig::default(),
-    )
-    .await
-    .unwrap();
+    let walked = walk_without_model("which people does Heat feature", "Heat").await;
     let mut chosen = walked.steps[0].relations_chosen.clone();
     chosen.sort();
     assert_eq!(
