@@ -56,6 +56,7 @@ fn link_request(question: &str) -> KgLinkRequest {
         context: Default::default(),
         repair_hints: Vec::new(),
         examples: Vec::new(),
+        cues: Vec::new(),
     }
 }
 
@@ -127,6 +128,7 @@ async fn retrieval_contract(bus: Arc<dyn Bus>) {
         metapaths: linked.metapaths.clone(),
         cypher: vec!["MATCH (n) DETACH DELETE n".to_owned()],
         max_evidence: 50,
+        cues: Vec::new(),
     };
     let years_in = |reply: &kgmesh_schemas::messages::retrieve::RetrieveReply| {
         let mut names: Vec<String> = reply
@@ -292,6 +294,7 @@ async fn retrieval_settings_size_what_the_roles_return() {
             metapaths: Vec::new(),
             cypher: Vec::new(),
             max_evidence: 50,
+            cues: Vec::new(),
         };
         let (scored, _) = bounded(client.call(&role(Role::SCORING_RETRIEVER), &meta(), &request))
             .await

@@ -315,7 +315,7 @@ async fn tool_figures(graph: &EmbeddedGraph, index: &Gazetteer, samples: &[Sampl
     for sample in samples {
         let topics = std::slice::from_ref(&sample.topic);
         let started = Instant::now();
-        link_without_llm(graph, index, None, &sample.question, &linker)
+        link_without_llm(graph, index, None, &sample.question, &[], &linker)
             .await
             .expect("kg-linker");
         linker_full.push(started.elapsed());

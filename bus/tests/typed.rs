@@ -29,12 +29,12 @@ fn an_unknown_version_in_the_header_is_refused_by_name() {
     let mut message = request(ContentType::Json);
     message
         .headers
-        .insert(headers::SCHEMA_VERSION.to_owned(), "2".to_owned());
+        .insert(headers::SCHEMA_VERSION.to_owned(), next_version());
     let (_, error) = typed::decode_request::<EchoRequest>(&message).unwrap_err();
     assert_eq!(
         error,
         AgentError::UnsupportedVersion {
-            got: "2".into(),
+            got: next_version(),
             supported: SCHEMA_VERSION
         }
     );
@@ -108,4 +108,9 @@ fn error_replies_carry_the_error_kind_header() {
             ..
         }
     ));
+}
+
+/// A schema version this build does not speak.
+fn next_version() -> String {
+    (SCHEMA_VERSION + 1).to_string()
 }

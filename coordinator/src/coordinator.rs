@@ -28,7 +28,7 @@ use kgmesh_schemas::{
     graph::{Entity, Metapath, ScoredEntity},
     messages::{
         ask::{AskReply, AskRequest},
-        cache::{CacheEntry, CacheLookup, CacheStore, FewShotExample, Isr, Plan},
+        cache::{CacheEntry, CacheLookup, CacheStore, FewShotExample, Isr, Plan, RelationCue},
         entity_linker::LinkRequest,
         judge::{JudgeRequest, Verdict},
         kg_linker::{KgLinkReply, KgLinkRequest},
@@ -210,6 +210,7 @@ impl Coordinator {
             plan: Plan::default(),
             repair_hints: Vec::new(),
             examples: Vec::new(),
+            cues: Vec::new(),
             isr: None,
             cache_hit: false,
             rounds_run: 0,
@@ -286,6 +287,8 @@ struct Run<'a> {
     plan: Plan,
     repair_hints: Vec<String>,
     examples: Vec<FewShotExample>,
+    /// What the question's words meant in past verified plans (the cache's lexicon).
+    cues: Vec<RelationCue>,
     isr: Option<Isr>,
     cache_hit: bool,
     rounds_run: u8,
@@ -350,6 +353,7 @@ impl Run<'_> {
             context: self.context.context().clone(),
             repair_hints: std::mem::take(&mut self.repair_hints),
             examples: self.examples.clone(),
+            cues: self.cues.clone(),
         };
         let Some(link): Option<KgLinkReply> = self
             .call_role(
@@ -434,6 +438,7 @@ impl Run<'_> {
             .await?;
         self.cache_hit = !reply.examples.is_empty() || reply.replay.is_some();
         self.examples = reply.examples;
+        self.cues = reply.cues;
         self.isr = Some(reply.isr);
         reply.replay
     }
@@ -563,6 +568,7 @@ impl Run<'_> {
                 .config()
                 .max_evidence_per_retriever
                 .min(self.ledger.budget().result_rows),
+            cues: self.cues.clone(),
         };
         let meta = self.ledger.meta(round);
         let bus = self.coordinator.bus.as_ref();
@@ -744,6 +750,7 @@ impl Run<'_> {
             context: self.context.context().clone(),
             topic_entities: self.topic.iter().map(|s| s.entity.clone()).collect(),
             max_answers: self.max_answers,
+            cues: self.cues.clone(),
         };
         let mut meta = self.ledger.meta(self.rounds_run);
         let grace = self.config().finalize_grace;

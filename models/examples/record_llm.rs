@@ -139,6 +139,7 @@ fn recordings() -> Vec<Recording> {
         context: Context::default(),
         repair_hints: vec![],
         examples: vec![],
+        cues: vec![],
     };
     let later_context = Context {
         evidence: vec![
@@ -153,6 +154,7 @@ fn recordings() -> Vec<Recording> {
         context: later_context.clone(),
         repair_hints: vec!["relation RELEASED does not exist; use release_year".into()],
         examples: vec![],
+        cues: vec![],
     };
     let summary_context = Context {
         evidence: vec![
@@ -174,6 +176,7 @@ fn recordings() -> Vec<Recording> {
         context: summary_context,
         topic_entities: vec![mann.clone()],
         max_answers: 5,
+        cues: vec![],
     };
     let frontier_names: Vec<String> = judge.frontier.iter().map(|e| e.name.clone()).collect();
     vec![

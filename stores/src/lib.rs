@@ -310,6 +310,11 @@ pub trait GraphStore: Send + Sync + 'static {
     }
 
     /// Every path from `sources` that follows one of `metapaths`, bounded by `limits`.
+    ///
+    /// A path is a walk that never turns straight back over the edge it just walked:
+    /// it may pass a node (or an edge) again, as the relation words of a question do
+    /// ("X's mother's child's father" is X's father when X is the only child), but the
+    /// actors of X's films never include X by walking X's own edge back.
     async fn follow_metapaths(
         &self,
         sources: &[NodeId],

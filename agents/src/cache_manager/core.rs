@@ -16,10 +16,13 @@ use std::{
 
 use kgmesh_schemas::{
     graph::Entity,
-    messages::cache::{CacheEntry, FewShotExample, Isr, Plan},
+    messages::cache::{CacheEntry, FewShotExample, Isr, Plan, RelationCue},
 };
 
-use super::template::{self, ENTITY_SLOT};
+use super::{
+    lexicon::{learnable, Lexicon},
+    template::{self, ENTITY_SLOT},
+};
 
 /// Tuning of the cache (CacheRAG §5.12 defaults).
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +72,8 @@ pub struct Lookup {
     pub replay: Option<Plan>,
     /// Keys of the entries behind `examples` (for feedback).
     pub keys: Vec<String>,
+    /// What the question's words meant in the verified plans (see [`Lexicon`]).
+    pub cues: Vec<RelationCue>,
 }
 
 const BM25_K1: f32 = 1.2;
@@ -83,6 +88,8 @@ struct Stored {
     term_freqs: Vec<(u32, u16)>,
     length: u32,
     last_used: u64,
+    /// The entry is counted in the cache's lexicon.
+    learned: bool,
 }
 
 /// A multiplicative hash for slot numbers: std's SipHash costs more than the BM25
@@ -200,6 +207,8 @@ pub struct PlanCache {
     domains: HashMap<String, DomainIndex>,
     next_slot: u64,
     tick: u64,
+    /// What the words of the verified plans' questions meant.
+    lexicon: Lexicon,
 }
 
 /// The stable key of an entry: one entry per (domain, template).
@@ -311,6 +320,7 @@ impl PlanCache {
                     entry.failures = stored.entry.failures;
                     stored.entry = entry;
                 }
+                self.relearn(existing);
                 self.touch(existing);
                 return (key, Vec::new());
             }
@@ -361,8 +371,10 @@ impl PlanCache {
                 term_freqs,
                 length,
                 last_used: tick,
+                learned: false,
             },
         );
+        self.relearn(slot);
         let evicted = evicted_slots
             .into_iter()
             .filter_map(|s| self.remove_slot(s).map(|stored| stored.key))
@@ -396,6 +408,9 @@ impl PlanCache {
 
     fn remove_slot(&mut self, slot: u64) -> Option<Stored> {
         let stored = self.slots.remove(&slot)?;
+        if stored.learned {
+            self.lexicon.remove(&stored.entry);
+        }
         self.keys.remove(&stored.key);
         if let Some(index) = self.domains.get_mut(&stored.domain) {
             for (term, _) in &stored.term_freqs {
@@ -457,8 +472,31 @@ impl PlanCache {
         };
         if demote {
             self.remove_slot(slot);
+        } else {
+            self.relearn(slot);
         }
         demote
+    }
+
+    /// Brings the lexicon in line with the entry in `slot` after it was stored or
+    /// changed: a verified entry is counted once, an unverified or failing one not at
+    /// all.
+    fn relearn(&mut self, slot: u64) {
+        let Some(stored) = self.slots.get_mut(&slot) else {
+            return;
+        };
+        if stored.learned {
+            self.lexicon.remove(&stored.entry);
+        }
+        stored.learned = learnable(&stored.entry);
+        if stored.learned {
+            self.lexicon.add(&stored.entry);
+        }
+    }
+
+    /// The learned phrase → relation lexicon of the cache's verified plans.
+    pub fn lexicon(&self) -> &Lexicon {
+        &self.lexicon
     }
 
     pub fn get(&self, key: &str) -> Option<&CacheEntry> {
@@ -475,8 +513,12 @@ impl PlanCache {
         let query_template = template::mask(question, &mentions);
         let domain = Self::domain_of(isr);
         let aspect = Self::aspect_of(isr);
+        let cues = self.lexicon.cues(&query_template);
         let Some(index) = self.domains.get(&domain) else {
-            return Lookup::default();
+            return Lookup {
+                cues,
+                ..Lookup::default()
+            };
         };
 
         let replay_slot = index
@@ -512,7 +554,10 @@ impl PlanCache {
         };
         let chosen = self.mmr(&pool, k);
 
-        let mut lookup = Lookup::default();
+        let mut lookup = Lookup {
+            cues,
+            ..Lookup::default()
+        };
         for (slot, relevance) in &chosen {
             if let Some(stored) = self.slots.get(slot) {
                 lookup.examples.push(FewShotExample {
@@ -1166,6 +1211,42 @@ mod tests {
             5,
         );
         assert!(found.replay.is_none());
+    }
+
+    #[test]
+    fn the_lexicon_learns_verified_plans_only_and_forgets_demoted_ones() {
+        let mut cache = PlanCache::new(CacheConfig::default());
+        // Judged by rule only (hits 0): a few-shot example, nothing learned.
+        let (key, _) = cache.insert(entry("who filmed Heat", "Heat", "directed_by", ""));
+        assert_eq!(cache.lexicon().plans(), 0);
+        // Confirmed once: learned.
+        assert!(!cache.record_outcome(&key, true));
+        assert_eq!(cache.lexicon().plans(), 1);
+        assert!(cache.lexicon().weight("film", "directed_by", false) > 0.0);
+        let mut verified = entry("the helmer of Alien", "Alien", "directed_by", "");
+        verified.hits = 1;
+        cache.insert(verified);
+        assert_eq!(cache.lexicon().plans(), 2);
+        // A question in other words gets what those words meant.
+        let found = cache.lookup(
+            "who is the helmer of Ronin",
+            &[entity(9, "Ronin")],
+            &Isr::default(),
+            5,
+        );
+        assert!(
+            found
+                .cues
+                .iter()
+                .any(|c| c.word == "helm" && c.relation == "directed_by" && !c.inverse),
+            "{:?}",
+            found.cues
+        );
+        // Failing more often than it worked: demoted, and forgotten.
+        assert!(!cache.record_outcome(&key, false));
+        assert!(cache.record_outcome(&key, false));
+        assert_eq!(cache.lexicon().plans(), 1);
+        assert_eq!(cache.lexicon().weight("film", "directed_by", false), 0.0);
     }
 
     #[test]

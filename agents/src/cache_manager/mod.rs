@@ -7,6 +7,7 @@
 //! entity) is replayed directly, skipping the model.
 
 pub mod core;
+pub mod lexicon;
 pub mod persist;
 pub mod role;
 pub mod template;

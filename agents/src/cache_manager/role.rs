@@ -163,6 +163,7 @@ impl CacheManager {
             isr,
             examples: lookup.examples,
             replay: lookup.replay,
+            cues: lookup.cues,
         })
     }
 

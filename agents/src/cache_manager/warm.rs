@@ -30,14 +30,23 @@ use serde::Deserialize;
 
 use super::{
     core::{entry_key, CacheConfig, PlanCache},
+    lexicon::{learnable, Lexicon},
     persist::{PersistError, PlanStore},
     template,
+};
+use crate::{
+    kg_linker::core::{metapath_text, rank_metapaths, EnumerateLimits},
+    scoring::relevance::Relevance,
 };
 
 /// Gold answers looked up one by one when the joint shortest-path search missed them.
 const MAX_SINGLE_TARGETS: usize = 10;
 /// Distinct candidate metapaths replayed per question.
 const MAX_CANDIDATE_METAPATHS: usize = 12;
+/// Metapaths around the topic that best explain the question, also tried: the
+/// shortest path to an answer is often a shortcut ("X 's mother 's child 's school"
+/// is X's own school, one hop away), not what the question says.
+const MAX_EXPLAINING_METAPATHS: usize = 12;
 
 /// Why an input did not become a cache entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -239,6 +248,9 @@ pub struct Warmer {
     graph: Arc<dyn GraphStore>,
     gazetteer: Arc<Gazetteer>,
     limits: PathLimits,
+    /// What earlier verified plans taught, to tell which of the metapaths that reach
+    /// an answer the question means.
+    lexicon: Option<Arc<Lexicon>>,
 }
 
 impl Warmer {
@@ -251,7 +263,15 @@ impl Warmer {
                 fanout_cap: 1_000,
                 max_paths: 2_000,
             },
+            lexicon: None,
         }
+    }
+
+    /// Chooses among the metapaths that reach a pair's answers with what `lexicon`
+    /// learned (see [`lexicon_of`]) as well as by the words of relation names.
+    pub fn with_lexicon(mut self, lexicon: Arc<Lexicon>) -> Self {
+        self.lexicon = Some(lexicon);
+        self
     }
 
     /// Links, finds and verifies the plan of one imported pair.
@@ -288,13 +308,44 @@ impl Warmer {
         if gold.is_empty() {
             return Err(SkipReason::AnswerNotInGraph);
         }
-        let candidates = self.candidate_metapaths(&topic_ids, &gold).await;
+        let mention_names: Vec<&str> = mentions.iter().map(|m| m.name.as_str()).collect();
+        let template = template::mask(&pair.question, &mention_names);
+        let mut relevance = Relevance::lexical(&pair.question, &mention_names);
+        if let Some(lexicon) = &self.lexicon {
+            relevance = relevance.with_cues(&lexicon.cues(&template));
+        }
+        let mut candidates = self.candidate_metapaths(&topic_ids, &gold).await;
         if candidates.is_empty() {
             return Err(SkipReason::NoPath);
         }
+        let topic_entities: Vec<Entity> = topic_ids
+            .iter()
+            .map(|&id| Entity {
+                id,
+                name: String::new(),
+            })
+            .collect();
+        if let Ok(ranked) = rank_metapaths(
+            self.graph.as_ref(),
+            &relevance,
+            &topic_entities,
+            &EnumerateLimits::default(),
+            MAX_EXPLAINING_METAPATHS,
+        )
+        .await
+        {
+            for scored in ranked {
+                if !candidates.contains(&scored.metapath) {
+                    candidates.push(scored.metapath);
+                }
+            }
+        }
+        let texts: Vec<String> = candidates.iter().map(metapath_text).collect();
+        let references: Vec<&Metapath> = candidates.iter().collect();
+        let explains = relevance.metapaths(&references, &texts).await;
         let gold_set: HashSet<NodeId> = gold.iter().copied().collect();
         let mut best: Option<(f32, Metapath)> = None;
-        for metapath in candidates {
+        for (metapath, explained) in candidates.into_iter().zip(explains) {
             let Ok(paths) = self
                 .graph
                 .follow_metapaths(&topic_ids, std::slice::from_ref(&metapath), &self.limits)
@@ -314,16 +365,17 @@ impl Warmer {
             let precision = hits as f32 / ends.len() as f32;
             let recall = hits as f32 / gold_set.len() as f32;
             let f1 = 2.0 * precision * recall / (precision + recall);
-            // Ties go to the shorter metapath (candidates arrive shortest first).
-            if best.as_ref().is_none_or(|(score, _)| f1 > *score) {
-                best = Some((f1, metapath));
+            // How well the answers match, and how well the relations explain the
+            // question's words; ties go to the shorter metapath (candidates arrive
+            // shortest first).
+            let score = f1 + explained;
+            if best.as_ref().is_none_or(|(best, _)| score > *best) {
+                best = Some((score, metapath));
             }
         }
         let Some((_, metapath)) = best else {
             return Err(SkipReason::NotVerified);
         };
-        let mention_names: Vec<&str> = mentions.iter().map(|m| m.name.as_str()).collect();
-        let template = template::mask(&pair.question, &mention_names);
         if template::slots(&template) == 0 || template::slots(&template) != mentions.len() {
             return Err(SkipReason::NoTemplate);
         }
@@ -675,6 +727,18 @@ async fn write_questions(
 pub async fn isr_for(model: &dyn LanguageModel, question: &str) -> Result<Isr, LlmError> {
     let reply = model.chat(prompts::isr::build(question, &[], &[])).await?;
     parse::isr::parse(&reply.text).map_err(|e| LlmError::Malformed(e.to_string()))
+}
+
+/// The lexicon the verified candidates teach (one count per template, as the cache
+/// keeps them), for a second pass that chooses plans with it.
+pub fn lexicon_of(candidates: &[Candidate]) -> Lexicon {
+    let mut lexicon = Lexicon::default();
+    for candidate in consolidate(candidates.to_vec()) {
+        if learnable(&candidate.entry) {
+            lexicon.add(&candidate.entry);
+        }
+    }
+    lexicon
 }
 
 /// One entry per key: the plan most verified candidates of that key agree on

@@ -181,6 +181,7 @@ async fn roles_of_one_process_share_one_name_index() {
             context: Default::default(),
             repair_hints: Vec::new(),
             examples: Vec::new(),
+            cues: Vec::new(),
         },
     ))
     .await

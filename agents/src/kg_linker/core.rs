@@ -13,7 +13,7 @@ use kgmesh_models::lexical::Gazetteer;
 use kgmesh_schemas::{
     budget::MAX_DEPTH,
     graph::{Direction, Entity, Metapath, RelationStep, ScoredEntity},
-    messages::kg_linker::KgLinkReply,
+    messages::{cache::RelationCue, kg_linker::KgLinkReply},
     NodeId,
 };
 use kgmesh_stores::{GraphStore, NeighborQuery, StoreResult};
@@ -242,21 +242,12 @@ pub async fn rank_metapaths(
 ) -> StoreResult<Vec<ScoredMetapath>> {
     let ids: Vec<NodeId> = entities.iter().map(|e| e.id).collect();
     let reaching = enumerate_reaching(store, &ids, limits).await?;
-    let sequences: Vec<Vec<String>> = reaching
-        .iter()
-        .map(|r| {
-            r.metapath
-                .steps
-                .iter()
-                .map(|s| s.relation.clone())
-                .collect()
-        })
-        .collect();
+    let metapaths: Vec<&Metapath> = reaching.iter().map(|r| &r.metapath).collect();
     let texts: Vec<String> = reaching
         .iter()
         .map(|r| metapath_text(&r.metapath))
         .collect();
-    let scores = relevance.sequences(&sequences, &texts).await;
+    let scores = relevance.metapaths(&metapaths, &texts).await;
     let mut order: Vec<usize> = (0..reaching.len()).collect();
     order.sort_by(|&a, &b| {
         let (a_path, b_path) = (&reaching[a].metapath, &reaching[b].metapath);
@@ -325,6 +316,7 @@ pub async fn link_without_llm(
     index: &Gazetteer,
     vectors_opt: Option<Arc<TextVectors>>,
     question: &str,
+    cues: &[RelationCue],
     config: &LinkerConfig,
 ) -> StoreResult<KgLinkReply> {
     let (mentions, linked) = link_question_entities(question, index, config);
@@ -335,7 +327,7 @@ pub async fn link_without_llm(
         });
     }
     let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
-    let relevance = Relevance::for_metapaths(question, &names, vectors_opt);
+    let relevance = Relevance::for_metapaths(question, &names, vectors_opt).with_cues(cues);
     let entities: Vec<Entity> = linked.iter().map(|s| s.entity.clone()).collect();
     let ranked = rank_metapaths(
         store,

@@ -56,6 +56,7 @@ impl KgLinker {
             &index,
             self.vectors_opt.clone(),
             &request.question,
+            &request.cues,
             &self.config,
         )
         .await

@@ -69,6 +69,7 @@ async fn the_llm_free_linker_links_entities_and_proposes_metapaths() {
         &index,
         None,
         "Who starred in the films of Michael Mann?",
+        &[],
         &LinkerConfig::default(),
     )
     .await
@@ -94,6 +95,7 @@ async fn a_question_naming_no_entity_links_nothing() {
         &index,
         None,
         "what is the meaning of life",
+        &[],
         &LinkerConfig::default(),
     )
     .await
@@ -181,9 +183,16 @@ async fn with_an_embedder_the_linker_ranks_by_word_synonyms() {
         step("directed_by", Direction::In),
         step("has_genre", Direction::Out),
     ];
-    let lexical = link_without_llm(&graph, &index, None, question, &LinkerConfig::default())
-        .await
-        .unwrap();
+    let lexical = link_without_llm(
+        &graph,
+        &index,
+        None,
+        question,
+        &[],
+        &LinkerConfig::default(),
+    )
+    .await
+    .unwrap();
     assert_ne!(
         lexical.metapaths[0].steps, genre,
         "no lexical clue for genre"
@@ -194,6 +203,7 @@ async fn with_an_embedder_the_linker_ranks_by_word_synonyms() {
         &index,
         Some(vectors),
         question,
+        &[],
         &LinkerConfig::default(),
     )
     .await
@@ -224,6 +234,7 @@ async fn a_class_word_as_close_to_two_relations_as_to_either_is_no_synonym() {
                 index,
                 Some(vectors),
                 question,
+                &[],
                 &LinkerConfig::default(),
             )
             .await
@@ -244,4 +255,108 @@ async fn a_class_word_as_close_to_two_relations_as_to_either_is_no_synonym() {
     // Not after "what"/"which" nor before a name, the same word keeps its synonyms.
     let (steps, all) = best("films directed by Michael Mann").await;
     assert_ne!(steps, directed, "{all}");
+}
+
+/// A family graph where "mom", "kid" and "darling" match no relation name.
+fn family() -> kgmesh_stores::embedded::EmbeddedGraph {
+    crate::scoring::fixtures::graph(&[
+        ("ada", "parents", "bea"),
+        ("bea", "children", "ada"),
+        ("bea", "spouse", "carl"),
+        ("carl", "spouse", "bea"),
+        ("carl", "children", "dora"),
+        ("dora", "parents", "carl"),
+        ("bea", "parents", "eve"),
+        ("eve", "children", "bea"),
+        ("ada", "place_of_birth", "oslo"),
+        ("bea", "place_of_birth", "rome"),
+        ("carl", "place_of_birth", "lima"),
+        ("dora", "place_of_birth", "kiev"),
+        ("ada", "children", "fay"),
+        ("fay", "spouse", "gus"),
+        ("gus", "parents", "hal"),
+    ])
+}
+
+/// A learned cue for `word` (stemmed, as the lexicon keys words).
+fn cue(word: &str, relation: &str, weight: f32) -> kgmesh_schemas::messages::cache::RelationCue {
+    kgmesh_schemas::messages::cache::RelationCue {
+        word: crate::scoring::text::stem(word),
+        relation: relation.to_owned(),
+        inverse: false,
+        weight,
+    }
+}
+
+#[tokio::test]
+async fn learned_cues_compose_a_path_for_words_no_relation_name_matches() {
+    let graph = family();
+    let ada = entity(&graph, "ada");
+    let question = "the kid of ada 's mom 's darling";
+    let best = |cues: Vec<kgmesh_schemas::messages::cache::RelationCue>| {
+        let (graph, ada) = (&graph, ada.clone());
+        async move {
+            let relevance = Relevance::lexical(question, &["ada"]).with_cues(&cues);
+            rank_metapaths(graph, &relevance, &[ada], &EnumerateLimits::default(), 3)
+                .await
+                .unwrap()
+                .remove(0)
+                .metapath
+                .steps
+        }
+    };
+    let composed = vec![
+        step("parents", Direction::Out),
+        step("spouse", Direction::Out),
+        step("children", Direction::Out),
+    ];
+    assert_ne!(best(Vec::new()).await, composed, "nothing lexical to go by");
+    // What each word meant in past plans, each seen in other questions.
+    let cues = vec![
+        cue("mom", "parents", 0.8),
+        cue("mom", "place_of_birth", 0.2),
+        cue("darling", "spouse", 0.75),
+        cue("kid", "children", 0.8),
+        cue("kid", "parents", 0.3),
+    ];
+    assert_eq!(best(cues.clone()).await, composed);
+    // The words' order in the question, not the cues, orders the hops: the same words
+    // in the other chain give the other path.
+    let swapped = "the mom of ada 's kid 's darling";
+    let relevance = Relevance::lexical(swapped, &["ada"]).with_cues(&cues);
+    let ranked = rank_metapaths(&graph, &relevance, &[ada], &EnumerateLimits::default(), 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        ranked[0].metapath.steps,
+        vec![
+            step("children", Direction::Out),
+            step("spouse", Direction::Out),
+            step("parents", Direction::Out),
+        ],
+        "{ranked:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_strongly_cued_word_left_unexplained_costs_the_shorter_path() {
+    let graph = family();
+    let ada = entity(&graph, "ada");
+    // "birthplace" matches `place_of_birth` by name; "mom" only by what was learned.
+    let question = "the place of birth of ada 's mom";
+    let relevance = Relevance::lexical(question, &["ada"]).with_cues(&[
+        cue("mom", "parents", 0.8),
+        cue("birth", "place_of_birth", 0.9),
+    ]);
+    let ranked = rank_metapaths(&graph, &relevance, &[ada], &EnumerateLimits::default(), 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        ranked[0].metapath.steps,
+        vec![
+            step("parents", Direction::Out),
+            step("place_of_birth", Direction::Out)
+        ],
+        "{ranked:?}"
+    );
 }

@@ -114,23 +114,28 @@ fn stored_edge(from: NodeId, relation: &str, inverse: bool, to: NodeId) -> (Node
     }
 }
 
-/// Whether `hop` from the end of `path` would walk an edge the path already walked.
-fn reuses_edge(path: &Path, hop: &Hop) -> bool {
-    let wanted = stored_edge(path.end().id, &hop.relation, hop.inverse, hop.node.id);
-    let mut from = path.start.id;
-    path.steps.iter().any(|step| {
-        let walked = stored_edge(from, &step.relation, step.inverse, step.node.id);
-        from = step.node.id;
-        walked == wanted
-    })
+/// Whether `hop` from the end of `path` would walk straight back over the edge the path
+/// just walked.
+fn walks_straight_back(path: &Path, hop: &Hop) -> bool {
+    let Some(last) = path.steps.last() else {
+        return false;
+    };
+    let from = match path.steps.len() {
+        1 => path.start.id,
+        n => path.steps[n - 2].node.id,
+    };
+    let walked = stored_edge(from, &last.relation, last.inverse, last.node.id);
+    stored_edge(path.end().id, &hop.relation, hop.inverse, hop.node.id) == walked
 }
 
-/// Every path from `sources` along `metapath`, at most `limits.max_paths`. Like a Cypher
-/// pattern, a path never walks the same edge twice but may pass a node again: "X's
-/// wife's husband's birthplace" goes X → wife → X → birthplace when both spouse edges
-/// are stored, and the relation sequence means exactly that. A step whose stated
-/// direction finds no edge at all is retried inverted (models often write a relation the
-/// wrong way round).
+/// Every path from `sources` along `metapath`, at most `limits.max_paths`. A path is a
+/// walk that never turns straight back over the edge it just walked, as every
+/// metapath walk in kgmesh is (see `GraphStore::follow_metapaths`): it may pass a node
+/// or an edge again, so "X's mother's child's father" reaches X's father through X
+/// itself, and "X's wife's husband's birthplace" goes X → wife → X → birthplace when
+/// both spouse edges are stored; the co-stars of X are never X. A step whose stated
+/// direction finds no edge at all is retried inverted (models often write a relation
+/// the wrong way round).
 pub async fn follow_metapath(
     store: &dyn GraphStore,
     sources: &[Entity],
@@ -183,7 +188,7 @@ pub async fn follow_metapath(
                 continue;
             };
             for hop in options {
-                if reuses_edge(partial, hop) {
+                if walks_straight_back(partial, hop) {
                     continue;
                 }
                 let mut extended = partial.clone();

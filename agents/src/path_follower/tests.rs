@@ -1,4 +1,5 @@
 use kgmesh_schemas::graph::{Direction, Metapath, RelationStep};
+use kgmesh_stores::GraphStore;
 
 use super::core::{expand_breadth, expand_depth, follow_metapath, shortest_paths, WalkLimits};
 use crate::{
@@ -56,7 +57,7 @@ async fn a_step_written_the_wrong_way_round_is_retried_inverted() {
 }
 
 #[tokio::test]
-async fn paths_never_walk_an_edge_twice_and_respect_max_paths() {
+async fn paths_never_walk_straight_back_and_respect_max_paths() {
     let graph = movies();
     let pacino = entity(&graph, "Al Pacino");
     // Co-stars: films of Al Pacino, then their actors — never Al Pacino himself, who is
@@ -206,10 +207,36 @@ async fn a_path_may_pass_a_node_again_over_a_different_edge() {
         lines,
         vec!["x -> spouse -> y -> spouse -> x -> born_in -> z"]
     );
-    // The same edge walked back is no path: x -> y, then y <- x over (x, spouse, y) again.
+    // Straight back over the edge just walked is no path: x -> y, then y <- x over
+    // (x, spouse, y) again.
     let walk_back = metapath(&[("spouse", Direction::Out), ("spouse", Direction::In)]);
     let back = follow_metapath(&family, &[x], &walk_back, &WalkLimits::default())
         .await
         .unwrap();
     assert!(back.is_empty(), "{:?}", verbalize_paths(&back));
+}
+
+#[tokio::test]
+async fn a_path_may_walk_an_edge_again_when_it_does_not_turn_straight_back() {
+    // x is y's only child: "x's father's child's father" is y, through x itself.
+    let family = graph(&[("x", "father", "y"), ("y", "child", "x")]);
+    let x = entity(&family, "x");
+    let path = metapath(&[
+        ("father", Direction::Out),
+        ("child", Direction::Out),
+        ("father", Direction::Out),
+    ]);
+    let paths = follow_metapath(&family, &[x.clone()], &path, &WalkLimits::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        verbalize_paths(&paths),
+        vec!["x -> father -> y -> child -> x -> father -> y"]
+    );
+    // The store walks metapaths the same way (the plan cache verifies plans with it).
+    let stored = family
+        .follow_metapaths(&[x.id], &[path], &kgmesh_stores::PathLimits::default())
+        .await
+        .unwrap();
+    assert_eq!(verbalize_paths(&stored), verbalize_paths(&paths));
 }

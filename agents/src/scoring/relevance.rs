@@ -10,7 +10,12 @@ use std::{
 
 use kgmesh_models::{EmbedError, Embedder};
 
-use super::text::QuestionTerms;
+use kgmesh_schemas::{
+    graph::{Direction, Metapath},
+    messages::cache::RelationCue,
+};
+
+use super::text::{LearnedCues, QuestionTerms};
 
 /// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
 /// is cleared wholesale: cheap, and bounded memory matters more than hit rate here).
@@ -101,6 +106,38 @@ pub struct Relevance {
     /// Word embeddings for relation-sequence scoring, and the cosine from which a
     /// relation word and a question word count as synonyms.
     words_opt: Option<(Arc<TextVectors>, f32)>,
+    /// What past verified plans taught about this question's words.
+    cues_opt: Option<CueTable>,
+}
+
+/// Learned word → relation-step confidences (the plan cache's lexicon), aligned with
+/// the question's [`QuestionTerms`].
+#[derive(Debug, Clone, Default)]
+struct CueTable {
+    /// Per question word: (relation, followed backwards) → confidence.
+    per_word: Vec<HashMap<(String, bool), f32>>,
+    /// Per question word: its most confident step.
+    strength: Vec<f32>,
+}
+
+impl CueTable {
+    /// `hop_word[h][i]`: the confidence of word `i` in hop `h` of `steps`.
+    fn hop_word(&self, steps: &[(&str, bool)]) -> Vec<Vec<f32>> {
+        steps
+            .iter()
+            .map(|&(relation, inverse)| {
+                self.per_word
+                    .iter()
+                    .map(|per_step| {
+                        per_step
+                            .get(&(relation.to_owned(), inverse))
+                            .copied()
+                            .unwrap_or(0.0)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
 }
 
 /// Cosine of two words' embeddings from which a relation word counts as a synonym of a
@@ -123,6 +160,62 @@ impl Relevance {
             terms: QuestionTerms::new(question, entity_names),
             embedded: None,
             words_opt: None,
+            cues_opt: None,
+        }
+    }
+
+    /// Adds what the plan cache's lexicon says the question's words mean: relation
+    /// sequences scored by [`Self::metapaths`] may explain a word by a step it was
+    /// learned with. Cues for words the question does not have are ignored.
+    pub fn with_cues(mut self, cues: &[RelationCue]) -> Self {
+        let stems = self.terms.stems();
+        let mut table = CueTable {
+            per_word: vec![HashMap::new(); stems.len()],
+            strength: vec![0.0; stems.len()],
+        };
+        let mut any = false;
+        for cue in cues {
+            for (index, stem) in stems.iter().enumerate() {
+                if *stem == cue.word && cue.weight.is_finite() && cue.weight > 0.0 {
+                    let weight = cue.weight.min(1.0);
+                    table.per_word[index].insert((cue.relation.clone(), cue.inverse), weight);
+                    table.strength[index] = table.strength[index].max(weight);
+                    any = true;
+                }
+            }
+        }
+        self.cues_opt = any.then_some(table);
+        self
+    }
+
+    /// Whether learned cues take part in [`Self::metapaths`].
+    pub fn uses_cues(&self) -> bool {
+        self.cues_opt.is_some()
+    }
+
+    /// The question word (not in `used`) that `relation`, followed this way, explains
+    /// best: by the words of its name, or by a cue learned from past plans; the
+    /// similarity and the word's index.
+    pub fn relation_match(
+        &self,
+        relation: &str,
+        inverse: bool,
+        used: &[bool],
+    ) -> Option<(f32, usize)> {
+        let lexical = self.terms.best_match(relation, used);
+        let cued = self.cues_opt.as_ref().and_then(|table| {
+            let key = (relation.to_owned(), inverse);
+            table
+                .per_word
+                .iter()
+                .enumerate()
+                .filter(|(index, _)| !used.get(*index).copied().unwrap_or(false))
+                .filter_map(|(index, per_step)| per_step.get(&key).map(|&w| (w, index)))
+                .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
+        });
+        match (lexical, cued) {
+            (Some(l), Some(c)) => Some(if c.0 > l.0 { c } else { l }),
+            (l, c) => l.or(c),
         }
     }
 
@@ -192,8 +285,74 @@ impl Relevance {
     /// Relevance of relation sequences; `verbalized[i]` is sequence `i` as text (what the
     /// embedder reads).
     pub async fn sequences(&self, sequences: &[Vec<String>], verbalized: &[String]) -> Vec<f32> {
+        self.score_sequences(sequences, verbalized, None).await
+    }
+
+    /// Relevance of metapaths; like [`Self::sequences`], and with the learned cues of
+    /// [`Self::with_cues`] (which know a relation's direction).
+    pub async fn metapaths(&self, metapaths: &[&Metapath], verbalized: &[String]) -> Vec<f32> {
+        let (sequences, learned) = self.sequences_of(metapaths);
+        self.score_sequences(&sequences, verbalized, learned.as_deref())
+            .await
+    }
+
+    /// [`Self::metapaths`] by the words of relation names and the learned cues only (no
+    /// embeddings), computed at once.
+    pub fn metapaths_lexically(&self, metapaths: &[&Metapath]) -> Vec<f32> {
+        let (sequences, learned) = self.sequences_of(metapaths);
+        self.lexical_scores(&sequences, learned.as_deref())
+    }
+
+    /// The relation names of `metapaths`, and each one's learned cues per hop.
+    #[allow(clippy::type_complexity)]
+    fn sequences_of(
+        &self,
+        metapaths: &[&Metapath],
+    ) -> (Vec<Vec<String>>, Option<Vec<Vec<Vec<f32>>>>) {
+        let sequences: Vec<Vec<String>> = metapaths
+            .iter()
+            .map(|m| m.steps.iter().map(|s| s.relation.clone()).collect())
+            .collect();
+        let learned: Option<Vec<Vec<Vec<f32>>>> = self.cues_opt.as_ref().map(|table| {
+            metapaths
+                .iter()
+                .map(|m| {
+                    let steps: Vec<(&str, bool)> = m
+                        .steps
+                        .iter()
+                        .map(|s| (s.relation.as_str(), s.direction == Direction::In))
+                        .collect();
+                    table.hop_word(&steps)
+                })
+                .collect()
+        });
+        (sequences, learned)
+    }
+
+    /// The learned cues of sequence `index`, when there are any.
+    fn learned<'a>(
+        &'a self,
+        hop_words: Option<&'a [Vec<Vec<f32>>]>,
+        index: usize,
+    ) -> Option<LearnedCues<'a>> {
+        let table = self.cues_opt.as_ref()?;
+        Some(LearnedCues {
+            hop_word: hop_words?.get(index)?,
+            strength: &table.strength,
+        })
+    }
+
+    async fn score_sequences(
+        &self,
+        sequences: &[Vec<String>],
+        verbalized: &[String],
+        hop_words: Option<&[Vec<Vec<f32>>]>,
+    ) -> Vec<f32> {
         if let Some((vectors, cosine)) = &self.words_opt {
-            match self.sequences_with_words(sequences, vectors, *cosine).await {
+            match self
+                .sequences_with_words(sequences, vectors, *cosine, hop_words)
+                .await
+            {
                 Ok(scores) => return scores,
                 Err(error) => tracing::warn!(%error, "words not embedded; lexical relevance"),
             }
@@ -201,11 +360,20 @@ impl Relevance {
         if self.embedded.is_some() {
             return self.texts(verbalized).await;
         }
+        self.lexical_scores(sequences, hop_words)
+    }
+
+    fn lexical_scores(
+        &self,
+        sequences: &[Vec<String>],
+        hop_words: Option<&[Vec<Vec<f32>>]>,
+    ) -> Vec<f32> {
         // Few distinct relations, many sequences: stem each relation once.
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
         sequences
             .iter()
-            .map(|sequence| {
+            .enumerate()
+            .map(|(index, sequence)| {
                 let relations: Vec<Vec<String>> = sequence
                     .iter()
                     .map(|relation| {
@@ -215,7 +383,8 @@ impl Relevance {
                             .clone()
                     })
                     .collect();
-                self.terms.sequence_score_stems(&relations)
+                self.terms
+                    .sequence_score_learned(&relations, None, self.learned(hop_words, index))
             })
             .collect()
     }
@@ -225,6 +394,7 @@ impl Relevance {
         sequences: &[Vec<String>],
         vectors: &TextVectors,
         synonym_cosine: f32,
+        hop_words: Option<&[Vec<Vec<f32>>]>,
     ) -> Result<Vec<f32>, EmbedError> {
         use super::text::{is_stop_word, stem, words};
         // Relation → its stems; stem → the word an embedder reads.
@@ -329,12 +499,17 @@ impl Relevance {
         };
         Ok(sequences
             .iter()
-            .map(|sequence| {
+            .enumerate()
+            .map(|(index, sequence)| {
                 let relations: Vec<Vec<String>> = sequence
                     .iter()
                     .map(|relation| stems.get(relation.as_str()).cloned().unwrap_or_default())
                     .collect();
-                self.terms.sequence_score_with(&relations, Some(&extra))
+                self.terms.sequence_score_learned(
+                    &relations,
+                    Some(&extra),
+                    self.learned(hop_words, index),
+                )
             })
             .collect())
     }

@@ -207,6 +207,62 @@ pub struct QuestionTerms {
     /// follows "what"/"which" ("which films", "what sex"), or a named entity's when it
     /// stands in apposition before the name ("the film Heat").
     determined: Vec<bool>,
+    /// Per stem: where its relation stands in the chain from the named entity outwards
+    /// (see [`chain_order`]); `None` when the question names no single entity.
+    order: Vec<Option<u16>>,
+}
+
+/// What past verified plans say about the sequence being scored: `hop_word[h][i]` is the
+/// learned confidence that question word `i` expresses hop `h`'s relation step, and
+/// `strength[i]` word `i`'s strongest learned association with any step.
+#[derive(Debug, Clone, Copy)]
+pub struct LearnedCues<'a> {
+    pub hop_word: &'a [Vec<f32>],
+    pub strength: &'a [f32],
+}
+
+/// A question word whose strongest learned association reaches this names a relation:
+/// a sequence that leaves it unexplained loses [`UNEXPLAINED_PENALTY`] times it.
+const STRONG_CUE: f32 = 0.5;
+const UNEXPLAINED_PENALTY: f32 = 0.5;
+/// Credit for each pair of hops whose words stand in the question's chain order (and
+/// debit for each pair in the opposite order).
+const ORDER_BONUS: f32 = 0.25;
+
+/// The order in which a question's words name the hops of a relation chain that starts
+/// at its one named entity, from the sentence structure alone: first the words of a
+/// possessive chain after the name ("X 's mother 's father"), then the words before the
+/// name from the nearest outwards ("the birthplace of the father of X", "films
+/// directed by X"), then any other words after it ("… X were released in which
+/// years"). `all` are the question's words, `at` and `len` the name's span in it.
+/// Returns one key per word (lower = nearer the entity in the chain).
+pub fn chain_order(all: &[String], at: usize, len: usize) -> Vec<Option<u16>> {
+    let mut order = vec![None; all.len()];
+    let mut next: u16 = 0;
+    // The possessive chain: `s` after the name, then words up to the next `s`.
+    let mut i = at + len;
+    let mut chain_end = i;
+    while all.get(i).is_some_and(|w| w == "s") {
+        i += 1;
+        while i < all.len() && all[i] != "s" {
+            order[i] = Some(next);
+            next += 1;
+            i += 1;
+        }
+        chain_end = i;
+    }
+    for slot in order[..at].iter_mut().rev() {
+        *slot = Some(next);
+        next += 1;
+    }
+    for slot in order.iter_mut().skip(chain_end).filter(|o| o.is_none()) {
+        *slot = Some(next);
+        next += 1;
+    }
+    for slot in &mut order[at..at + len] {
+        *slot = None;
+    }
+    order
 }
 
 /// Similarity of a relation token (a stem) to question word `index`, beyond the lexical
@@ -258,6 +314,30 @@ impl QuestionTerms {
                 .iter()
                 .any(|name| all.get(at..at + name.len()) == Some(name.as_slice()))
         };
+        // The chain order of each content word, when the question names one entity.
+        // (A shorter name inside a longer one is the same mention.)
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        for at in 0..all.len() {
+            for name in &name_words {
+                if all.get(at..at + name.len()) == Some(name.as_slice()) {
+                    spans.push((at, name.len()));
+                }
+            }
+        }
+        spans.sort_by_key(|&(at, len)| (at, std::cmp::Reverse(len)));
+        let mut covered = 0;
+        spans.retain(|&(at, len)| {
+            let outside = at >= covered;
+            covered = covered.max(at + len);
+            outside
+        });
+        let order = match spans.as_slice() {
+            [(at, len)] => {
+                let keys = chain_order(&all, *at, *len);
+                content.iter().map(|&(i, _)| keys[i]).collect()
+            }
+            _ => vec![None; content.len()],
+        };
         let determined = content
             .iter()
             .map(|&(i, _)| {
@@ -282,6 +362,7 @@ impl QuestionTerms {
             raw,
             focus,
             determined,
+            order,
         }
     }
 
@@ -374,19 +455,55 @@ impl QuestionTerms {
         relations: &[Vec<String>],
         extra_opt: Option<ExtraSimilarity<'_>>,
     ) -> f32 {
+        self.sequence_score_learned(relations, extra_opt, None)
+    }
+
+    /// [`Self::sequence_score_with`] plus what past verified plans taught (the plan
+    /// cache's lexicon): a hop may claim a question word its relation step was learned
+    /// with, as it claims a word its name matches; a word the lexicon strongly ties to
+    /// some relation but no hop explains costs a penalty (the question asks for a hop
+    /// the sequence lacks); and hops whose words follow the question's chain order
+    /// ("X 's mother 's father": `parent` then `parent`, "the kid of X 's darling": the
+    /// spouse first) earn a bonus.
+    pub fn sequence_score_learned(
+        &self,
+        relations: &[Vec<String>],
+        extra_opt: Option<ExtraSimilarity<'_>>,
+        learned_opt: Option<LearnedCues<'_>>,
+    ) -> f32 {
         const UNMATCHED_PENALTY: f32 = 0.5;
         let mut used = vec![false; self.stems.len()];
+        let mut claimed: Vec<Option<usize>> = vec![None; relations.len()];
         let mut total = 0.0;
-        for tokens in relations {
-            match self.best_token_match(tokens, &used, extra_opt) {
+        for (hop, tokens) in relations.iter().enumerate() {
+            let lexical = self.best_token_match(tokens, &used, extra_opt);
+            let cued = learned_opt.and_then(|learned| {
+                let row = learned.hop_word.get(hop)?;
+                row.iter()
+                    .enumerate()
+                    .filter(|&(index, &weight)| weight > 0.0 && !used[index])
+                    .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
+                    .map(|(index, &weight)| (weight, index))
+            });
+            // The learned word wins only where it beats the name's own match.
+            let best = match (lexical, cued) {
+                (Some((score, _, _)), Some((weight, index))) if weight > score => {
+                    Some((weight, None, index))
+                }
+                (Some((score, token_index, index)), _) => Some((score, Some(token_index), index)),
+                (None, Some((weight, index))) => Some((weight, None, index)),
+                (None, None) => None,
+            };
+            match best {
                 Some((score, token_index, index)) => {
                     used[index] = true;
+                    claimed[hop] = Some(index);
                     total += score;
                     if score < 0.5 {
                         total -= UNMATCHED_PENALTY;
                     }
                     for (other, token) in tokens.iter().enumerate() {
-                        if other == token_index {
+                        if Some(other) == token_index {
                             continue;
                         }
                         if let Some((similarity, _, index)) =
@@ -403,11 +520,39 @@ impl QuestionTerms {
         }
         if let (Some(last), Some(focus_index)) = (relations.last(), self.focus) {
             let focus = &self.stems[focus_index];
-            if last.iter().any(|token| {
-                let extra = extra_opt.map_or(0.0, |extra| extra(token, focus_index));
-                stem_similarity(token, focus).max(extra) >= CLAIM_MIN
-            }) {
+            let learned_focus = learned_opt
+                .and_then(|learned| learned.hop_word.get(relations.len() - 1))
+                .and_then(|row| row.get(focus_index))
+                .is_some_and(|&weight| weight >= STRONG_CUE);
+            if learned_focus
+                || last.iter().any(|token| {
+                    let extra = extra_opt.map_or(0.0, |extra| extra(token, focus_index));
+                    stem_similarity(token, focus).max(extra) >= CLAIM_MIN
+                })
+            {
                 total += FOCUS_BONUS;
+            }
+        }
+        if let Some(learned) = learned_opt {
+            for (index, &strength) in learned.strength.iter().enumerate() {
+                if strength >= STRONG_CUE && !used.get(index).copied().unwrap_or(true) {
+                    total -= UNEXPLAINED_PENALTY * strength;
+                }
+            }
+            let keys: Vec<u16> = claimed
+                .iter()
+                .filter_map(|index| index.and_then(|i| self.order.get(i).copied().flatten()))
+                .collect();
+            if keys.len() == claimed.len() {
+                for (a, first) in keys.iter().enumerate() {
+                    for second in &keys[a + 1..] {
+                        total += if first < second {
+                            ORDER_BONUS
+                        } else {
+                            -ORDER_BONUS
+                        };
+                    }
+                }
             }
         }
         total
@@ -417,6 +562,43 @@ impl QuestionTerms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chain_order_reads_possessives_first_then_outwards_from_the_name() {
+        let keys = |question: &str, at: usize, len: usize| -> Vec<(String, u16)> {
+            let all = words(question);
+            chain_order(&all, at, len)
+                .into_iter()
+                .zip(&all)
+                .filter(|(_, w)| !is_stop_word(w))
+                .filter_map(|(key, w)| key.map(|k| (w.clone(), k)))
+                .collect()
+        };
+        let ranked = |pairs: Vec<(String, u16)>| {
+            let mut pairs = pairs;
+            pairs.sort_by_key(|(_, k)| *k);
+            pairs.into_iter().map(|(w, _)| w).collect::<Vec<_>>()
+        };
+        // "the kid of X 's mom 's darling": mom, darling, then kid.
+        assert_eq!(
+            ranked(keys("the kid of ada 's mom 's darling", 3, 1)),
+            ["mom", "darling", "kid"]
+        );
+        // A relative clause: the words before the name from the nearest outwards, then
+        // the words after it.
+        assert_eq!(
+            ranked(keys(
+                "the films acted by Sharon Tate were released in which years",
+                4,
+                2
+            )),
+            ["acted", "films", "released", "years"]
+        );
+        // The name's own words get no key.
+        assert!(keys("who directed Heat", 2, 1)
+            .iter()
+            .all(|(w, _)| w != "heat"));
+    }
 
     #[test]
     fn stop_words_are_sorted_for_binary_search() {

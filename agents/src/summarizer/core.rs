@@ -24,13 +24,15 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use kgmesh_schemas::{
-    graph::{Entity, Value},
+    graph::{Direction, Entity, Metapath, RelationStep, Value},
     messages::{
         context::{Context, EvidenceItem},
         summarizer::{Answer, SummarizeReply, SummarizeRequest},
     },
     NodeId,
 };
+
+use crate::scoring::relevance::Relevance;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SummaryRule {
@@ -85,6 +87,9 @@ struct Candidate {
     /// A better-scored path goes on past the candidate: it is a step towards the
     /// answer (the director in "films by the director of X"), not the answer.
     passed: bool,
+    /// The candidate ends a path whose relations explain the question best, by the
+    /// relation words and what past verified plans taught (only with learned cues).
+    explained: bool,
     /// The best normalized score each retriever that reaches the candidate gives it.
     sources: Vec<(String, f32)>,
     support: usize,
@@ -101,7 +106,10 @@ pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeRep
         .map(|e| e.name.to_lowercase())
         .collect();
     let anchors = anchors(&request.question, &request.topic_entities);
-    let candidates = collect(&request.context, &topic_ids, &topic_names, &anchors, rule);
+    let mut candidates = collect(&request.context, &topic_ids, &topic_names, &anchors, rule);
+    if !request.cues.is_empty() {
+        prefer_explained(request, &mut candidates);
+    }
     if candidates.is_empty() {
         let explanation = if request.context.evidence.is_empty() {
             "I don't know: nothing relevant to the question was retrieved from the graph."
@@ -115,8 +123,9 @@ pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeRep
     }
     let best = candidates[0].strength();
     let margin = rule.keep_within * candidates[0].sources.len() as f32;
-    let (best_anchored, best_reach, best_passed) = (
+    let (best_anchored, best_explained, best_reach, best_passed) = (
         candidates[0].anchored,
+        candidates[0].explained,
         candidates[0].reach,
         candidates[0].passed,
     );
@@ -124,6 +133,7 @@ pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeRep
         .into_iter()
         .filter(|c| {
             c.anchored == best_anchored
+                && c.explained == best_explained
                 && c.reach == best_reach
                 && c.passed == best_passed
                 && c.strength() >= best - margin
@@ -205,6 +215,7 @@ fn collect(
                     anchored,
                     reach: 1,
                     passed: false,
+                    explained: false,
                     sources: vec![(source.to_owned(), score)],
                     support: 1,
                     first: index,
@@ -292,7 +303,13 @@ fn collect(
     for evidence in &context.evidence {
         if let EvidenceItem::Path(path) = &evidence.item {
             let score = normalized(evidence.source.as_str(), evidence.score);
+            let end = path.end().id;
+            // A walk may pass its own end on the way ("X's wife's husband's wife" is
+            // X's wife): that node is where the path leads, not a step past it.
             for step in path.steps.iter().rev().skip(1) {
+                if step.node.id == end {
+                    continue;
+                }
                 let best = passed_at.entry(step.node.id).or_insert(f32::MIN);
                 *best = best.max(score);
             }
@@ -381,6 +398,71 @@ fn anchor_reach(candidate: NodeId, per_anchor: &[HashMap<NodeId, usize>]) -> usi
         None => 1,
     }
 }
+
+/// With learned cues (the plan cache's lexicon): marks the candidates that end a path
+/// whose relation sequence explains the question best, and ranks them first after
+/// the anchored ones. A plan composed from what the question's words meant in
+/// verified plans is stronger evidence than a retriever's vote that ignores them.
+fn prefer_explained(request: &SummarizeRequest, candidates: &mut [Candidate]) {
+    let names: Vec<&str> = request
+        .topic_entities
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    let relevance = Relevance::lexical(&request.question, &names).with_cues(&request.cues);
+    if !relevance.uses_cues() {
+        return;
+    }
+    let mut ends: Vec<NodeId> = Vec::new();
+    let mut metapaths: Vec<Metapath> = Vec::new();
+    for evidence in &request.context.evidence {
+        if let EvidenceItem::Path(path) = &evidence.item {
+            if path.steps.is_empty() {
+                continue;
+            }
+            ends.push(path.end().id);
+            metapaths.push(Metapath {
+                steps: path
+                    .steps
+                    .iter()
+                    .map(|step| RelationStep {
+                        relation: step.relation.clone(),
+                        direction: if step.inverse {
+                            Direction::In
+                        } else {
+                            Direction::Out
+                        },
+                    })
+                    .collect(),
+            });
+        }
+    }
+    let references: Vec<&Metapath> = metapaths.iter().collect();
+    let scores = relevance.metapaths_lexically(&references);
+    let Some(best) = scores.iter().copied().reduce(f32::max) else {
+        return;
+    };
+    let explained: HashSet<NodeId> = ends
+        .iter()
+        .zip(&scores)
+        .filter(|(_, &score)| score >= best - EXPLAINED_TIE)
+        .map(|(end, _)| *end)
+        .collect();
+    for candidate in candidates.iter_mut() {
+        candidate.explained = candidate
+            .entity
+            .as_ref()
+            .is_some_and(|e| explained.contains(&e.id));
+    }
+    candidates.sort_by(|a, b| {
+        b.anchored
+            .cmp(&a.anchored)
+            .then(b.explained.cmp(&a.explained))
+    });
+}
+
+/// Path scores this close to the best count as explaining the question as well.
+const EXPLAINED_TIE: f32 = 1e-3;
 
 /// Question entities named word for word in the question; all of them when none is
 /// (then every linked entity is as good as another).

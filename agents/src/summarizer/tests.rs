@@ -62,6 +62,7 @@ fn request(evidence: Vec<Evidence>, topic: Vec<Entity>) -> SummarizeRequest {
         },
         topic_entities: topic,
         max_answers: 10,
+        cues: Vec::new(),
     }
 }
 
@@ -324,4 +325,33 @@ fn an_entity_a_comparable_path_runs_through_is_a_step_not_the_answer() {
     let reply = summarize(&request, &SummaryRule::default());
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Flanders"], "{reply:?}");
+}
+
+#[test]
+fn a_walk_that_passes_its_own_end_on_the_way_still_leads_there() {
+    let x = entity(1, "x");
+    let wife = entity(2, "y");
+    let step = |relation: &str, node: &Entity| PathStep {
+        relation: relation.into(),
+        inverse: false,
+        node: node.clone(),
+    };
+    // "x's wife's husband's wife": x -> y -> x -> y.
+    let walk = Evidence {
+        source: "path-follower".into(),
+        score: 1.0,
+        item: EvidenceItem::Path(Path {
+            start: x.clone(),
+            steps: vec![
+                step("spouse", &wife),
+                step("spouse", &x),
+                step("spouse", &wife),
+            ],
+        }),
+    };
+    let mut request = request(vec![walk], vec![x]);
+    request.question = "who is the wife of x 's wife 's husband".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["y"], "{reply:?}");
 }

@@ -86,6 +86,14 @@ fn relation_key(relation: &str, inverse: bool) -> String {
     }
 }
 
+/// The relation and direction of a [`relation_key`].
+fn split_key(key: &str) -> (&str, bool) {
+    match key.strip_suffix(" (inverse)") {
+        Some(relation) => (relation, true),
+        None => (key, false),
+    }
+}
+
 async fn ask(
     llm: &dyn LanguageModel,
     request: kgmesh_models::ChatRequest,
@@ -169,10 +177,9 @@ pub async fn traverse(
             relations
                 .iter()
                 .map(|r| {
-                    let name = r.trim_end_matches(" (inverse)");
+                    let (name, inverse) = split_key(r);
                     relevance
-                        .terms()
-                        .best_match(name, &used_words)
+                        .relation_match(name, inverse, &used_words)
                         .map(|(s, _)| s)
                         .unwrap_or(0.0)
                 })
@@ -235,8 +242,8 @@ pub async fn traverse(
         if !relevance.uses_embeddings() {
             // A question word claimed by a followed relation is not claimed again.
             for relation in &chosen {
-                let name = relation.trim_end_matches(" (inverse)");
-                if let Some((_, index)) = relevance.terms().best_match(name, &used_words) {
+                let (name, inverse) = split_key(relation);
+                if let Some((_, index)) = relevance.relation_match(name, inverse, &used_words) {
                     used_words[index] = true;
                 }
             }

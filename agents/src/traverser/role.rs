@@ -59,7 +59,9 @@ impl Traverser {
             .iter()
             .map(|e| e.entity.name.as_str())
             .collect();
-        let relevance = Relevance::new(&request.question, &names, self.vectors_opt.clone()).await;
+        let relevance = Relevance::new(&request.question, &names, self.vectors_opt.clone())
+            .await
+            .with_cues(&request.cues);
         let start: Vec<_> = request.entities.iter().map(|e| e.entity.clone()).collect();
         let walked = traverse(
             self.graph.as_ref(),

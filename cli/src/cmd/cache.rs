@@ -18,7 +18,7 @@ use futures::StreamExt;
 use kgmesh_agents::cache_manager::{
     core::entry_key,
     persist::{FilePlanStore, KvPlanStore, PlanStore},
-    warm::{self, QaFormat, SkipReason, Warmer},
+    warm::{self, Candidate, QaFormat, QaPair, SkipReason, Warmer},
     CacheConfig as PlanCacheConfig,
 };
 use kgmesh_bus::{NatsBus, NatsOptions};
@@ -248,6 +248,31 @@ impl Progress {
     }
 }
 
+/// Verifies `pairs`, `args.concurrency` at a time, with progress on stderr.
+async fn verify_pairs(
+    warmer: &Warmer,
+    pairs: &[QaPair],
+    args: &WarmArgs,
+    what: &'static str,
+) -> (Vec<Candidate>, BTreeMap<SkipReason, usize>) {
+    let mut progress = Progress::new(!args.no_progress, what, pairs.len());
+    let mut verified = Vec::new();
+    let mut skipped: BTreeMap<SkipReason, usize> = BTreeMap::new();
+    let mut done = 0usize;
+    let mut results = futures::stream::iter(pairs.iter())
+        .map(|pair| warmer.verify_pair(pair))
+        .buffered(args.concurrency);
+    while let Some(result) = results.next().await {
+        done += 1;
+        match result {
+            Ok(candidate) => verified.push(candidate),
+            Err(reason) => *skipped.entry(reason).or_default() += 1,
+        }
+        progress.tick(done, verified.len());
+    }
+    (verified, skipped)
+}
+
 async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     if args.concurrency == 0 {
         bail!("--concurrency must be at least 1");
@@ -272,7 +297,7 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
             .await
             .context("cannot index the graph's names")?,
     );
-    let warmer = Warmer::new(graph.clone(), gazetteer);
+    let warmer = Warmer::new(graph.clone(), gazetteer.clone());
     let mut skipped: BTreeMap<SkipReason, usize> = BTreeMap::new();
     let mut llm_calls = 0u32;
 
@@ -298,19 +323,17 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
                     format!(" ({} unreadable lines)", bad.len())
                 }
             );
-            let mut progress = Progress::new(!args.no_progress, "pairs", pairs.len());
-            let mut verified = Vec::new();
-            let mut done = 0usize;
-            let mut results = futures::stream::iter(pairs.iter())
-                .map(|pair| warmer.verify_pair(pair))
-                .buffered(args.concurrency);
-            while let Some(result) = results.next().await {
-                done += 1;
-                match result {
-                    Ok(candidate) => verified.push(candidate),
-                    Err(reason) => *skipped.entry(reason).or_default() += 1,
-                }
-                progress.tick(done, verified.len());
+            // Two passes: the first chooses each pair's plan by the words of relation
+            // names alone; the second with the lexicon the first pass's plans teach,
+            // so that paraphrases ("heir", "darling") count as the relations they
+            // stand for when telling a question's path from a shortcut to its answer.
+            let first = verify_pairs(&warmer, &pairs, &args, "pairs (pass 1 of 2)").await;
+            let lexicon = Arc::new(warm::lexicon_of(&first.0));
+            let warmer = Warmer::new(graph.clone(), gazetteer.clone()).with_lexicon(lexicon);
+            let (verified, reasons) =
+                verify_pairs(&warmer, &pairs, &args, "pairs (pass 2 of 2)").await;
+            for (reason, count) in reasons {
+                *skipped.entry(reason).or_default() += count;
             }
             (verified, pairs.len() + bad.len())
         }

@@ -167,6 +167,7 @@ mod tests {
             context: Context::default(),
             repair_hints: vec![],
             examples: vec![],
+            cues: vec![],
         }
     }
 

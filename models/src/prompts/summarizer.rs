@@ -58,6 +58,7 @@ mod tests {
                 name: "Heat".into(),
             }],
             max_answers: 3,
+            cues: vec![],
         };
         let user = build(&request, 500).messages[1].content.clone();
         assert!(user.contains("at most 3"));

@@ -65,6 +65,23 @@ pub struct CacheLookupReply {
     pub examples: Vec<FewShotExample>,
     /// A near-exact match worth replaying before calling a model.
     pub replay: Option<Plan>,
+    /// What the words of this question meant in past verified plans (the learned
+    /// phrase → relation lexicon), for the KG-Linker to compose a plan from.
+    pub cues: Vec<RelationCue>,
+}
+
+/// One learned association of a question word with a relation step: across the
+/// verified plans whose question used `word`, the share (smoothed) whose relation path
+/// followed `relation` in this direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RelationCue {
+    /// The word's stem, as the shared text toolkit stems it.
+    pub word: String,
+    pub relation: String,
+    /// The relation followed tail → head.
+    pub inverse: bool,
+    /// Confidence in `[0, 1)`.
+    pub weight: f32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{cache::FewShotExample, context::Context, Rpc};
+use super::{
+    cache::{FewShotExample, RelationCue},
+    context::Context,
+    Rpc,
+};
 use crate::{
     graph::{Metapath, ScoredEntity},
     Role,
@@ -18,6 +22,8 @@ pub struct KgLinkRequest {
     pub repair_hints: Vec<String>,
     /// Past verified plans to show as examples.
     pub examples: Vec<FewShotExample>,
+    /// Learned word → relation associations for this question (from the plan cache).
+    pub cues: Vec<RelationCue>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{context::Evidence, Rpc};
+use super::{cache::RelationCue, context::Evidence, Rpc};
 use crate::{
     graph::{Metapath, ScoredEntity},
     Role,
@@ -21,6 +21,9 @@ pub struct RetrieveRequest {
     pub cypher: Vec<String>,
     /// Evidence items the retriever may return at most.
     pub max_evidence: u32,
+    /// What the question's words meant in past verified plans (the plan cache's
+    /// lexicon), for retrievers that choose relations.
+    pub cues: Vec<RelationCue>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{context::Context, Rpc};
+use super::{cache::RelationCue, context::Context, Rpc};
 use crate::{graph::Entity, Role};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -12,6 +12,9 @@ pub struct SummarizeRequest {
     /// Question entities (never an answer to their own question).
     pub topic_entities: Vec<Entity>,
     pub max_answers: u16,
+    /// What the question's words meant in past verified plans (the plan cache's
+    /// lexicon): the LLM-free rule prefers the ends of the paths they explain best.
+    pub cues: Vec<RelationCue>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -667,9 +667,18 @@ impl GraphStore for BoltGraph {
                         .map(Vec::as_slice)
                         .unwrap_or(&[])
                     {
-                        let visited =
-                            path.start.id == hop.2 || path.steps.iter().any(|s| s.node.id == hop.2);
-                        if visited {
+                        // Never straight back over the edge just walked (see
+                        // `GraphStore::follow_metapaths`).
+                        let previous = match path.steps.len() {
+                            0 => None,
+                            1 => Some(path.start.id),
+                            n => Some(path.steps[n - 2].node.id),
+                        };
+                        let straight_back = previous == Some(hop.2)
+                            && path.steps.last().is_some_and(|last| {
+                                last.relation == hop.1 && last.inverse != hop.4
+                            });
+                        if straight_back {
                             continue;
                         }
                         let mut extended = path.clone();

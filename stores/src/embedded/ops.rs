@@ -268,10 +268,20 @@ impl EmbeddedGraph {
             .map(|node| (*node, false))
             .chain(backward.iter().map(|node| (*node, true)))
             .take(limits.fanout_cap);
+        // The node the last step came from: the walk never turns straight back over
+        // the edge it just walked (nodes and edges may otherwise repeat).
+        let previous = match trail.len() {
+            0 => None,
+            1 => Some(start),
+            n => Some(trail[n - 2].2),
+        };
         for (next, inverse) in candidates {
-            // Simple paths only: a walk never revisits a node.
-            if next == start || trail.iter().any(|(_, _, node)| *node == next) {
-                continue;
+            if let (Some(previous), Some((last_relation, last_inverse, _))) =
+                (previous, trail.last())
+            {
+                if next == previous && last_relation == relation && *last_inverse != inverse {
+                    continue;
+                }
             }
             trail.push((*relation, inverse, next));
             self.walk(start, rest, trail, limits, paths);

@@ -1,0 +1,324 @@
+//! The learned phrase → relation lexicon: what the words of past questions meant.
+//!
+//! Every verified plan in the cache pairs a question (its entity mentions masked) with
+//! the relation steps that answered it. Across plans, a word that keeps appearing with
+//! one step ("heir" with `children`, "darling" with `spouse`, "acted" with
+//! `starred_actors` followed backwards) is evidence that the word expresses that
+//! relation, whatever the rest of the question says. The lexicon counts, per content
+//! word, the verified plans it appeared in and, per relation step, how many of those
+//! followed the step; a word's confidence in a step is that share, shrunk towards 0
+//! while the word has been seen only a few times.
+//!
+//! The lexicon is a function of the cache's verified entries: it is updated when an
+//! entry is stored, replaced or removed, so every replica that follows the shared
+//! store (file or JetStream KV) holds the same lexicon without storing it separately.
+//! Nothing in it knows a data set: words and relations come from the plans alone.
+
+use std::collections::{HashMap, HashSet};
+
+use kgmesh_schemas::{
+    graph::Direction,
+    messages::cache::{CacheEntry, RelationCue},
+};
+
+use super::template::ENTITY_SLOT;
+use crate::scoring::text::{content_stems, stem_similarity};
+
+/// Lexical similarity from which a question word spells a relation's name.
+const SPELLED: f32 = 0.8;
+
+/// Pseudo-count of plans added to every word's total: a word seen once with a step gets
+/// 0.5, seen four times always with it 0.8.
+const SMOOTHING: f32 = 1.0;
+
+/// Cues below this confidence are not offered.
+const MIN_WEIGHT: f32 = 0.1;
+
+/// At most this many steps offered per question word, most confident first.
+const MAX_STEPS_PER_WORD: usize = 8;
+
+/// A relation followed in one direction, as the lexicon counts it.
+type StepKey = (String, bool);
+
+#[derive(Debug, Default, Clone)]
+struct WordCounts {
+    /// Verified plans whose question used the word.
+    plans: u32,
+    /// Of those, how many followed each step.
+    steps: HashMap<StepKey, u32>,
+}
+
+/// Counts of question words against the relation steps of verified plans.
+#[derive(Debug, Default, Clone)]
+pub struct Lexicon {
+    words: HashMap<String, WordCounts>,
+    plans: u64,
+}
+
+/// Whether an entry's plan is verified enough to learn from (imported from QA pairs,
+/// judged complete by a model, or confirmed by feedback) and not failing more often
+/// than it worked.
+pub fn learnable(entry: &CacheEntry) -> bool {
+    entry.hits >= 1 && entry.failures <= entry.hits && !entry.plan.metapaths.is_empty()
+}
+
+/// The content stems of a template, without its entity slots.
+fn template_words(template: &str) -> Vec<String> {
+    content_stems(&template.replace(ENTITY_SLOT, " "))
+}
+
+/// The distinct steps of an entry's plan.
+fn plan_steps(entry: &CacheEntry) -> Vec<StepKey> {
+    let mut seen = HashSet::new();
+    entry
+        .plan
+        .metapaths
+        .iter()
+        .flat_map(|m| &m.steps)
+        .map(|step| (step.relation.clone(), step.direction == Direction::In))
+        .filter(|key| seen.insert(key.clone()))
+        .collect()
+}
+
+/// What an entry teaches: its words, and which word is credited with which step. A
+/// step whose relation name some word of the question spells ("gender" and
+/// `gender`) is explained by that word and credited to it alone, so that "dad" in
+/// "the gender of X 's dad" is not taught `gender`; any other step is credited to
+/// every word, and the counts over many plans tell which word carries it.
+fn credits(entry: &CacheEntry) -> Option<(Vec<String>, Vec<(usize, StepKey)>)> {
+    let steps = plan_steps(entry);
+    if steps.is_empty() {
+        return None;
+    }
+    let words = template_words(&entry.template);
+    let mut credits = Vec::new();
+    for step in steps {
+        let relation_stems = content_stems(&step.0);
+        let spelled: Vec<usize> = (0..words.len())
+            .filter(|&w| {
+                relation_stems
+                    .iter()
+                    .any(|r| stem_similarity(r, &words[w]) >= SPELLED)
+            })
+            .collect();
+        if spelled.is_empty() {
+            credits.extend((0..words.len()).map(|w| (w, step.clone())));
+        } else {
+            credits.extend(spelled.into_iter().map(|w| (w, step.clone())));
+        }
+    }
+    Some((words, credits))
+}
+
+impl Lexicon {
+    /// Verified plans learned from.
+    pub fn plans(&self) -> u64 {
+        self.plans
+    }
+
+    /// Distinct words learned.
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Learns from a verified entry (its `template` masks the entity mentions).
+    pub fn add(&mut self, entry: &CacheEntry) {
+        let Some((words, credits)) = credits(entry) else {
+            return;
+        };
+        self.plans += 1;
+        for word in &words {
+            self.words.entry(word.clone()).or_default().plans += 1;
+        }
+        for (word, step) in credits {
+            if let Some(counts) = self.words.get_mut(&words[word]) {
+                *counts.steps.entry(step).or_default() += 1;
+            }
+        }
+    }
+
+    /// Forgets an entry learned by [`Self::add`] (replaced, evicted or demoted).
+    pub fn remove(&mut self, entry: &CacheEntry) {
+        let Some((words, credits)) = credits(entry) else {
+            return;
+        };
+        self.plans = self.plans.saturating_sub(1);
+        for (word, step) in credits {
+            if let Some(counts) = self.words.get_mut(&words[word]) {
+                if let Some(count) = counts.steps.get_mut(&step) {
+                    *count = count.saturating_sub(1);
+                    if *count == 0 {
+                        counts.steps.remove(&step);
+                    }
+                }
+            }
+        }
+        for word in &words {
+            if let Some(counts) = self.words.get_mut(word) {
+                counts.plans = counts.plans.saturating_sub(1);
+                if counts.plans == 0 {
+                    self.words.remove(word);
+                }
+            }
+        }
+    }
+
+    /// Confidence that `word` (a stem) expresses `relation` followed this way.
+    pub fn weight(&self, word: &str, relation: &str, inverse: bool) -> f32 {
+        self.words.get(word).map_or(0.0, |counts| {
+            let count = counts
+                .steps
+                .get(&(relation.to_owned(), inverse))
+                .copied()
+                .unwrap_or(0);
+            count as f32 / (counts.plans as f32 + SMOOTHING)
+        })
+    }
+
+    /// The cues for a question: for each of its content words (entity mentions masked
+    /// in `template`), the steps it was learned with, most confident first.
+    pub fn cues(&self, template: &str) -> Vec<RelationCue> {
+        let mut cues = Vec::new();
+        for word in template_words(template) {
+            let Some(counts) = self.words.get(&word) else {
+                continue;
+            };
+            let total = counts.plans as f32 + SMOOTHING;
+            let mut steps: Vec<(&StepKey, f32)> = counts
+                .steps
+                .iter()
+                .map(|(step, &count)| (step, count as f32 / total))
+                .filter(|(_, weight)| *weight >= MIN_WEIGHT)
+                .collect();
+            steps.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+            cues.extend(steps.into_iter().take(MAX_STEPS_PER_WORD).map(
+                |((relation, inverse), weight)| RelationCue {
+                    word: word.clone(),
+                    relation: relation.clone(),
+                    inverse: *inverse,
+                    weight,
+                },
+            ));
+        }
+        cues
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kgmesh_schemas::{
+        graph::{Metapath, RelationStep},
+        messages::cache::{Isr, Plan},
+    };
+
+    use super::*;
+
+    fn entry(template: &str, steps: &[(&str, Direction)]) -> CacheEntry {
+        CacheEntry {
+            question: template.replace(ENTITY_SLOT, "X"),
+            template: template.to_owned(),
+            isr: Isr::default(),
+            plan: Plan {
+                entities: Vec::new(),
+                metapaths: vec![Metapath {
+                    steps: steps
+                        .iter()
+                        .map(|(relation, direction)| RelationStep {
+                            relation: (*relation).to_owned(),
+                            direction: *direction,
+                        })
+                        .collect(),
+                }],
+                cypher: Vec::new(),
+            },
+            answers: vec!["a".into()],
+            hits: 1,
+            failures: 0,
+        }
+    }
+
+    #[test]
+    fn a_word_seen_with_one_step_across_plans_gains_confidence_in_it() {
+        let mut lexicon = Lexicon::default();
+        use Direction::{In, Out};
+        lexicon.add(&entry("who is <e> s heir", &[("kid_of", Out)]));
+        assert_eq!(lexicon.weight("heir", "kid_of", false), 0.5);
+        lexicon.add(&entry(
+            "the birthplace of <e> s heir",
+            &[("kid_of", Out), ("born_in", Out)],
+        ));
+        lexicon.add(&entry(
+            "<e> s heir s spouse",
+            &[("kid_of", Out), ("married_to", In)],
+        ));
+        // Always with `kid_of`: 3 of 3 plans (+1 smoothing).
+        assert_eq!(lexicon.weight("heir", "kid_of", false), 0.75);
+        // The other steps came and went with the rest of the question.
+        assert_eq!(lexicon.weight("heir", "born_in", false), 0.25);
+        // Direction is part of the step.
+        assert_eq!(lexicon.weight("heir", "kid_of", true), 0.0);
+        assert_eq!(lexicon.weight("spous", "married_to", true), 0.5);
+        assert_eq!(lexicon.plans(), 3);
+
+        let cues = lexicon.cues("what is <e> s heir");
+        assert_eq!(cues[0].word, "heir");
+        assert_eq!(cues[0].relation, "kid_of");
+        assert!(!cues[0].inverse);
+        assert_eq!(cues[0].weight, 0.75);
+        assert!(cues.iter().all(|c| c.word == "heir"));
+    }
+
+    #[test]
+    fn a_step_the_question_spells_is_not_taught_to_its_other_words() {
+        let mut lexicon = Lexicon::default();
+        lexicon.add(&entry(
+            "the gender of <e> s dad",
+            &[("parents", Direction::Out), ("gender", Direction::Out)],
+        ));
+        assert_eq!(lexicon.weight("dad", "parents", false), 0.5);
+        assert_eq!(lexicon.weight("dad", "gender", false), 0.0);
+        // (Words are kept as stems: "gender" is "gend".)
+        assert_eq!(lexicon.weight("gend", "gender", false), 0.5);
+        // Still taught what nothing spells: the counts across plans sort it out.
+        assert_eq!(lexicon.weight("gend", "parents", false), 0.5);
+    }
+
+    #[test]
+    fn removing_an_entry_undoes_what_it_taught() {
+        let mut lexicon = Lexicon::default();
+        let first = entry("films acted by <e>", &[("stars", Direction::In)]);
+        let second = entry("films directed by <e>", &[("directed", Direction::In)]);
+        lexicon.add(&first);
+        lexicon.add(&second);
+        lexicon.remove(&second);
+        let mut alone = Lexicon::default();
+        alone.add(&first);
+        assert_eq!(lexicon.len(), alone.len());
+        assert_eq!(lexicon.plans(), 1);
+        assert_eq!(
+            lexicon.weight("film", "stars", true),
+            alone.weight("film", "stars", true)
+        );
+        assert_eq!(lexicon.weight("direct", "directed", true), 0.0);
+        lexicon.remove(&first);
+        assert!(lexicon.is_empty());
+    }
+
+    #[test]
+    fn only_verified_plans_with_relation_paths_teach() {
+        let mut rule_judged = entry("who directed <e>", &[("directed_by", Direction::Out)]);
+        rule_judged.hits = 0;
+        assert!(!learnable(&rule_judged));
+        let mut failing = entry("who directed <e>", &[("directed_by", Direction::Out)]);
+        failing.failures = 2;
+        assert!(!learnable(&failing));
+        assert!(learnable(&entry(
+            "who directed <e>",
+            &[("directed_by", Direction::Out)]
+        )));
+    }
+}
