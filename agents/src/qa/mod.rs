@@ -1,0 +1,22 @@
+//! Question files in the formats of the public KGQA benchmarks, read line by line into
+//! one shape.
+//!
+//! `kgmesh eval` (which asks the questions) and `kgmesh cache warm --import` (which turns
+//! them into verified plans) read files through this one parser, so a file either can
+//! read is read the same way by both.
+//!
+//! ```
+//! use kgmesh_agents::qa::{read_lines, QaFormat};
+//!
+//! let text = "what movies did [Tom Hanks] act in\tBig|Splash\n";
+//! let records: Vec<_> = read_lines(text, QaFormat::Auto)
+//!     .map(|(_line, record)| record.unwrap())
+//!     .collect();
+//! assert_eq!(records[0].topics, ["Tom Hanks"]);
+//! ```
+
+mod parse;
+
+pub use parse::{
+    detect, gold_path_shape, parse_irn_answer_field, parse_line, read_lines, QaFormat, QaRecord,
+};
