@@ -26,6 +26,7 @@ use kgmesh_bus::{NatsBus, NatsOptions};
 use kgmesh_models::LanguageModel;
 use kgmesh_stores::GraphStore;
 
+use super::fold::FoldArgs;
 use crate::config::Config;
 
 #[derive(Debug, clap::Args)]
@@ -76,7 +77,11 @@ struct WarmArgs {
     #[arg(long, value_enum, default_value_t = ImportFormat::Auto)]
     format: ImportFormat,
 
-    /// At most N QA pairs (first N of the file) or, without --import, N sampled stars.
+    #[command(flatten)]
+    fold: FoldArgs,
+
+    /// At most N QA pairs (the first N, after --fold) or, without --import, N sampled
+    /// stars.
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
 
@@ -277,6 +282,10 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     if args.limit == Some(0) {
         bail!("--limit must be at least 1");
     }
+    let fold = args.fold.fold();
+    if fold.is_some() && args.import.is_none() {
+        bail!("--fold and --fold-complement select QA pairs of --import FILE");
+    }
     // Read the input before the (slower) graph load, so a bad file fails fast.
     let import = match &args.import {
         Some(path) => Some(read_pairs(path, args.format.into())?),
@@ -299,11 +308,7 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     let mut llm_calls = 0u32;
 
     let (candidates, inputs) = match import {
-        Some(Pairs {
-            format,
-            mut pairs,
-            bad,
-        }) => {
+        Some(Pairs { format, pairs, bad }) => {
             let path = args.import.as_deref().unwrap_or(Path::new(""));
             if !bad.is_empty() {
                 for (line, why) in bad.iter().take(5) {
@@ -311,19 +316,34 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
                 }
                 *skipped.entry(SkipReason::BadLine).or_default() += bad.len();
             }
+            let read = pairs.len();
+            let mut pairs = match fold {
+                Some(fold) => fold.select(pairs),
+                None => pairs,
+            };
             if let Some(limit) = args.limit {
                 pairs.truncate(limit);
+            }
+            let mut notes = Vec::new();
+            if let Some(fold) = fold {
+                notes.push(format!("fold {fold} of {read}"));
+            }
+            if !bad.is_empty() {
+                notes.push(format!("{} unreadable lines", bad.len()));
             }
             println!(
                 "read {} QA pairs ({format}) from {}{}",
                 pairs.len(),
                 path.display(),
-                if bad.is_empty() {
+                if notes.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({} unreadable lines)", bad.len())
+                    format!(" ({})", notes.join(", "))
                 }
             );
+            if pairs.is_empty() {
+                bail!("no QA pairs left to import (--fold keeps none of {read})");
+            }
             let mut progress = Progress::new(!args.no_progress, "pairs", pairs.len());
             let mut verified = Vec::new();
             let mut done = 0usize;
