@@ -10,9 +10,12 @@
 //!
 //! ```text
 //! cargo run --release -p kgmesh-agents --example retrieval_recall -- \
-//!     --data /work/shared/data --sample 0 --top-metapaths 5 --scoring-k 60 \
+//!     [--data DIR] --sample 0 --top-metapaths 5 --scoring-k 60 \
 //!     [--synonym-cosine 0.5 [--embed-tools]] [--datasets pathquestion-3h] [--dump-misses DIR]
 //! ```
+//!
+//! `--data` holds `metaqa/`, `pathquestion-2h/`, …; by default `KGMESH_DATA_DIR`, else
+//! `shared/data` beside the workspace.
 
 use std::{collections::HashSet, path::Path, sync::Arc, time::Instant};
 
@@ -62,7 +65,7 @@ struct Options {
 
 fn parse_options() -> Options {
     let mut options = Options {
-        data: "/work/shared/data".to_owned(),
+        data: kgmesh_testkit::data::data_dir().display().to_string(),
         sample: 1000,
         seed: 7,
         top_metapaths: 3,
