@@ -10,9 +10,12 @@
 //!
 //! ```text
 //! cargo run --release -p kgmesh-agents --example retrieval_recall -- \
-//!     --data /work/shared/data --sample 0 --top-metapaths 5 --scoring-k 60 \
+//!     [--data DIR] --sample 0 --top-metapaths 5 --scoring-k 60 \
 //!     [--synonym-cosine 0.5 [--embed-tools]] [--datasets pathquestion-3h] [--dump-misses DIR]
 //! ```
+//!
+//! `--data` holds `metaqa/`, `pathquestion-2h/`, …; by default `KGMESH_DATA_DIR`, else
+//! `shared/data` beside the workspace.
 
 use std::{collections::HashSet, path::Path, sync::Arc, time::Instant};
 
@@ -20,6 +23,7 @@ use kgmesh_agents::{
     entity_linker::core::normalize,
     kg_linker::core::{metapath_text, rank_metapaths, EnumerateLimits},
     path_follower::core::{follow_metapath, WalkLimits},
+    qa::{self, QaFormat},
     scoring::{
         core::{score_triples, ScoringConfig},
         relevance::{Relevance, TextVectors},
@@ -61,7 +65,7 @@ struct Options {
 
 fn parse_options() -> Options {
     let mut options = Options {
-        data: "/work/shared/data".to_owned(),
+        data: kgmesh_testkit::data::data_dir().display().to_string(),
         sample: 1000,
         seed: 7,
         top_metapaths: 3,
@@ -126,63 +130,17 @@ fn load_kb(path: &Path) -> std::io::Result<EmbeddedGraph> {
     Ok(builder.finish())
 }
 
-fn metaqa_questions(text: &str) -> Vec<Question> {
-    text.lines()
-        .filter_map(|line| {
-            let (question, answers) = line.split_once('\t')?;
-            let open = question.find('[')?;
-            let close = question[open..].find(']')? + open;
-            Some(Question {
-                text: question.replace(['[', ']'], ""),
-                topics: vec![question[open + 1..close].to_owned()],
-                answers: answers.split('|').map(str::to_owned).collect(),
-            })
-        })
-        .collect()
-}
-
-/// IRN format: `question<TAB>answer(alias/…)<TAB>gold path[*gold path][<TAB>…<TAB>all answers/]`.
-fn irn_questions(text: &str) -> Vec<Question> {
-    text.lines()
-        .filter_map(|line| {
-            let columns: Vec<&str> = line.split('\t').collect();
-            if columns.len() < 3 {
-                return None;
-            }
-            let mut answers: Vec<String> = Vec::new();
-            let answer = columns[1];
-            match answer.split_once('(') {
-                Some((main, aliases)) => {
-                    answers.push(main.to_owned());
-                    answers.extend(
-                        aliases
-                            .trim_end_matches(')')
-                            .split('/')
-                            .filter(|a| !a.is_empty())
-                            .map(str::to_owned),
-                    );
-                }
-                None => answers.extend(
-                    answer
-                        .split('/')
-                        .filter(|a| !a.is_empty())
-                        .map(str::to_owned),
-                ),
-            }
-            if let Some(all) = columns.get(3) {
-                answers.extend(all.split('/').filter(|a| !a.is_empty()).map(str::to_owned));
-            }
-            let topics = columns[2]
-                .split('*')
-                .filter_map(|path| path.split('#').next())
-                .filter(|t| !t.is_empty())
-                .map(str::to_owned)
-                .collect();
-            Some(Question {
-                text: columns[0].to_owned(),
-                topics,
-                answers,
-            })
+/// The questions of a dev file that name a topic entity, read by the parser `kgmesh
+/// eval` uses (MetaQA: the bracketed name; IRN: the first node of each part of the gold
+/// path). Unreadable lines are left out.
+fn read_questions(text: &str, format: QaFormat) -> Vec<Question> {
+    qa::read_lines(text, format)
+        .filter_map(|(_line, record)| record.ok())
+        .filter(|record| !record.topics.is_empty())
+        .map(|record| Question {
+            text: record.question.replace(['[', ']'], ""),
+            topics: record.topics,
+            answers: record.answers,
         })
         .collect()
 }
@@ -487,11 +445,12 @@ async fn main() {
                 continue;
             }
         };
-        let questions = if dataset.starts_with("metaqa") {
-            metaqa_questions(&dev)
+        let format = if dataset.starts_with("metaqa") {
+            QaFormat::Metaqa
         } else {
-            irn_questions(&dev)
+            QaFormat::Irn
         };
+        let questions = read_questions(&dev, format);
         let total = questions.len();
         let questions = if options.sample == 0 {
             questions

@@ -14,7 +14,7 @@
 //! name-vector index is kept in `KGMESH_BENCH_VECTOR_CACHE` (default
 //! `target/bench-cache`; empty: not kept), one file per graph, and read back by later
 //! runs.
-//! `KGMESH_METAQA` (default `/work/shared/data/metaqa`) holds `kb.tsv` and the
+//! `KGMESH_METAQA` (default `metaqa/` of `shared/data` beside the workspace) holds `kb.tsv` and the
 //! `{1,2,3}-hop/dev.txt` question files; `KGMESH_BENCH_SAMPLES` (default 2,000) sets the
 //! link calls timed per figure, `KGMESH_BENCH_TOOL_SAMPLES` (default 600) the questions
 //! each tool is timed on; `--skip-metaqa` / `--skip-synthetic` leave a graph out.
@@ -84,7 +84,7 @@ fn options() -> Options {
             .unwrap_or(1_000_000),
         metaqa: env("KGMESH_METAQA")
             .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/work/shared/data/metaqa")),
+            .unwrap_or_else(|| kgmesh_testkit::data::data_path("metaqa")),
         embed: args.iter().any(|a| a == "--embed"),
         cache: match env("KGMESH_BENCH_VECTOR_CACHE") {
             Some(dir) if dir.is_empty() => None,

@@ -2,7 +2,7 @@
 //! queries, and embedded execution time per query over those that validate.
 //!
 //! `cargo bench -p kgmesh-benches --bench cypher` (data from `KGMESH_NORTHWIND_DIR`,
-//! default `/work/shared/data/northwind`). ArcadeDB's times on the same queries are
+//! default `northwind/` of the shared data sets, `shared/data` beside the workspace). ArcadeDB's times on the same queries are
 //! printed by `cargo test --release -p kgmesh-stores --test cypher_arcadedb -- --ignored --nocapture`.
 
 use std::path::{Path, PathBuf};
@@ -14,10 +14,9 @@ use kgmesh_stores::embedded::load::{load_graph, KgFormat, LoadOptions};
 use kgmesh_stores::QueryLimits;
 
 fn data_dir() -> PathBuf {
-    PathBuf::from(
-        std::env::var("KGMESH_NORTHWIND_DIR")
-            .unwrap_or_else(|_| "/work/shared/data/northwind".into()),
-    )
+    std::env::var_os("KGMESH_NORTHWIND_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| kgmesh_testkit::data::data_path("northwind"))
 }
 
 /// The `cypher` string of each JSON line (a JSON string, decoded by hand to keep this

@@ -20,7 +20,7 @@
 //! shows what the code does on an otherwise idle core.
 
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     time::{Duration, Instant},
 };
 
@@ -111,7 +111,7 @@ fn main() {
     );
     table.push(synthetic_figures);
 
-    let metaqa = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/metaqa/kb.tsv");
+    let metaqa = kgmesh_testkit::data::data_path("metaqa/kb.tsv");
     let metaqa_graph = if metaqa.exists() {
         let (graph, mut metaqa_figures) = figures(
             "MetaQA KB",

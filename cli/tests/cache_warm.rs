@@ -301,6 +301,164 @@ fn unreadable_input_is_reported_not_imported() {
 }
 
 #[test]
+fn warming_on_one_fold_and_evaluating_on_the_other_share_no_question() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("plans.jsonl");
+    let kg = sample("kg.tsv");
+    let questions = sample("questions.tsv");
+    let lines: Vec<String> = std::fs::read_to_string(&questions)
+        .expect("sample questions")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    let warm = kgmesh(
+        dir.path(),
+        &[
+            "cache",
+            "warm",
+            "--kg",
+            path_str(&kg),
+            "--import",
+            path_str(&questions),
+            "--fold",
+            "0/2",
+            "--cache-file",
+            path_str(&cache),
+            "--no-progress",
+        ],
+    );
+    assert!(warm.success, "{}{}", warm.stdout, warm.stderr);
+    let half = lines.len().div_ceil(2);
+    assert_eq!(count(&warm.stdout, "checked"), half, "{}", warm.stdout);
+    assert!(
+        warm.stdout.contains(&format!(
+            "read {half} QA pairs (metaqa) from {} (fold 0/2 of {})",
+            questions.display(),
+            lines.len()
+        )),
+        "{}",
+        warm.stdout
+    );
+    let warmed: Vec<String> = std::fs::read_to_string(&cache)
+        .expect("cache file")
+        .lines()
+        .map(|line| {
+            let entry: Value = serde_json::from_str(line).expect("cache entry");
+            let entry = entry.get("entry").unwrap_or(&entry);
+            entry["question"].as_str().expect("question").to_owned()
+        })
+        .collect();
+    assert!(!warmed.is_empty());
+
+    let out = dir.path().join("eval");
+    let eval = kgmesh(
+        dir.path(),
+        &[
+            "eval",
+            "--dataset",
+            "metaqa",
+            "--kg",
+            path_str(&kg),
+            "--questions",
+            path_str(&questions),
+            "--fold",
+            "1/2",
+            "--cache-file",
+            path_str(&cache),
+            "--out",
+            path_str(&out),
+            "--no-progress",
+        ],
+    );
+    assert!(eval.success, "{}", eval.stderr);
+    assert!(
+        eval.stderr.contains(&format!(
+            "{} of {} questions (fold 1/2 of each file)",
+            lines.len() / 2,
+            lines.len()
+        )),
+        "{}",
+        eval.stderr
+    );
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("report.json")).expect("report.json"),
+    )
+    .expect("JSON report");
+    assert_eq!(
+        report["dataset"]["fold"],
+        serde_json::json!({"part": 1, "parts": 2, "complement": false})
+    );
+    assert_eq!(report["dataset"]["available"], lines.len());
+    let asked: Vec<&str> = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|result| result["question"].as_str().expect("question"))
+        .collect();
+    let expected: Vec<&str> = lines
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|line| line.split('\t').next().unwrap_or_default())
+        .collect();
+    assert_eq!(asked, expected);
+    let warm_half: Vec<&str> = lines
+        .iter()
+        .step_by(2)
+        .map(|line| line.split('\t').next().unwrap_or_default())
+        .collect();
+    for question in &warmed {
+        assert!(
+            warm_half.contains(&question.as_str()),
+            "{question} not in fold 0/2"
+        );
+        assert!(
+            !asked.contains(&question.as_str()),
+            "{question} on both sides"
+        );
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary.md");
+    assert!(summary.contains("| fold | 1/2 of each file"), "{summary}");
+
+    // Folds that name no part, or a fold with nothing to split, are refused.
+    let bad = kgmesh(
+        dir.path(),
+        &[
+            "eval",
+            "--dataset",
+            "metaqa",
+            "--kg",
+            path_str(&kg),
+            "--questions",
+        ]
+        .into_iter()
+        .chain([path_str(&questions), "--fold", "2/2"])
+        .collect::<Vec<_>>(),
+    );
+    assert!(!bad.success);
+    assert!(
+        bad.stderr.contains("I must be less than N"),
+        "{}",
+        bad.stderr
+    );
+    let stars = kgmesh(
+        dir.path(),
+        &[
+            "cache",
+            "warm",
+            "--kg",
+            path_str(&kg),
+            "--fold-complement",
+            "0/2",
+            "--dry-run",
+        ],
+    );
+    assert!(!stars.success);
+    assert!(stars.stderr.contains("--import FILE"), "{}", stars.stderr);
+}
+
+#[test]
 fn warming_with_nats_fills_the_shared_kv_bucket() {
     let server = NatsServer::start();
     let url = server.url();

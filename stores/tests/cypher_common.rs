@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use kgmesh_stores::cypher::{MemoryGraph, PropertyGraph};
 use kgmesh_stores::embedded::load::{load_graph, KgFormat, LoadOptions};
 
+/// `KGMESH_NORTHWIND_DIR`, else `northwind/` of the shared data sets.
 pub fn data_dir() -> PathBuf {
-    let dir = std::env::var("KGMESH_NORTHWIND_DIR")
-        .unwrap_or_else(|_| "/work/shared/data/northwind".into());
-    PathBuf::from(dir)
+    std::env::var_os("KGMESH_NORTHWIND_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| kgmesh_testkit::data::data_path("northwind"))
 }
 
 /// The 822 question/Cypher pairs.

@@ -2,9 +2,11 @@
 //! OTLP collector) on random ports for one test and stops them when dropped. A missing
 //! server binary fails the test with instructions, never skips it. Qdrant, which cannot
 //! be installed here, is the one exception: `qdrant_standin` is an in-memory server for
-//! Qdrant's gRPC API, built from `qdrant-client`'s generated server traits.
+//! Qdrant's gRPC API, built from `qdrant-client`'s generated server traits. [`data`]
+//! finds the benchmark data sets without a fixed machine path.
 
 pub mod bolt;
+pub mod data;
 pub mod nats;
 pub mod otlp;
 pub mod qdrant_standin;

@@ -3,10 +3,10 @@
 //! Two sources. **Star schemas** sampled from the graph: every (centre, relation,
 //! direction) group of a star becomes a question whose answers are the group's other
 //! ends, written by a language model when one is configured and from the relation's
-//! name otherwise. **Imported QA pairs** (a dev set, a log of verified answers): the
-//! topic entity is linked, the metapaths from it to the gold answers are found by
-//! shortest paths (≤ 3 hops), and a plan is kept only when replaying it from the topic
-//! entity reaches a gold answer.
+//! name otherwise. **Imported QA pairs** (a dev set in any format [`crate::qa`] reads,
+//! a log of verified answers): the topic entity is linked, the metapaths from it to the
+//! gold answers are found by shortest paths (≤ 3 hops), and a plan is kept only when
+//! replaying it from the topic entity reaches a gold answer.
 //!
 //! Entries are keyed like every other cache entry, one per (domain, template): a
 //! template seen in many questions is stored once, with the plan most of its verified
@@ -26,7 +26,6 @@ use kgmesh_schemas::{
     NodeId,
 };
 use kgmesh_stores::{GraphStore, NameMatch, PathLimits, Star, StoreError};
-use serde::Deserialize;
 
 use super::{
     core::{entry_key, CacheConfig, PlanCache},
@@ -36,6 +35,7 @@ use super::{
 };
 use crate::{
     kg_linker::core::{metapath_text, rank_metapaths, EnumerateLimits},
+    qa::{self, QaFormat},
     scoring::relevance::Relevance,
 };
 
@@ -53,9 +53,9 @@ const MAX_EXPLAINING_METAPATHS: usize = 12;
 pub enum SkipReason {
     /// The line could not be read as a QA pair.
     BadLine,
-    /// No topic entity: no `[bracket]` and the name index found no mention.
+    /// No topic entity: the line names none and the name index found no mention.
     NoTopicEntity,
-    /// The bracketed topic entity names no node of the graph.
+    /// The topic entity the line names is no node of the graph.
     TopicNotInGraph,
     /// The name index does not find the topic entity in the question, so a lookup
     /// could never rebind the plan to it.
@@ -107,123 +107,32 @@ pub enum WarmError {
 pub struct QaPair {
     pub question: String,
     pub answers: Vec<String>,
-    /// The topic entity when the input marks it (`[name]` in MetaQA questions).
+    /// The topic entity when the input names it: `[name]` in MetaQA questions, the
+    /// first node of an IRN gold path (of its first part, for a conjunction), JSONL's
+    /// `topic`.
     pub topic: Option<String>,
     /// 1-based line in the input, for reports.
     pub line: usize,
 }
 
-/// Input formats of `--import`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QaFormat {
-    /// JSON lines when the first non-empty line starts with `{`, else TSV.
-    Auto,
-    /// `question<TAB>answer1|answer2`, topic entity in `[brackets]` (MetaQA).
-    Tsv,
-    /// `{"question": "...", "answers": ["..."]}` per line (`topic` optional).
-    Jsonl,
-}
-
-#[derive(Deserialize)]
-struct JsonPair {
-    question: String,
-    answers: Vec<serde_json::Value>,
-    #[serde(default)]
-    topic: Option<String>,
-}
-
-/// Reads QA pairs; unreadable lines come back with their line number and why.
+/// Reads QA pairs (every format of [`crate::qa`]); unreadable lines come back with
+/// their line number and why.
 pub fn parse_pairs(text: &str, format: QaFormat) -> (Vec<QaPair>, Vec<(usize, String)>) {
-    let format = match format {
-        QaFormat::Auto => {
-            let first = text.lines().map(str::trim).find(|l| !l.is_empty());
-            if first.is_some_and(|l| l.starts_with('{')) {
-                QaFormat::Jsonl
-            } else {
-                QaFormat::Tsv
-            }
-        }
-        other => other,
-    };
     let mut pairs = Vec::new();
     let mut bad = Vec::new();
-    for (index, raw) in text.lines().enumerate() {
-        let line = index + 1;
-        let raw = raw.trim_end_matches('\r');
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let parsed = match format {
-            QaFormat::Jsonl => parse_json_line(raw),
-            _ => parse_tsv_line(raw),
-        };
-        match parsed {
-            Ok((question, answers, explicit_topic)) => {
-                let topic = explicit_topic.or_else(|| bracketed(&question));
-                pairs.push(QaPair {
-                    question: question.replace(['[', ']'], ""),
-                    answers,
-                    topic,
-                    line,
-                });
-            }
+    for (line, record) in qa::read_lines(text, format) {
+        match record {
+            Ok(record) => pairs.push(QaPair {
+                question: record.question.replace(['[', ']'], ""),
+                answers: record.answers,
+                // A conjunction names several; the mention linker finds the others.
+                topic: record.topics.into_iter().next(),
+                line,
+            }),
             Err(why) => bad.push((line, why)),
         }
     }
     (pairs, bad)
-}
-
-type ParsedLine = (String, Vec<String>, Option<String>);
-
-fn parse_tsv_line(raw: &str) -> Result<ParsedLine, String> {
-    let Some((question, answers)) = raw.split_once('\t') else {
-        return Err("expected `question<TAB>answer1|answer2`".to_owned());
-    };
-    let answers: Vec<String> = answers
-        .split('|')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        .map(str::to_owned)
-        .collect();
-    check_pair(question.trim(), answers, None)
-}
-
-fn parse_json_line(raw: &str) -> Result<ParsedLine, String> {
-    let pair: JsonPair = serde_json::from_str(raw).map_err(|e| format!("not a QA object: {e}"))?;
-    let answers = pair
-        .answers
-        .into_iter()
-        .filter_map(|value| match value {
-            serde_json::Value::String(text) => Some(text),
-            serde_json::Value::Number(number) => Some(number.to_string()),
-            _ => None,
-        })
-        .map(|a| a.trim().to_owned())
-        .filter(|a| !a.is_empty())
-        .collect();
-    check_pair(pair.question.trim(), answers, pair.topic)
-}
-
-fn check_pair(
-    question: &str,
-    answers: Vec<String>,
-    topic: Option<String>,
-) -> Result<ParsedLine, String> {
-    if question.is_empty() {
-        return Err("empty question".to_owned());
-    }
-    if answers.is_empty() {
-        return Err("no answers".to_owned());
-    }
-    Ok((question.to_owned(), answers, topic))
-}
-
-/// The first `[bracketed]` span of a question.
-fn bracketed(question: &str) -> Option<String> {
-    let start = question.find('[')?;
-    let end = start + question[start..].find(']')?;
-    let name = question[start + 1..end].trim();
-    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// Builds the name index the cache manager masks questions with.
@@ -904,6 +813,55 @@ Amelie\tin_language\tFrench
             vec![2, 3],
             "{bad:?}"
         );
+    }
+
+    #[test]
+    fn irn_lines_import_with_the_gold_path_head_as_topic() {
+        let pathquestion = "is sviatoslav_ii_of_kiev 's dad a man or a woman ?\tmale(male/female/)\tsviatoslav_ii_of_kiev#parents#olof_of_sweden#gender#male#<end>#male";
+        let wc2014_2h = "name a soccer club that has a player from Greece ?\tPAOK_FC\tGreece#plays_for_country_inverse#Dimitrios_SALPINGIDIS#plays_in_club#PAOK_FC\tPanathinaikos_FC/PAOK_FC/\tDimitrios_SALPINGIDIS#plays_in_club#PAOK_FC";
+        let wc2014_conj = "who plays at position Goalkeeper for club Ulsan_Hyundai_FC ?\tKIM_Seunggyu\tGoalkeeper#plays_position_inverse#KIM_Seunggyu#<end>#KIM_Seunggyu*Ulsan_Hyundai_FC#plays_in_club_inverse#KIM_Seunggyu#<end>#KIM_Seunggyu\tKIM_Seunggyu/\tKIM_Seunggyu#plays_in_club#Ulsan_Hyundai_FC\tGoalkeeper/Ulsan_Hyundai_FC";
+        let text = format!("{pathquestion}\n{wc2014_2h}\n\n{wc2014_conj}\nno gold path\tx\n");
+        for format in [QaFormat::Auto, QaFormat::Irn] {
+            let (pairs, bad) = parse_pairs(&text, format);
+            assert_eq!(pairs.len(), 3, "{format}");
+            assert_eq!(pairs[0].topic.as_deref(), Some("sviatoslav_ii_of_kiev"));
+            assert_eq!(pairs[0].answers, ["male", "female"]);
+            assert_eq!(
+                pairs[0].question,
+                "is sviatoslav_ii_of_kiev 's dad a man or a woman ?"
+            );
+            assert_eq!(pairs[1].topic.as_deref(), Some("Greece"));
+            assert_eq!(pairs[1].answers, ["PAOK_FC", "Panathinaikos_FC"]);
+            // A conjunction's second topic is left to the mention linker.
+            assert_eq!(pairs[2].topic.as_deref(), Some("Goalkeeper"));
+            assert_eq!(pairs[2].answers, ["KIM_Seunggyu"]);
+            assert_eq!(pairs[2].line, 4);
+            assert_eq!(bad.len(), 1);
+            assert_eq!(bad[0].0, 5);
+        }
+        // Read as MetaQA, the same lines keep their answer field whole and name no topic.
+        let (as_metaqa, _) = parse_pairs(pathquestion, QaFormat::Metaqa);
+        assert_eq!(as_metaqa[0].topic, None);
+    }
+
+    #[test]
+    fn an_irn_pair_is_verified_from_its_answers_not_its_gold_path() {
+        // The gold path names a relation the graph does not have; the plan comes from
+        // the paths between the topic entity and the answer.
+        let (pairs, bad) = parse_pairs(
+            "which films share a director with Heat ?\tCollateral(Collateral/)\tHeat#made_by#Michael Mann#made_by_inverse#Collateral#<end>#Collateral\n",
+            QaFormat::Auto,
+        );
+        assert!(bad.is_empty(), "{bad:?}");
+        assert_eq!(pairs[0].topic.as_deref(), Some("Heat"));
+        let found = block_on(warmer().verify_pair(&pairs[0])).expect("verified");
+        let relations: Vec<&str> = found.entry.plan.metapaths[0]
+            .steps
+            .iter()
+            .map(|s| s.relation.as_str())
+            .collect();
+        assert_eq!(relations, ["directed_by", "directed_by"]);
+        assert_eq!(found.entry.isr.topic_entities, ["Heat"]);
     }
 
     #[test]

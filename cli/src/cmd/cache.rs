@@ -18,13 +18,15 @@ use futures::StreamExt;
 use kgmesh_agents::cache_manager::{
     core::entry_key,
     persist::{FilePlanStore, KvPlanStore, PlanStore},
-    warm::{self, Candidate, QaFormat, QaPair, SkipReason, Warmer},
+    warm::{self, Candidate, SkipReason, Warmer},
     CacheConfig as PlanCacheConfig,
 };
+use kgmesh_agents::qa::QaFormat;
 use kgmesh_bus::{NatsBus, NatsOptions};
 use kgmesh_models::LanguageModel;
 use kgmesh_stores::GraphStore;
 
+use super::fold::FoldArgs;
 use crate::config::Config;
 
 #[derive(Debug, clap::Args)]
@@ -62,16 +64,24 @@ struct WarmArgs {
     #[arg(long)]
     kg: Option<PathBuf>,
 
-    /// Verified QA pairs: `question<TAB>answer1|answer2` lines (MetaQA; the topic
-    /// entity in [brackets] when known) or JSON lines `{"question", "answers"}`.
+    /// Verified QA pairs, in any format `kgmesh eval` reads: MetaQA
+    /// `question<TAB>answer1|answer2` lines (the topic entity in [brackets] when known),
+    /// IRN lines of PathQuestion and WC2014 `question<TAB>answer(s)<TAB>gold path…` (the
+    /// topic entity is the gold path's first node; the plan is still found from the
+    /// answers), or JSON lines `{"question", "answers", ["topic"]}`.
     #[arg(long, value_name = "FILE")]
     import: Option<PathBuf>,
 
-    /// Format of --import.
+    /// Format of --import (auto: JSON when the first line starts with `{`, IRN when
+    /// its third tab-separated field is a `#`-joined gold path, MetaQA otherwise).
     #[arg(long, value_enum, default_value_t = ImportFormat::Auto)]
     format: ImportFormat,
 
-    /// At most N QA pairs (first N of the file) or, without --import, N sampled stars.
+    #[command(flatten)]
+    fold: FoldArgs,
+
+    /// At most N QA pairs (the first N, after --fold) or, without --import, N sampled
+    /// stars.
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
 
@@ -107,9 +117,26 @@ struct WarmArgs {
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum ImportFormat {
+    /// Decided by the first non-empty line.
     Auto,
-    Tsv,
+    /// `question<TAB>answer1|answer2` (MetaQA; `tsv` is accepted too).
+    #[value(alias = "tsv")]
+    Metaqa,
+    /// `question<TAB>answer(s)<TAB>gold path…` (PathQuestion, WC2014).
+    Irn,
+    /// `{"question": ..., "answers": [...]}` per line.
     Jsonl,
+}
+
+impl From<ImportFormat> for QaFormat {
+    fn from(format: ImportFormat) -> Self {
+        match format {
+            ImportFormat::Auto => QaFormat::Auto,
+            ImportFormat::Metaqa => QaFormat::Metaqa,
+            ImportFormat::Irn => QaFormat::Irn,
+            ImportFormat::Jsonl => QaFormat::Jsonl,
+        }
+    }
 }
 
 pub fn run(config: Config, args: CacheArgs) -> anyhow::Result<()> {
@@ -251,7 +278,7 @@ impl Progress {
 /// Verifies `pairs`, `args.concurrency` at a time, with progress on stderr.
 async fn verify_pairs(
     warmer: &Warmer,
-    pairs: &[QaPair],
+    pairs: &[warm::QaPair],
     args: &WarmArgs,
     what: &'static str,
 ) -> (Vec<Candidate>, BTreeMap<SkipReason, usize>) {
@@ -280,9 +307,13 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     if args.limit == Some(0) {
         bail!("--limit must be at least 1");
     }
+    let fold = args.fold.fold();
+    if fold.is_some() && args.import.is_none() {
+        bail!("--fold and --fold-complement select QA pairs of --import FILE");
+    }
     // Read the input before the (slower) graph load, so a bad file fails fast.
     let import = match &args.import {
-        Some(path) => Some(read_pairs(path, args.format)?),
+        Some(path) => Some(read_pairs(path, args.format.into())?),
         None => None,
     };
     let target = if args.dry_run {
@@ -302,7 +333,7 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     let mut llm_calls = 0u32;
 
     let (candidates, inputs) = match import {
-        Some((mut pairs, bad)) => {
+        Some(Pairs { format, pairs, bad }) => {
             let path = args.import.as_deref().unwrap_or(Path::new(""));
             if !bad.is_empty() {
                 for (line, why) in bad.iter().take(5) {
@@ -310,19 +341,34 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
                 }
                 *skipped.entry(SkipReason::BadLine).or_default() += bad.len();
             }
+            let read = pairs.len();
+            let mut pairs = match fold {
+                Some(fold) => fold.select(pairs),
+                None => pairs,
+            };
             if let Some(limit) = args.limit {
                 pairs.truncate(limit);
             }
+            let mut notes = Vec::new();
+            if let Some(fold) = fold {
+                notes.push(format!("fold {fold} of {read}"));
+            }
+            if !bad.is_empty() {
+                notes.push(format!("{} unreadable lines", bad.len()));
+            }
             println!(
-                "read {} QA pairs from {}{}",
+                "read {} QA pairs ({format}) from {}{}",
                 pairs.len(),
                 path.display(),
-                if bad.is_empty() {
+                if notes.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({} unreadable lines)", bad.len())
+                    format!(" ({})", notes.join(", "))
                 }
             );
+            if pairs.is_empty() {
+                bail!("no QA pairs left to import (--fold keeps none of {read})");
+            }
             // Two passes: the first chooses each pair's plan by the words of relation
             // names alone; the second with the lexicon the first pass's plans teach,
             // so that paraphrases ("heir", "darling") count as the relations they
@@ -425,26 +471,29 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-type Pairs = (Vec<warm::QaPair>, Vec<(usize, String)>);
+/// An import file read: the format it was read in, its pairs in file order, and its
+/// unreadable lines with why.
+struct Pairs {
+    format: QaFormat,
+    pairs: Vec<warm::QaPair>,
+    bad: Vec<(usize, String)>,
+}
 
-fn read_pairs(path: &Path, format: ImportFormat) -> anyhow::Result<Pairs> {
+fn read_pairs(path: &Path, format: QaFormat) -> anyhow::Result<Pairs> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read QA pairs from {}", path.display()))?;
-    let format = match format {
-        ImportFormat::Auto => QaFormat::Auto,
-        ImportFormat::Tsv => QaFormat::Tsv,
-        ImportFormat::Jsonl => QaFormat::Jsonl,
-    };
+    let format = format.resolve(&text);
     let (pairs, bad) = warm::parse_pairs(&text, format);
     if pairs.is_empty() {
         bail!(
-            "{}: no readable QA pairs ({} unreadable lines; expected `question<TAB>answer1|answer2` \
-             or JSON lines {{\"question\": ..., \"answers\": [...]}})",
+            "{}: no readable QA pairs in {format} format ({} unreadable lines; expected \
+             `question<TAB>answer1|answer2` (MetaQA), `question<TAB>answer(s)<TAB>gold path` \
+             (IRN) or JSON lines {{\"question\": ..., \"answers\": [...]}})",
             path.display(),
             bad.len()
         );
     }
-    Ok((pairs, bad))
+    Ok(Pairs { format, pairs, bad })
 }
 
 /// Entries in a plan cache file, for reports (`None` when it cannot be read).

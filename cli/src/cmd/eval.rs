@@ -10,6 +10,7 @@ use std::{
 use anyhow::{bail, Context as _};
 use kgmesh_schemas::messages::ask::AskOptions;
 
+use super::fold::FoldArgs;
 use crate::{
     config::Config,
     eval::{
@@ -60,6 +61,9 @@ struct RunArgs {
     /// Questions file; repeat to evaluate several (e.g. MetaQA 1-, 2- and 3-hop).
     #[arg(long = "questions", required = true)]
     questions: Vec<PathBuf>,
+
+    #[command(flatten)]
+    fold: FoldArgs,
 
     /// At most N questions from each file.
     #[arg(long, value_name = "N")]
@@ -209,6 +213,10 @@ fn run_table(args: &TableArgs) -> anyhow::Result<()> {
             (Some(limit), None) => format!("first {limit}/file"),
             (Some(limit), Some(seed)) => format!("{limit}/file, seed {seed}"),
         };
+        let sample = match report.dataset.fold {
+            Some(fold) => format!("fold {fold}, {sample}"),
+            None => sample,
+        };
         for (name, a) in rows {
             let latency = a.latency_ms.unwrap_or_default();
             println!(
@@ -307,10 +315,14 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
         kind,
         files: args.questions.clone(),
         brackets: args.metaqa_brackets.unwrap_or_default(),
+        fold: args.fold.fold(),
         limit: args.limit,
         sample_seed: args.sample_seed,
     };
     let (questions, available) = eval::load_questions(&plan)?;
+    if let Some(fold) = plan.fold.filter(|_| questions.is_empty()) {
+        bail!("fold {fold} keeps none of the {available} questions");
+    }
     let name = args
         .name
         .clone()
@@ -363,8 +375,12 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
         progress: !args.no_progress,
     };
     let selected = questions.len();
+    let fold = plan
+        .fold
+        .map(|fold| format!(" (fold {fold} of each file)"))
+        .unwrap_or_default();
     eprintln!(
-        "kgmesh eval: {name}: {selected} of {available} questions, concurrency {}",
+        "kgmesh eval: {name}: {selected} of {available} questions{fold}, concurrency {}",
         settings.concurrency
     );
 

@@ -1,10 +1,12 @@
-//! One module per subcommand. Each exposes `XArgs` (clap) and `run(config, args)`.
+//! One module per subcommand. Each exposes `XArgs` (clap) and `run(config, args)`;
+//! [`fold`] holds options several subcommands share.
 
 pub mod agent;
 pub mod ask;
 pub mod cache;
 pub mod config;
 pub mod eval;
+pub mod fold;
 pub mod load;
 pub mod serve;
 

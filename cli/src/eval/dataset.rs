@@ -1,4 +1,7 @@
 //! Question sets in the formats of the public KGQA benchmarks, read into one shape.
+//! Lines are parsed by [`kgmesh_agents::qa`], which `kgmesh cache warm --import` reads
+//! files with too; this module adds what only evaluation needs (MetaQA's bracket
+//! option, hop counts from folder names, ids, answers deduplicated after normalization).
 //!
 //! - MetaQA: `question<TAB>answer1|answer2`, the topic entity in `[brackets]`; the hop
 //!   count comes from the folder name (`1-hop`, `2-hop`, `3-hop`) when it says so.
@@ -15,6 +18,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use kgmesh_agents::qa::{self, QaFormat};
 use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +30,17 @@ pub enum DatasetKind {
     Pathquestion,
     Wc2014,
     Jsonl,
+}
+
+impl DatasetKind {
+    /// The line format of the kind's files.
+    pub fn line_format(self) -> QaFormat {
+        match self {
+            DatasetKind::Metaqa => QaFormat::Metaqa,
+            DatasetKind::Pathquestion | DatasetKind::Wc2014 => QaFormat::Irn,
+            DatasetKind::Jsonl => QaFormat::Jsonl,
+        }
+    }
 }
 
 impl fmt::Display for DatasetKind {
@@ -119,196 +134,37 @@ pub fn parse(
 ) -> Result<Vec<Question>, DatasetError> {
     let folder_hops = hops_from_path(path);
     let mut questions = Vec::new();
-    for (index, raw_line) in text.lines().enumerate() {
-        let line_number = index + 1;
-        let line = raw_line.trim_end_matches('\r');
-        if line.trim().is_empty() {
-            continue;
-        }
-        let malformed = |problem: String| DatasetError::Malformed {
+    for (line_number, record) in qa::read_lines(text, options.kind.line_format()) {
+        let record = record.map_err(|problem| DatasetError::Malformed {
             path: path.to_owned(),
             line: line_number,
             problem,
+        })?;
+        let (question, hops) = match options.kind {
+            DatasetKind::Metaqa => {
+                let question = match options.brackets {
+                    Brackets::Keep => record.question,
+                    Brackets::Strip => record.question.replace(['[', ']'], ""),
+                };
+                (question, folder_hops)
+            }
+            DatasetKind::Pathquestion | DatasetKind::Wc2014 | DatasetKind::Jsonl => {
+                (record.question, record.hops)
+            }
         };
-        let parsed = match options.kind {
-            DatasetKind::Metaqa => parse_metaqa(line, options.brackets, folder_hops),
-            DatasetKind::Pathquestion | DatasetKind::Wc2014 => parse_irn(line),
-            DatasetKind::Jsonl => parse_jsonl(line),
-        }
-        .map_err(malformed)?;
-        let id = parsed
+        let id = record
             .id
             .unwrap_or_else(|| format!("{label}:{line_number}"));
         questions.push(Question {
             id,
-            question: parsed.question,
-            answers: dedupe_answers(parsed.answers),
-            hops: parsed.hops,
-            kind: parsed.kind,
+            question,
+            answers: dedupe_answers(record.answers),
+            hops,
+            kind: record.kind,
             source: label.to_owned(),
         });
     }
     Ok(questions)
-}
-
-struct Parsed {
-    id: Option<String>,
-    question: String,
-    answers: Vec<String>,
-    hops: Option<u8>,
-    kind: Option<String>,
-}
-
-fn parse_metaqa(line: &str, brackets: Brackets, hops: Option<u8>) -> Result<Parsed, String> {
-    let (question, answers) = line
-        .split_once('\t')
-        .ok_or_else(|| "expected `question<TAB>answer1|answer2`".to_owned())?;
-    let question = question.trim();
-    if question.is_empty() {
-        return Err("empty question".to_owned());
-    }
-    let answers: Vec<String> = answers
-        .split('|')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if answers.is_empty() {
-        return Err("no answers".to_owned());
-    }
-    let question = match brackets {
-        Brackets::Keep => question.to_owned(),
-        Brackets::Strip => question.replace(['[', ']'], ""),
-    };
-    Ok(Parsed {
-        id: None,
-        question,
-        answers,
-        hops,
-        kind: None,
-    })
-}
-
-fn parse_irn(line: &str) -> Result<Parsed, String> {
-    let fields: Vec<&str> = line.split('\t').collect();
-    if fields.len() < 3 {
-        return Err(format!(
-            "expected at least 3 tab-separated fields (question, answer, gold path), found {}",
-            fields.len()
-        ));
-    }
-    let question = fields[0].trim();
-    if question.is_empty() {
-        return Err("empty question".to_owned());
-    }
-    let mut answers = parse_irn_answer_field(fields[1])?;
-    // WC2014 lists every valid answer, slash-terminated, in the fourth field.
-    if let Some(all_answers) = fields.get(3) {
-        answers.extend(split_slash_list(all_answers));
-    }
-    let (hops, kind) = gold_path_shape(fields[2])?;
-    Ok(Parsed {
-        id: None,
-        question: question.to_owned(),
-        answers,
-        hops: Some(hops),
-        kind: Some(kind.to_owned()),
-    })
-}
-
-/// `name(alias1/alias2/)` → [name, alias1, alias2]; `name` → [name]; `A/B/` → [A, B].
-pub fn parse_irn_answer_field(field: &str) -> Result<Vec<String>, String> {
-    let field = field.trim();
-    if field.is_empty() {
-        return Err("empty answer field".to_owned());
-    }
-    let mut answers = Vec::new();
-    match field.find('(') {
-        Some(open) if field.ends_with(')') => {
-            let head = field[..open].trim();
-            if !head.is_empty() {
-                answers.push(head.to_owned());
-            }
-            answers.extend(split_slash_list(&field[open + 1..field.len() - 1]));
-        }
-        Some(_) => return Err(format!("unbalanced parentheses in answer `{field}`")),
-        None => answers.extend(split_slash_list(field)),
-    }
-    if answers.is_empty() {
-        return Err(format!("no answer in `{field}`"));
-    }
-    Ok(answers)
-}
-
-fn split_slash_list(list: &str) -> impl Iterator<Item = String> + '_ {
-    list.split('/')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        .map(str::to_owned)
-}
-
-/// Hop count and type of an IRN gold path: `e#r#e#r#e[#<end>#e]`, conjunctions joined
-/// by `*`. A conjunction's hop count is that of its longest part.
-pub fn gold_path_shape(path: &str) -> Result<(u8, &'static str), String> {
-    let parts: Vec<&str> = path.split('*').map(str::trim).collect();
-    let mut hops = 0u8;
-    for part in &parts {
-        let tokens: Vec<&str> = part.split('#').collect();
-        if tokens.len() < 3 || tokens.len().is_multiple_of(2) {
-            return Err(format!(
-                "gold path `{part}` is not `entity#relation#entity…`"
-            ));
-        }
-        let relations = tokens
-            .iter()
-            .skip(1)
-            .step_by(2)
-            .filter(|relation| **relation != "<end>")
-            .count();
-        hops = hops.max(u8::try_from(relations).unwrap_or(u8::MAX));
-    }
-    let kind = if parts.len() > 1 {
-        "conjunction"
-    } else {
-        "path"
-    };
-    Ok((hops, kind))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JsonlLine {
-    #[serde(default)]
-    id: Option<String>,
-    question: String,
-    answers: Vec<String>,
-    #[serde(default)]
-    hops: Option<u8>,
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-}
-
-fn parse_jsonl(line: &str) -> Result<Parsed, String> {
-    let parsed: JsonlLine = serde_json::from_str(line).map_err(|error| error.to_string())?;
-    if parsed.question.trim().is_empty() {
-        return Err("empty question".to_owned());
-    }
-    let answers: Vec<String> = parsed
-        .answers
-        .into_iter()
-        .map(|a| a.trim().to_owned())
-        .filter(|a| !a.is_empty())
-        .collect();
-    if answers.is_empty() {
-        return Err("no answers".to_owned());
-    }
-    Ok(Parsed {
-        id: parsed.id,
-        question: parsed.question.trim().to_owned(),
-        answers,
-        hops: parsed.hops,
-        kind: parsed.kind,
-    })
 }
 
 fn dedupe_answers(answers: Vec<String>) -> Vec<String> {
@@ -461,19 +317,6 @@ mod tests {
         assert_eq!(questions[1].hops, Some(1));
         assert_eq!(questions[1].kind.as_deref(), Some("conjunction"));
         assert_eq!(questions[1].id, "wc:2");
-    }
-
-    #[test]
-    fn irn_answer_fields_in_every_spelling() {
-        assert_eq!(
-            parse_irn_answer_field("male(male/)").unwrap(),
-            ["male", "male"]
-        );
-        assert_eq!(parse_irn_answer_field("Mexico").unwrap(), ["Mexico"]);
-        assert_eq!(parse_irn_answer_field("A/B/").unwrap(), ["A", "B"]);
-        assert!(parse_irn_answer_field("male(male/").is_err());
-        assert!(parse_irn_answer_field(" ").is_err());
-        assert!(parse_irn_answer_field("()").is_err());
     }
 
     #[test]

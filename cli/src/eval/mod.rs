@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 use answerer::AnswererConfig;
 use dataset::{Brackets, DatasetError, DatasetKind, Question, ReadOptions};
+use kgmesh_agents::qa::Fold;
 use metrics::{Aggregate, Breakdown};
 use report::{DatasetInfo, Report, RunInfo, Versions, REPORT_FORMAT};
 use runner::{RunOutcome, RunSettings};
@@ -31,12 +32,16 @@ pub struct QuestionPlan {
     pub kind: DatasetKind,
     pub files: Vec<PathBuf>,
     pub brackets: Brackets,
+    /// Per file, applied before `limit`: the part of each file's questions to ask.
+    pub fold: Option<Fold>,
     /// Per file.
     pub limit: Option<usize>,
     pub sample_seed: Option<u64>,
 }
 
-/// The selected questions of every file, in file order, and how many there were.
+/// The selected questions of every file, in file order, and how many the files hold
+/// before selection. Each file's questions are narrowed to the plan's fold, then to
+/// its `limit` (first or sampled).
 pub fn load_questions(plan: &QuestionPlan) -> Result<(Vec<Question>, usize), DatasetError> {
     let options = ReadOptions {
         kind: plan.kind,
@@ -48,6 +53,10 @@ pub fn load_questions(plan: &QuestionPlan) -> Result<(Vec<Question>, usize), Dat
     for file in &plan.files {
         let questions = dataset::read_file(file, &options)?;
         available += questions.len();
+        let questions = match plan.fold {
+            Some(fold) => fold.select(questions),
+            None => questions,
+        };
         selected.extend(dataset::select(questions, plan.limit, plan.sample_seed));
     }
     Ok((selected, available))
@@ -104,6 +113,7 @@ pub fn assemble_report(context: RunContext, outcome: RunOutcome) -> Report {
             brackets: (context.plan.kind == DatasetKind::Metaqa).then_some(context.plan.brackets),
             available: context.available,
             selected: context.selected,
+            fold: context.plan.fold,
             limit: context.plan.limit,
             sample_seed: context.plan.sample_seed,
         },

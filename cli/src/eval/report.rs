@@ -7,6 +7,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
+use kgmesh_agents::qa::Fold;
 use kgmesh_schemas::messages::ask::AskOptions;
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +45,10 @@ pub struct DatasetInfo {
     pub available: usize,
     /// Questions selected for the run.
     pub selected: usize,
+    /// The part of each file's questions kept before `limit` (`--fold`,
+    /// `--fold-complement`); absent from reports written before folds existed.
+    #[serde(default)]
+    pub fold: Option<Fold>,
     /// Per file.
     pub limit: Option<usize>,
     /// `None`: the first `limit` questions of each file.
@@ -215,6 +220,13 @@ impl Report {
             (Some(limit), None) => format!("first {limit} per file"),
             (Some(limit), Some(seed)) => format!("{limit} per file, seed {seed}"),
         };
+        if let Some(fold) = d.fold {
+            row(
+                &mut out,
+                "fold",
+                format!("{fold} of each file's questions, before the sample"),
+            );
+        }
         row(
             &mut out,
             "sample",

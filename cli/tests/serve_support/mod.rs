@@ -34,9 +34,7 @@ pub fn sample_kg() -> PathBuf {
 
 /// The benchmark data sets: `KGMESH_DATA_DIR`, else `shared/data` beside the repository.
 pub fn data_dir() -> PathBuf {
-    let dir = std::env::var("KGMESH_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join("../shared/data"));
+    let dir = kgmesh_testkit::data::data_dir();
     assert!(
         dir.join("metaqa/kb.tsv").exists(),
         "MetaQA data not found under {}: set KGMESH_DATA_DIR to the folder holding metaqa/",

@@ -251,9 +251,7 @@ types = { since = "int" }
 }
 
 fn shared_data(relative: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data")
-        .join(relative);
+    let path = kgmesh_testkit::data::data_path(relative);
     assert!(path.exists(), "test data missing: {}", path.display());
     path
 }
