@@ -24,6 +24,10 @@ use super::{
 };
 use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
 
+/// Nodes a replayed plan starts from per mention, when several share its name (as
+/// many as the LLM-free KG-Linker links).
+const NAMESAKES: usize = 3;
+
 pub struct CacheManager {
     cache: Arc<Mutex<PlanCache>>,
     store: Option<Arc<dyn PlanStore>>,
@@ -150,15 +154,24 @@ impl CacheManager {
         }
         let isr = self.isr(ctx, &request.question).await;
         let mut entities = request.entities;
+        let mut namesakes = Vec::new();
         if entities.is_empty() {
             if let Some(gazetteer) = self.gazetteer().await? {
                 // The same linking as pre-warming (`warm`), so warmed plans rebind.
                 entities = template::linked_mentions(&gazetteer, &request.question);
+                namesakes = template::namesakes(&gazetteer, &request.question, NAMESAKES);
             }
         }
-        let lookup =
+        let mut lookup =
             self.cache()
                 .lookup(&request.question, &entities, &isr, usize::from(request.k));
+        if let Some(replay) = &mut lookup.replay {
+            for namesake in namesakes {
+                if !replay.entities.contains(&namesake) {
+                    replay.entities.push(namesake);
+                }
+            }
+        }
         Ok(CacheLookupReply {
             isr,
             examples: lookup.examples,

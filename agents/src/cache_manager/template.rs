@@ -83,6 +83,30 @@ pub fn linked_mentions(
         .collect()
 }
 
+/// Further nodes sharing the name of each of the question's mentions (beyond the one
+/// [`linked_mentions`] links), at most `per_mention - 1` each: a replayed plan starts
+/// from all of them, since the relation path tells which one the question means (the
+/// actor, not the tag of the same name).
+pub fn namesakes(
+    gazetteer: &kgmesh_models::lexical::gazetteer::Gazetteer,
+    question: &str,
+    per_mention: usize,
+) -> Vec<kgmesh_schemas::graph::Entity> {
+    gazetteer
+        .find_mentions(question)
+        .into_iter()
+        .filter(|mention| mention.exact)
+        .flat_map(|mention| {
+            mention
+                .candidates
+                .into_iter()
+                .skip(1)
+                .take(per_mention.saturating_sub(1))
+                .map(|c| c.entity)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -234,15 +234,20 @@ impl Warmer {
                 name: String::new(),
             })
             .collect();
-        if let Ok(ranked) = rank_metapaths(
-            self.graph.as_ref(),
-            &relevance,
-            &topic_entities,
-            &EnumerateLimits::default(),
-            MAX_EXPLAINING_METAPATHS,
-        )
-        .await
-        {
+        // A question naming several entities asks for what their paths share (a
+        // conjunction); one metapath from one of them explains only part of it, so
+        // such a pair keeps the plan that matches the answers best.
+        let one_entity = mentions.len() <= 1;
+        if one_entity {
+            let ranked = rank_metapaths(
+                self.graph.as_ref(),
+                &relevance,
+                &topic_entities,
+                &EnumerateLimits::default(),
+                MAX_EXPLAINING_METAPATHS,
+            )
+            .await
+            .unwrap_or_default();
             for scored in ranked {
                 if !candidates.contains(&scored.metapath) {
                     candidates.push(scored.metapath);
@@ -251,9 +256,14 @@ impl Warmer {
         }
         let texts: Vec<String> = candidates.iter().map(metapath_text).collect();
         let references: Vec<&Metapath> = candidates.iter().collect();
-        let explains = relevance.metapaths(&references, &texts).await;
+        let explains = if one_entity {
+            relevance.metapaths(&references, &texts).await
+        } else {
+            vec![0.0; references.len()]
+        };
         let gold_set: HashSet<NodeId> = gold.iter().copied().collect();
-        let mut best: Option<(f32, Metapath)> = None;
+        // (score, F1, metapaths)
+        let mut best: Option<(f32, f32, Vec<Metapath>)> = None;
         for (metapath, explained) in candidates.into_iter().zip(explains) {
             let Ok(paths) = self
                 .graph
@@ -278,11 +288,18 @@ impl Warmer {
             // question's words; ties go to the shorter metapath (candidates arrive
             // shortest first).
             let score = f1 + explained;
-            if best.as_ref().is_none_or(|(best, _)| score > *best) {
-                best = Some((score, metapath));
+            if best.as_ref().is_none_or(|(best, _, _)| score > *best) {
+                best = Some((score, f1, vec![metapath]));
             }
         }
-        let Some((_, metapath)) = best else {
+        if !one_entity {
+            if let Some((f1, metapaths)) = self.conjunctive_plan(&mentions, &gold_set).await {
+                if best.as_ref().is_none_or(|(_, best_f1, _)| f1 > *best_f1) {
+                    best = Some((f1, f1, metapaths));
+                }
+            }
+        }
+        let Some((_, _, metapaths)) = best else {
             return Err(SkipReason::NotVerified);
         };
         if template::slots(&template) == 0 || template::slots(&template) != mentions.len() {
@@ -297,7 +314,7 @@ impl Warmer {
             },
             plan: Plan {
                 entities: mentions,
-                metapaths: vec![metapath],
+                metapaths,
                 cypher: Vec::new(),
             },
             answers: pair.answers.clone(),
@@ -305,6 +322,59 @@ impl Warmer {
             failures: 0,
         };
         Ok(candidate(entry))
+    }
+
+    /// A plan for a question that names several entities and asks for what they share
+    /// ("who plays position P for club C"): from each entity, the metapath whose ends
+    /// cover most gold answers with the fewest others; the answers are the nodes every
+    /// entity's metapath reaches. Returns the F1 of that intersection and the
+    /// metapaths, one per entity, when it reaches a gold answer.
+    async fn conjunctive_plan(
+        &self,
+        mentions: &[Entity],
+        gold: &HashSet<NodeId>,
+    ) -> Option<(f32, Vec<Metapath>)> {
+        let gold_ids: Vec<NodeId> = gold.iter().copied().collect();
+        let mut metapaths: Vec<Metapath> = Vec::new();
+        let mut shared: Option<HashSet<NodeId>> = None;
+        for mention in mentions {
+            let from = [mention.id];
+            // (gold reached, nodes reached, metapath, ends)
+            let mut chosen: Option<(usize, usize, Metapath, HashSet<NodeId>)> = None;
+            for metapath in self.candidate_metapaths(&from, &gold_ids).await {
+                let Ok(paths) = self
+                    .graph
+                    .follow_metapaths(&from, std::slice::from_ref(&metapath), &self.limits)
+                    .await
+                else {
+                    continue;
+                };
+                let ends: HashSet<NodeId> = paths.iter().map(|p| p.end().id).collect();
+                let hits = ends.intersection(gold).count();
+                let better = chosen.as_ref().is_none_or(|(best_hits, best_size, _, _)| {
+                    hits > *best_hits || (hits == *best_hits && ends.len() < *best_size)
+                });
+                if hits > 0 && better {
+                    chosen = Some((hits, ends.len(), metapath, ends));
+                }
+            }
+            let (_, _, metapath, ends) = chosen?;
+            if !metapaths.contains(&metapath) {
+                metapaths.push(metapath);
+            }
+            shared = Some(match shared {
+                Some(so_far) => so_far.intersection(&ends).copied().collect(),
+                None => ends,
+            });
+        }
+        let shared = shared?;
+        let hits = shared.intersection(gold).count();
+        if hits == 0 {
+            return None;
+        }
+        let precision = hits as f32 / shared.len() as f32;
+        let recall = hits as f32 / gold.len() as f32;
+        Some((2.0 * precision * recall / (precision + recall), metapaths))
     }
 
     async fn resolve_one(&self, name: &str) -> Vec<NodeId> {

@@ -1,7 +1,11 @@
 //! The path-follower role: `retrieve` (metapaths from the linked entities, shortest
 //! paths to linked draft answers) and `expand` (σ_depth / σ_breadth for the judge).
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Instant,
+};
 
 use kgmesh_schemas::{
     graph::{Entity, ScoredEntity},
@@ -10,7 +14,7 @@ use kgmesh_schemas::{
         path_follower::{ExpandReply, ExpandRequest, Expansion},
         retrieve::{RetrieveReply, RetrieveRequest},
     },
-    AgentError, Role, RoleKind,
+    AgentError, NodeId, Role, RoleKind,
 };
 use kgmesh_stores::GraphStore;
 
@@ -86,6 +90,7 @@ impl PathFollower {
                 }));
         }
         if reply.evidence.len() > max_evidence {
+            keep_shared_ends_first(&mut reply.evidence);
             reply.notes.push(format!(
                 "{} paths found, {max_evidence} returned",
                 reply.evidence.len()
@@ -157,6 +162,28 @@ impl PathFollower {
             frontier: expanded.frontier,
         })
     }
+}
+
+/// Orders paths so that those ending where paths from more distinct question entities
+/// end come first (stable otherwise), before the evidence is cut to its budget: a
+/// question naming several entities asks for what they lead to together ("who plays
+/// position P for club C"), and the few players of C must not be cut off by the many
+/// of P.
+fn keep_shared_ends_first(evidence: &mut [Evidence]) {
+    let mut starts_by_end: HashMap<NodeId, HashSet<NodeId>> = HashMap::new();
+    for item in evidence.iter() {
+        if let EvidenceItem::Path(path) = &item.item {
+            starts_by_end
+                .entry(path.end().id)
+                .or_default()
+                .insert(path.start.id);
+        }
+    }
+    let shared = |item: &Evidence| match &item.item {
+        EvidenceItem::Path(path) => starts_by_end.get(&path.end().id).map_or(0, HashSet::len),
+        _ => 0,
+    };
+    evidence.sort_by_key(|item| std::cmp::Reverse(shared(item)));
 }
 
 /// The role's factory (see [`crate::runtime::registry`]).

@@ -401,7 +401,7 @@ fn anchor_reach(candidate: NodeId, per_anchor: &[HashMap<NodeId, usize>]) -> usi
 
 /// With learned cues (the plan cache's lexicon): marks the candidates that end a path
 /// whose relation sequence explains the question best, and ranks them first after
-/// the anchored ones. A plan composed from what the question's words meant in
+/// the anchored ones and those nearest to most named entities. A plan composed from what the question's words meant in
 /// verified plans is stronger evidence than a retriever's vote that ignores them.
 fn prefer_explained(request: &SummarizeRequest, candidates: &mut [Candidate]) {
     let names: Vec<&str> = request
@@ -457,6 +457,7 @@ fn prefer_explained(request: &SummarizeRequest, candidates: &mut [Candidate]) {
     candidates.sort_by(|a, b| {
         b.anchored
             .cmp(&a.anchored)
+            .then(b.reach.cmp(&a.reach))
             .then(b.explained.cmp(&a.explained))
     });
 }

@@ -377,11 +377,16 @@ impl Gazetteer {
     ) -> Mention {
         let first = words[start].1.start;
         let last = words[start + length - 1].1.end;
+        let text = &question[first..last];
+        // Nodes named exactly as the question writes the name come first ("Olga
+        // Kurylenko" the actor before the tag "olga kurylenko").
+        let mut candidates: Vec<ScoredEntity> = self.scored(index, score).collect();
+        candidates.sort_by_key(|c| c.entity.name != text);
         Mention {
             start: first,
             end: last,
-            text: question[first..last].to_owned(),
-            candidates: self.scored(index, score).collect(),
+            text: text.to_owned(),
+            candidates,
             exact,
         }
     }
