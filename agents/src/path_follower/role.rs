@@ -90,12 +90,11 @@ impl PathFollower {
                 }));
         }
         if reply.evidence.len() > max_evidence {
-            keep_shared_ends_first(&mut reply.evidence);
             reply.notes.push(format!(
                 "{} paths found, {max_evidence} returned",
                 reply.evidence.len()
             ));
-            reply.evidence.truncate(max_evidence);
+            cut_keeping_shared_ends(&mut reply.evidence, max_evidence, &request.question);
         }
         ctx.record_graph(reply.evidence.len() as u64, started.elapsed());
         Ok(reply)
@@ -164,26 +163,58 @@ impl PathFollower {
     }
 }
 
-/// Orders paths so that those ending where paths from more distinct question entities
-/// end come first (stable otherwise), before the evidence is cut to its budget: a
-/// question naming several entities asks for what they lead to together ("who plays
-/// position P for club C"), and the few players of C must not be cut off by the many
-/// of P.
-fn keep_shared_ends_first(evidence: &mut [Evidence]) {
-    let mut starts_by_end: HashMap<NodeId, HashSet<NodeId>> = HashMap::new();
+/// Cuts `evidence` to `max` items in its order (best-ranked metapaths first), except
+/// that up to half of the budget is kept for paths ending where paths from several
+/// distinct question entities end: a question naming several entities asks for what
+/// they lead to together ("who plays position P for club C"), and the few players of
+/// C that play P must not be cut off by the many other players of P. Only entities the
+/// question names word for word count (not a fuzzy link's guesses), and nodes sharing
+/// a name (the film and the tag "heat") count as one.
+fn cut_keeping_shared_ends(evidence: &mut Vec<Evidence>, max: usize, question: &str) {
+    if evidence.len() <= max {
+        return;
+    }
+    let question = question.to_lowercase();
+    let mut starts_by_end: HashMap<NodeId, HashSet<String>> = HashMap::new();
     for item in evidence.iter() {
         if let EvidenceItem::Path(path) = &item.item {
-            starts_by_end
-                .entry(path.end().id)
-                .or_default()
-                .insert(path.start.id);
+            let start = path.start.name.to_lowercase();
+            if !start.is_empty() && question.contains(&start) {
+                starts_by_end
+                    .entry(path.end().id)
+                    .or_default()
+                    .insert(start);
+            }
         }
     }
     let shared = |item: &Evidence| match &item.item {
-        EvidenceItem::Path(path) => starts_by_end.get(&path.end().id).map_or(0, HashSet::len),
-        _ => 0,
+        EvidenceItem::Path(path) => starts_by_end
+            .get(&path.end().id)
+            .is_some_and(|starts| starts.len() > 1),
+        _ => false,
     };
-    evidence.sort_by_key(|item| std::cmp::Reverse(shared(item)));
+    let mut keep = vec![false; evidence.len()];
+    let mut kept = 0;
+    for (index, item) in evidence.iter().enumerate() {
+        if kept >= max / 2 {
+            break;
+        }
+        if shared(item) {
+            keep[index] = true;
+            kept += 1;
+        }
+    }
+    for flag in keep.iter_mut() {
+        if kept >= max {
+            break;
+        }
+        if !*flag {
+            *flag = true;
+            kept += 1;
+        }
+    }
+    let mut flags = keep.into_iter();
+    evidence.retain(|_| flags.next().unwrap_or(false));
 }
 
 /// The role's factory (see [`crate::runtime::registry`]).
