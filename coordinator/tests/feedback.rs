@@ -30,7 +30,7 @@ async fn cache_manager(
                 CacheFeedbackReply {
                     outcome: FeedbackOutcome::Demoted,
                     key: Some("p0000000000000001".into()),
-                    detail: "failed 1 times and succeeded 1".into(),
+                    detail: "1 success and 1 failure".into(),
                 },
                 Cost::default(),
             )

@@ -165,15 +165,16 @@ fn judge(cache: &mut PlanCache, key: String, template: &str, success: bool) -> C
             previous.failures + u32::from(!success),
         ),
     };
+    let record = record(hits, failures);
     let detail = match outcome {
-        FeedbackOutcome::Dropped => format!(
-            "the plan for `{template}` failed {failures} times and succeeded {hits}: removed"
-        ),
+        FeedbackOutcome::Dropped => {
+            format!("the plan for `{template}` has {record}: removed")
+        }
         FeedbackOutcome::Demoted => format!(
-            "the plan for `{template}` failed {failures} times and succeeded {hits}; it is \
-             removed once its failures exceed its successes"
+            "the plan for `{template}` has {record}; it is removed once its failures \
+             outnumber its successes"
         ),
-        _ => format!("the plan for `{template}` succeeded {hits} times and failed {failures}"),
+        _ => format!("the plan for `{template}` has {record}"),
     };
     Change {
         reply: CacheFeedbackReply {
@@ -226,10 +227,9 @@ fn learn(cache: &mut PlanCache, entry: CacheEntry) -> Change {
             Some(Write::Put(key.clone(), Box::new(kept.clone()))),
             format!(
                 "{found} reaches the answers, but the cached plan ({}) for `{template}` has \
-                 succeeded {} times and failed {}: it stays, demoted",
+                 {}: it stays, demoted",
                 plan_text(&held.plan.metapaths),
-                kept.hits,
-                kept.failures
+                record(kept.hits, kept.failures)
             ),
         ),
         // Not kept and nothing held: cannot happen (an offer to an empty key is kept);
@@ -281,6 +281,16 @@ async fn persist(
         }
     }
     Ok(change.reply)
+}
+
+/// "2 successes and 1 failure".
+fn record(hits: u32, failures: u32) -> String {
+    let plural = |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "{} and {}",
+        plural(hits, "success", "successes"),
+        plural(failures, "failure", "failures")
+    )
 }
 
 fn plan_text(metapaths: &[Metapath]) -> String {
