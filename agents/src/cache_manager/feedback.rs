@@ -109,11 +109,14 @@ pub async fn apply(
             };
             match warmer.verify_pair(&pair).await {
                 Ok(candidate) => {
+                    // Stored where lookups of this question look (the asked ISR's
+                    // domain and aspect), as `cache warm` stores its entries.
                     let mut entry = candidate.entry;
-                    entry.isr = Isr {
-                        topic_entities: entry.isr.topic_entities,
-                        ..asked.isr.clone()
-                    };
+                    let mut isr = asked.isr.clone();
+                    if isr.topic_entities.is_empty() {
+                        isr.topic_entities = std::mem::take(&mut entry.isr.topic_entities);
+                    }
+                    entry.isr = isr;
                     learn(&mut lock(cache), entry)
                 }
                 Err(reason) => {
