@@ -2,7 +2,7 @@
 //!
 //! One binary, many jobs: `ask` (embedded, every role in-process), `serve` (coordinator
 //! and HTTP API), `agent --role R` (one role as a NATS service), `load`, `eval`,
-//! `cache warm`, `config check`.
+//! `cache warm`, `cache feedback`, `config check`.
 
 mod cmd;
 mod config;
@@ -40,7 +40,8 @@ enum Command {
     Load(cmd::load::LoadArgs),
     /// Evaluate answers against a question set.
     Eval(cmd::eval::EvalArgs),
-    /// Pre-warm the plan cache (star schemas, verified QA pairs) or inspect it.
+    /// Pre-warm the plan cache (star schemas, verified QA pairs), apply feedback on
+    /// answers to it, or inspect it.
     Cache(cmd::cache::CacheArgs),
     /// Inspect the configuration.
     Config(cmd::config::ConfigArgs),

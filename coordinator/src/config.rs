@@ -40,6 +40,9 @@ pub struct CoordinatorConfig {
     pub max_frontier: usize,
     /// Longest question accepted, in characters.
     pub max_question_chars: usize,
+    /// Questions remembered by id (the last ones answered), so that feedback can name
+    /// a question by the `question_id` of its reply.
+    pub recent_questions: usize,
 }
 
 impl Default for CoordinatorConfig {
@@ -59,6 +62,7 @@ impl Default for CoordinatorConfig {
             finalize_grace: Duration::from_secs(2),
             max_frontier: 64,
             max_question_chars: 2_000,
+            recent_questions: 10_000,
         }
     }
 }

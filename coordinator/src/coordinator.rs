@@ -45,6 +45,7 @@ use crate::{
     context::ContextState,
     directory::{RoleDirectory, RoleSnapshot},
     ledger::Ledger,
+    recent::RecentQuestions,
 };
 
 /// Roles a question cannot be answered without.
@@ -58,6 +59,12 @@ pub enum CoordinatorError {
     Discovery(BusError),
     #[error("required roles are not on the bus: {}", .0.join(", "))]
     MissingRoles(Vec<String>),
+    /// Feedback named a question id this coordinator does not remember.
+    #[error("unknown question: {0}")]
+    UnknownQuestion(String),
+    /// A role the request needed replied with an error or did not reply.
+    #[error("{role} failed: {error}")]
+    RoleFailed { role: String, error: AgentError },
 }
 
 impl CoordinatorError {
@@ -67,6 +74,8 @@ impl CoordinatorError {
             CoordinatorError::InvalidQuestion(_) => "invalid_question",
             CoordinatorError::Discovery(_) => "discovery_failed",
             CoordinatorError::MissingRoles(_) => "missing_roles",
+            CoordinatorError::UnknownQuestion(_) => "unknown_question",
+            CoordinatorError::RoleFailed { .. } => "role_failed",
         }
     }
 }
@@ -76,16 +85,20 @@ pub struct Coordinator {
     bus: Arc<dyn Bus>,
     config: CoordinatorConfig,
     directory: RoleDirectory,
+    /// What feedback by question id resolves against.
+    recent: RecentQuestions,
 }
 
 impl Coordinator {
     pub fn new(bus: Arc<dyn Bus>, config: CoordinatorConfig) -> Self {
         let directory =
             RoleDirectory::new(bus.clone(), config.discovery_ttl, config.discovery_wait);
+        let recent = RecentQuestions::new(config.recent_questions);
         Self {
             bus,
             config,
             directory,
+            recent,
         }
     }
 
@@ -101,9 +114,29 @@ impl Coordinator {
         &self.bus
     }
 
+    /// The questions answered last, by the id their replies carried.
+    pub fn recent_questions(&self) -> &RecentQuestions {
+        &self.recent
+    }
+
     /// Checks a question before any work is done on it.
     pub fn validate(&self, request: &AskRequest) -> Result<(), CoordinatorError> {
-        let question = request.question.trim();
+        self.validate_question(request.question.trim())?;
+        if request.options.max_rounds == Some(0) {
+            return Err(CoordinatorError::InvalidQuestion(
+                "options.max_rounds must be at least 1".into(),
+            ));
+        }
+        if request.options.timeout_ms == Some(0) {
+            return Err(CoordinatorError::InvalidQuestion(
+                "options.timeout_ms must be positive".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks a question's text: not empty, not too long.
+    pub(crate) fn validate_question(&self, question: &str) -> Result<(), CoordinatorError> {
         if question.is_empty() {
             return Err(CoordinatorError::InvalidQuestion(
                 "the question is empty".into(),
@@ -115,16 +148,6 @@ impl Coordinator {
                 "the question has {chars} characters; at most {} are accepted",
                 self.config.max_question_chars
             )));
-        }
-        if request.options.max_rounds == Some(0) {
-            return Err(CoordinatorError::InvalidQuestion(
-                "options.max_rounds must be at least 1".into(),
-            ));
-        }
-        if request.options.timeout_ms == Some(0) {
-            return Err(CoordinatorError::InvalidQuestion(
-                "options.timeout_ms must be positive".into(),
-            ));
         }
         Ok(())
     }
@@ -217,7 +240,12 @@ impl Coordinator {
             complete: false,
             model_verified: false,
         };
-        Ok(run.run().instrument(span).await)
+        let reply = run.run().instrument(span).await;
+        self.recent.remember(
+            reply.question_id.clone(),
+            request.question.trim().to_owned(),
+        );
+        Ok(reply)
     }
 }
 
@@ -235,7 +263,7 @@ fn new_trace() -> TraceContext {
 /// Sends one typed request, retrying once more per `retries` when no replica
 /// answered (another may have come up); a timeout is not retried, since a slow role
 /// would only be slower twice.
-async fn send<R: Rpc + Clone>(
+pub(crate) async fn send<R: Rpc + Clone>(
     bus: &dyn Bus,
     role: &Role,
     mut meta: Meta,

@@ -1,5 +1,6 @@
-//! The HTTP API (actix-web): `POST /v1/ask`, `GET /healthz`, `GET /readyz`,
-//! `GET /v1/agents`, and `GET /metrics` (Prometheus) when the process exports metrics.
+//! The HTTP API (actix-web): `POST /v1/ask`, `POST /v1/feedback`, `GET /healthz`,
+//! `GET /readyz`, `GET /v1/agents`, and `GET /metrics` (Prometheus) when the process
+//! exports metrics.
 //!
 //! Every error is a JSON body `{"error": {"kind": "...", "message": "..."}}` with a
 //! 4xx/5xx status, so clients never parse text. Limits: request body size, question
@@ -12,11 +13,17 @@ use actix_web::{
     http::StatusCode,
     web, HttpRequest, HttpResponse,
 };
-use kgmesh_schemas::{envelope::headers, messages::ask::AskRequest, TraceContext};
-use serde::Serialize;
+use kgmesh_schemas::{
+    envelope::headers,
+    messages::{ask::AskRequest, cache::Feedback},
+    AgentError, TraceContext,
+};
+use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
-use crate::{Coordinator, CoordinatorError, RoleSummary, REQUIRED_ROLES};
+use crate::{
+    Coordinator, CoordinatorError, FeedbackRequest, FeedbackSubject, RoleSummary, REQUIRED_ROLES,
+};
 
 #[derive(Debug, Clone)]
 pub struct ApiLimits {
@@ -98,6 +105,7 @@ pub fn routes(state: web::Data<ApiState>) -> impl FnOnce(&mut web::ServiceConfig
             .app_data(state)
             .app_data(json_config)
             .route("/v1/ask", web::post().to(ask))
+            .route("/v1/feedback", web::post().to(feedback))
             .route("/v1/agents", web::get().to(agents))
             .route("/healthz", web::get().to(healthz))
             .route("/readyz", web::get().to(readyz))
@@ -147,15 +155,70 @@ async fn ask(
     };
     match state.coordinator.ask_traced(body.into_inner(), trace).await {
         Ok(reply) => HttpResponse::Ok().json(reply),
-        Err(error) => {
-            let status = match error {
-                CoordinatorError::InvalidQuestion(_) => StatusCode::BAD_REQUEST,
-                CoordinatorError::Discovery(_) | CoordinatorError::MissingRoles(_) => {
-                    StatusCode::SERVICE_UNAVAILABLE
-                }
-            };
-            error_response(status, error.kind(), error.to_string())
+        Err(error) => coordinator_error(&error),
+    }
+}
+
+fn coordinator_error(error: &CoordinatorError) -> HttpResponse {
+    let status = match error {
+        CoordinatorError::InvalidQuestion(_) => StatusCode::BAD_REQUEST,
+        CoordinatorError::UnknownQuestion(_) => StatusCode::NOT_FOUND,
+        CoordinatorError::Discovery(_) | CoordinatorError::MissingRoles(_) => {
+            StatusCode::SERVICE_UNAVAILABLE
         }
+        CoordinatorError::RoleFailed { error, .. } => match error {
+            AgentError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            AgentError::NoResponders { .. } | AgentError::Unavailable { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            AgentError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            _ => StatusCode::BAD_GATEWAY,
+        },
+    };
+    error_response(status, error.kind(), error.to_string())
+}
+
+/// `POST /v1/feedback`: the question (`question_id` of a reply, or `question`) and the
+/// verdict (`correct`, or the right `answers`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeedbackBody {
+    question_id: Option<String>,
+    question: Option<String>,
+    correct: Option<bool>,
+    answers: Option<Vec<String>>,
+}
+
+impl FeedbackBody {
+    fn into_request(self) -> Result<FeedbackRequest, String> {
+        let subject = match (self.question_id, self.question) {
+            (Some(_), Some(_)) => {
+                return Err("name the question by `question_id` or by `question`, not both".into())
+            }
+            (None, None) => {
+                return Err(
+                    "name the question: `question_id` (from the reply of POST /v1/ask) or                      `question` (its text)"
+                        .into(),
+                )
+            }
+            (Some(id), None) => FeedbackSubject::QuestionId(id),
+            (None, Some(question)) => FeedbackSubject::Question(question),
+        };
+        let verdict = Feedback::from_parts(self.correct, self.answers)?;
+        Ok(FeedbackRequest { subject, verdict })
+    }
+}
+
+async fn feedback(state: web::Data<ApiState>, body: web::Json<FeedbackBody>) -> HttpResponse {
+    let request = match body.into_inner().into_request() {
+        Ok(request) => request,
+        Err(message) => {
+            return error_response(StatusCode::BAD_REQUEST, "invalid_feedback", message)
+        }
+    };
+    match state.coordinator.feedback(request).await {
+        Ok(reply) => HttpResponse::Ok().json(reply),
+        Err(error) => coordinator_error(&error),
     }
 }
 

@@ -24,10 +24,14 @@ pub mod config;
 pub mod context;
 mod coordinator;
 pub mod directory;
+pub mod feedback;
 pub mod http;
 pub mod ledger;
 mod metrics;
+pub mod recent;
 
 pub use config::CoordinatorConfig;
 pub use coordinator::{Coordinator, CoordinatorError, REQUIRED_ROLES};
 pub use directory::{RoleDirectory, RoleSnapshot, RoleSummary};
+pub use feedback::{FeedbackReply, FeedbackRequest, FeedbackSubject};
+pub use recent::RecentQuestions;

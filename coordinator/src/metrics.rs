@@ -1,6 +1,6 @@
 //! What the coordinator counts: questions by outcome, their latency and rounds, round
 //! latency, questions in flight, exhausted budgets, calls to each role as the coordinator
-//! saw them, and the replicas discovery sees. The
+//! saw them, the replicas discovery sees, and feedback on answers by outcome. The
 //! recorder and the descriptions live in `kgmesh_telemetry::metrics`; without a recorder
 //! these calls do nothing.
 
@@ -9,7 +9,7 @@ use std::{collections::BTreeSet, sync::Mutex, time::Duration};
 use kgmesh_bus::typed::CallError;
 use kgmesh_schemas::{budget::Limit, messages::ask::AskReply, Role};
 
-use crate::{directory::RoleSnapshot, CoordinatorError};
+use crate::{directory::RoleSnapshot, feedback::FeedbackReply, CoordinatorError};
 
 pub(crate) const QUESTIONS_TOTAL: &str = "kgmesh_questions_total";
 pub(crate) const QUESTION_DURATION_SECONDS: &str = "kgmesh_question_duration_seconds";
@@ -20,6 +20,7 @@ pub(crate) const BUDGET_EXHAUSTED_TOTAL: &str = "kgmesh_budget_exhausted_total";
 pub(crate) const ROLE_REPLICAS: &str = "kgmesh_role_replicas";
 pub(crate) const ROLE_CALLS_TOTAL: &str = "kgmesh_role_calls_total";
 pub(crate) const ROLE_CALL_DURATION_SECONDS: &str = "kgmesh_role_call_duration_seconds";
+pub(crate) const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
 
 /// Counts a question as in flight until dropped, so a cancelled question (a client that
 /// hung up) leaves the gauge too.
@@ -63,6 +64,20 @@ pub(crate) fn record_question(result: &Result<AskReply, CoordinatorError>, elaps
     if let Ok(reply) = result {
         metrics::histogram!(QUESTION_ROUNDS).record(f64::from(reply.rounds));
     }
+}
+
+/// The outcome label of feedback: what it did to the plan cache, or why it was refused.
+pub(crate) fn feedback_outcome(result: &Result<FeedbackReply, CoordinatorError>) -> &'static str {
+    match result {
+        Ok(reply) => reply.outcome.as_str(),
+        Err(CoordinatorError::InvalidQuestion(_)) => "invalid",
+        Err(CoordinatorError::UnknownQuestion(_)) => "unknown_question",
+        Err(_) => "error",
+    }
+}
+
+pub(crate) fn record_feedback(result: &Result<FeedbackReply, CoordinatorError>) {
+    metrics::counter!(FEEDBACK_TOTAL, "outcome" => feedback_outcome(result)).increment(1);
 }
 
 /// One call from the coordinator to a role, as the coordinator saw it: bus time and
@@ -205,6 +220,36 @@ mod tests {
             text.contains("kgmesh_role_replicas{role=\"summarizer\"} 0"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn feedback_is_counted_by_outcome() {
+        use kgmesh_schemas::messages::cache::FeedbackOutcome;
+        let reply = |outcome| {
+            Ok(FeedbackReply {
+                question_id: None,
+                question: "who directed Heat".into(),
+                outcome,
+                key: None,
+                detail: String::new(),
+            })
+        };
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            record_feedback(&reply(FeedbackOutcome::Dropped));
+            record_feedback(&reply(FeedbackOutcome::Dropped));
+            record_feedback(&reply(FeedbackOutcome::NoPlan));
+            record_feedback(&Err(CoordinatorError::UnknownQuestion("x".into())));
+        });
+        let text = handle.render();
+        for line in [
+            "kgmesh_feedback_total{outcome=\"dropped\"} 2",
+            "kgmesh_feedback_total{outcome=\"no_plan\"} 1",
+            "kgmesh_feedback_total{outcome=\"unknown_question\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} missing from {text}");
+        }
     }
 
     #[test]

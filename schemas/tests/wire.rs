@@ -14,8 +14,9 @@ use kgmesh_schemas::{
     messages::{
         ask::{AskOptions, AskReply, AskRequest, EvidenceLine, Timings},
         cache::{
-            CacheEntry, CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, FewShotExample,
-            Isr, Plan, RelationCue,
+            CacheEntry, CacheFeedback, CacheFeedbackReply, CacheLookup, CacheLookupReply,
+            CacheStore, CacheStoreReply, Feedback, FeedbackOutcome, FewShotExample, Isr, Plan,
+            RelationCue,
         },
         context::{Context, Evidence, EvidenceItem},
         echo::{EchoReply, EchoRequest},
@@ -425,6 +426,37 @@ fn every_rpc_round_trips_in_both_content_types() {
             },
         },
         CacheStoreReply { stored: true },
+    );
+    for (verdict, outcome) in [
+        (Feedback::Correct, FeedbackOutcome::Confirmed),
+        (Feedback::Incorrect, FeedbackOutcome::Dropped),
+        (
+            Feedback::Answers(vec!["Christopher Nolan".into(), "Emma Thomas".into()]),
+            FeedbackOutcome::Learned,
+        ),
+    ] {
+        round_trip_rpc(
+            CacheFeedback {
+                question: "who directed Inception?".into(),
+                verdict,
+            },
+            CacheFeedbackReply {
+                outcome,
+                key: Some("p0123456789abcdef".into()),
+                detail: "hits 2, failures 0".into(),
+            },
+        );
+    }
+    round_trip_rpc(
+        CacheFeedback {
+            question: "hello".into(),
+            verdict: Feedback::Incorrect,
+        },
+        CacheFeedbackReply {
+            outcome: FeedbackOutcome::NoPlan,
+            key: None,
+            detail: String::new(),
+        },
     );
     round_trip_rpc(
         AskRequest {

@@ -50,6 +50,8 @@ pub const LLM_TOKENS_TOTAL: &str = "kgmesh_llm_tokens_total";
 pub const PLAN_CACHE_LOOKUPS_TOTAL: &str = "kgmesh_plan_cache_lookups_total";
 /// Plans offered to the plan cache, by `outcome` (`stored`, `rejected`, `error`).
 pub const PLAN_CACHE_STORES_TOTAL: &str = "kgmesh_plan_cache_stores_total";
+/// Feedback on answers received by the coordinator, by `outcome`.
+pub const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
 /// Failed bus operations, by `kind`.
 pub const BUS_ERRORS_TOTAL: &str = "kgmesh_bus_errors_total";
 
@@ -217,6 +219,11 @@ pub fn describe() {
         PLAN_CACHE_STORES_TOTAL,
         Unit::Count,
         "Verified plans offered to the plan cache, by outcome: stored, rejected (not replayable) or error"
+    );
+    describe_counter!(
+        FEEDBACK_TOTAL,
+        Unit::Count,
+        "Feedback on answers, by outcome: confirmed, demoted, dropped, learned, no_plan, not_verified, or refused (invalid, unknown_question, error)"
     );
     describe_counter!(
         BUS_ERRORS_TOTAL,

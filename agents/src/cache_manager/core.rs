@@ -211,6 +211,16 @@ pub struct PlanCache {
     lexicon: Lexicon,
 }
 
+/// The domain an ISR routes to: its own, lowercased, or `default` (always without a
+/// model).
+pub fn domain_of(isr: &Isr) -> String {
+    if isr.domain.trim().is_empty() {
+        "default".to_owned()
+    } else {
+        isr.domain.trim().to_lowercase()
+    }
+}
+
 /// The stable key of an entry: one entry per (domain, template).
 pub fn entry_key(domain: &str, template: &str) -> String {
     // FNV-1a: stable across processes and versions, unlike std's hasher.
@@ -240,14 +250,6 @@ impl PlanCache {
 
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
-    }
-
-    fn domain_of(isr: &Isr) -> String {
-        if isr.domain.trim().is_empty() {
-            "default".to_owned()
-        } else {
-            isr.domain.trim().to_lowercase()
-        }
     }
 
     fn aspect_of(isr: &Isr) -> String {
@@ -309,7 +311,7 @@ impl PlanCache {
         if entry.template.is_empty() {
             entry.template = template::mask(&entry.question, &[]);
         }
-        let domain = Self::domain_of(&entry.isr);
+        let domain = domain_of(&entry.isr);
         let aspect = Self::aspect_of(&entry.isr);
         let key = entry_key(&domain, &entry.template);
         if let Some(existing) = self.keys.get(&key).copied() {
@@ -382,6 +384,34 @@ impl PlanCache {
         (key, evicted)
     }
 
+    /// Stores `entry` exactly as given, counts included, as a change another replica
+    /// made and persisted must be mirrored ([`insert`](Self::insert) would keep the
+    /// larger of two hit counts and the older failure count). Returns its key and the
+    /// keys evicted.
+    pub fn replace(&mut self, entry: CacheEntry) -> (String, Vec<String>) {
+        let key = self.key_for(&entry);
+        let aspect = Self::aspect_of(&entry.isr);
+        let same_plan = self
+            .keys
+            .get(&key)
+            .copied()
+            .filter(|slot| self.holds_same_plan(*slot, &aspect, &entry));
+        match same_plan {
+            Some(slot) => {
+                if let Some(stored) = self.slots.get_mut(&slot) {
+                    stored.entry = entry;
+                    if stored.entry.template.is_empty() {
+                        stored.entry.template = template::mask(&stored.entry.question, &[]);
+                    }
+                }
+                self.relearn(slot);
+                self.touch(slot);
+                (key, Vec::new())
+            }
+            None => self.insert(entry),
+        }
+    }
+
     /// The key an entry is stored under: its domain and template.
     fn key_for(&self, entry: &CacheEntry) -> String {
         let template = if entry.template.is_empty() {
@@ -389,7 +419,7 @@ impl PlanCache {
         } else {
             entry.template.clone()
         };
-        entry_key(&Self::domain_of(&entry.isr), &template)
+        entry_key(&domain_of(&entry.isr), &template)
     }
 
     /// Whether `slot` holds `entry`'s plan under the same aspect (a refresh, not a
@@ -511,7 +541,7 @@ impl PlanCache {
         let k = if k == 0 { self.config.k } else { k };
         let mentions: Vec<&str> = entities.iter().map(|e| e.name.as_str()).collect();
         let query_template = template::mask(question, &mentions);
-        let domain = Self::domain_of(isr);
+        let domain = domain_of(isr);
         let aspect = Self::aspect_of(isr);
         let cues = self.lexicon.cues(&query_template);
         let Some(index) = self.domains.get(&domain) else {
@@ -1247,6 +1277,35 @@ mod tests {
         assert!(cache.record_outcome(&key, false));
         assert_eq!(cache.lexicon().plans(), 1);
         assert_eq!(cache.lexicon().weight("film", "directed_by", false), 0.0);
+    }
+
+    #[test]
+    fn a_replacement_keeps_the_counts_it_is_given() {
+        let mut cache = PlanCache::new(CacheConfig::default());
+        let mut verified = entry("who directed Heat", "Heat", "directed_by", "");
+        verified.hits = 3;
+        let (key, _) = cache.insert(verified);
+        // Another replica demoted the same plan: its counts are the truth.
+        let mut demoted = entry("who directed Heat", "Heat", "directed_by", "");
+        demoted.hits = 1;
+        demoted.failures = 1;
+        cache.insert(demoted.clone());
+        assert_eq!(
+            cache.get(&key).map(|e| (e.hits, e.failures)),
+            Some((3, 0)),
+            "insert merges counts"
+        );
+        let (same, evicted) = cache.replace(demoted);
+        assert_eq!((same.as_str(), evicted.len()), (key.as_str(), 0));
+        assert_eq!(cache.get(&key).map(|e| (e.hits, e.failures)), Some((1, 1)));
+        assert_eq!(cache.len(), 1);
+        // A different plan replaces the entry as insert does.
+        let mut other = entry("who directed Alien", "Alien", "written_by", "");
+        other.hits = 2;
+        cache.replace(other);
+        let held = cache.get(&key).expect("replaced");
+        assert_eq!(held.plan.metapaths[0].steps[0].relation, "written_by");
+        assert_eq!((held.hits, held.failures), (2, 0));
     }
 
     #[test]

@@ -80,12 +80,15 @@ fn plan_steps(entry: &CacheEntry) -> Vec<StepKey> {
         .collect()
 }
 
+/// An entry's words, and the steps credited to each (by word position).
+type Credits = (Vec<String>, Vec<(usize, StepKey)>);
+
 /// What an entry teaches: its words, and which word is credited with which step. A
 /// step whose relation name some word of the question spells ("gender" and
 /// `gender`) is explained by that word and credited to it alone, so that "dad" in
 /// "the gender of X 's dad" is not taught `gender`; any other step is credited to
 /// every word, and the counts over many plans tell which word carries it.
-fn credits(entry: &CacheEntry) -> Option<(Vec<String>, Vec<(usize, StepKey)>)> {
+fn credits(entry: &CacheEntry) -> Option<Credits> {
     let steps = plan_steps(entry);
     if steps.is_empty() {
         return None;

@@ -4,9 +4,11 @@
 //! indexed by domain → aspect of the question's intent (ISR), and found again for new
 //! questions by BM25 relevance and MMR diversity. Selected plans become few-shot
 //! examples for the KG-Linker; a near-exact match (the same question with another
-//! entity) is replayed directly, skipping the model.
+//! entity) is replayed directly, skipping the model. Users' feedback on answers counts
+//! for or against the plan that answered, and a plan that keeps failing is dropped.
 
 pub mod core;
+pub mod feedback;
 pub mod lexicon;
 pub mod persist;
 pub mod role;

@@ -1,5 +1,6 @@
-//! The cache-manager role: `lookup` (ISR + MMR-selected examples + a replayable plan)
-//! and `store` (a verified plan) over a [`PlanCache`] persisted in a [`PlanStore`].
+//! The cache-manager role: `lookup` (ISR + MMR-selected examples + a replayable plan),
+//! `store` (a verified plan) and `feedback` (a user's verdict on an answer, see
+//! [`super::feedback`]) over a [`PlanCache`] persisted in a [`PlanStore`].
 //!
 //! Without a language model the ISR is the single default domain and aspect, and
 //! mentions are found with the graph's gazetteer, so the cache works with no model at
@@ -10,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use kgmesh_models::{lexical::gazetteer::Gazetteer, parse, prompts, LanguageModel};
 use kgmesh_schemas::{
     messages::cache::{
-        CacheEntry, CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, Isr,
+        CacheEntry, CacheFeedback, CacheFeedbackReply, CacheLookup, CacheLookupReply, CacheStore,
+        CacheStoreReply, Isr,
     },
     AgentError, Role, RoleKind,
 };
@@ -19,8 +21,10 @@ use tokio::sync::OnceCell;
 
 use super::{
     core::{CacheConfig, PlanCache},
+    feedback::{self, Asked},
     persist::PlanStore,
     template,
+    warm::Warmer,
 };
 use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
 
@@ -82,7 +86,7 @@ impl CacheManager {
                     {
                         let mut cache = self.cache();
                         for (_, entry) in entries {
-                            cache.insert(entry);
+                            cache.replace(entry);
                         }
                     }
                     // Follow what other replicas store and demote.
@@ -231,6 +235,53 @@ impl CacheManager {
         })
     }
 
+    /// Applies a user's verdict on the answer to `request.question` (see
+    /// [`super::feedback`]). A store that refuses the change is an error, and the
+    /// change is undone.
+    pub async fn feedback(
+        &self,
+        ctx: &CallContext,
+        request: CacheFeedback,
+    ) -> Result<CacheFeedbackReply, AgentError> {
+        if request.question.trim().is_empty() {
+            return Err(AgentError::BadRequest {
+                detail: "feedback names no question".to_owned(),
+            });
+        }
+        self.ensure_loaded().await?;
+        let isr = self.isr(ctx, &request.question).await;
+        let gazetteer = self.gazetteer().await?;
+        let mentions = gazetteer
+            .as_ref()
+            .map(|gazetteer| template::linked_mentions(gazetteer, &request.question))
+            .unwrap_or_default();
+        let warmer = match (&self.graph, gazetteer) {
+            (Some(graph), Some(gazetteer)) => Some(Warmer::new(graph.clone(), gazetteer)),
+            _ => None,
+        };
+        let asked = Asked {
+            question: &request.question,
+            mentions: &mentions,
+            isr: &isr,
+        };
+        feedback::apply(
+            &self.cache,
+            self.store.as_deref(),
+            warmer.as_ref(),
+            asked,
+            &request.verdict,
+        )
+        .await
+        .map_err(|e| AgentError::Unavailable {
+            detail: e.to_string(),
+        })
+    }
+
+    /// The entry under `key`, as this replica holds it.
+    pub fn get(&self, key: &str) -> Option<CacheEntry> {
+        self.cache().get(key).cloned()
+    }
+
     pub fn len(&self) -> usize {
         self.cache().len()
     }
@@ -248,13 +299,13 @@ fn lock(cache: &Mutex<PlanCache>) -> std::sync::MutexGuard<'_, PlanCache> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Applies one change made elsewhere: `Some` stores (or replaces) the entry, `None`
-/// removes the key.
+/// Applies one change made elsewhere: `Some` stores (or replaces) the entry exactly as
+/// written, counts included (a demotion is a change of counts), `None` removes the key.
 fn apply_change(cache: &Mutex<PlanCache>, key: &str, entry: Option<CacheEntry>) {
     let mut cache = lock(cache);
     match entry {
         Some(entry) => {
-            cache.insert(entry);
+            cache.replace(entry);
         }
         None => {
             cache.remove(key);
@@ -279,6 +330,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
 /// The role around an existing manager (tests and embedders that keep a handle).
 pub fn spec(manager: Arc<CacheManager>) -> RoleSpec {
     let lookup_manager = manager.clone();
+    let store_manager = manager.clone();
     RoleSpec::new(Role::well_known(Role::CACHE_MANAGER), RoleKind::Core)
         .op(move |ctx: CallContext, request: CacheLookup| {
             let manager = lookup_manager.clone();
@@ -294,7 +346,7 @@ pub fn spec(manager: Arc<CacheManager>) -> RoleSpec {
             }
         })
         .op(move |_ctx: CallContext, request: CacheStore| {
-            let manager = manager.clone();
+            let manager = store_manager.clone();
             async move {
                 let reply = manager.store(request).await;
                 let outcome = match &reply {
@@ -306,5 +358,9 @@ pub fn spec(manager: Arc<CacheManager>) -> RoleSpec {
                     .increment(1);
                 reply
             }
+        })
+        .op(move |ctx: CallContext, request: CacheFeedback| {
+            let manager = manager.clone();
+            async move { manager.feedback(&ctx, request).await }
         })
 }

@@ -6,7 +6,9 @@ use std::{sync::Arc, time::Duration};
 use kgmesh_bus::LocalBus;
 use kgmesh_schemas::{
     graph::{Direction, Entity, Metapath, RelationStep},
-    messages::cache::{CacheEntry, CacheLookup, CacheStore, Isr, Plan},
+    messages::cache::{
+        CacheEntry, CacheFeedback, CacheLookup, CacheStore, Feedback, FeedbackOutcome, Isr, Plan,
+    },
     Budget, Meta, QuestionId, Role,
 };
 use kgmesh_stores::{embedded::GraphBuilder, EmbeddedGraph, GraphStore};
@@ -167,6 +169,57 @@ fn a_stored_plan_is_replayed_for_another_entity_and_survives_restart() {
         };
         let (found, _) = within(client.call(&role, &meta, &unrelated)).await.unwrap();
         assert!(found.replay.is_none());
+        within(handle.stop(Duration::from_secs(5))).await;
+    });
+}
+
+#[test]
+fn feedback_over_the_bus_demotes_then_drops_a_plan_in_the_file_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plans.jsonl");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let role = Role::well_known(Role::CACHE_MANAGER);
+        let meta = Meta::new(QuestionId::new_random(), 0, Budget::default());
+        let bus = Arc::new(LocalBus::new());
+        let manager = Arc::new(CacheManager::new(
+            CacheConfig::default(),
+            Some(Arc::new(FilePlanStore::new(&path))),
+            Some(graph()),
+            None,
+        ));
+        let handle = within(start_role(bus.clone(), spec(manager.clone())))
+            .await
+            .unwrap();
+        let client = Client::new(bus);
+        let mut entry = verified_entry();
+        entry.hits = 1;
+        let (stored, _) = within(client.call(&role, &meta, &CacheStore { entry }))
+            .await
+            .unwrap();
+        assert!(stored.stored);
+        let incorrect = CacheFeedback {
+            question: "Who directed Alien?".to_owned(),
+            verdict: Feedback::Incorrect,
+        };
+        let (first, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
+        assert_eq!(first.outcome, FeedbackOutcome::Demoted, "{first:?}");
+        let (second, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
+        assert_eq!(second.outcome, FeedbackOutcome::Dropped, "{second:?}");
+        assert_eq!(second.key, first.key);
+        assert!(manager.is_empty());
+        let log = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            log.lines().last().is_some_and(|l| l.contains("\"del\"")),
+            "{log}"
+        );
+        // A blank question is a bad request, not a silent no-op.
+        let blank = CacheFeedback {
+            question: "  ".to_owned(),
+            verdict: Feedback::Correct,
+        };
+        let error = within(client.call(&role, &meta, &blank)).await.unwrap_err();
+        assert!(error.to_string().contains("no question"), "{error}");
         within(handle.stop(Duration::from_secs(5))).await;
     });
 }

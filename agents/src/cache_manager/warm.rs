@@ -28,7 +28,7 @@ use kgmesh_schemas::{
 use kgmesh_stores::{GraphStore, NameMatch, PathLimits, Star, StoreError};
 
 use super::{
-    core::{entry_key, CacheConfig, PlanCache},
+    core::{domain_of, entry_key, CacheConfig, PlanCache},
     lexicon::{learnable, Lexicon},
     persist::{PersistError, PlanStore},
     template,
@@ -524,15 +524,6 @@ impl Warmer {
 fn candidate(entry: CacheEntry) -> Candidate {
     let key = entry_key(&domain_of(&entry.isr), &entry.template);
     Candidate { key, entry }
-}
-
-fn domain_of(isr: &Isr) -> String {
-    // Must agree with `PlanCache`'s own routing.
-    if isr.domain.trim().is_empty() {
-        "default".to_owned()
-    } else {
-        isr.domain.trim().to_lowercase()
-    }
 }
 
 /// A path's relation sequence as a metapath (`None` for a zero-length path).

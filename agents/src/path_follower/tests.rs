@@ -226,9 +226,14 @@ async fn a_path_may_walk_an_edge_again_when_it_does_not_turn_straight_back() {
         ("child", Direction::Out),
         ("father", Direction::Out),
     ]);
-    let paths = follow_metapath(&family, &[x.clone()], &path, &WalkLimits::default())
-        .await
-        .unwrap();
+    let paths = follow_metapath(
+        &family,
+        std::slice::from_ref(&x),
+        &path,
+        &WalkLimits::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         verbalize_paths(&paths),
         vec!["x -> father -> y -> child -> x -> father -> y"]

@@ -1,6 +1,8 @@
 //! `kgmesh cache warm`: fills the plan cache before the first question (CacheRAG §4.4),
 //! from star schemas sampled from the graph or from imported, verified QA pairs;
-//! `kgmesh cache stats`: what a plan cache holds.
+//! `kgmesh cache feedback`: applies users' verdicts on answers (right, wrong, or the
+//! right answers) as the cache manager's `feedback` op does; `kgmesh cache stats`: what
+//! a plan cache holds.
 //!
 //! Writes go to the configured plan store: the file `cache.path` (or `--cache-file`)
 //! that embedded mode reads, or with `--nats` the JetStream KV bucket
@@ -16,14 +18,17 @@ use std::{
 use anyhow::{bail, Context as _};
 use futures::StreamExt;
 use kgmesh_agents::cache_manager::{
-    core::entry_key,
+    core::{domain_of, entry_key},
+    feedback::{self, Asked},
     persist::{FilePlanStore, KvPlanStore, PlanStore},
+    template,
     warm::{self, Candidate, SkipReason, Warmer},
-    CacheConfig as PlanCacheConfig,
+    CacheConfig as PlanCacheConfig, PlanCache,
 };
 use kgmesh_agents::qa::QaFormat;
 use kgmesh_bus::{NatsBus, NatsOptions};
 use kgmesh_models::LanguageModel;
+use kgmesh_schemas::messages::cache::{Feedback, FeedbackOutcome, Isr};
 use kgmesh_stores::GraphStore;
 
 use super::fold::FoldArgs;
@@ -40,8 +45,32 @@ enum CacheCommand {
     /// Fill the plan cache with verified plans: star schemas sampled from the graph
     /// (default) or QA pairs imported with --import.
     Warm(WarmArgs),
+    /// Apply feedback on answers to the plan cache: JSON lines `{"question": ...,
+    /// "correct": true|false}` or `{"question": ..., "answers": [...]}`.
+    Feedback(FeedbackArgs),
     /// Count the entries of a plan cache, per domain and aspect.
     Stats(StoreArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct FeedbackArgs {
+    /// JSON lines, one verdict each: `{"question": "...", "correct": false}` (the
+    /// answer was right or wrong) or `{"question": "...", "answers": ["..."]}` (the
+    /// right answers, verified against the graph). Applied in file order.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+
+    #[command(flatten)]
+    store: StoreArgs,
+
+    /// KG file or directory (default: `graph.path`): its name index finds each
+    /// question's entities, as lookups do, and corrections are verified against it.
+    #[arg(long)]
+    kg: Option<PathBuf>,
+
+    /// Print every line's outcome.
+    #[arg(long)]
+    verbose: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -146,6 +175,7 @@ pub fn run(config: Config, args: CacheArgs) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     match args.command {
         CacheCommand::Warm(args) => runtime.block_on(warm_command(config, args)),
+        CacheCommand::Feedback(args) => runtime.block_on(feedback_command(config, args)),
         CacheCommand::Stats(args) => runtime.block_on(stats_command(config, args)),
     }
 }
@@ -213,13 +243,11 @@ async fn stats_command(config: Config, args: StoreArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot read {}", target.shown))?;
     let mut buckets: BTreeMap<(String, String), usize> = BTreeMap::new();
     for (_, entry) in &entries {
-        let domain = if entry.isr.domain.trim().is_empty() {
-            "default".to_owned()
-        } else {
-            entry.isr.domain.trim().to_lowercase()
-        };
         *buckets
-            .entry((domain, entry.isr.aspect.trim().to_lowercase()))
+            .entry((
+                domain_of(&entry.isr),
+                entry.isr.aspect.trim().to_lowercase(),
+            ))
             .or_default() += 1;
     }
     println!("{} entries in {}", entries.len(), target.shown);
@@ -230,11 +258,170 @@ async fn stats_command(config: Config, args: StoreArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn load_kg(config: &Config, kg: Option<PathBuf>) -> anyhow::Result<Arc<dyn GraphStore>> {
+async fn load_kg(
+    config: &Config,
+    kg: Option<PathBuf>,
+    command: &str,
+) -> anyhow::Result<Arc<dyn GraphStore>> {
     let Some(path) = kg.or_else(|| config.graph.path.clone()) else {
-        bail!("cache warm needs the graph: pass --kg PATH (or set graph.path)");
+        bail!("cache {command} needs the graph: pass --kg PATH (or set graph.path)");
     };
     super::ask::load_kg(&path).await
+}
+
+/// One line of a feedback file.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeedbackLine {
+    question: String,
+    correct: Option<bool>,
+    answers: Option<Vec<String>>,
+}
+
+/// A readable feedback line.
+#[derive(Debug, PartialEq)]
+struct FeedbackItem {
+    /// 1-based, for reports.
+    line: usize,
+    question: String,
+    verdict: Feedback,
+}
+
+/// Reads feedback lines in file order, and the unreadable lines with their numbers and
+/// why. Blank lines are skipped.
+fn parse_feedback(text: &str) -> (Vec<FeedbackItem>, Vec<(usize, String)>) {
+    let mut verdicts = Vec::new();
+    let mut bad = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed = serde_json::from_str::<FeedbackLine>(line)
+            .map_err(|e| e.to_string())
+            .and_then(|line| {
+                let question = line.question.trim().to_owned();
+                if question.is_empty() {
+                    return Err("`question` is empty".to_owned());
+                }
+                Ok((question, Feedback::from_parts(line.correct, line.answers)?))
+            });
+        match parsed {
+            Ok((question, verdict)) => verdicts.push(FeedbackItem {
+                line: number,
+                question,
+                verdict,
+            }),
+            Err(why) => bad.push((number, why)),
+        }
+    }
+    (verdicts, bad)
+}
+
+async fn feedback_command(config: Config, args: FeedbackArgs) -> anyhow::Result<()> {
+    // Read the input before the (slower) graph load, so a bad file fails fast.
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read feedback from {}", args.file.display()))?;
+    let (verdicts, bad) = parse_feedback(&text);
+    let shown_file = args.file.display();
+    if verdicts.is_empty() {
+        for (line, why) in &bad {
+            eprintln!("kgmesh cache feedback: {shown_file}:{line}: {why}");
+        }
+        bail!(
+            "{shown_file}: no readable feedback ({} unreadable lines; expected JSON lines              {{\"question\": ..., \"correct\": true|false}} or {{\"question\": ..., \"answers\": [...]}})",
+            bad.len()
+        );
+    }
+    let target = open_store(&config, &args.store).await?;
+    let graph = load_kg(&config, args.kg.clone(), "feedback").await?;
+    let llm: Option<Arc<dyn LanguageModel>> = super::ask::language_model(&config)?;
+    let gazetteer = Arc::new(
+        warm::build_gazetteer(graph.as_ref())
+            .await
+            .context("cannot index the graph's names")?,
+    );
+    let warmer = Warmer::new(graph, gazetteer.clone());
+    let mut cache = PlanCache::new(PlanCacheConfig::default());
+    for (_, entry) in target
+        .store
+        .load_all()
+        .await
+        .with_context(|| format!("cannot read {}", target.shown))?
+    {
+        cache.insert(entry);
+    }
+    let cache = std::sync::Mutex::new(cache);
+    println!(
+        "read {} feedback lines from {shown_file}{}",
+        verdicts.len(),
+        if bad.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} unreadable)", bad.len())
+        }
+    );
+
+    let mut counts: BTreeMap<FeedbackOutcome, usize> = BTreeMap::new();
+    for FeedbackItem {
+        line,
+        question,
+        verdict,
+    } in &verdicts
+    {
+        let mentions = template::linked_mentions(&gazetteer, question);
+        // Lookups route by the model's ISR when one is configured; so does feedback.
+        let isr = match &llm {
+            Some(model) => warm::isr_for(model.as_ref(), question)
+                .await
+                .unwrap_or_else(|error| {
+                    tracing::warn!(%error, "ISR extraction failed; using the default bucket");
+                    Isr::default()
+                }),
+            None => Isr::default(),
+        };
+        let asked = Asked {
+            question,
+            mentions: &mentions,
+            isr: &isr,
+        };
+        let reply = feedback::apply(
+            &cache,
+            Some(target.store.as_ref()),
+            Some(&warmer),
+            asked,
+            verdict,
+        )
+        .await
+        .with_context(|| {
+            format!(
+                "{shown_file}:{line}: cannot write to {} (the lines before it were applied)",
+                target.shown
+            )
+        })?;
+        if args.verbose {
+            println!("  {shown_file}:{line}: {}: {}", reply.outcome, reply.detail);
+        }
+        *counts.entry(reply.outcome).or_default() += 1;
+    }
+
+    for outcome in FeedbackOutcome::ALL {
+        println!(
+            "{:<13}{}",
+            outcome.as_str(),
+            counts.get(&outcome).copied().unwrap_or(0)
+        );
+    }
+    println!("{:<13}{}", "unreadable", bad.len());
+    for (line, why) in &bad {
+        println!("  {shown_file}:{line}: {why}");
+    }
+    let total = cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .len();
+    println!("cache now holds {total} entries in {}", target.shown);
+    Ok(())
 }
 
 /// Progress on stderr, at most every two seconds and at the end.
@@ -321,7 +508,7 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     } else {
         Some(open_store(&config, &args.store).await?)
     };
-    let graph = load_kg(&config, args.kg.clone()).await?;
+    let graph = load_kg(&config, args.kg.clone(), "warm").await?;
     let llm: Option<Arc<dyn LanguageModel>> = super::ask::language_model(&config)?;
     let gazetteer = Arc::new(
         warm::build_gazetteer(graph.as_ref())
@@ -431,12 +618,7 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
                     tracing::warn!(%error, "ISR extraction failed; entry kept in the default bucket")
                 }
             }
-            let domain = if candidate.entry.isr.domain.trim().is_empty() {
-                "default".to_owned()
-            } else {
-                candidate.entry.isr.domain.trim().to_lowercase()
-            };
-            candidate.key = entry_key(&domain, &candidate.entry.template);
+            candidate.key = entry_key(&domain_of(&candidate.entry.isr), &candidate.entry.template);
         }
         entries = warm::consolidate(entries);
     }
@@ -503,4 +685,39 @@ pub async fn count_file_entries(path: &Path) -> Option<usize> {
         .await
         .ok()
         .map(|entries| entries.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feedback_lines_parse_with_their_line_numbers() {
+        let text = "{\"question\": \"who directed Heat\", \"correct\": false}\n\
+                    \n\
+                    {\"question\": \"who directed Heat\", \"answers\": [\"Michael Mann\"]}\n\
+                    not json\n\
+                    {\"question\": \"who directed Heat\"}\n\
+                    {\"question\": \" \", \"correct\": true}\n\
+                    {\"question\": \"q\", \"correct\": true, \"answers\": [\"a\"]}\n";
+        let (verdicts, bad) = parse_feedback(text);
+        assert_eq!(
+            verdicts,
+            vec![
+                FeedbackItem {
+                    line: 1,
+                    question: "who directed Heat".to_owned(),
+                    verdict: Feedback::Incorrect,
+                },
+                FeedbackItem {
+                    line: 3,
+                    question: "who directed Heat".to_owned(),
+                    verdict: Feedback::Answers(vec!["Michael Mann".to_owned()]),
+                },
+            ]
+        );
+        let lines: Vec<usize> = bad.iter().map(|(line, _)| *line).collect();
+        assert_eq!(lines, vec![4, 5, 6, 7], "{bad:?}");
+        assert!(bad[3].1.contains("not both"), "{bad:?}");
+    }
 }

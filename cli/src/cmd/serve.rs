@@ -1,5 +1,5 @@
-//! `kgmesh serve`: the coordinator and its HTTP API (`POST /v1/ask`, `GET /healthz`,
-//! `GET /readyz`, `GET /v1/agents`, `GET /metrics`).
+//! `kgmesh serve`: the coordinator and its HTTP API (`POST /v1/ask`, `POST /v1/feedback`,
+//! `GET /healthz`, `GET /readyz`, `GET /v1/agents`, `GET /metrics`).
 //!
 //! With `--nats URL` (or `bus.kind = "nats"`) the roles are whatever `kgmesh agent`
 //! processes announce themselves on that NATS; with `--embedded` every role runs in

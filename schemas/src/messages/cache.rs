@@ -105,3 +105,155 @@ impl Rpc for CacheStore {
     const DEFAULT_ROLE: &'static str = Role::CACHE_MANAGER;
     type Reply = CacheStoreReply;
 }
+
+/// What a user said about the answer to `question`: the cache finds the plan of the
+/// question's template (masked as lookups mask it) and counts the verdict for or
+/// against it, or learns the plan a correction verifies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheFeedback {
+    pub question: String,
+    pub verdict: Feedback,
+}
+
+/// A user's verdict on an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Feedback {
+    /// The answer was right: the plan counts one more success.
+    Correct,
+    /// The answer was wrong: the plan counts one more failure, and is dropped once it
+    /// has failed more often than it succeeded.
+    Incorrect,
+    /// The right answers: the graph is searched for a plan that reaches them; a plan
+    /// found becomes the template's plan, and a different cached plan counts a failure.
+    Answers(Vec<String>),
+}
+
+impl Feedback {
+    /// The verdict of a request that says `correct` or gives `answers` (exactly one of
+    /// them, and at least one non-blank answer); why not otherwise.
+    pub fn from_parts(correct: Option<bool>, answers: Option<Vec<String>>) -> Result<Self, String> {
+        match (correct, answers) {
+            (Some(_), Some(_)) => Err("give either `correct` or `answers`, not both".to_owned()),
+            (None, None) => Err(
+                "say whether the answer was right (`correct`: true or false) or give the right \
+                 `answers`"
+                    .to_owned(),
+            ),
+            (Some(true), None) => Ok(Feedback::Correct),
+            (Some(false), None) => Ok(Feedback::Incorrect),
+            (None, Some(answers)) => {
+                let answers: Vec<String> = answers
+                    .into_iter()
+                    .map(|a| a.trim().to_owned())
+                    .filter(|a| !a.is_empty())
+                    .collect();
+                if answers.is_empty() {
+                    Err("`answers` must hold at least one non-empty answer".to_owned())
+                } else {
+                    Ok(Feedback::Answers(answers))
+                }
+            }
+        }
+    }
+}
+
+/// What feedback did to the plan cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeedbackOutcome {
+    /// The cached plan counted one more success.
+    Confirmed,
+    /// The cached plan counted one more failure and is kept (it has not failed more
+    /// often than it succeeded yet).
+    Demoted,
+    /// The cached plan failed more often than it succeeded and was removed.
+    Dropped,
+    /// The plan that reaches the corrected answers is now the template's plan.
+    Learned,
+    /// No cached plan for the question's template: nothing changed.
+    NoPlan,
+    /// No plan reaching the corrected answers was found: nothing changed.
+    NotVerified,
+}
+
+impl FeedbackOutcome {
+    pub const ALL: [FeedbackOutcome; 6] = [
+        FeedbackOutcome::Confirmed,
+        FeedbackOutcome::Demoted,
+        FeedbackOutcome::Dropped,
+        FeedbackOutcome::Learned,
+        FeedbackOutcome::NoPlan,
+        FeedbackOutcome::NotVerified,
+    ];
+
+    /// A short stable name (the JSON spelling), for reports and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FeedbackOutcome::Confirmed => "confirmed",
+            FeedbackOutcome::Demoted => "demoted",
+            FeedbackOutcome::Dropped => "dropped",
+            FeedbackOutcome::Learned => "learned",
+            FeedbackOutcome::NoPlan => "no_plan",
+            FeedbackOutcome::NotVerified => "not_verified",
+        }
+    }
+
+    /// Whether the cache changed.
+    pub fn changed(self) -> bool {
+        !matches!(self, FeedbackOutcome::NoPlan | FeedbackOutcome::NotVerified)
+    }
+}
+
+impl std::fmt::Display for FeedbackOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheFeedbackReply {
+    pub outcome: FeedbackOutcome,
+    /// The cache key of the question's template (`None` when the question has no
+    /// entity mention to mask, so no template).
+    pub key: Option<String>,
+    /// What happened, in words (counts, or why nothing changed).
+    pub detail: String,
+}
+
+impl Rpc for CacheFeedback {
+    const OP: &'static str = "feedback";
+    const DEFAULT_ROLE: &'static str = Role::CACHE_MANAGER;
+    type Reply = CacheFeedbackReply;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verdict_is_either_correct_or_answers() {
+        assert_eq!(
+            Feedback::from_parts(Some(true), None),
+            Ok(Feedback::Correct)
+        );
+        assert_eq!(
+            Feedback::from_parts(Some(false), None),
+            Ok(Feedback::Incorrect)
+        );
+        assert_eq!(
+            Feedback::from_parts(None, Some(vec![" Michael Mann ".into(), "".into()])),
+            Ok(Feedback::Answers(vec!["Michael Mann".into()]))
+        );
+        assert!(Feedback::from_parts(None, None).is_err());
+        assert!(Feedback::from_parts(Some(true), Some(vec!["x".into()])).is_err());
+        assert!(Feedback::from_parts(None, Some(vec![" ".into()])).is_err());
+    }
+
+    #[test]
+    fn outcomes_are_spelled_as_in_json() {
+        for outcome in FeedbackOutcome::ALL {
+            let json = serde_json::to_string(&outcome).unwrap();
+            assert_eq!(json, format!("\"{}\"", outcome.as_str()));
+        }
+    }
+}
