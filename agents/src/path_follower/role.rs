@@ -23,7 +23,9 @@ use crate::{
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::{
         relevance::{Relevance, TextVectors},
-        store_error, text_vectors,
+        store_error,
+        text::{marked_as_name, words},
+        text_vectors,
     },
 };
 
@@ -168,22 +170,31 @@ impl PathFollower {
 /// distinct question entities end: a question naming several entities asks for what
 /// they lead to together ("who plays position P for club C"), and the few players of
 /// C that play P must not be cut off by the many other players of P. Only entities the
-/// question names word for word count (not a fuzzy link's guesses), and nodes sharing
-/// a name (the film and the tag "heat") count as one.
+/// question names word for word, and writes as a name (capitalized, in brackets, or of
+/// several words), count: not a fuzzy link's guesses, nor a title that is a plain word
+/// of the question ("fall"); nodes sharing a name (the film and the tag "heat") count
+/// as one.
 fn cut_keeping_shared_ends(evidence: &mut Vec<Evidence>, max: usize, question: &str) {
     if evidence.len() <= max {
         return;
     }
-    let question = question.to_lowercase();
+    let question_words = words(question);
+    let named = |name: &str| {
+        let name_words = words(name);
+        !name_words.is_empty()
+            && question_words
+                .windows(name_words.len())
+                .any(|window| window == name_words.as_slice())
+            && marked_as_name(question, name)
+    };
     let mut starts_by_end: HashMap<NodeId, HashSet<String>> = HashMap::new();
     for item in evidence.iter() {
         if let EvidenceItem::Path(path) = &item.item {
-            let start = path.start.name.to_lowercase();
-            if !start.is_empty() && question.contains(&start) {
+            if named(&path.start.name) {
                 starts_by_end
                     .entry(path.end().id)
                     .or_default()
-                    .insert(start);
+                    .insert(path.start.name.to_lowercase());
             }
         }
     }
@@ -235,4 +246,74 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
                 async move { follower.expand(ctx, request).await }
             }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use kgmesh_schemas::graph::{Path, PathStep};
+
+    use super::*;
+
+    fn path(start: (u64, &str), end: (u64, &str)) -> Evidence {
+        Evidence {
+            source: Role::PATH_FOLLOWER.to_owned(),
+            score: 1.0,
+            item: EvidenceItem::Path(Path {
+                start: Entity {
+                    id: NodeId(start.0),
+                    name: start.1.to_owned(),
+                },
+                steps: vec![PathStep {
+                    relation: "r".to_owned(),
+                    inverse: true,
+                    node: Entity {
+                        id: NodeId(end.0),
+                        name: end.1.to_owned(),
+                    },
+                }],
+            }),
+        }
+    }
+
+    fn ends(evidence: &[Evidence]) -> Vec<u64> {
+        evidence
+            .iter()
+            .filter_map(|e| match &e.item {
+                EvidenceItem::Path(p) => Some(p.end().id.0),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_cut_keeps_what_two_named_entities_lead_to() {
+        // Ten players of the position, then the club's two; player 107 plays both.
+        let mut evidence: Vec<Evidence> = (100..110)
+            .map(|p| path((1, "Midfielder"), (p, "player")))
+            .chain([107, 200].map(|p| path((2, "Cruz_Azul_FC"), (p, "player"))))
+            .collect();
+        cut_keeping_shared_ends(&mut evidence, 4, "who plays Midfielder for Cruz_Azul_FC");
+        assert_eq!(evidence.len(), 4);
+        assert_eq!(ends(&evidence), [100, 101, 107, 107], "order kept");
+    }
+
+    #[test]
+    fn a_plain_word_or_a_fuzzy_guess_is_no_named_entity() {
+        // "Fall" is a title and a plain word of the question; "The Baby" is not in it.
+        let mut evidence: Vec<Evidence> = (100..104)
+            .map(|p| path((1, "The Babadook"), (p, "genre")))
+            .chain([103].map(|p| path((2, "Fall"), (p, "genre"))))
+            .chain([103].map(|p| path((3, "The Baby"), (p, "genre"))))
+            .collect();
+        cut_keeping_shared_ends(
+            &mut evidence,
+            3,
+            "what genre does [The Babadook] fall under",
+        );
+        assert_eq!(
+            ends(&evidence),
+            [100, 101, 102],
+            "the first three, as ranked"
+        );
+    }
 }

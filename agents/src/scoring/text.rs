@@ -134,7 +134,7 @@ pub fn stem(word: &str) -> String {
 
 /// Whether `question` names `name` the way names are written: more than one content
 /// word, or (where the question spells it) with a capital letter or inside brackets.
-fn marked_as_name(question: &str, name: &str) -> bool {
+pub fn marked_as_name(question: &str, name: &str) -> bool {
     if content_stems(name).len() > 1 {
         return true;
     }
