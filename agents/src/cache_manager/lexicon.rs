@@ -28,8 +28,10 @@ use crate::scoring::text::{content_stems, stem_similarity};
 const SPELLED: f32 = 0.8;
 
 /// Pseudo-count of plans added to every word's total: a word seen once with a step gets
-/// 0.5, seen four times always with it 0.8.
-const SMOOTHING: f32 = 1.0;
+/// 1/3, seen four times always with it 2/3. A word seen once is weak evidence: with 1
+/// instead of 2, a cache warmed with 100 MetaQA 1-hop dev pairs answered the other half
+/// of the dev file below the cold figure (76.4 against 79.8 % Hits@1; with 2, 79.6).
+const SMOOTHING: f32 = 2.0;
 
 /// Cues below this confidence are not offered.
 const MIN_WEIGHT: f32 = 0.1;
@@ -249,7 +251,7 @@ mod tests {
         let mut lexicon = Lexicon::default();
         use Direction::{In, Out};
         lexicon.add(&entry("who is <e> s heir", &[("kid_of", Out)]));
-        assert_eq!(lexicon.weight("heir", "kid_of", false), 0.5);
+        assert_eq!(lexicon.weight("heir", "kid_of", false), 1.0 / 3.0);
         lexicon.add(&entry(
             "the birthplace of <e> s heir",
             &[("kid_of", Out), ("born_in", Out)],
@@ -258,20 +260,20 @@ mod tests {
             "<e> s heir s spouse",
             &[("kid_of", Out), ("married_to", In)],
         ));
-        // Always with `kid_of`: 3 of 3 plans (+1 smoothing).
-        assert_eq!(lexicon.weight("heir", "kid_of", false), 0.75);
+        // Always with `kid_of`: 3 of 3 plans (+2 smoothing).
+        assert_eq!(lexicon.weight("heir", "kid_of", false), 3.0 / 5.0);
         // The other steps came and went with the rest of the question.
-        assert_eq!(lexicon.weight("heir", "born_in", false), 0.25);
+        assert_eq!(lexicon.weight("heir", "born_in", false), 1.0 / 5.0);
         // Direction is part of the step.
         assert_eq!(lexicon.weight("heir", "kid_of", true), 0.0);
-        assert_eq!(lexicon.weight("spous", "married_to", true), 0.5);
+        assert_eq!(lexicon.weight("spous", "married_to", true), 1.0 / 3.0);
         assert_eq!(lexicon.plans(), 3);
 
         let cues = lexicon.cues("what is <e> s heir");
         assert_eq!(cues[0].word, "heir");
         assert_eq!(cues[0].relation, "kid_of");
         assert!(!cues[0].inverse);
-        assert_eq!(cues[0].weight, 0.75);
+        assert_eq!(cues[0].weight, 3.0 / 5.0);
         assert!(cues.iter().all(|c| c.word == "heir"));
     }
 
@@ -282,12 +284,12 @@ mod tests {
             "the gender of <e> s dad",
             &[("parents", Direction::Out), ("gender", Direction::Out)],
         ));
-        assert_eq!(lexicon.weight("dad", "parents", false), 0.5);
+        assert_eq!(lexicon.weight("dad", "parents", false), 1.0 / 3.0);
         assert_eq!(lexicon.weight("dad", "gender", false), 0.0);
         // (Words are kept as stems: "gender" is "gend".)
-        assert_eq!(lexicon.weight("gend", "gender", false), 0.5);
+        assert_eq!(lexicon.weight("gend", "gender", false), 1.0 / 3.0);
         // Still taught what nothing spells: the counts across plans sort it out.
-        assert_eq!(lexicon.weight("gend", "parents", false), 0.5);
+        assert_eq!(lexicon.weight("gend", "parents", false), 1.0 / 3.0);
     }
 
     #[test]
