@@ -195,6 +195,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
         },
         partial: false,
         cache_hit: false,
+        plan_replayed: false,
         trace_id: None,
         notes: vec![],
     };

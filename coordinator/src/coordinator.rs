@@ -236,6 +236,7 @@ impl Coordinator {
             cues: Vec::new(),
             isr: None,
             cache_hit: false,
+            plan_replayed: false,
             rounds_run: 0,
             complete: false,
             model_verified: false,
@@ -319,6 +320,8 @@ struct Run<'a> {
     cues: Vec<RelationCue>,
     isr: Option<Isr>,
     cache_hit: bool,
+    /// A cached plan was replayed in round 1.
+    plan_replayed: bool,
     rounds_run: u8,
     complete: bool,
     /// A language model judged the retrieval complete (rather than the rule-based
@@ -361,6 +364,7 @@ impl Run<'_> {
             );
             let round_started = Instant::now();
             let keep_going = if let Some(plan) = replay.take() {
+                self.plan_replayed = true;
                 self.replay_round(round, plan).instrument(round_span).await
             } else {
                 self.linker_round(round).instrument(round_span).await
@@ -765,6 +769,7 @@ impl Run<'_> {
             timings: self.ledger.timings(),
             partial,
             cache_hit: self.cache_hit,
+            plan_replayed: self.plan_replayed,
             trace_id,
             notes: self.context.context().notes.clone(),
         }

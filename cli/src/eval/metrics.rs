@@ -123,6 +123,9 @@ pub struct QuestionCost {
     pub bus_messages: u32,
     pub graph_rows: u64,
     pub cache_hit: bool,
+    /// A verified plan was replayed (reports from before this field read false).
+    #[serde(default)]
+    pub plan_replayed: bool,
     pub partial: bool,
 }
 
@@ -205,6 +208,13 @@ pub struct Aggregate {
     pub context_recall: f64,
     pub partial_rate: f64,
     pub cache_hit_rate: f64,
+    /// Share of questions answered by replaying a verified plan.
+    #[serde(default)]
+    pub replay_rate: f64,
+    /// Hits@1 among the questions answered by a replayed plan (plan precision); none
+    /// when no plan was replayed.
+    #[serde(default)]
+    pub replay_hits_at_1: Option<f64>,
     pub rounds_mean: f64,
     pub llm_calls_mean: f64,
     pub llm_calls_total: u64,
@@ -254,6 +264,15 @@ impl Aggregate {
             context_recall: mean(&|r| r.score.context_recall),
             partial_rate: mean(&|r| flag(r.cost.partial)),
             cache_hit_rate: mean(&|r| flag(r.cost.cache_hit)),
+            replay_rate: mean(&|r| flag(r.cost.plan_replayed)),
+            replay_hits_at_1: {
+                let replayed: Vec<&&QuestionResult> =
+                    results.iter().filter(|r| r.cost.plan_replayed).collect();
+                (!replayed.is_empty()).then(|| {
+                    replayed.iter().filter(|r| r.score.hits_at_1).count() as f64
+                        / replayed.len() as f64
+                })
+            },
             rounds_mean: mean(&|r| f64::from(r.cost.rounds)),
             llm_calls_mean: mean(&|r| f64::from(r.cost.llm_calls)),
             llm_calls_total,

@@ -324,6 +324,13 @@ impl Report {
             "| plan-cache hits | {:.1}% |",
             100.0 * a.cache_hit_rate
         );
+        let _ = writeln!(
+            out,
+            "| plans replayed / of those right (plan precision) | {:.1}% / {} |",
+            100.0 * a.replay_rate,
+            a.replay_hits_at_1
+                .map_or("-".to_owned(), |p| format!("{:.1}%", 100.0 * p))
+        );
         let _ = writeln!(out, "| partial answers | {:.1}% |", 100.0 * a.partial_rate);
         let _ = writeln!(
             out,

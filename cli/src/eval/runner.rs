@@ -166,6 +166,7 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
             bus_messages: reply.cost.bus_messages,
             graph_rows: reply.cost.graph_rows,
             cache_hit: reply.cache_hit,
+            plan_replayed: reply.plan_replayed,
             partial: reply.partial,
         },
         latency_ms,
@@ -286,6 +287,7 @@ mod tests {
                 timings: Timings::default(),
                 partial: false,
                 cache_hit: false,
+                plan_replayed: false,
                 trace_id: None,
                 notes: vec![],
             })

@@ -54,6 +54,9 @@ pub struct AskReply {
     pub partial: bool,
     /// The plan cache supplied examples or a replayed plan.
     pub cache_hit: bool,
+    /// A verified plan from the cache was replayed (the question's template was seen).
+    #[serde(default)]
+    pub plan_replayed: bool,
     /// W3C trace id when tracing is on.
     pub trace_id: Option<String>,
     /// Failures along the way (retriever timeouts, refused queries) for people to read.
