@@ -5,8 +5,12 @@
 //! ends, written by a language model when one is configured and from the relation's
 //! name otherwise. **Imported QA pairs** (a dev set in any format [`crate::qa`] reads,
 //! a log of verified answers): the topic entity is linked, the metapaths from it to the
-//! gold answers are found by shortest paths (≤ 3 hops), and a plan is kept only when
-//! replaying it from the topic entity reaches a gold answer.
+//! gold answers are found by shortest paths (≤ 3 hops) and among the metapaths that best
+//! explain the question's words (by relation names and, with [`Warmer::with_lexicon`],
+//! by what earlier verified plans taught), and the one whose replay matches the gold
+//! answers best and explains the question best is kept; a question naming several
+//! entities may keep one metapath per entity (a conjunction). A plan is kept only when
+//! replaying it reaches a gold answer.
 //!
 //! Entries are keyed like every other cache entry, one per (domain, template): a
 //! template seen in many questions is stored once, with the plan most of its verified
