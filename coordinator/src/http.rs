@@ -195,12 +195,11 @@ impl FeedbackBody {
             (Some(_), Some(_)) => {
                 return Err("name the question by `question_id` or by `question`, not both".into())
             }
-            (None, None) => {
-                return Err(
-                    "name the question: `question_id` (from the reply of POST /v1/ask) or                      `question` (its text)"
-                        .into(),
-                )
-            }
+            (None, None) => return Err(
+                "name the question: `question_id` (from the reply of POST /v1/ask) or `question` \
+                     (its text)"
+                    .into(),
+            ),
             (Some(id), None) => FeedbackSubject::QuestionId(id),
             (None, Some(question)) => FeedbackSubject::Question(question),
         };
