@@ -24,7 +24,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use kgmesh_schemas::{
-    graph::{Direction, Entity, Metapath, RelationStep, Value},
+    graph::{Entity, Metapath, Value},
     messages::{
         context::{Context, EvidenceItem},
         summarizer::{Answer, SummarizeReply, SummarizeRequest},
@@ -32,7 +32,7 @@ use kgmesh_schemas::{
     NodeId,
 };
 
-use crate::scoring::relevance::Relevance;
+use crate::{cache_manager::warm::metapath_of, scoring::relevance::Relevance};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SummaryRule {
@@ -417,24 +417,10 @@ fn prefer_explained(request: &SummarizeRequest, candidates: &mut [Candidate]) {
     let mut metapaths: Vec<Metapath> = Vec::new();
     for evidence in &request.context.evidence {
         if let EvidenceItem::Path(path) = &evidence.item {
-            if path.steps.is_empty() {
-                continue;
+            if let Some(metapath) = metapath_of(path) {
+                ends.push(path.end().id);
+                metapaths.push(metapath);
             }
-            ends.push(path.end().id);
-            metapaths.push(Metapath {
-                steps: path
-                    .steps
-                    .iter()
-                    .map(|step| RelationStep {
-                        relation: step.relation.clone(),
-                        direction: if step.inverse {
-                            Direction::In
-                        } else {
-                            Direction::Out
-                        },
-                    })
-                    .collect(),
-            });
         }
     }
     let references: Vec<&Metapath> = metapaths.iter().collect();
