@@ -86,3 +86,17 @@ impl LanguageModel for ScriptedModel {
         })
     }
 }
+
+/// Runs `future` to completion on a fresh one-worker runtime, failing the test after 30 s.
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), future)
+                .await
+                .expect("timed out")
+        })
+}

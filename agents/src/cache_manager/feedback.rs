@@ -332,6 +332,7 @@ mod tests {
 
     use super::*;
     use crate::cache_manager::{core::CacheConfig, persist::FilePlanStore, warm::build_gazetteer};
+    use crate::testing::block_on;
 
     const KG: &str = "\
 Heat\tdirected_by\tMichael Mann
@@ -448,19 +449,6 @@ Heat\trelease_year\t1995
                 .lookup(question, &mentions, &Isr::default(), 5)
                 .replay
         }
-    }
-
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                tokio::time::timeout(std::time::Duration::from_secs(30), future)
-                    .await
-                    .expect("timed out")
-            })
     }
 
     fn relation(plan: &Plan) -> &str {

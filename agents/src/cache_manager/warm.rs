@@ -803,6 +803,7 @@ mod tests {
     use kgmesh_stores::embedded::EmbeddedGraph;
 
     use super::*;
+    use crate::testing::block_on;
     use crate::{cache_manager::persist::FilePlanStore, testing::ScriptedModel};
 
     const KG: &str = "\
@@ -830,19 +831,6 @@ Amelie\tin_language\tFrench
         .unwrap();
         let graph: EmbeddedGraph = graph;
         Arc::new(graph)
-    }
-
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                tokio::time::timeout(std::time::Duration::from_secs(30), future)
-                    .await
-                    .expect("timed out")
-            })
     }
 
     fn warmer() -> Warmer {
