@@ -7,9 +7,11 @@
 //! ```
 
 use std::{
+    io::{BufRead, BufReader, Read},
     net::{SocketAddr, TcpListener, TcpStream},
     path::PathBuf,
     process::{Child, Command, Stdio},
+    sync::atomic::{AtomicUsize, Ordering},
     time::{Duration, Instant},
 };
 
@@ -26,6 +28,10 @@ pub struct NatsServer {
     port: u16,
     binary: PathBuf,
     store_dir: tempfile::TempDir,
+    /// A name no other server on this machine has, checked in the server's `INFO`
+    /// greeting: a connection that succeeds on the port is not proof that *this*
+    /// server bound it (another test's listener may hold it while ours failed to bind).
+    name: String,
 }
 
 impl NatsServer {
@@ -40,11 +46,18 @@ impl NatsServer {
             .prefix("kgmesh-nats-")
             .tempdir()
             .expect("cannot create a temporary JetStream directory");
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "kgmesh-test-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        );
         let mut server = Self {
             child: None,
             port: 0,
             binary,
             store_dir,
+            name,
         };
         server.spawn_on_free_port();
         server
@@ -106,6 +119,7 @@ impl NatsServer {
         let mut child = Command::new(&self.binary)
             .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
             .arg(self.store_dir.path())
+            .args(["--server_name", &self.name])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -117,7 +131,7 @@ impl NatsServer {
             if let Ok(Some(status)) = child.try_wait() {
                 return Err(format!("nats-server exited with {status} on port {port}"));
             }
-            if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+            if greets_as(address, &self.name) {
                 self.child = Some(child);
                 self.port = port;
                 return Ok(());
@@ -157,6 +171,26 @@ fn find_binary() -> Option<PathBuf> {
     })
 }
 
+/// Whether the server listening at `address` is the nats-server named `name`: its
+/// first line is `INFO {...}` carrying `"server_name":"<name>"`.
+fn greets_as(address: SocketAddr, name: &str) -> bool {
+    let Ok(stream) = TcpStream::connect_timeout(&address, Duration::from_millis(200)) else {
+        return false;
+    };
+    if stream
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .is_err()
+    {
+        return false;
+    }
+    let mut greeting = String::new();
+    let mut reader = BufReader::new(stream.take(64 * 1024));
+    if reader.read_line(&mut greeting).is_err() {
+        return false;
+    }
+    greeting.starts_with("INFO ") && greeting.contains(&format!("\"server_name\":\"{name}\""))
+}
+
 /// A port the OS considers free right now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -185,5 +219,16 @@ mod tests {
         assert!(TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_err());
         server.restart();
         assert!(TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok());
+    }
+
+    #[test]
+    fn only_this_servers_greeting_counts_as_started() {
+        let server = NatsServer::start();
+        let address = SocketAddr::from(([127, 0, 0, 1], server.port()));
+        assert!(greets_as(address, &server.name));
+        assert!(!greets_as(address, "kgmesh-test-someone-else"));
+        // A listener that is not nats-server (another test's HTTP port, say).
+        let other = TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(!greets_as(other.local_addr().unwrap(), &server.name));
     }
 }
