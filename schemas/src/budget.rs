@@ -220,6 +220,10 @@ pub struct Cost {
     pub llm_us: u64,
     /// Time of `elapsed_us` spent in graph or vector stores.
     pub store_us: u64,
+    /// Model replies that were unusable (failed, timed out, empty, unparseable or not
+    /// grounded in the graph) and were replaced by the role's LLM-free strategy.
+    #[serde(default)]
+    pub model_fallbacks: u32,
 }
 
 impl Cost {
@@ -232,6 +236,7 @@ impl Cost {
         self.elapsed_us += other.elapsed_us;
         self.llm_us += other.llm_us;
         self.store_us += other.store_us;
+        self.model_fallbacks += other.model_fallbacks;
     }
 }
 

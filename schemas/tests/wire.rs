@@ -12,7 +12,7 @@ use kgmesh_schemas::{
         Value,
     },
     messages::{
-        ask::{AskOptions, AskReply, AskRequest, EvidenceLine, Timings},
+        ask::{AskOptions, AskReply, AskRequest, Degradation, EvidenceLine, Timings},
         cache::{
             CacheEntry, CacheFeedback, CacheFeedbackReply, CacheLookup, CacheLookupReply,
             CacheStore, CacheStoreReply, Feedback, FeedbackOutcome, FewShotExample, Isr, Plan,
@@ -216,6 +216,7 @@ fn sample_cost() -> Cost {
         elapsed_us: 12_345,
         llm_us: 9_000,
         store_us: 800,
+        model_fallbacks: 1,
     }
 }
 
@@ -486,9 +487,33 @@ fn every_rpc_round_trips_in_both_content_types() {
             cache_hit: true,
             plan_replayed: false,
             trace_id: Some("0af7651916cd43dd8448eb211c80319c".into()),
-            notes: vec![],
+            notes: vec!["round 1: summarizer fell back".into()],
+            degraded: vec![Degradation {
+                role: "summarizer".into(),
+                reason: Degradation::MODEL_FALLBACK.into(),
+                round: 1,
+            }],
         },
     );
+}
+
+#[test]
+fn replies_from_before_degradation_was_reported_still_decode() {
+    let cost: Cost = serde_json::from_str(
+        r#"{"llm_calls":1,"prompt_tokens":2,"completion_tokens":3,"graph_rows":4,
+            "bus_messages":5,"elapsed_us":6,"llm_us":7,"store_us":8}"#,
+    )
+    .expect("a cost without model_fallbacks");
+    assert_eq!((cost.llm_calls, cost.model_fallbacks), (1, 0));
+    let reply: AskReply = serde_json::from_str(
+        r#"{"question_id":"q","answers":[],"evidence":[],"explanation":"",
+            "rounds":1,"cost":{"llm_calls":0,"prompt_tokens":0,"completion_tokens":0,
+            "graph_rows":0,"bus_messages":0,"elapsed_us":0,"llm_us":0,"store_us":0},
+            "timings":{"total_us":0,"stages":[]},"partial":false,"cache_hit":false,
+            "trace_id":null,"notes":[]}"#,
+    )
+    .expect("a reply without degraded");
+    assert!(reply.degraded.is_empty());
 }
 
 #[test]

@@ -151,6 +151,19 @@ impl CallContext {
         cost.llm_us += latency.as_micros() as u64;
     }
 
+    /// The model's reply was unusable (`why`) and the role answered with its LLM-free
+    /// strategy instead. Counted in the reply's cost, which the coordinator turns into
+    /// a `model_fallback` degradation on the answer; logged here, inside the call's span.
+    pub fn record_model_fallback(&self, why: &str) {
+        self.inner.cost.lock().model_fallbacks += 1;
+        tracing::warn!(
+            role = self.role().as_str(),
+            op = self.op(),
+            why,
+            "model reply unusable; answering without the model"
+        );
+    }
+
     /// What has been recorded so far (without the elapsed time, which the runtime
     /// fills in when it replies).
     pub fn cost(&self) -> Cost {

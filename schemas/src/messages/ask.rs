@@ -61,4 +61,28 @@ pub struct AskReply {
     pub trace_id: Option<String>,
     /// Failures along the way (retriever timeouts, refused queries) for people to read.
     pub notes: Vec<String>,
+    /// Roles that failed, timed out, were missing, or fell back from an unusable model
+    /// reply while this question ran: the answer may differ from a healthy run's.
+    /// Empty when every role did its part.
+    #[serde(default)]
+    pub degraded: Vec<Degradation>,
+}
+
+/// One role's part that did not happen as configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Degradation {
+    /// The role, as on the bus (`summarizer`, `kg-linker`, ...).
+    pub role: String,
+    /// What went wrong: `failed`, `timeout`, `missing`, or `model_fallback` (the role
+    /// answered with its LLM-free strategy because the model's reply was unusable).
+    pub reason: String,
+    /// The round it happened in (0 before the first round or while summarizing).
+    pub round: u8,
+}
+
+impl Degradation {
+    pub const FAILED: &'static str = "failed";
+    pub const TIMEOUT: &'static str = "timeout";
+    pub const MISSING: &'static str = "missing";
+    pub const MODEL_FALLBACK: &'static str = "model_fallback";
 }
