@@ -78,6 +78,7 @@ impl Judge {
                 match parse::judge::parse(&response.text, &request.frontier, &relations) {
                     Ok(reply) => Ok(reply),
                     Err(error) => {
+                        ctx.record_model_fallback(&format!("unparseable verdict: {error}"));
                         let mut reply = decide(&request, &self.rule);
                         reply.reason =
                             format!("model reply unusable ({error}); rule: {}", reply.reason);
@@ -86,7 +87,7 @@ impl Judge {
                 }
             }
             Err(error) => {
-                tracing::warn!(%error, "judge model call failed; using the rule");
+                ctx.record_model_fallback(&format!("the call failed: {error}"));
                 let mut reply = decide(&request, &self.rule);
                 reply.reason = format!("model unavailable ({error}); rule: {}", reply.reason);
                 Ok(reply)

@@ -176,6 +176,7 @@ async fn a_failing_model_falls_back_to_the_rule_and_says_so() {
         reply.reason
     );
     assert_eq!(ctx.cost().llm_calls, 0);
+    assert_eq!(ctx.cost().model_fallbacks, 1);
 }
 
 #[tokio::test]

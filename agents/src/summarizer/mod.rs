@@ -5,6 +5,11 @@
 //! without one, or when the question's budget is spent, it applies the deterministic
 //! rule in [`core`]. When the evidence does not answer the question it says it does
 //! not know (no answers, an explanation) rather than guessing.
+//!
+//! A model reply is checked before it is used: answers the evidence does not contain
+//! are dropped, and a reply left with none, or a failed call, is replaced by the rule's
+//! answers when the rule finds any. The fallback is counted in the reply's cost, so
+//! the answer says it was degraded.
 
 pub mod core;
 
@@ -17,7 +22,10 @@ use kgmesh_schemas::{
 };
 
 use self::core::{entity_named, summarize, SummaryRule};
-use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
+use crate::{
+    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    verbalize::verbalize_evidence,
+};
 
 /// Context shown to the model, in tokens.
 const CONTEXT_TOKENS: usize = 4_000;
@@ -58,7 +66,7 @@ impl Summarizer {
         }
         let chat = prompts::summarizer::build(&request, CONTEXT_TOKENS);
         let started = Instant::now();
-        match llm.chat(chat).await {
+        let why = match llm.chat(chat).await {
             Ok(response) => {
                 ctx.record_llm_call(
                     response.usage.prompt_tokens,
@@ -70,25 +78,59 @@ impl Summarizer {
                     request.context.evidence.len(),
                     usize::from(request.max_answers.max(1)),
                 );
-                for answer in &mut reply.answers {
-                    if answer.entity.is_none() {
-                        answer.entity =
-                            entity_named(&request.context, &answer.text, &answer.evidence);
-                    }
+                let named = reply.answers.len();
+                keep_grounded(&request, &mut reply);
+                if !reply.answers.is_empty() {
+                    return Ok(reply);
                 }
-                Ok(reply)
+                let rule = summarize(&request, &self.rule);
+                if rule.answers.is_empty() {
+                    // The model and the rule agree that the evidence does not answer.
+                    return Ok(reply);
+                }
+                if named == 0 {
+                    "its reply named no answer".to_owned()
+                } else {
+                    format!("none of the {named} answer(s) it named is in the evidence")
+                }
             }
-            Err(error) => {
-                tracing::warn!(%error, "summarizer model call failed; using the rule");
-                let mut reply = summarize(&request, &self.rule);
-                reply.explanation = format!(
-                    "{} (the language model was unavailable: {error})",
-                    reply.explanation
-                );
-                Ok(reply)
-            }
-        }
+            Err(error) => format!("the call failed: {error}"),
+        };
+        ctx.record_model_fallback(&why);
+        let mut reply = summarize(&request, &self.rule);
+        reply.explanation = format!(
+            "{} (answered without the language model: {why})",
+            reply.explanation
+        );
+        Ok(reply)
     }
+}
+
+/// Keeps the model's answers that the evidence supports: an entity of the context by
+/// that name, or the text inside an evidence line (a literal value, a query row).
+/// A name the model invented is no answer.
+fn keep_grounded(request: &SummarizeRequest, reply: &mut SummarizeReply) {
+    let lines: Vec<String> = verbalize_evidence(&request.context.evidence)
+        .into_iter()
+        .map(|line| line.to_lowercase())
+        .collect();
+    reply.answers.retain_mut(|answer| {
+        if answer.entity.is_none() {
+            answer.entity = entity_named(&request.context, &answer.text, &answer.evidence);
+        }
+        let wanted = answer.text.trim().to_lowercase();
+        answer.entity.is_some()
+            || (!wanted.is_empty() && lines.iter().any(|line| contains_phrase(line, &wanted)))
+    });
+}
+
+/// `phrase` occurs in `line` with no letter or digit glued to either end.
+fn contains_phrase(line: &str, phrase: &str) -> bool {
+    line.match_indices(phrase).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + phrase.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
 }
 
 #[cfg(test)]

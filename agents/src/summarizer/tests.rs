@@ -14,6 +14,8 @@ use super::{
     core::{summarize, SummaryRule},
     Summarizer,
 };
+use kgmesh_models::LlmError;
+
 use crate::{
     runtime::{start_role, AgentDeps, CallContext, Client},
     testing::ScriptedModel,
@@ -173,6 +175,62 @@ async fn model_answers_are_linked_to_entities_in_their_evidence() {
     assert_eq!(reply.answers[0].evidence, vec![0]);
     assert_eq!(reply.answers[0].entity, Some(heat));
     assert_eq!(ctx.cost().llm_calls, 1);
+}
+
+/// The summarizer with `model` answering every prompt, asked about Al Pacino → Heat.
+async fn summarize_with(model: ScriptedModel) -> (super::SummarizeReply, CallContext) {
+    let pacino = entity(1, "Al Pacino");
+    let heat = entity(2, "Heat");
+    let summarizer = Summarizer {
+        llm: Some(Arc::new(model)),
+        rule: SummaryRule::default(),
+    };
+    let ctx = CallContext::for_test(Role::SUMMARIZER);
+    let reply = summarizer
+        .summarize(
+            &ctx,
+            request(
+                vec![path(&pacino, "starred_actors", &heat, 0.9)],
+                vec![pacino],
+            ),
+        )
+        .await
+        .unwrap();
+    (reply, ctx)
+}
+
+#[tokio::test]
+async fn an_unusable_model_reply_is_replaced_by_the_rule_and_counted() {
+    let replies: [Result<&str, LlmError>; 4] = [
+        Ok(""),
+        Ok("lorem ipsum dolor sit amet"),
+        // An answer the evidence does not contain: invented, not grounded.
+        Ok("<answers>\nThe Godfather [E1]\n</answers>"),
+        Err(LlmError::Malformed("no choices".into())),
+    ];
+    for model_reply in replies {
+        let shown = format!("{model_reply:?}");
+        let (reply, ctx) = summarize_with(ScriptedModel::always(model_reply)).await;
+        let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+        assert_eq!(texts, ["Heat"], "model reply {shown}: {reply:?}");
+        assert_eq!(ctx.cost().model_fallbacks, 1, "model reply {shown}");
+        assert!(
+            reply.explanation.contains("without the language model"),
+            "model reply {shown}: {}",
+            reply.explanation
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_grounded_model_answer_is_no_fallback() {
+    let (reply, ctx) = summarize_with(ScriptedModel::always(Ok(
+        "<answers>\nHeat [E1]\nThe Godfather [E1]\n</answers>",
+    )))
+    .await;
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Heat"], "the invented second answer is dropped");
+    assert_eq!(ctx.cost().model_fallbacks, 0);
 }
 
 #[tokio::test]

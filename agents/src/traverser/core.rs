@@ -202,8 +202,20 @@ pub async fn traverse(
             let request =
                 relation_selection(question, &frontier_names, &offered, config.max_relations);
             match ask(llm, request, &mut out.cost).await {
-                Ok(reply) => chosen = parse_relation_selection(&reply, &offered),
+                Ok(reply) => {
+                    chosen = parse_relation_selection(&reply, &offered);
+                    if chosen.is_empty() {
+                        // A model that answered this unusably is not asked again.
+                        out.cost.model_fallbacks += 1;
+                        out.notes.push(
+                            "relation selection: the model named no offered relation; walking on without it"
+                                .to_owned(),
+                        );
+                        llm_live = None;
+                    }
+                }
                 Err(error) => {
+                    out.cost.model_fallbacks += 1;
                     out.notes
                         .push(format!("relation selection failed: {error}"));
                     llm_live = None;
@@ -308,12 +320,18 @@ pub async fn traverse(
                             }
                         }
                         if next.is_empty() {
-                            out.stopped = "model chose no known entity".to_owned();
-                            break;
+                            // Unusable, not a decision to stop: walk on without it.
+                            out.cost.model_fallbacks += 1;
+                            out.notes.push(
+                                "entity selection: the model named no reached entity; walking on without it"
+                                    .to_owned(),
+                            );
+                            llm_live = None;
                         }
                     }
                 },
                 Err(error) => {
+                    out.cost.model_fallbacks += 1;
                     out.notes.push(format!("entity selection failed: {error}"));
                     llm_live = None;
                 }

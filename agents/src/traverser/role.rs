@@ -82,6 +82,7 @@ impl Traverser {
             prompt_tokens: walked.cost.prompt_tokens,
             completion_tokens: walked.cost.completion_tokens,
             llm_us: walked.cost.llm_us,
+            model_fallbacks: walked.cost.model_fallbacks,
             ..Default::default()
         });
         let mut notes = walked.notes;

@@ -103,6 +103,39 @@ async fn a_failing_model_leaves_a_note_and_the_walk_goes_on() {
     assert_eq!(walked.notes.len(), 1);
     assert!(walked.notes[0].contains("timed out"));
     assert!(walked.triples.iter().any(|(t, _)| t.head.name == "Heat"));
+    assert_eq!(walked.cost.model_fallbacks, 1);
+}
+
+#[tokio::test]
+async fn a_model_talking_nonsense_is_asked_once_and_the_walk_is_the_llm_free_one() {
+    let graph = movies();
+    let question = "in which years were the films directed by Michael Mann released";
+    let model = ScriptedModel::always(Ok("I am sorry, as an AI I cannot browse the web."));
+    let relevance = Relevance::lexical(question, &["Michael Mann"]);
+    let walked = traverse(
+        &graph,
+        &relevance,
+        Some(&model),
+        question,
+        &[entity(&graph, "Michael Mann")],
+        &TraverseConfig::default(),
+    )
+    .await
+    .unwrap();
+    let without = walk_without_model(question, "Michael Mann").await;
+    assert_eq!(walked.triples, without.triples);
+    assert_eq!(walked.steps, without.steps);
+    assert_eq!(
+        (walked.cost.llm_calls, walked.cost.model_fallbacks),
+        (1, 1),
+        "{:?}",
+        walked.notes
+    );
+    assert!(
+        walked.notes[0].contains("no offered relation"),
+        "{:?}",
+        walked.notes
+    );
 }
 
 #[tokio::test]
