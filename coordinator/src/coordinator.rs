@@ -27,7 +27,7 @@ use kgmesh_schemas::{
     budget::{Cost, Limit},
     graph::{Entity, Metapath, ScoredEntity},
     messages::{
-        ask::{AskReply, AskRequest},
+        ask::{AskReply, AskRequest, Degradation},
         cache::{CacheEntry, CacheLookup, CacheStore, FewShotExample, Isr, Plan, RelationCue},
         entity_linker::LinkRequest,
         judge::{JudgeRequest, Verdict},
@@ -240,6 +240,7 @@ impl Coordinator {
             rounds_run: 0,
             complete: false,
             model_verified: false,
+            degraded: Vec::new(),
         };
         let reply = run.run().instrument(span).await;
         self.recent.remember(
@@ -327,6 +328,8 @@ struct Run<'a> {
     /// A language model judged the retrieval complete (rather than the rule-based
     /// judge): the plan counts as verified and may be replayed without a model.
     model_verified: bool,
+    /// Roles that failed, timed out, were missing, or answered without their model.
+    degraded: Vec<Degradation>,
 }
 
 /// What one round asks the retrievers for.
@@ -551,6 +554,11 @@ impl Run<'_> {
                 "round {round}: no entity-linker on the bus; {} mention(s) left unlinked",
                 mentions.len()
             ));
+            self.degrade(
+                &Role::well_known(Role::ENTITY_LINKER),
+                Degradation::MISSING,
+                round,
+            );
             return false;
         }
         let request = LinkRequest {
@@ -584,6 +592,7 @@ impl Run<'_> {
         if retrievers.is_empty() {
             self.context
                 .note(format!("round {round}: no retriever is on the bus"));
+            self.degrade(&Role::well_known("retriever"), Degradation::MISSING, round);
             return;
         }
         let Some(timeout) = self.ledger.call_timeout(self.config().call_timeout) else {
@@ -631,7 +640,7 @@ impl Run<'_> {
             match result {
                 Ok((reply, cost)) => {
                     span.record("kgmesh.retrieved.evidence", reply.evidence.len());
-                    self.ledger.charge(&cost);
+                    self.charge(role, round, &cost);
                     self.adopt_retrieved(reply);
                 }
                 Err(error) => self.note_failure(round, role, &error),
@@ -651,6 +660,10 @@ impl Run<'_> {
     /// until it says COMPLETE, the next round, or the expansion budget is spent.
     async fn judge_and_expand(&mut self, round: u8, first_new: usize) {
         if !self.snapshot.has(Role::JUDGE) {
+            self.context.note(format!(
+                "round {round}: no judge on the bus; the evidence was not checked or expanded"
+            ));
+            self.degrade(&Role::well_known(Role::JUDGE), Degradation::MISSING, round);
             return;
         }
         let topic: Vec<Entity> = self.topic.iter().map(|s| s.entity.clone()).collect();
@@ -666,7 +679,10 @@ impl Run<'_> {
                 frontier: frontier.clone(),
                 depth_expansions_left: self.ledger.budget().depth_expansions,
             };
-            let calls_before = self.ledger.spent().llm_calls;
+            let (calls_before, fallbacks_before) = {
+                let spent = self.ledger.spent();
+                (spent.llm_calls, spent.model_fallbacks)
+            };
             let Some(reply) = self
                 .call_role(&Role::well_known(Role::JUDGE), round, request, "judge")
                 .await
@@ -676,7 +692,10 @@ impl Run<'_> {
             let (expansion, proposed) = match reply.verdict {
                 Verdict::Complete => {
                     self.complete = true;
-                    self.model_verified = self.ledger.spent().llm_calls > calls_before;
+                    // A model's verdict, not the rule's after an unusable reply.
+                    let spent = self.ledger.spent();
+                    self.model_verified =
+                        spent.llm_calls > calls_before && spent.model_fallbacks == fallbacks_before;
                     return;
                 }
                 Verdict::NextRound => return,
@@ -712,6 +731,11 @@ impl Run<'_> {
             else {
                 self.context
                     .note(format!("round {round}: no role on the bus serves expand"));
+                self.degrade(
+                    &Role::well_known(Role::PATH_FOLLOWER),
+                    Degradation::MISSING,
+                    round,
+                );
                 return;
             };
             let mut start = if proposed.is_empty() {
@@ -752,7 +776,11 @@ impl Run<'_> {
             ));
         }
         if self.complete && !partial && !answers.is_empty() {
-            self.cache_store(&answers).await;
+            if self.ran_without_a_role() {
+                tracing::info!("plan not stored: a role failed or was missing");
+            } else {
+                self.cache_store(&answers).await;
+            }
         }
         let evidence = self.context.lines();
         let question_span = tracing::Span::current();
@@ -772,6 +800,7 @@ impl Run<'_> {
             plan_replayed: self.plan_replayed,
             trace_id,
             notes: self.context.context().notes.clone(),
+            degraded: std::mem::take(&mut self.degraded),
         }
     }
 
@@ -822,7 +851,7 @@ impl Run<'_> {
             .record_stage("summarizer".to_owned(), started.elapsed());
         match result {
             Ok((reply, cost)) => {
-                self.ledger.charge(&cost);
+                self.charge(&role, self.rounds_run, &cost);
                 reply
             }
             Err(error) => {
@@ -907,7 +936,7 @@ impl Run<'_> {
         self.ledger.record_stage(stage, started.elapsed());
         match result {
             Ok((reply, cost)) => {
-                self.ledger.charge(&cost);
+                self.charge(role, round, &cost);
                 Some(reply)
             }
             Err(error) => {
@@ -915,6 +944,49 @@ impl Run<'_> {
                 None
             }
         }
+    }
+
+    /// Charges a reply's cost; a role that answered without its model (the model's
+    /// reply was unusable) makes the answer degraded.
+    fn charge(&mut self, role: &Role, round: u8, cost: &Cost) {
+        self.ledger.charge(cost);
+        if cost.model_fallbacks > 0 {
+            if !self.is_degraded(role, Degradation::MODEL_FALLBACK) {
+                self.context.note(format!(
+                    "round {round}: {role} answered without its language model (the model failed or its reply was unusable)"
+                ));
+            }
+            self.degrade(role, Degradation::MODEL_FALLBACK, round);
+        }
+    }
+
+    fn is_degraded(&self, role: &Role, reason: &str) -> bool {
+        self.degraded
+            .iter()
+            .any(|d| d.role == role.as_str() && d.reason == reason)
+    }
+
+    /// Records that `role` did not do its part (once per role and reason), in the
+    /// reply, the metrics and the question's span.
+    fn degrade(&mut self, role: &Role, reason: &'static str, round: u8) {
+        if self.is_degraded(role, reason) {
+            return;
+        }
+        crate::metrics::record_degraded(role.as_str(), reason);
+        tracing::warn!(round, role = role.as_str(), reason, "question degraded");
+        self.degraded.push(Degradation {
+            role: role.as_str().to_owned(),
+            reason: reason.to_owned(),
+            round,
+        });
+    }
+
+    /// A role that failed, timed out or was missing: what was learned in this run is
+    /// not worth storing (a model's fallback changes no plan).
+    fn ran_without_a_role(&self) -> bool {
+        self.degraded
+            .iter()
+            .any(|d| d.reason != Degradation::MODEL_FALLBACK)
     }
 
     fn note_failure(&mut self, round: u8, role: &Role, error: &CallError) {
@@ -927,6 +999,12 @@ impl Run<'_> {
             _ => {}
         }
         tracing::warn!(round, role = role.as_str(), kind = agent_error.kind(), %error, "role call failed");
+        match &agent_error {
+            // A spent budget is reported as `partial`, not as a broken role.
+            AgentError::BudgetExhausted { .. } => {}
+            AgentError::Timeout { .. } => self.degrade(role, Degradation::TIMEOUT, round),
+            _ => self.degrade(role, Degradation::FAILED, round),
+        }
         self.context.note(format!(
             "round {round}: {role} failed ({}): {error}",
             agent_error.kind()

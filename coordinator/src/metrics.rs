@@ -21,6 +21,7 @@ pub(crate) const ROLE_REPLICAS: &str = "kgmesh_role_replicas";
 pub(crate) const ROLE_CALLS_TOTAL: &str = "kgmesh_role_calls_total";
 pub(crate) const ROLE_CALL_DURATION_SECONDS: &str = "kgmesh_role_call_duration_seconds";
 pub(crate) const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
+pub(crate) const DEGRADED_TOTAL: &str = "kgmesh_degraded_total";
 
 /// Counts a question as in flight until dropped, so a cancelled question (a client that
 /// hung up) leaves the gauge too.
@@ -119,6 +120,12 @@ fn round_label(round: u8) -> &'static str {
         5 => "5",
         _ => "6+",
     }
+}
+
+/// One question answered without `role`'s full part, for `reason`.
+pub(crate) fn record_degraded(role: &str, reason: &str) {
+    metrics::counter!(DEGRADED_TOTAL, "role" => role.to_owned(), "reason" => reason.to_owned())
+        .increment(1);
 }
 
 pub(crate) fn record_exhausted(limit: Limit) {

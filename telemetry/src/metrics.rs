@@ -52,6 +52,9 @@ pub const PLAN_CACHE_LOOKUPS_TOTAL: &str = "kgmesh_plan_cache_lookups_total";
 pub const PLAN_CACHE_STORES_TOTAL: &str = "kgmesh_plan_cache_stores_total";
 /// Feedback on answers received by the coordinator, by `outcome`.
 pub const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
+/// Questions answered with a role failed, timed out, missing, or answering without
+/// its model, by `role` and `reason`.
+pub const DEGRADED_TOTAL: &str = "kgmesh_degraded_total";
 /// Failed bus operations, by `kind`.
 pub const BUS_ERRORS_TOTAL: &str = "kgmesh_bus_errors_total";
 
@@ -224,6 +227,11 @@ pub fn describe() {
         FEEDBACK_TOTAL,
         Unit::Count,
         "Feedback on answers, by outcome: confirmed, demoted, dropped, learned, no_plan, not_verified, or refused (invalid, unknown_question, error)"
+    );
+    describe_counter!(
+        DEGRADED_TOTAL,
+        Unit::Count,
+        "Questions answered degraded, once per role and reason: failed, timeout, missing, or model_fallback (the role's model reply was unusable and its LLM-free strategy answered)"
     );
     describe_counter!(
         BUS_ERRORS_TOTAL,
