@@ -198,6 +198,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
         plan_replayed: false,
         trace_id: None,
         notes: vec![],
+        degraded: vec![],
     };
     serde_json::to_string(&reply).expect("encode reply")
 }

@@ -436,3 +436,53 @@ fn agent_metrics_count_the_requests_its_role_serves() {
     );
     assert!(agent.is_running());
 }
+
+#[test]
+fn a_model_fallback_is_counted_as_a_degraded_question() {
+    let stub = kgmesh_testkit::llm_stub::LlmStub::start(kgmesh_testkit::llm_stub::Script::text(
+        "no idea, sorry",
+    ));
+    let mut command = kgmesh();
+    command
+        .args([
+            "serve",
+            "--embedded",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--kg",
+        ])
+        .arg(sample_kg())
+        .env("OPENAI_BASE_URL", stub.base_url())
+        .env("OPENAI_API_KEY", "stub");
+    let mut server = Process::spawn("kgmesh serve --embedded (stub model)", command);
+    let address = server.listening_address();
+    wait_for_ok(address, "/readyz");
+
+    let before = scrape(address);
+    let (status, body) = http(
+        address,
+        "POST",
+        "/v1/ask",
+        Some(r#"{"question": "who directed Heat"}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    let reply: serde_json::Value = serde_json::from_str(&body).expect("JSON reply");
+    assert_eq!(reply["answers"][0]["text"], "Michael Mann", "{body}");
+    let after = scrape(address);
+    let moved = |labels: &[(&str, &str)]| {
+        after.sum("kgmesh_degraded_total", labels) - before.sum("kgmesh_degraded_total", labels)
+    };
+    for role in ["kg-linker", "summarizer"] {
+        assert_eq!(
+            moved(&[("role", role), ("reason", "model_fallback")]),
+            1.0,
+            "{role}: {after:?}"
+        );
+    }
+    let flagged = reply["degraded"].as_array().expect("degraded").len();
+    assert_eq!(moved(&[]), flagged as f64, "{body}");
+    assert_described(&after);
+    assert!(server.is_running());
+}

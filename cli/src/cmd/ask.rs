@@ -331,6 +331,14 @@ fn print_text(question: &str, reply: &AskReply, show_evidence: usize, setup: Dur
     for note in &reply.notes {
         println!("note: {note}");
     }
+    if !reply.degraded.is_empty() {
+        let parts: Vec<String> = reply
+            .degraded
+            .iter()
+            .map(|d| format!("{} ({})", d.role, d.reason.replace('_', " ")))
+            .collect();
+        println!("DEGRADED: {}", parts.join(", "));
+    }
     let cost = &reply.cost;
     println!(
         "rounds {} · LLM calls {} · tokens {} (prompt {}, completion {}) · graph rows {} · bus messages {}{}",

@@ -150,6 +150,10 @@ pub struct QuestionResult {
     pub question_id: Option<String>,
     pub trace_id: Option<String>,
     pub notes: Vec<String>,
+    /// `role reason` for each role that failed, timed out, was missing or answered
+    /// without its model (the reply's `degraded`).
+    #[serde(default)]
+    pub degraded: Vec<String>,
     /// Why no answer came back.
     pub error: Option<String>,
 }
@@ -225,6 +229,13 @@ pub struct Aggregate {
     pub graph_rows_mean: f64,
     pub latency_ms: Option<LatencySummary>,
     pub server_ms: Option<LatencySummary>,
+    /// Share of questions answered degraded (some role failed, was missing, or
+    /// answered without its model).
+    #[serde(default)]
+    pub degraded_rate: f64,
+    /// Questions degraded, by `role reason`.
+    #[serde(default)]
+    pub degraded_by: BTreeMap<String, usize>,
 }
 
 impl Aggregate {
@@ -283,6 +294,14 @@ impl Aggregate {
             graph_rows_mean: mean(&|r| r.cost.graph_rows as f64),
             latency_ms: LatencySummary::of(&latencies),
             server_ms: LatencySummary::of(&server),
+            degraded_rate: mean(&|r| flag(!r.degraded.is_empty())),
+            degraded_by: {
+                let mut by: BTreeMap<String, usize> = BTreeMap::new();
+                for kind in results.iter().flat_map(|r| &r.degraded) {
+                    *by.entry(kind.clone()).or_default() += 1;
+                }
+                by
+            },
         }
     }
 }
@@ -465,6 +484,7 @@ mod tests {
             question_id: None,
             trace_id: None,
             notes: vec![],
+            degraded: vec![],
             error: error.then(|| "timed out".to_owned()),
         }
     }
@@ -492,5 +512,22 @@ mod tests {
         assert_eq!(breakdown.by_hops["2-hop"].errors, 1);
         assert!(breakdown.by_type.is_empty());
         assert_eq!(breakdown.by_source.len(), 2);
+    }
+
+    #[test]
+    fn degraded_answers_are_counted_by_role_and_reason() {
+        let mut results = vec![
+            result("1", 1, true, false, 10.0),
+            result("2", 1, true, false, 10.0),
+            result("3", 1, false, false, 10.0),
+            result("4", 1, true, false, 10.0),
+        ];
+        results[1].degraded = strings(&["summarizer model_fallback"]);
+        results[2].degraded = strings(&["summarizer model_fallback", "judge timeout"]);
+        let all = Aggregate::of(&results);
+        assert_eq!(all.degraded_rate, 0.5);
+        assert_eq!(all.degraded_by["summarizer model_fallback"], 2);
+        assert_eq!(all.degraded_by["judge timeout"], 1);
+        assert_eq!(all.degraded_by.len(), 2);
     }
 }

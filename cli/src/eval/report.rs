@@ -332,6 +332,21 @@ impl Report {
                 .map_or("-".to_owned(), |p| format!("{:.1}%", 100.0 * p))
         );
         let _ = writeln!(out, "| partial answers | {:.1}% |", 100.0 * a.partial_rate);
+        let degraded: Vec<String> = a
+            .degraded_by
+            .iter()
+            .map(|(kind, count)| format!("{kind} {count}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "| degraded answers | {:.1}%{} |",
+            100.0 * a.degraded_rate,
+            if degraded.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", degraded.join(", "))
+            }
+        );
         let _ = writeln!(
             out,
             "| errors / empty answers | {} / {} |",

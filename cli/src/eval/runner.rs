@@ -129,6 +129,7 @@ async fn ask_one(
             question_id: None,
             trace_id: None,
             notes: Vec::new(),
+            degraded: Vec::new(),
             error: Some(error.to_string()),
         },
     }
@@ -175,6 +176,11 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
         question_id: Some(reply.question_id),
         trace_id: reply.trace_id,
         notes: reply.notes,
+        degraded: reply
+            .degraded
+            .iter()
+            .map(|d| format!("{} {}", d.role, d.reason))
+            .collect(),
         error: None,
     }
 }
@@ -290,6 +296,7 @@ mod tests {
                 plan_replayed: false,
                 trace_id: None,
                 notes: vec![],
+                degraded: vec![],
             })
         }
 

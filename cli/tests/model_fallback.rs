@@ -1,0 +1,116 @@
+//! A broken language model never makes an answer worse than no model, and never
+//! silently: `kgmesh ask` on the sample KG with a scripted OpenAI-compatible server that
+//! talks nonsense, says nothing, or refuses gives the LLM-free answers, flagged
+//! `degraded` with the roles that fell back.
+
+#[path = "serve_support/mod.rs"]
+mod support;
+
+use kgmesh_testkit::llm_stub::{LlmStub, Script};
+use support::*;
+
+/// `kgmesh ask --json` on the sample KG, with the model at `base_url` when given.
+fn ask(question: &str, base_url: Option<&str>) -> serde_json::Value {
+    let mut command = kgmesh();
+    command
+        .arg("ask")
+        .arg(question)
+        .arg("--json")
+        .arg("--kg")
+        .arg(sample_kg());
+    if let Some(url) = base_url {
+        command
+            .env("OPENAI_BASE_URL", url)
+            .env("OPENAI_API_KEY", "stub")
+            .env("KGMESH__LLM__MAX_RETRIES", "0");
+    }
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "kgmesh ask failed: {stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+fn answers(reply: &serde_json::Value) -> Vec<String> {
+    reply["answers"]
+        .as_array()
+        .expect("answers")
+        .iter()
+        .map(|a| a["text"].as_str().expect("text").to_owned())
+        .collect()
+}
+
+fn degraded(reply: &serde_json::Value) -> Vec<String> {
+    reply["degraded"]
+        .as_array()
+        .expect("degraded")
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["role"].as_str().unwrap(),
+                d["reason"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_broken_model_gives_the_llm_free_answers_flagged_degraded() {
+    let questions = read_questions(&repo_root().join("examples/movies/questions.tsv"), 4);
+    assert_eq!(questions.len(), 4);
+    let without: Vec<serde_json::Value> = questions.iter().map(|(q, _)| ask(q, None)).collect();
+    for reply in &without {
+        assert!(!answers(reply).is_empty(), "{reply}");
+        assert_eq!(degraded(reply), Vec::<String>::new(), "{reply}");
+    }
+    for (name, script) in [
+        (
+            "nonsense",
+            Script::text("As an AI language model, I love pancakes."),
+        ),
+        ("empty", Script::text("")),
+        ("HTTP 400", Script::status(400)),
+    ] {
+        let stub = LlmStub::start(script);
+        for ((question, _), llm_free) in questions.iter().zip(&without) {
+            let reply = ask(question, Some(&stub.base_url()));
+            assert_eq!(
+                answers(&reply),
+                answers(llm_free),
+                "{name} model, {question}: {reply}"
+            );
+            let flagged = degraded(&reply);
+            for role in ["kg-linker", "summarizer"] {
+                assert!(
+                    flagged.contains(&format!("{role} model_fallback")),
+                    "{name} model, {question}: {role} not flagged in {flagged:?}"
+                );
+            }
+            let notes = reply["notes"].to_string();
+            assert!(
+                notes.contains("answered without its language model"),
+                "{name} model, {question}: {notes}"
+            );
+        }
+        assert!(
+            stub.requests() >= questions.len(),
+            "{name}: the model was asked"
+        );
+    }
+}
+
+#[test]
+fn the_text_output_says_the_answer_was_degraded() {
+    let stub = LlmStub::start(Script::text("lorem ipsum"));
+    let mut command = kgmesh();
+    command
+        .args(["ask", "who directed Heat"])
+        .env("OPENAI_BASE_URL", stub.base_url())
+        .env("OPENAI_API_KEY", "stub");
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Michael Mann"), "{stdout}");
+    assert!(
+        stdout.contains("DEGRADED: ") && stdout.contains("summarizer (model fallback)"),
+        "{stdout}"
+    );
+}

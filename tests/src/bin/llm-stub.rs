@@ -1,0 +1,51 @@
+//! `llm-stub`: a scripted OpenAI-compatible chat server for measuring kgmesh with a
+//! model that is broken in a known way (test tooling, not a language model).
+//!
+//!   llm-stub --reply "lorem ipsum" [--port 8089]   # every prompt gets this text
+//!   llm-stub --status 400 [--port 8089]            # every prompt gets this HTTP status
+//!
+//! Prints the base URL (for OPENAI_BASE_URL) and serves until killed.
+
+use kgmesh_testkit::llm_stub::{LlmStub, Script};
+
+fn main() {
+    let mut port = 0u16;
+    let mut script: Option<Script> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args
+            .next()
+            .unwrap_or_else(|| usage(&format!("{arg} needs a value")));
+        match arg.as_str() {
+            "--port" => {
+                port = value
+                    .parse()
+                    .unwrap_or_else(|_| usage("--port takes a number"))
+            }
+            "--reply" => script = Some(Script::text(&value)),
+            "--status" => {
+                let status = value
+                    .parse()
+                    .ok()
+                    .filter(|s| (100..600).contains(s))
+                    .unwrap_or_else(|| usage("--status takes an HTTP status"));
+                script = Some(Script::status(status));
+            }
+            other => usage(&format!("unknown argument {other}")),
+        }
+    }
+    let script = script.unwrap_or_else(|| usage("give --reply TEXT or --status CODE"));
+    let stub = LlmStub::start_on(port, script).unwrap_or_else(|error| {
+        eprintln!("llm-stub: cannot listen on port {port}: {error}");
+        std::process::exit(1)
+    });
+    println!("{}", stub.base_url());
+    loop {
+        std::thread::park();
+    }
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!("llm-stub: {problem}\nusage: llm-stub (--reply TEXT | --status CODE) [--port PORT]");
+    std::process::exit(2)
+}
