@@ -4,7 +4,7 @@
 //! unusable: the LLM-free linker over the graph's names and relations (a fallback is
 //! counted in the reply's cost, so the answer says it was degraded).
 
-use std::{sync::Arc, time::Instant};
+use std::{collections::HashSet, sync::Arc, time::Instant};
 
 use kgmesh_models::{
     parse::kg_linker::parse,
@@ -12,12 +12,13 @@ use kgmesh_models::{
     LanguageModel,
 };
 use kgmesh_schemas::{
+    graph::Metapath,
     messages::kg_linker::{KgLinkReply, KgLinkRequest},
     AgentError, Role, RoleKind,
 };
 use kgmesh_stores::GraphStore;
 
-use super::core::{link_without_llm, LinkerConfig};
+use super::core::{enumerate_metapaths, link_without_llm, LinkerConfig};
 use kgmesh_models::lexical::normalize;
 
 use crate::{
@@ -66,10 +67,32 @@ impl KgLinker {
             return Ok(free);
         };
         let why = match self.link_with_llm(&ctx, llm.as_ref(), &request).await {
-            Ok(model) => match merge(model, free.clone(), &request, self.config.top_metapaths) {
-                Ok(merged) => return Ok(merged),
-                Err(why) => why,
-            },
+            Ok(model) => {
+                // Which of the model's paths leave the linked entities in this graph.
+                let sources: Vec<_> = free.linked.iter().map(|s| s.entity.id).collect();
+                let leaving: HashSet<Metapath> = if model.metapaths.is_empty() || sources.is_empty()
+                {
+                    HashSet::new()
+                } else {
+                    let started = Instant::now();
+                    let found =
+                        enumerate_metapaths(self.graph.as_ref(), &sources, &self.config.enumerate)
+                            .await
+                            .map_err(store_error)?;
+                    ctx.record_graph(found.len() as u64, started.elapsed());
+                    found.into_iter().collect()
+                };
+                match merge(
+                    model,
+                    free.clone(),
+                    &request,
+                    &leaving,
+                    self.config.top_metapaths,
+                ) {
+                    Ok(merged) => return Ok(merged),
+                    Err(why) => why,
+                }
+            }
             Err(error) => format!("the call failed: {error}"),
         };
         ctx.record_model_fallback(&why);
@@ -106,7 +129,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let linker = Arc::new(KgLinker {
         names: deps.names.clone(),
         graph,
-        llm_opt: deps.llm.clone(),
+        llm_opt: deps.llm_for(Role::KG_LINKER),
         vectors_opt: text_vectors(deps),
         config: LinkerConfig {
             top_metapaths: deps.retrieval.top_metapaths.max(1),
@@ -127,8 +150,10 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
 /// - mentions the model names are kept only when the question (or the evidence so far)
 ///   contains them; an invented name would link to some unrelated node;
 /// - the gazetteer's mentions and linked entities always stay;
-/// - the model's relation paths (already checked against the schema) come first, then
-///   the LLM-free ones, `2 × top` at most;
+/// - the model's relation paths (already checked against the schema) that leave the
+///   linked entities in the graph (`leaving`) are the plan: the graph confirms them, and
+///   evidence along other paths would only compete with theirs. When none does, the
+///   model's paths come first and the LLM-free ones follow, `2 × top` at most;
 /// - FINISH counts only once something has been retrieved.
 ///
 /// `Err` (why) when nothing usable is left of the model's reply.
@@ -136,6 +161,7 @@ fn merge(
     model: KgLinkReply,
     free: KgLinkReply,
     request: &KgLinkRequest,
+    leaving: &HashSet<Metapath>,
     top: usize,
 ) -> Result<KgLinkReply, String> {
     let question = normalize(&request.question);
@@ -173,13 +199,24 @@ fn merge(
             "its reply held no entity, relation path or query".to_owned()
         });
     }
-    let mut metapaths = model.metapaths;
-    for metapath in free.metapaths {
-        if !metapaths.contains(&metapath) {
-            metapaths.push(metapath);
+    let confirmed: Vec<Metapath> = model
+        .metapaths
+        .iter()
+        .filter(|metapath| leaving.contains(*metapath))
+        .cloned()
+        .collect();
+    let metapaths = if confirmed.is_empty() {
+        let mut metapaths = model.metapaths;
+        for metapath in free.metapaths {
+            if !metapaths.contains(&metapath) {
+                metapaths.push(metapath);
+            }
         }
-    }
-    metapaths.truncate((2 * top).max(model_paths));
+        metapaths.truncate((2 * top).max(model_paths));
+        metapaths
+    } else {
+        confirmed
+    };
     tracing::debug!(
         grounded,
         model_paths,
@@ -252,6 +289,33 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_model_path_the_graph_confirms_is_the_plan() {
+        let (free, _) = link_with(None);
+        let (reply, ctx) = link_with(Some(ScriptedModel::always(Ok(
+            "<entities>\nMichael Mann\n</entities>\n\
+             <paths>\n~directed_by -> starred_actors\nplays_for\n</paths>",
+        ))));
+        assert_eq!(ctx.cost().model_fallbacks, 0);
+        assert_eq!(reply.linked, free.linked);
+        let steps: Vec<(&str, Direction)> = reply
+            .metapaths
+            .iter()
+            .flat_map(|m| m.steps.iter().map(|s| (s.relation.as_str(), s.direction)))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("directed_by", Direction::In),
+                ("starred_actors", Direction::Out)
+            ],
+            "only the confirmed path: {:?}",
+            reply.metapaths
+        );
+    }
+
+    /// A path the graph does not confirm from the linked entities (`directed_by` is
+    /// followed from films, not from directors) is tried, with the graph's own after it.
     #[test]
     fn a_usable_model_plan_leads_and_the_graphs_own_plan_follows() {
         let (free, _) = link_with(None);
