@@ -6,7 +6,8 @@
 //! read as one graph, so a triple found two hops out proposes its far end (the entity
 //! the chain leads to) rather than the entity that connects it back to the question,
 //! and a triple no chain connects to a question entity proposes nothing. Question
-//! (topic) entities are never answers to their own question.
+//! (topic) entities are not answers to their own question, except at the end of a path
+//! that leaves one and comes back to it by other edges ("X's spouse's spouse").
 //!
 //! Retrievers score on their own scales, so a score is first divided by the best score
 //! of its source. A candidate's strength is the sum, over the retrievers that reach
@@ -233,7 +234,11 @@ fn collect(
                     .chain(path.steps.iter().map(|s| &s.node))
                     .any(|e| anchors.contains(&e.id));
                 let end = path.end();
-                if !path.is_empty() && !topic_ids.contains(&end.id) {
+                // A walk never turns straight back over the edge it came by, so a path
+                // of two or more steps that ends where it started came back by other
+                // edges ("X's spouse's spouse"): its end is the answer it spells out.
+                let returns = path.len() >= 2 && end.id == path.start.id;
+                if !path.is_empty() && (returns || !topic_ids.contains(&end.id)) {
                     propose(
                         CandidateKey::Node(end.id),
                         end.name.clone(),
