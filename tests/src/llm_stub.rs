@@ -65,6 +65,90 @@ impl Script {
     }
 }
 
+/// The gold plans of question files in the IRN format (PathQuestion, WC2014: `question
+/// TAB answers TAB path`, the path `topic#relation#node#…` with `*` between the paths
+/// of a conjunctive question and `_inverse` marking a relation followed backwards).
+///
+/// An oracle KG-Linker: a KG-Linker prompt whose question is in the files gets the gold
+/// topic entities and relation paths; every other prompt (judge, summarizer,
+/// traverser, an unknown question) gets HTTP 400, so those roles use their LLM-free
+/// rules. It measures what the pipeline loses when the plan is right.
+pub fn irn_oracle(texts: &[String]) -> Script {
+    let mut gold: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for line in texts.iter().flat_map(|text| text.lines()) {
+        let columns: Vec<&str> = line.split('\t').collect();
+        let (Some(question), Some(path)) = (columns.first(), columns.get(2)) else {
+            continue;
+        };
+        let mut entities: Vec<String> = Vec::new();
+        let mut paths: Vec<String> = Vec::new();
+        for one in path.split('*') {
+            let parts: Vec<&str> = one.split('#').collect();
+            let Some(topic) = parts.first().filter(|t| !t.is_empty()) else {
+                continue;
+            };
+            let relations: Vec<String> = parts
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .take_while(|r| **r != "<end>")
+                .map(|r| match r.strip_suffix("_inverse") {
+                    Some(forward) => format!("~{forward}"),
+                    None => (*r).to_owned(),
+                })
+                .collect();
+            if relations.is_empty() {
+                continue;
+            }
+            entities.push((*topic).to_owned());
+            paths.push(relations.join(" -> "));
+        }
+        if !paths.is_empty() {
+            gold.insert(
+                question_key(question),
+                format!(
+                    "<entities>\n{}\n</entities>\n<paths>\n{}\n</paths>",
+                    entities.join("\n"),
+                    paths.join("\n")
+                ),
+            );
+        }
+    }
+    Script::computed(move |prompt| {
+        if !prompt.contains("You link questions to a knowledge graph") {
+            return StubReply::Status(400);
+        }
+        let asked = prompt
+            .lines()
+            .rev()
+            .find_map(|line| line.strip_prefix("Question: "))
+            .map(question_key)
+            .unwrap_or_default();
+        match gold.get(&asked) {
+            Some(reply) => StubReply::Text(reply.clone()),
+            None => StubReply::Status(400),
+        }
+    })
+}
+
+/// Letters and digits of a question, lower-cased, one space between words: the same
+/// key for `a_b 's c ?` and `"A b's c?"`.
+fn question_key(question: &str) -> String {
+    question
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                ' '
+            }
+        })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A running stub; stopped (and its thread joined) on drop.
 pub struct LlmStub {
     address: SocketAddr,
@@ -278,5 +362,35 @@ mod tests {
         assert!(status.starts_with("HTTP/1.1 404"), "{status}");
         assert_eq!(stub.requests(), 2);
         assert!(stub.base_url().starts_with("http://127.0.0.1:"));
+    }
+
+    #[test]
+    fn the_oracle_gives_the_kg_linker_the_gold_plan_and_refuses_the_rest() {
+        let file = "who plays at position Goalkeeper for club Ulsan_Hyundai_FC ?\tKIM\t\
+            Goalkeeper#plays_position_inverse#KIM#<end>#KIM*Ulsan_Hyundai_FC#plays_in_club_inverse#KIM#<end>#KIM\n\
+            is x_y 's dad a man ?\tmale\tx_y#parents#z#gender#male#<end>#male\n";
+        let oracle = irn_oracle(&[file.to_owned()]);
+        let linker = "You link questions to a knowledge graph.\nSchema: ...\nQuestion: \"Is x y's dad a man?\"";
+        assert_eq!(
+            oracle.reply(linker),
+            StubReply::Text(
+                "<entities>\nx_y\n</entities>\n<paths>\nparents -> gender\n</paths>".into()
+            )
+        );
+        let conj = "You link questions to a knowledge graph.\nQuestion: who plays at position Goalkeeper for club Ulsan Hyundai FC?";
+        assert_eq!(
+            oracle.reply(conj),
+            StubReply::Text(
+                "<entities>\nGoalkeeper\nUlsan_Hyundai_FC\n</entities>\n<paths>\n~plays_position\n~plays_in_club\n</paths>".into()
+            )
+        );
+        assert_eq!(
+            oracle.reply("You link questions to a knowledge graph.\nQuestion: unknown?"),
+            StubReply::Status(400)
+        );
+        assert_eq!(
+            oracle.reply("Summarize: is x y's dad a man?"),
+            StubReply::Status(400)
+        );
     }
 }
