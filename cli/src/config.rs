@@ -112,7 +112,20 @@ pub struct LlmConfig {
     pub requests_per_minute: Option<u32>,
     pub temperature: f32,
     pub max_tokens: u32,
+    /// The roles that use the model; the others run their LLM-free strategy. The
+    /// agentic traverser is left out by default: it is one retriever among several and
+    /// would spend two calls a step.
+    pub roles: Vec<String>,
 }
+
+/// The roles that can use a language model.
+pub const LLM_ROLES: [&str; 5] = [
+    kgmesh_schemas::Role::KG_LINKER,
+    kgmesh_schemas::Role::JUDGE,
+    kgmesh_schemas::Role::SUMMARIZER,
+    kgmesh_schemas::Role::CACHE_MANAGER,
+    kgmesh_schemas::Role::AGENTIC_TRAVERSER,
+];
 
 impl Default for LlmConfig {
     fn default() -> Self {
@@ -126,6 +139,7 @@ impl Default for LlmConfig {
             requests_per_minute: None,
             temperature: 0.0,
             max_tokens: 1_024,
+            roles: LLM_ROLES[..4].iter().map(|r| (*r).to_owned()).collect(),
         }
     }
 }
@@ -434,6 +448,14 @@ impl Config {
                 self.retrieval.scoring_top_k
             ));
         }
+        for role in &self.llm.roles {
+            if !LLM_ROLES.contains(&role.as_str()) {
+                problems.push(format!(
+                    "llm.roles: {role:?} is not a role that uses a model (one of {})",
+                    LLM_ROLES.join(", ")
+                ));
+            }
+        }
         if self.http.max_concurrent_questions == 0 {
             problems.push("http.max_concurrent_questions must be positive".to_owned());
         }
@@ -555,5 +577,17 @@ mod tests {
             error.to_string().contains("retrieval.top_metapaths = 0"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn the_roles_that_use_the_model_are_configured_and_checked() {
+        assert!(!Config::default()
+            .llm
+            .roles
+            .contains(&"agentic-traverser".to_owned()));
+        let config = load("[llm]\nroles = [\"summarizer\", \"agentic-traverser\"]").unwrap();
+        assert_eq!(config.llm.roles, ["summarizer", "agentic-traverser"]);
+        let error = load("[llm]\nroles = [\"summariser\"]").unwrap_err();
+        assert!(error.to_string().contains("\"summariser\""), "{error}");
     }
 }

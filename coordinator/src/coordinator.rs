@@ -683,8 +683,20 @@ impl Run<'_> {
                 let spent = self.ledger.spent();
                 (spent.llm_calls, spent.model_fallbacks)
             };
+            let mut meta = self.ledger.meta(round);
+            if self.plan_replayed && round == 1 {
+                // A replayed plan was verified when it was stored: the judge's rule is
+                // enough, and the model's calls are left to the summarizer.
+                meta.budget.llm_calls = 0;
+            }
             let Some(reply) = self
-                .call_role(&Role::well_known(Role::JUDGE), round, request, "judge")
+                .call_role_with(
+                    &Role::well_known(Role::JUDGE),
+                    round,
+                    request,
+                    "judge",
+                    meta,
+                )
                 .await
             else {
                 return;
@@ -903,11 +915,23 @@ impl Run<'_> {
         body: R,
         stage: &str,
     ) -> Option<R::Reply> {
+        let meta = self.ledger.meta(round);
+        self.call_role_with(role, round, body, stage, meta).await
+    }
+
+    /// [`Self::call_role`] with the request's meta given (a narrower budget).
+    async fn call_role_with<R: Rpc + Clone>(
+        &mut self,
+        role: &Role,
+        round: u8,
+        body: R,
+        stage: &str,
+        meta: Meta,
+    ) -> Option<R::Reply> {
         let Some(timeout) = self.ledger.call_timeout(self.config().call_timeout) else {
             self.ledger.exhaust(Limit::Deadline);
             return None;
         };
-        let meta = self.ledger.meta(round);
         let started = Instant::now();
         let span = tracing::info_span!(
             "call",

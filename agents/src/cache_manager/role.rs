@@ -320,7 +320,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
             CacheConfig::default(),
             deps.plan_store.clone(),
             deps.graph.clone(),
-            deps.llm.clone(),
+            deps.llm_for(Role::CACHE_MANAGER),
         )
         .with_names(deps.names.clone()),
     );

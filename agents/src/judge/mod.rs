@@ -30,7 +30,7 @@ const RELATION_FANOUT: usize = 200;
 /// The role's factory: uses the language model and graph when the process has them.
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let judge = Arc::new(Judge {
-        llm: deps.llm.clone(),
+        llm: deps.llm_for(Role::JUDGE),
         graph: deps.graph.clone(),
         rule: JudgeRule::default(),
     });

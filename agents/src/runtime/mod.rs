@@ -91,6 +91,8 @@ pub struct AgentDeps {
     pub graph: Option<Arc<dyn GraphStore>>,
     pub vectors: Option<Arc<dyn VectorIndex>>,
     pub llm: Option<Arc<dyn LanguageModel>>,
+    /// The roles that use `llm` (`None`: every role that can).
+    pub llm_roles: Option<Vec<String>>,
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Where the cache manager persists verified plans (a file, or JetStream KV).
     pub plan_store: Option<Arc<dyn crate::cache_manager::persist::PlanStore>>,
@@ -141,6 +143,7 @@ impl AgentDeps {
             graph: None,
             vectors: None,
             llm: None,
+            llm_roles: None,
             embedder: None,
             plan_store: None,
             names: Arc::default(),
@@ -166,6 +169,22 @@ impl AgentDeps {
     pub fn with_llm(mut self, llm: Arc<dyn LanguageModel>) -> Self {
         self.llm = Some(llm);
         self
+    }
+
+    /// Only these roles use the language model; the others run their LLM-free
+    /// strategy even when a model is configured.
+    pub fn with_llm_roles(mut self, roles: Vec<String>) -> Self {
+        self.llm_roles = Some(roles);
+        self
+    }
+
+    /// The language model, when there is one and `role` may use it.
+    pub fn llm_for(&self, role: &str) -> Option<Arc<dyn LanguageModel>> {
+        let allowed = self
+            .llm_roles
+            .as_ref()
+            .is_none_or(|roles| roles.iter().any(|r| r == role));
+        self.llm.clone().filter(|_| allowed)
     }
 
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {

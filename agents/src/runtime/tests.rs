@@ -15,7 +15,7 @@ use kgmesh_schemas::{
 };
 use kgmesh_testkit::nats::NatsServer;
 
-use super::{start_role, CallContext, Client, RoleSpec, RuntimeError};
+use super::{start_role, AgentDeps, CallContext, Client, RoleSpec, RuntimeError};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -228,4 +228,23 @@ async fn invalid_specs_are_refused() {
         matches!(&error, RuntimeError::InvalidRole(text) if text.contains("semantic")),
         "{error}"
     );
+}
+
+#[test]
+fn only_the_listed_roles_get_the_language_model() {
+    let bus = Arc::new(LocalBus::new());
+    let model: Arc<dyn kgmesh_models::LanguageModel> =
+        Arc::new(crate::testing::ScriptedModel::always(Ok("")));
+    let deps = AgentDeps::new(bus).with_llm(model);
+    assert!(
+        deps.llm_for(Role::AGENTIC_TRAVERSER).is_some(),
+        "every role by default"
+    );
+    let deps = deps.with_llm_roles(vec![Role::SUMMARIZER.to_owned()]);
+    assert!(deps.llm_for(Role::SUMMARIZER).is_some());
+    assert!(deps.llm_for(Role::AGENTIC_TRAVERSER).is_none());
+    assert!(AgentDeps::new(Arc::new(LocalBus::new()))
+        .with_llm_roles(vec![Role::SUMMARIZER.to_owned()])
+        .llm_for(Role::SUMMARIZER)
+        .is_none());
 }

@@ -33,7 +33,7 @@ const CONTEXT_TOKENS: usize = 4_000;
 /// The role's factory: uses the language model when the process has one.
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let summarizer = Arc::new(Summarizer {
-        llm: deps.llm.clone(),
+        llm: deps.llm_for(Role::SUMMARIZER),
         rule: SummaryRule::default(),
     });
     Ok(

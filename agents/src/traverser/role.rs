@@ -118,7 +118,7 @@ impl Traverser {
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let traverser = Arc::new(Traverser {
         graph: deps.require_graph(Role::AGENTIC_TRAVERSER)?,
-        llm_opt: deps.llm.clone(),
+        llm_opt: deps.llm_for(Role::AGENTIC_TRAVERSER),
         vectors_opt: text_vectors(deps),
     });
     Ok(RoleSpec::new(

@@ -66,7 +66,7 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
         deps = deps.with_graph(graph);
     }
     if let Some(llm) = super::ask::language_model(&config)? {
-        deps = deps.with_llm(llm);
+        deps = deps.with_llm(llm).with_llm_roles(config.llm.roles.clone());
     }
     if let Some(embedder) = super::ask::embedder(&config).await? {
         deps = deps.with_embedder(embedder);

@@ -177,7 +177,7 @@ impl EmbeddedRoles {
             .with_graph(graph)
             .with_retrieval(config.retrieval());
         if let Some(llm) = language_model(config)? {
-            deps = deps.with_llm(llm);
+            deps = deps.with_llm(llm).with_llm_roles(config.llm.roles.clone());
         }
         if let Some(embedder) = embedder(config).await? {
             deps = deps.with_embedder(embedder);

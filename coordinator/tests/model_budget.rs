@@ -1,0 +1,193 @@
+//! What the coordinator does with model budgets and degraded roles: a replayed plan
+//! leaves the judge its rule (the model's calls go to the summarizer), a role that
+//! answered without its model marks the answer degraded, and a failed role keeps the
+//! plan out of the cache.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use kgmesh_bus::LocalBus;
+use kgmesh_schemas::{
+    budget::Cost,
+    messages::{
+        ask::{AskOptions, AskRequest, Degradation},
+        cache::{CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, Plan},
+        judge::{JudgeReply, JudgeRequest, Verdict},
+    },
+    AgentError, Reply, Role, RoleKind,
+};
+use support::*;
+
+/// A judge saying COMPLETE that records the model calls each request allowed, and
+/// reports `fallbacks` model fallbacks in its cost.
+async fn judge(
+    bus: &Arc<LocalBus>,
+    allowed: Arc<Mutex<Vec<u32>>>,
+    fallbacks: u32,
+) -> Box<dyn kgmesh_bus::ServiceHandle> {
+    serve::<JudgeRequest, _, _>(bus, Role::JUDGE, RoleKind::Core, move |request| {
+        allowed.lock().unwrap().push(request.meta.budget.llm_calls);
+        async move {
+            Reply::ok(
+                JudgeReply {
+                    verdict: Verdict::Complete,
+                    reason: "test".into(),
+                },
+                Cost {
+                    model_fallbacks: fallbacks,
+                    ..Cost::default()
+                },
+            )
+        }
+    })
+    .await
+}
+
+/// A cache manager replaying `replay` (when given) that records what it is asked to
+/// store.
+async fn cache(
+    bus: &Arc<LocalBus>,
+    replay: Option<Plan>,
+    stored: Arc<Mutex<Vec<CacheStore>>>,
+) -> Vec<Box<dyn kgmesh_bus::ServiceHandle>> {
+    let lookup = serve::<CacheLookup, _, _>(bus, Role::CACHE_MANAGER, RoleKind::Core, move |_| {
+        let replay = replay.clone();
+        async move {
+            Reply::ok(
+                CacheLookupReply {
+                    replay,
+                    ..CacheLookupReply::default()
+                },
+                Cost::default(),
+            )
+        }
+    })
+    .await;
+    let store = serve::<CacheStore, _, _>(bus, Role::CACHE_MANAGER, RoleKind::Core, move |r| {
+        stored.lock().unwrap().push(r.body);
+        async { Reply::ok(CacheStoreReply { stored: true }, Cost::default()) }
+    })
+    .await;
+    vec![lookup, store]
+}
+
+fn question() -> AskRequest {
+    AskRequest {
+        question: "who directed Heat".into(),
+        options: AskOptions::default(),
+    }
+}
+
+#[tokio::test]
+async fn a_replayed_plan_leaves_the_judge_no_model_call() {
+    let bus = Arc::new(LocalBus::new());
+    let allowed = Arc::new(Mutex::new(Vec::new()));
+    let stored = Arc::new(Mutex::new(Vec::new()));
+    let replay = Plan {
+        entities: vec![entity(1, "Heat")],
+        metapaths: vec![metapath("directed_by")],
+        cypher: Vec::new(),
+    };
+    let _handles = (
+        linker_linking_heat(&bus, counter()).await,
+        path_retriever(&bus, "paths").await,
+        ends_summarizer(&bus).await,
+        judge(&bus, allowed.clone(), 0).await,
+        cache(&bus, Some(replay), stored).await,
+    );
+    let reply = bounded(coordinator(&bus, test_config()).ask(question()))
+        .await
+        .expect("answered");
+    assert!(reply.plan_replayed, "{reply:?}");
+    assert_eq!(reply.answers[0].text, "Michael Mann");
+    assert_eq!(
+        *allowed.lock().unwrap(),
+        [0],
+        "the judge's budget on a replay"
+    );
+    assert!(reply.degraded.is_empty(), "{:?}", reply.degraded);
+}
+
+#[tokio::test]
+async fn a_cold_question_gives_the_judge_its_model_and_a_fallback_is_degraded() {
+    let bus = Arc::new(LocalBus::new());
+    let allowed = Arc::new(Mutex::new(Vec::new()));
+    let stored = Arc::new(Mutex::new(Vec::new()));
+    let _handles = (
+        linker_linking_heat(&bus, counter()).await,
+        path_retriever(&bus, "paths").await,
+        ends_summarizer(&bus).await,
+        judge(&bus, allowed.clone(), 1).await,
+        cache(&bus, None, stored.clone()).await,
+    );
+    let reply = bounded(coordinator(&bus, test_config()).ask(question()))
+        .await
+        .expect("answered");
+    assert!(!reply.plan_replayed);
+    assert!(
+        allowed.lock().unwrap()[0] > 0,
+        "{:?}",
+        allowed.lock().unwrap()
+    );
+    assert_eq!(reply.answers[0].text, "Michael Mann");
+    assert_eq!(
+        reply.degraded,
+        [Degradation {
+            role: Role::JUDGE.into(),
+            reason: Degradation::MODEL_FALLBACK.into(),
+            round: 1,
+        }]
+    );
+    assert!(
+        reply
+            .notes
+            .iter()
+            .any(|n| n.contains("judge answered without its language model")),
+        "{:?}",
+        reply.notes
+    );
+    // A fallback changes no plan: the answer's plan is still offered to the cache.
+    assert_eq!(stored.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_retriever_is_degraded_and_nothing_is_learned() {
+    let bus = Arc::new(LocalBus::new());
+    let stored = Arc::new(Mutex::new(Vec::new()));
+    let broken = serve::<kgmesh_schemas::messages::retrieve::RetrieveRequest, _, _>(
+        &bus,
+        "broken-retriever",
+        RoleKind::Retriever,
+        |_| async {
+            Reply::err(AgentError::Internal {
+                detail: "disk on fire".into(),
+            })
+        },
+    )
+    .await;
+    let _handles = (
+        broken,
+        linker_linking_heat(&bus, counter()).await,
+        path_retriever(&bus, "paths").await,
+        ends_summarizer(&bus).await,
+        judge(&bus, Arc::default(), 0).await,
+        cache(&bus, None, stored.clone()).await,
+    );
+    let reply = bounded(coordinator(&bus, test_config()).ask(question()))
+        .await
+        .expect("answered");
+    assert_eq!(reply.answers[0].text, "Michael Mann");
+    assert_eq!(
+        reply.degraded,
+        [Degradation {
+            role: "broken-retriever".into(),
+            reason: Degradation::FAILED.into(),
+            round: 1,
+        }]
+    );
+    assert!(
+        stored.lock().unwrap().is_empty(),
+        "no plan from a degraded run"
+    );
+}
