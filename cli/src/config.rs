@@ -112,6 +112,11 @@ pub struct LlmConfig {
     pub requests_per_minute: Option<u32>,
     pub temperature: f32,
     pub max_tokens: u32,
+    /// After this many calls in a row find the model down (unreachable, timed out, 5xx),
+    /// calls fail at once for `breaker_cooldown_ms` and the roles answer LLM-free;
+    /// 0 turns this off.
+    pub breaker_failures: u32,
+    pub breaker_cooldown_ms: u64,
     /// The roles that use the model; the others run their LLM-free strategy. The
     /// agentic traverser is left out by default: it is one retriever among several and
     /// would spend two calls a step.
@@ -139,6 +144,8 @@ impl Default for LlmConfig {
             requests_per_minute: None,
             temperature: 0.0,
             max_tokens: 1_024,
+            breaker_failures: 3,
+            breaker_cooldown_ms: 30_000,
             roles: LLM_ROLES[..4].iter().map(|r| (*r).to_owned()).collect(),
         }
     }

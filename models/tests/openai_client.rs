@@ -373,3 +373,40 @@ async fn embeddings_of_the_wrong_dimension_are_an_error() {
     let result = within(embedder.embed(&["a".to_string()])).await;
     assert!(result.is_err());
 }
+
+#[tokio::test]
+async fn a_server_down_for_several_calls_is_skipped_until_the_cool_down_ends() {
+    let server = ReplayServer::start(vec![
+        Step::raw(503, "down"),
+        Step::raw(503, "down"),
+        Step::completion("back", None),
+    ])
+    .await;
+    let mut config = config(&server);
+    config.max_retries = 0;
+    config.breaker_failures = 2;
+    config.breaker_cooldown = Duration::from_secs(30);
+    let clock = ManualClock::new();
+    let client = OpenAiChat::with_clock(config, clock.clone()).unwrap();
+    for _ in 0..2 {
+        let error = within(client.chat(question())).await.unwrap_err();
+        assert!(
+            matches!(error, LlmError::Server { status: 503, .. }),
+            "{error:?}"
+        );
+    }
+    // Open: the call fails at once, and the server is not asked.
+    let error = within(client.chat(question())).await.unwrap_err();
+    match &error {
+        LlmError::Unreachable { detail, .. } => {
+            assert!(detail.contains("the last 2 calls"), "{detail}")
+        }
+        other => panic!("expected a skipped call, got {other:?}"),
+    }
+    assert_eq!(server.received().len(), 2);
+    // After the cool-down the server is tried again, and success closes the breaker.
+    clock.sleep(Duration::from_secs(31)).await;
+    let reply = within(client.chat(question())).await.expect("tried again");
+    assert_eq!(reply.text, "back");
+    assert_eq!(server.received().len(), 3);
+}

@@ -265,6 +265,8 @@ pub(crate) fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn L
     llm.max_retries = config.llm.max_retries;
     llm.max_concurrency = config.llm.max_concurrency as usize;
     llm.requests_per_minute = config.llm.requests_per_minute;
+    llm.breaker_failures = config.llm.breaker_failures;
+    llm.breaker_cooldown = Duration::from_millis(config.llm.breaker_cooldown_ms);
     llm.record_prompts = config.telemetry.record_prompts;
     let chat = OpenAiChat::new(llm).context("cannot configure the language model")?;
     Ok(Some(Arc::new(chat)))

@@ -59,6 +59,12 @@ pub struct OpenAiConfig {
     /// (`gen_ai.input.messages`, `gen_ai.output.messages`). Off by default: prompts hold
     /// users' questions and graph data.
     pub record_prompts: bool,
+    /// After this many calls in a row fail with the server unreachable, timing out or
+    /// answering 5xx (retries spent), calls fail at once for `breaker_cooldown` instead
+    /// of each waiting out its own timeouts and retries; the first call after it tries
+    /// the server again. 0 turns this off.
+    pub breaker_failures: u32,
+    pub breaker_cooldown: Duration,
 }
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -77,6 +83,8 @@ impl OpenAiConfig {
             max_concurrency: 4,
             requests_per_minute: None,
             record_prompts: false,
+            breaker_failures: 3,
+            breaker_cooldown: Duration::from_secs(30),
         }
     }
 

@@ -80,10 +80,18 @@ impl AttemptFailure {
     }
 }
 
+/// Consecutive calls that found the server down, and until when calls skip it.
+#[derive(Debug, Default)]
+struct Breaker {
+    failures: u32,
+    open_until: Option<Instant>,
+}
+
 pub(crate) struct Transport {
     http: reqwest::Client,
     pub(crate) config: OpenAiConfig,
     permits: Semaphore,
+    breaker: Mutex<Breaker>,
     /// Start times of the calls in the last minute (for `requests_per_minute`).
     window: Mutex<VecDeque<Instant>>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -101,19 +109,65 @@ impl Transport {
         Ok(Self {
             http,
             permits: Semaphore::new(config.max_concurrency),
+            breaker: Mutex::new(Breaker::default()),
             window: Mutex::new(VecDeque::new()),
             config,
             clock,
         })
     }
 
-    /// POSTs `body` to `path` under the limits, retrying what is worth retrying.
+    /// POSTs `body` to `path` under the limits, retrying what is worth retrying; fails
+    /// at once while the breaker is open (the server was down for the last calls).
     pub(crate) async fn post_json(
         &self,
         path: &str,
         body: &serde_json::Value,
     ) -> Result<serde_json::Value, LlmError> {
         let url = self.config.endpoint(path);
+        let now = self.clock.now();
+        {
+            let breaker = self.breaker.lock().expect("breaker lock");
+            if let Some(until) = breaker.open_until.filter(|until| *until > now) {
+                return Err(LlmError::Unreachable {
+                    url,
+                    detail: format!(
+                        "not tried: the last {} calls found the server down; the next try is in {:.0?}",
+                        breaker.failures,
+                        until - now
+                    ),
+                });
+            }
+        }
+        let result = self.post_json_retrying(&url, body).await;
+        let down = matches!(
+            result,
+            Err(LlmError::Timeout(_) | LlmError::Unreachable { .. } | LlmError::Server { .. })
+        );
+        let mut breaker = self.breaker.lock().expect("breaker lock");
+        if down {
+            breaker.failures += 1;
+            let limit = self.config.breaker_failures;
+            if limit > 0 && breaker.failures >= limit {
+                breaker.open_until = Some(self.clock.now() + self.config.breaker_cooldown);
+                tracing::warn!(
+                    url = %url,
+                    failures = breaker.failures,
+                    cooldown_ms = self.config.breaker_cooldown.as_millis() as u64,
+                    "language model down; calls fail at once until the cool-down ends"
+                );
+            }
+        } else {
+            *breaker = Breaker::default();
+        }
+        result
+    }
+
+    async fn post_json_retrying(
+        &self,
+        url: &str,
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, LlmError> {
+        let url = url.to_owned();
         let payload = serde_json::to_vec(body)
             .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
         let mut attempt: u32 = 0;
