@@ -35,7 +35,14 @@ pub struct RoleSummary {
 #[derive(Debug, Clone, Default)]
 pub struct RoleSnapshot {
     roles: BTreeMap<String, RoleSummary>,
+    /// Retrievers an earlier discovery of this directory saw (within
+    /// [`REMEMBER_ROLES`]) that are not on the bus now.
+    gone_retrievers: Vec<String>,
 }
+
+/// How long a directory remembers a retriever it saw: one that left within this time
+/// is reported missing (its evidence is absent from the answers) rather than forgotten.
+pub const REMEMBER_ROLES: Duration = Duration::from_secs(600);
 
 impl RoleSnapshot {
     pub fn from_instances(instances: &[ServiceInstance]) -> Self {
@@ -60,7 +67,15 @@ impl RoleSnapshot {
                 }
             }
         }
-        Self { roles }
+        Self {
+            roles,
+            gone_retrievers: Vec::new(),
+        }
+    }
+
+    /// Retrievers seen on the bus recently that are gone now, in name order.
+    pub fn gone_retrievers(&self) -> &[String] {
+        &self.gone_retrievers
     }
 
     pub fn has(&self, role: &str) -> bool {
@@ -123,6 +138,8 @@ struct Inner {
     refreshing: AtomicBool,
     /// Roles with a replica gauge, so a role that leaves is set to zero.
     published: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Retrievers seen by a discovery, and when last.
+    retrievers_seen: std::sync::Mutex<BTreeMap<String, Instant>>,
 }
 
 /// Cached, self-refreshing discovery of the roles on a bus. Cheap to clone.
@@ -141,6 +158,7 @@ impl RoleDirectory {
                 cached: tokio::sync::Mutex::new(None),
                 refreshing: AtomicBool::new(false),
                 published: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+                retrievers_seen: std::sync::Mutex::new(BTreeMap::new()),
             }),
         }
     }
@@ -175,8 +193,19 @@ impl RoleDirectory {
 
     async fn discover(&self) -> Result<RoleSnapshot, BusError> {
         let instances = self.inner.bus.discover(self.inner.wait).await?;
-        let snapshot = RoleSnapshot::from_instances(&instances);
+        let mut snapshot = RoleSnapshot::from_instances(&instances);
         crate::metrics::record_replicas(&self.inner.published, &snapshot);
+        let now = Instant::now();
+        let mut seen = self.inner.retrievers_seen.lock().expect("retrievers lock");
+        for role in snapshot.retrievers() {
+            seen.insert(role.as_str().to_owned(), now);
+        }
+        seen.retain(|_, last| now.duration_since(*last) < REMEMBER_ROLES);
+        snapshot.gone_retrievers = seen
+            .keys()
+            .filter(|role| !snapshot.has(role))
+            .cloned()
+            .collect();
         Ok(snapshot)
     }
 
