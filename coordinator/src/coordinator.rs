@@ -588,6 +588,17 @@ impl Run<'_> {
 
     /// Calls every retriever on the bus at once; a failing one leaves a note.
     async fn retrieve(&mut self, round: u8, work: RoundWork) {
+        let snapshot = self.snapshot.clone();
+        for gone in snapshot.gone_retrievers() {
+            if let Ok(role) = Role::new(gone) {
+                if !self.is_degraded(&role, Degradation::MISSING) {
+                    self.context.note(format!(
+                        "round {round}: retriever {gone} was on the bus recently and is gone; its evidence is missing"
+                    ));
+                }
+                self.degrade(&role, Degradation::MISSING, round);
+            }
+        }
         let retrievers = self.snapshot.retrievers();
         if retrievers.is_empty() {
             self.context
@@ -780,7 +791,11 @@ impl Run<'_> {
             answers.truncate(usize::from(self.max_answers));
             answers
         };
-        let partial = self.ledger.is_exhausted();
+        // Cut short by a budget, or missing the part of a role every answer needs.
+        let required_failed = self.degraded.iter().any(|d| {
+            REQUIRED_ROLES.contains(&d.role.as_str()) && d.reason != Degradation::MODEL_FALLBACK
+        });
+        let partial = self.ledger.is_exhausted() || required_failed;
         if let Some(limit) = self.ledger.exhausted() {
             crate::metrics::record_exhausted(limit);
             self.context.note(format!(

@@ -191,3 +191,80 @@ async fn a_failed_retriever_is_degraded_and_nothing_is_learned() {
         "no plan from a degraded run"
     );
 }
+
+#[tokio::test]
+async fn a_retriever_that_left_the_bus_is_reported_missing() {
+    let bus = Arc::new(LocalBus::new());
+    let stored = Arc::new(Mutex::new(Vec::new()));
+    let leaving = path_retriever(&bus, "leaving-retriever").await;
+    let _handles = (
+        linker_linking_heat(&bus, counter()).await,
+        path_retriever(&bus, "paths").await,
+        ends_summarizer(&bus).await,
+        judge(&bus, Arc::default(), 0).await,
+        cache(&bus, None, stored.clone()).await,
+    );
+    let coordinator = coordinator(&bus, test_config());
+    let first = bounded(coordinator.ask(question()))
+        .await
+        .expect("answered");
+    assert!(first.degraded.is_empty(), "{:?}", first.degraded);
+    assert_eq!(stored.lock().unwrap().len(), 1);
+
+    leaving.stop(std::time::Duration::from_secs(1)).await;
+    bounded(coordinator.directory().refresh())
+        .await
+        .expect("discovery");
+    let later = bounded(coordinator.ask(question()))
+        .await
+        .expect("answered");
+    assert_eq!(later.answers[0].text, "Michael Mann");
+    assert_eq!(
+        later.degraded,
+        [Degradation {
+            role: "leaving-retriever".into(),
+            reason: Degradation::MISSING.into(),
+            round: 1,
+        }]
+    );
+    assert!(
+        later.notes.iter().any(|n| n.contains("leaving-retriever")),
+        "{:?}",
+        later.notes
+    );
+    assert_eq!(
+        stored.lock().unwrap().len(),
+        1,
+        "nothing learned without it"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_summarizer_makes_the_answer_partial() {
+    let bus = Arc::new(LocalBus::new());
+    let broken = serve::<kgmesh_schemas::messages::summarizer::SummarizeRequest, _, _>(
+        &bus,
+        Role::SUMMARIZER,
+        RoleKind::Core,
+        |_| async {
+            Reply::err(AgentError::Internal {
+                detail: "out of memory".into(),
+            })
+        },
+    )
+    .await;
+    let _handles = (
+        broken,
+        linker_linking_heat(&bus, counter()).await,
+        path_retriever(&bus, "paths").await,
+        judge(&bus, Arc::default(), 0).await,
+        cache(&bus, None, Arc::default()).await,
+    );
+    let reply = bounded(coordinator(&bus, test_config()).ask(question()))
+        .await
+        .expect("a reply, not an error");
+    assert!(reply.answers.is_empty());
+    assert!(reply.partial, "a dead summarizer is no complete answer");
+    assert_eq!(reply.degraded[0].role, Role::SUMMARIZER);
+    assert_eq!(reply.degraded[0].reason, Degradation::FAILED);
+}

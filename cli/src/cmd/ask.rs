@@ -351,7 +351,7 @@ fn print_text(question: &str, reply: &AskReply, show_evidence: usize, setup: Dur
         cost.completion_tokens,
         cost.graph_rows,
         cost.bus_messages,
-        if reply.partial { " · PARTIAL (budget exhausted)" } else { "" }
+        if reply.partial { " · PARTIAL (budget exhausted or a required role failed)" } else { "" }
     );
     let stages: Vec<String> = reply
         .timings

@@ -50,7 +50,8 @@ pub struct AskReply {
     pub rounds: u8,
     pub cost: Cost,
     pub timings: Timings,
-    /// The answer was cut short by an exhausted budget.
+    /// The answer was cut short by an exhausted budget, or a role every answer needs
+    /// (kg-linker, summarizer) failed, timed out or was missing (see `degraded`).
     pub partial: bool,
     /// The plan cache supplied examples or a replayed plan.
     pub cache_hit: bool,
