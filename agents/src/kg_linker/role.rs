@@ -7,6 +7,7 @@
 use std::{collections::HashSet, sync::Arc, time::Instant};
 
 use kgmesh_models::{
+    lexical::normalize,
     parse::kg_linker::parse,
     prompts::{kg_linker::build, PromptBudget, Round},
     LanguageModel,
@@ -19,8 +20,6 @@ use kgmesh_schemas::{
 use kgmesh_stores::GraphStore;
 
 use super::core::{enumerate_metapaths, link_without_llm, LinkerConfig};
-use kgmesh_models::lexical::normalize;
-
 use crate::{
     entity_linker::names::SharedNames,
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
