@@ -622,7 +622,7 @@ impl Run<'_> {
                 .min(self.ledger.budget().result_rows),
             cues: self.cues.clone(),
         };
-        let meta = self.ledger.meta(round);
+        let meta = until(self.ledger.meta(round), timeout);
         let bus = self.coordinator.bus.as_ref();
         let retries = self.config().retries;
         let started = Instant::now();
@@ -853,6 +853,7 @@ impl Run<'_> {
             .remaining()
             .max(grace)
             .min(self.config().call_timeout);
+        let meta = until(meta, timeout);
         let role = Role::well_known(Role::SUMMARIZER);
         let started = Instant::now();
         let span = tracing::info_span!(
@@ -947,6 +948,7 @@ impl Run<'_> {
             self.ledger.exhaust(Limit::Deadline);
             return None;
         };
+        let meta = until(meta, timeout);
         let started = Instant::now();
         let span = tracing::info_span!(
             "call",
@@ -1049,6 +1051,16 @@ impl Run<'_> {
             agent_error.kind()
         ));
     }
+}
+
+/// `meta` with its deadline brought forward to when the coordinator stops waiting for
+/// this call (`timeout` from now), so that the role answers in time, without its model
+/// if the model is slower.
+fn until(mut meta: Meta, timeout: Duration) -> Meta {
+    if timeout < meta.budget.deadline.remaining() {
+        meta.budget.deadline = Deadline::after(timeout);
+    }
+    meta
 }
 
 /// The part of `plan` that produced `answers`: the tried metapaths that some evidence an

@@ -67,7 +67,7 @@ impl Judge {
         let relations = self.frontier_relations(ctx, &request).await;
         let chat = prompts::judge::build(&request, &relations, CONTEXT_TOKENS);
         let started = Instant::now();
-        let outcome = llm.chat(chat).await;
+        let outcome = ctx.chat(llm.as_ref(), chat).await;
         match outcome {
             Ok(response) => {
                 ctx.record_llm_call(

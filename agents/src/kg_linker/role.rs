@@ -111,7 +111,7 @@ impl KgLinker {
             Round::Later
         };
         let chat = build(request, &schema, round, &PromptBudget::default());
-        let response = llm.chat(chat).await.map_err(|e| e.to_string())?;
+        let response = ctx.chat(llm, chat).await.map_err(|e| e.to_string())?;
         ctx.record_llm_call(
             response.usage.prompt_tokens,
             response.usage.completion_tokens,

@@ -5,6 +5,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use kgmesh_models::{ChatRequest, ChatResponse, LanguageModel, LlmError};
 use kgmesh_schemas::{
     budget::Cost, AgentError, Budget, Deadline, Meta, QuestionId, Role, TraceContext,
 };
@@ -151,6 +152,21 @@ impl CallContext {
         cost.llm_us += latency.as_micros() as u64;
     }
 
+    /// Calls `llm`, giving up in time to answer without it before the call's deadline:
+    /// a model slower than the caller will wait times out here, and the role still
+    /// answers (with its LLM-free strategy) instead of being timed out by its caller.
+    pub async fn chat(
+        &self,
+        llm: &dyn LanguageModel,
+        request: ChatRequest,
+    ) -> Result<ChatResponse, LlmError> {
+        let allowed = model_time(self.remaining());
+        match tokio::time::timeout(allowed, llm.chat(request)).await {
+            Ok(result) => result,
+            Err(_) => Err(LlmError::Timeout(allowed)),
+        }
+    }
+
     /// The model's reply was unusable (`why`) and the role answered with its LLM-free
     /// strategy instead. Counted in the reply's cost, which the coordinator turns into
     /// a `model_fallback` degradation on the answer; logged here, inside the call's span.
@@ -178,4 +194,10 @@ impl CallContext {
         cost.elapsed_us = self.inner.started.elapsed().as_micros() as u64;
         cost
     }
+}
+
+/// Of `remaining` until a call's deadline, the time a model call may take: the rest is
+/// kept for the LLM-free fallback and the reply (a fifth, at most one second).
+pub fn model_time(remaining: Duration) -> Duration {
+    remaining.saturating_sub((remaining / 5).min(Duration::from_secs(1)))
 }

@@ -66,7 +66,7 @@ impl Summarizer {
         }
         let chat = prompts::summarizer::build(&request, CONTEXT_TOKENS);
         let started = Instant::now();
-        let why = match llm.chat(chat).await {
+        let why = match ctx.chat(llm.as_ref(), chat).await {
             Ok(response) => {
                 ctx.record_llm_call(
                     response.usage.prompt_tokens,

@@ -413,3 +413,62 @@ fn a_walk_that_passes_its_own_end_on_the_way_still_leads_there() {
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["y"], "{reply:?}");
 }
+
+/// A model that takes longer than any call here waits.
+struct SlowModel;
+
+#[async_trait::async_trait]
+impl kgmesh_models::LanguageModel for SlowModel {
+    fn name(&self) -> &str {
+        "slow"
+    }
+
+    async fn chat(
+        &self,
+        _request: kgmesh_models::ChatRequest,
+    ) -> Result<kgmesh_models::ChatResponse, LlmError> {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Err(LlmError::Malformed("too late".into()))
+    }
+}
+
+#[tokio::test]
+async fn a_model_slower_than_the_call_deadline_is_abandoned_in_time() {
+    let pacino = entity(1, "Al Pacino");
+    let heat = entity(2, "Heat");
+    let summarizer = Summarizer {
+        llm: Some(Arc::new(SlowModel)),
+        rule: SummaryRule::default(),
+    };
+    let budget = Budget {
+        deadline: kgmesh_schemas::Deadline::after(Duration::from_millis(800)),
+        ..Budget::default()
+    };
+    let ctx = CallContext::new(
+        Meta::new(QuestionId::new_random(), 1, budget),
+        Role::well_known(Role::SUMMARIZER),
+        "summarize",
+        "test",
+    );
+    let started = std::time::Instant::now();
+    let reply = tokio::time::timeout(
+        Duration::from_secs(5),
+        summarizer.summarize(
+            &ctx,
+            request(
+                vec![path(&pacino, "starred_actors", &heat, 0.9)],
+                vec![pacino],
+            ),
+        ),
+    )
+    .await
+    .expect("answered before the test's timeout")
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(800),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(reply.answers[0].text, "Heat");
+    assert_eq!(ctx.cost().model_fallbacks, 1);
+}

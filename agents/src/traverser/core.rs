@@ -98,8 +98,18 @@ async fn ask(
     llm: &dyn LanguageModel,
     request: kgmesh_models::ChatRequest,
     cost: &mut Cost,
+    deadline_opt: Option<Deadline>,
 ) -> Result<String, LlmError> {
-    let response = llm.chat(request).await?;
+    let response = match deadline_opt {
+        // Leave time to walk on without the model before the caller stops waiting.
+        Some(deadline) => {
+            let allowed = crate::runtime::model_time(deadline.remaining());
+            tokio::time::timeout(allowed, llm.chat(request))
+                .await
+                .map_err(|_| LlmError::Timeout(allowed))??
+        }
+        None => llm.chat(request).await?,
+    };
     cost.llm_calls += 1;
     cost.prompt_tokens += response.usage.prompt_tokens;
     cost.completion_tokens += response.usage.completion_tokens;
@@ -201,7 +211,7 @@ pub async fn traverse(
         if let Some(llm) = llm_live.filter(|_| out.cost.llm_calls < config.max_llm_calls) {
             let request =
                 relation_selection(question, &frontier_names, &offered, config.max_relations);
-            match ask(llm, request, &mut out.cost).await {
+            match ask(llm, request, &mut out.cost, config.deadline_opt).await {
                 Ok(reply) => {
                     chosen = parse_relation_selection(&reply, &offered);
                     if chosen.is_empty() {
@@ -305,7 +315,7 @@ pub async fn traverse(
         if let Some(llm) = llm_live.filter(|_| out.cost.llm_calls < config.max_llm_calls) {
             let names: Vec<String> = candidates.iter().map(|e| e.name.clone()).collect();
             let request = entity_selection(question, &verbalize_triples(&kept_lines), &names);
-            match ask(llm, request, &mut out.cost).await {
+            match ask(llm, request, &mut out.cost, config.deadline_opt).await {
                 Ok(reply) => match parse_entity_selection(&reply, &names) {
                     EntitySelection::Finish => {
                         out.stopped = "FINISH".to_owned();
