@@ -160,11 +160,7 @@ impl CallContext {
         llm: &dyn LanguageModel,
         request: ChatRequest,
     ) -> Result<ChatResponse, LlmError> {
-        let allowed = model_time(self.remaining());
-        match tokio::time::timeout(allowed, llm.chat(request)).await {
-            Ok(result) => result,
-            Err(_) => Err(LlmError::Timeout(allowed)),
-        }
+        chat_before(llm, request, self.deadline()).await
     }
 
     /// The model's reply was unusable (`why`) and the role answered with its LLM-free
@@ -196,8 +192,22 @@ impl CallContext {
     }
 }
 
+/// Calls `llm`, giving up a little before `deadline` ([`model_time`]) so that the
+/// caller can still answer without the model.
+pub async fn chat_before(
+    llm: &dyn LanguageModel,
+    request: ChatRequest,
+    deadline: Deadline,
+) -> Result<ChatResponse, LlmError> {
+    let allowed = model_time(deadline.remaining());
+    match tokio::time::timeout(allowed, llm.chat(request)).await {
+        Ok(result) => result,
+        Err(_) => Err(LlmError::Timeout(allowed)),
+    }
+}
+
 /// Of `remaining` until a call's deadline, the time a model call may take: the rest is
 /// kept for the LLM-free fallback and the reply (a fifth, at most one second).
-pub fn model_time(remaining: Duration) -> Duration {
+fn model_time(remaining: Duration) -> Duration {
     remaining.saturating_sub((remaining / 5).min(Duration::from_secs(1)))
 }

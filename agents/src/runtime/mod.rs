@@ -75,7 +75,7 @@ use std::sync::Arc;
 
 pub use bridge::{start_role, start_role_with, RoleHandle, StartOptions};
 pub use client::Client;
-pub use context::{model_time, CallContext};
+pub use context::{chat_before, CallContext};
 pub use spec::RoleSpec;
 
 use kgmesh_bus::{Bus, BusError};

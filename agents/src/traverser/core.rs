@@ -102,12 +102,7 @@ async fn ask(
 ) -> Result<String, LlmError> {
     let response = match deadline_opt {
         // Leave time to walk on without the model before the caller stops waiting.
-        Some(deadline) => {
-            let allowed = crate::runtime::model_time(deadline.remaining());
-            tokio::time::timeout(allowed, llm.chat(request))
-                .await
-                .map_err(|_| LlmError::Timeout(allowed))??
-        }
+        Some(deadline) => crate::runtime::chat_before(llm, request, deadline).await?,
         None => llm.chat(request).await?,
     };
     cost.llm_calls += 1;
