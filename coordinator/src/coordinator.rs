@@ -51,6 +51,12 @@ use crate::{
 /// Roles a question cannot be answered without.
 pub const REQUIRED_ROLES: [&str; 2] = [Role::KG_LINKER, Role::SUMMARIZER];
 
+/// Upper bounds on what one request may ask for (`options` of `POST /v1/ask`).
+pub const MAX_ROUNDS: u8 = 10;
+/// Ten minutes: enough for a CPU-hosted model, not a request that never ends.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+pub const MAX_ANSWERS: u16 = 1_000;
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CoordinatorError {
     #[error("invalid question: {0}")]
@@ -122,17 +128,34 @@ impl Coordinator {
     /// Checks a question before any work is done on it.
     pub fn validate(&self, request: &AskRequest) -> Result<(), CoordinatorError> {
         self.validate_question(request.question.trim())?;
-        if request.options.max_rounds == Some(0) {
-            return Err(CoordinatorError::InvalidQuestion(
-                "options.max_rounds must be at least 1".into(),
+        let options = &request.options;
+        let mut problems: Vec<String> = Vec::new();
+        if let Some(rounds) = options.max_rounds.filter(|r| !(1..=MAX_ROUNDS).contains(r)) {
+            problems.push(format!(
+                "options.max_rounds = {rounds} must be between 1 and {MAX_ROUNDS}"
             ));
         }
-        if request.options.timeout_ms == Some(0) {
-            return Err(CoordinatorError::InvalidQuestion(
-                "options.timeout_ms must be positive".into(),
+        if let Some(ms) = options
+            .timeout_ms
+            .filter(|ms| !(1..=MAX_TIMEOUT_MS).contains(ms))
+        {
+            problems.push(format!(
+                "options.timeout_ms = {ms} must be between 1 and {MAX_TIMEOUT_MS}"
             ));
         }
-        Ok(())
+        if let Some(answers) = options
+            .max_answers
+            .filter(|a| !(1..=MAX_ANSWERS).contains(a))
+        {
+            problems.push(format!(
+                "options.max_answers = {answers} must be between 1 and {MAX_ANSWERS}"
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(CoordinatorError::InvalidQuestion(problems.join("; ")))
+        }
     }
 
     /// Checks a question's text: not empty, not too long.

@@ -268,3 +268,39 @@ async fn a_failed_summarizer_makes_the_answer_partial() {
     assert_eq!(reply.degraded[0].role, Role::SUMMARIZER);
     assert_eq!(reply.degraded[0].reason, Degradation::FAILED);
 }
+
+#[test]
+fn request_options_beyond_their_bounds_are_refused_all_at_once() {
+    let bus = Arc::new(LocalBus::new());
+    let coordinator = coordinator(&bus, test_config());
+    let asking = |options: AskOptions| AskRequest {
+        question: "who directed Heat".into(),
+        options,
+    };
+    let error = coordinator
+        .validate(&asking(AskOptions {
+            max_rounds: Some(200),
+            timeout_ms: Some(1_000_000_000_000),
+            max_answers: Some(0),
+            no_cache: false,
+        }))
+        .unwrap_err();
+    let message = error.to_string();
+    for expected in [
+        "options.max_rounds = 200",
+        "options.timeout_ms = 1000000000000",
+        "options.max_answers = 0",
+    ] {
+        assert!(message.contains(expected), "{message}");
+    }
+    assert_eq!(error.kind(), "invalid_question");
+    let within = AskOptions {
+        max_rounds: Some(kgmesh_coordinator::MAX_ROUNDS),
+        timeout_ms: Some(kgmesh_coordinator::MAX_TIMEOUT_MS),
+        max_answers: Some(kgmesh_coordinator::MAX_ANSWERS),
+        no_cache: true,
+    };
+    coordinator
+        .validate(&asking(within))
+        .expect("the bounds themselves are allowed");
+}
