@@ -102,6 +102,11 @@ impl NatsBus {
         Ok(Self { client })
     }
 
+    /// Whether `client`'s connection to nats-server is up right now (not reconnecting).
+    pub fn is_connected(client: &async_nats::Client) -> bool {
+        client.connection_state() == async_nats::connection::State::Connected
+    }
+
     /// The underlying client, for JetStream KV and the like.
     pub fn client(&self) -> &async_nats::Client {
         &self.client

@@ -1,5 +1,5 @@
 //! `kgmesh agent` answers orchestrator probes on `telemetry.metrics_listen`: `/healthz`
-//! while the process lives, `/readyz` once its role serves on the bus.
+//! while the process lives, `/readyz` while its role serves and the bus is connected.
 
 use std::{
     io::{Read, Write},
@@ -33,9 +33,21 @@ fn get_status(port: u16, path: &str) -> Option<u16> {
     response.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Polls `GET path` until it answers `status` (true) or 30 s pass (false).
+fn poll_status(port: u16, path: &str, status: u16) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        if get_status(port, path) == Some(status) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
 #[test]
 fn probes_report_health_and_readiness() {
-    let nats = NatsServer::start();
+    let mut nats = NatsServer::start();
     let port = free_port();
     let agent = Agent(
         Command::new(env!("CARGO_BIN_EXE_kgmesh"))
@@ -61,5 +73,18 @@ fn probes_report_health_and_readiness() {
     assert_eq!(ready, Some(200), "agent never became ready");
     assert_eq!(get_status(port, "/healthz"), Some(200));
     assert_eq!(get_status(port, "/nope"), Some(404));
+
+    // The bus goes away: still alive, no longer ready; back when the bus is.
+    nats.stop();
+    assert!(
+        poll_status(port, "/readyz", 503),
+        "ready without a bus connection"
+    );
+    assert_eq!(get_status(port, "/healthz"), Some(200));
+    nats.restart();
+    assert!(
+        poll_status(port, "/readyz", 200),
+        "not ready again after the bus came back"
+    );
     drop(agent);
 }

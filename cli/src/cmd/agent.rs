@@ -84,7 +84,7 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     if entry.name == kgmesh_schemas::Role::CACHE_MANAGER {
         // Every replica shares one cache in JetStream KV.
         let store = kgmesh_agents::cache_manager::persist::KvPlanStore::open(
-            nats_client,
+            nats_client.clone(),
             &config.cache.kv_bucket,
         )
         .await
@@ -97,7 +97,9 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     let health = match &config.telemetry.metrics_listen {
         Some(listen) => {
             let metrics = super::serve::install_metrics();
-            Some(health_server(listen, ready.clone(), metrics)?)
+            let client = nats_client.clone();
+            let bus_up = move || NatsBus::is_connected(&client);
+            Some(health_server(listen, ready.clone(), bus_up, metrics)?)
         }
         None => None,
     };
@@ -132,16 +134,19 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     Ok(())
 }
 
-/// `/healthz` (the process is up) and `/readyz` (the role serves on the bus) for
-/// orchestrators' probes, and `/metrics` for Prometheus, on `telemetry.metrics_listen`.
+/// `/healthz` (the process is up) and `/readyz` (the role serves and the bus connection
+/// is up) for orchestrators' probes, and `/metrics` for Prometheus, on
+/// `telemetry.metrics_listen`.
 fn health_server(
     listen: &str,
     ready: Arc<std::sync::atomic::AtomicBool>,
+    bus_up: impl Fn() -> bool + Clone + Send + Sync + 'static,
     metrics: Option<kgmesh_telemetry::metrics::MetricsHandle>,
 ) -> anyhow::Result<actix_web::dev::ServerHandle> {
     use actix_web::{web, App, HttpResponse, HttpServer};
     let server = HttpServer::new(move || {
         let ready = ready.clone();
+        let bus_up = bus_up.clone();
         let metrics = metrics.clone();
         App::new()
             .route(
@@ -165,12 +170,14 @@ fn health_server(
             .route(
                 "/readyz",
                 web::get().to(move || {
-                    let ready = ready.load(std::sync::atomic::Ordering::SeqCst);
+                    let serving = ready.load(std::sync::atomic::Ordering::SeqCst);
+                    let connected = bus_up();
                     async move {
-                        if ready {
-                            HttpResponse::Ok().body("ready\n")
-                        } else {
-                            HttpResponse::ServiceUnavailable().body("not serving\n")
+                        match (serving, connected) {
+                            (true, true) => HttpResponse::Ok().body("ready\n"),
+                            (false, _) => HttpResponse::ServiceUnavailable().body("not serving\n"),
+                            (true, false) => HttpResponse::ServiceUnavailable()
+                                .body("not connected to nats-server\n"),
                         }
                     }
                 }),
