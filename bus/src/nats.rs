@@ -40,6 +40,29 @@ pub mod metadata {
 /// own `num_errors` only counts transport-level error replies, which kgmesh never sends).
 const DATA_AGENT_ERRORS: &str = "kgmesh_agent_errors";
 
+/// Counts a connection event (`kgmesh_bus_connection_events_total{event}`) and logs it
+/// once: losing the server is a warning, getting it back is news.
+fn record_connection_event(event: &async_nats::Event) {
+    use async_nats::Event;
+    let name = match event {
+        Event::Connected => "connected",
+        Event::Disconnected => "disconnected",
+        Event::LameDuckMode => "lame_duck",
+        Event::Draining => "draining",
+        Event::Closed => "closed",
+        Event::SlowConsumer(_) => "slow_consumer",
+        Event::ServerError(_) => "server_error",
+        Event::ClientError(_) => "client_error",
+    };
+    metrics::counter!("kgmesh_bus_connection_events_total", "event" => name).increment(1);
+    match event {
+        Event::Connected | Event::Draining | Event::Closed => {
+            tracing::info!(%event, "nats connection")
+        }
+        _ => tracing::warn!(%event, "nats connection"),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct NatsOptions {
     pub connect_timeout: Duration,
@@ -72,7 +95,11 @@ impl NatsBus {
             .connection_timeout(options.connect_timeout)
             // Without a bound a request to a dead server would wait forever on the
             // client side; kgmesh passes its own timeout on every request anyway.
-            .request_timeout(Some(Duration::from_secs(60)));
+            .request_timeout(Some(Duration::from_secs(60)))
+            .event_callback(|event| {
+                record_connection_event(&event);
+                std::future::ready(())
+            });
         if let Some(name) = &options.client_name {
             connect = connect.name(name);
         }

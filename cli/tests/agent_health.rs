@@ -1,5 +1,6 @@
 //! `kgmesh agent` answers orchestrator probes on `telemetry.metrics_listen`: `/healthz`
-//! while the process lives, `/readyz` while its role serves and the bus is connected.
+//! while the process lives, `/readyz` while its role serves and the bus is connected,
+//! and `/metrics` counts the connection's losses and recoveries.
 
 use std::{
     io::{Read, Write},
@@ -19,8 +20,8 @@ impl Drop for Agent {
     }
 }
 
-/// The status code of `GET path`, or `None` while nothing listens.
-fn get_status(port: u16, path: &str) -> Option<u16> {
+/// The whole response to `GET path`, or `None` while nothing listens.
+fn get(port: u16, path: &str) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
@@ -30,7 +31,19 @@ fn get_status(port: u16, path: &str) -> Option<u16> {
     .ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
-    response.split_whitespace().nth(1)?.parse().ok()
+    Some(response)
+}
+
+/// The status code of `GET path`, or `None` while nothing listens.
+fn get_status(port: u16, path: &str) -> Option<u16> {
+    get(port, path)?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The value of the sample `series` (name and labels, as printed) on `/metrics`.
+fn sample(port: u16, series: &str) -> Option<f64> {
+    let text = get(port, "/metrics")?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
 }
 
 /// Polls `GET path` until it answers `status` (true) or 30 s pass (false).
@@ -85,6 +98,23 @@ fn probes_report_health_and_readiness() {
     assert!(
         poll_status(port, "/readyz", 200),
         "not ready again after the bus came back"
+    );
+    // The loss and the reconnection were counted.
+    let events = |event: &str| {
+        sample(
+            port,
+            &format!("kgmesh_bus_connection_events_total{{event=\"{event}\"}}"),
+        )
+    };
+    assert!(
+        events("disconnected").is_some_and(|n| n >= 1.0),
+        "{:?}",
+        get(port, "/metrics")
+    );
+    assert!(
+        events("connected").is_some_and(|n| n >= 1.0),
+        "{:?}",
+        get(port, "/metrics")
     );
     drop(agent);
 }

@@ -55,6 +55,8 @@ pub const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
 /// Questions answered with a role failed, timed out, missing, or answering without
 /// its model, by `role` and `reason`.
 pub const DEGRADED_TOTAL: &str = "kgmesh_degraded_total";
+/// NATS connection events since the metrics started, by `event`.
+pub const BUS_CONNECTION_EVENTS_TOTAL: &str = "kgmesh_bus_connection_events_total";
 /// Failed bus operations, by `kind`.
 pub const BUS_ERRORS_TOTAL: &str = "kgmesh_bus_errors_total";
 
@@ -232,6 +234,11 @@ pub fn describe() {
         DEGRADED_TOTAL,
         Unit::Count,
         "Questions answered degraded, once per role and reason: failed, timeout, missing, or model_fallback (the role's model reply was unusable and its LLM-free strategy answered)"
+    );
+    describe_counter!(
+        BUS_CONNECTION_EVENTS_TOTAL,
+        Unit::Count,
+        "NATS connection events of this process since its metrics started, by event: connected, disconnected, lame_duck, draining, closed, slow_consumer, server_error, client_error"
     );
     describe_counter!(
         BUS_ERRORS_TOTAL,
