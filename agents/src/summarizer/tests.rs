@@ -152,28 +152,13 @@ fn query_rows_answer_and_nothing_retrieved_means_i_dont_know() {
 
 #[tokio::test]
 async fn model_answers_are_linked_to_entities_in_their_evidence() {
-    let pacino = entity(1, "Al Pacino");
-    let heat = entity(2, "Heat");
-    let summarizer = Summarizer {
-        llm: Some(Arc::new(ScriptedModel::always(Ok(
-            "<answers>\nheat [E1]\n</answers><explanation>He starred in it.</explanation>",
-        )))),
-        rule: SummaryRule::default(),
-    };
-    let ctx = CallContext::for_test(Role::SUMMARIZER);
-    let reply = summarizer
-        .summarize(
-            &ctx,
-            request(
-                vec![path(&pacino, "starred_actors", &heat, 0.9)],
-                vec![pacino],
-            ),
-        )
-        .await
-        .unwrap();
+    let (reply, ctx) = summarize_with(ScriptedModel::always(Ok(
+        "<answers>\nheat [E1]\n</answers><explanation>He starred in it.</explanation>",
+    )))
+    .await;
     assert_eq!(reply.answers.len(), 1, "{reply:?}");
     assert_eq!(reply.answers[0].evidence, vec![0]);
-    assert_eq!(reply.answers[0].entity, Some(heat));
+    assert_eq!(reply.answers[0].entity, Some(entity(2, "Heat")));
     assert_eq!(ctx.cost().llm_calls, 1);
 }
 
