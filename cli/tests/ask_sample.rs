@@ -9,18 +9,7 @@ use support::*;
 fn ask_json(question: &str, extra: &[&str]) -> serde_json::Value {
     let mut command = kgmesh();
     command.arg("ask").arg(question).arg("--json").args(extra);
-    let (code, stdout, stderr) = run(command);
-    assert_eq!(code, 0, "kgmesh ask failed: {stderr}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
-}
-
-fn answers(reply: &serde_json::Value) -> Vec<String> {
-    reply["answers"]
-        .as_array()
-        .expect("answers")
-        .iter()
-        .map(|a| a["text"].as_str().expect("text").to_owned())
-        .collect()
+    run_json(command)
 }
 
 #[test]
@@ -34,7 +23,7 @@ fn the_sample_questions_are_answered_with_evidence() {
     let mut wrong = Vec::new();
     for (question, gold) in &questions {
         let reply = ask_json(question, &["--kg", kg.to_str().expect("utf-8 path")]);
-        let got = answers(&reply);
+        let got = answer_texts(&reply);
         match got.first() {
             Some(top) if gold.iter().any(|g| g.eq_ignore_ascii_case(top)) => {
                 // The top answer cites evidence that exists.

@@ -9,23 +9,9 @@ use std::{net::SocketAddr, path::Path};
 use serve_support::*;
 
 fn start_server(cache_file: &Path) -> (Process, SocketAddr) {
-    let mut command = kgmesh();
-    command
-        .args([
-            "serve",
-            "--embedded",
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-            "--kg",
-        ])
-        .arg(sample_kg())
-        .env("KGMESH__CACHE__PATH", cache_file);
-    let mut server = Process::spawn("kgmesh serve", command);
-    let address = server.listening_address();
-    wait_for_ok(address, "/readyz");
-    (server, address)
+    let mut command = serve_embedded(&sample_kg(), 1);
+    command.env("KGMESH__CACHE__PATH", cache_file);
+    start_ready("kgmesh serve", command)
 }
 
 fn json(body: &str) -> serde_json::Value {

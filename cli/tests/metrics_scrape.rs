@@ -194,20 +194,8 @@ fn assert_described(scrape: &Scrape) {
 
 #[test]
 fn serve_metrics_move_after_a_question() {
-    let mut command = kgmesh();
-    command.args([
-        "serve",
-        "--embedded",
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "1",
-        "--kg",
-    ]);
-    command.arg(sample_kg());
-    let mut server = Process::spawn("kgmesh serve --embedded", command);
-    let address = server.listening_address();
-    wait_for_ok(address, "/readyz");
+    let (mut server, address) =
+        start_ready("kgmesh serve --embedded", serve_embedded(&sample_kg(), 1));
 
     let before = scrape(address);
     let (status, body) = http(
@@ -442,23 +430,11 @@ fn a_model_fallback_is_counted_as_a_degraded_question() {
     let stub = kgmesh_testkit::llm_stub::LlmStub::start(kgmesh_testkit::llm_stub::Script::text(
         "no idea, sorry",
     ));
-    let mut command = kgmesh();
+    let mut command = serve_embedded(&sample_kg(), 1);
     command
-        .args([
-            "serve",
-            "--embedded",
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-            "--kg",
-        ])
-        .arg(sample_kg())
         .env("OPENAI_BASE_URL", stub.base_url())
         .env("OPENAI_API_KEY", "stub");
-    let mut server = Process::spawn("kgmesh serve --embedded (stub model)", command);
-    let address = server.listening_address();
-    wait_for_ok(address, "/readyz");
+    let (mut server, address) = start_ready("kgmesh serve --embedded (stub model)", command);
 
     let before = scrape(address);
     let (status, body) = http(

@@ -24,18 +24,7 @@ fn ask(question: &str, base_url: Option<&str>) -> serde_json::Value {
             .env("OPENAI_API_KEY", "stub")
             .env("KGMESH__LLM__MAX_RETRIES", "0");
     }
-    let (code, stdout, stderr) = run(command);
-    assert_eq!(code, 0, "kgmesh ask failed: {stderr}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
-}
-
-fn answers(reply: &serde_json::Value) -> Vec<String> {
-    reply["answers"]
-        .as_array()
-        .expect("answers")
-        .iter()
-        .map(|a| a["text"].as_str().expect("text").to_owned())
-        .collect()
+    run_json(command)
 }
 
 fn degraded(reply: &serde_json::Value) -> Vec<String> {
@@ -59,7 +48,7 @@ fn a_broken_model_gives_the_llm_free_answers_flagged_degraded() {
     assert_eq!(questions.len(), 4);
     let without: Vec<serde_json::Value> = questions.iter().map(|(q, _)| ask(q, None)).collect();
     for reply in &without {
-        assert!(!answers(reply).is_empty(), "{reply}");
+        assert!(!answer_texts(reply).is_empty(), "{reply}");
         assert_eq!(degraded(reply), Vec::<String>::new(), "{reply}");
     }
     for (name, script) in [
@@ -74,8 +63,8 @@ fn a_broken_model_gives_the_llm_free_answers_flagged_degraded() {
         for ((question, _), llm_free) in questions.iter().zip(&without) {
             let reply = ask(question, Some(&stub.base_url()));
             assert_eq!(
-                answers(&reply),
-                answers(llm_free),
+                answer_texts(&reply),
+                answer_texts(llm_free),
                 "{name} model, {question}: {reply}"
             );
             let flagged = degraded(&reply);

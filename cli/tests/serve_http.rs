@@ -6,17 +6,7 @@ mod serve_support;
 use serve_support::*;
 
 fn start_server(extra_env: &[(&str, &str)]) -> (Process, std::net::SocketAddr) {
-    let mut command = kgmesh();
-    command.args([
-        "serve",
-        "--embedded",
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "2",
-        "--kg",
-    ]);
-    command.arg(sample_kg());
+    let mut command = serve_embedded(&sample_kg(), 2);
     for (key, value) in extra_env {
         command.env(key, value);
     }

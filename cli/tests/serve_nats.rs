@@ -52,20 +52,8 @@ fn nats_deployment_answers_like_the_embedded_mode() {
     }
 
     // Embedded: the reference answers, and the roles this build runs.
-    let mut command = kgmesh();
-    command.args([
-        "serve",
-        "--embedded",
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "1",
-        "--kg",
-    ]);
-    command.arg(&kb);
-    let mut embedded = Process::spawn("kgmesh serve --embedded", command);
-    let embedded_address = embedded.listening_address();
-    wait_for_ok(embedded_address, "/readyz");
+    let (embedded, embedded_address) =
+        start_ready("kgmesh serve --embedded", serve_embedded(&kb, 1));
     let roles: Vec<String> = role_names(embedded_address)
         .into_iter()
         .filter(|role| !LEFT_OUT.contains(&role.as_str()))

@@ -6,7 +6,7 @@
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::{SocketAddr, TcpStream},
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::mpsc,
     time::{Duration, Instant},
@@ -168,6 +168,49 @@ pub fn run(mut command: Command) -> (i32, String, String) {
         out.join().unwrap_or_default(),
         err.join().unwrap_or_default(),
     )
+}
+
+/// Runs `command` (a `kgmesh … --json`), which must succeed, and parses what it printed.
+pub fn run_json(command: Command) -> serde_json::Value {
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "kgmesh failed: {stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// The answer texts of an `AskReply` as JSON, best first.
+pub fn answer_texts(reply: &serde_json::Value) -> Vec<String> {
+    reply["answers"]
+        .as_array()
+        .expect("answers")
+        .iter()
+        .map(|a| a["text"].as_str().expect("text").to_owned())
+        .collect()
+}
+
+/// `kgmesh serve --embedded` on `kg`, on a free port, with `workers` HTTP workers.
+pub fn serve_embedded(kg: &Path, workers: u16) -> Command {
+    let mut command = kgmesh();
+    command
+        .args([
+            "serve",
+            "--embedded",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+        ])
+        .arg(workers.to_string())
+        .arg("--kg")
+        .arg(kg);
+    command
+}
+
+/// Spawns the server `command`, reads the address it listens on and waits until its
+/// `/readyz` answers 200.
+pub fn start_ready(name: &str, command: Command) -> (Process, SocketAddr) {
+    let mut server = Process::spawn(name, command);
+    let address = server.listening_address();
+    wait_for_ok(address, "/readyz");
+    (server, address)
 }
 
 /// One HTTP/1.1 request (connection closed after it); (status, body).
