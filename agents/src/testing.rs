@@ -100,3 +100,18 @@ pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
                 .expect("timed out")
         })
 }
+
+/// A graph read by the embedded store's own loader from TSV `text` (head, relation,
+/// tail per line), as a user's file would be.
+pub(crate) fn graph_from_tsv(text: &str) -> std::sync::Arc<dyn kgmesh_stores::GraphStore> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kg.tsv");
+    std::fs::write(&path, text).unwrap();
+    let (graph, _) = kgmesh_stores::embedded::load::load_graph(
+        &path,
+        &kgmesh_stores::embedded::load::LoadOptions::default(),
+    )
+    .unwrap();
+    let graph: kgmesh_stores::EmbeddedGraph = graph;
+    std::sync::Arc::new(graph)
+}

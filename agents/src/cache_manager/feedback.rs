@@ -328,7 +328,7 @@ mod tests {
         graph::RelationStep,
         messages::cache::{CacheEntry, Plan},
     };
-    use kgmesh_stores::{embedded::EmbeddedGraph, GraphStore};
+    use kgmesh_stores::GraphStore;
 
     use super::*;
     use crate::cache_manager::{core::CacheConfig, persist::FilePlanStore, warm::build_gazetteer};
@@ -356,15 +356,7 @@ Heat\trelease_year\t1995
     impl Fixture {
         async fn new() -> Self {
             let dir = tempfile::tempdir().unwrap();
-            let kg = dir.path().join("kg.tsv");
-            std::fs::write(&kg, KG).unwrap();
-            let (graph, _) = kgmesh_stores::embedded::load::load_graph(
-                &kg,
-                &kgmesh_stores::embedded::load::LoadOptions::default(),
-            )
-            .unwrap();
-            let graph: EmbeddedGraph = graph;
-            let graph: Arc<dyn GraphStore> = Arc::new(graph);
+            let graph = crate::testing::graph_from_tsv(KG);
             let gazetteer = Arc::new(build_gazetteer(graph.as_ref()).await.unwrap());
             Self {
                 graph,

@@ -800,7 +800,6 @@ pub async fn write_entries(
 
 #[cfg(test)]
 mod tests {
-    use kgmesh_stores::embedded::EmbeddedGraph;
 
     use super::*;
     use crate::testing::block_on;
@@ -821,16 +820,7 @@ Amelie\tin_language\tFrench
 ";
 
     fn graph() -> Arc<dyn GraphStore> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kg.tsv");
-        std::fs::write(&path, KG).unwrap();
-        let (graph, _) = kgmesh_stores::embedded::load::load_graph(
-            &path,
-            &kgmesh_stores::embedded::load::LoadOptions::default(),
-        )
-        .unwrap();
-        let graph: EmbeddedGraph = graph;
-        Arc::new(graph)
+        crate::testing::graph_from_tsv(KG)
     }
 
     fn warmer() -> Warmer {
