@@ -194,13 +194,23 @@ impl CacheManager {
             return Ok(CacheStoreReply { stored: false });
         }
         if entry.template.is_empty() {
-            let mentions: Vec<&str> = entry
-                .plan
-                .entities
-                .iter()
-                .map(|e| e.name.as_str())
-                .chain(entry.isr.topic_entities.iter().map(String::as_str))
-                .collect();
+            // Masked as a lookup masks it, so that the stored plan is found again; the
+            // plan's own entities only where there is no graph to link with.
+            let linked = match self.gazetteer().await? {
+                Some(gazetteer) => template::linked_mentions(&gazetteer, &entry.question),
+                None => Vec::new(),
+            };
+            let mentions: Vec<&str> = if linked.is_empty() {
+                entry
+                    .plan
+                    .entities
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .chain(entry.isr.topic_entities.iter().map(String::as_str))
+                    .collect()
+            } else {
+                linked.iter().map(|e| e.name.as_str()).collect()
+            };
             entry.template = template::mask(&entry.question, &mentions);
         }
         if !entry.template.contains(template::ENTITY_SLOT) {

@@ -64,12 +64,19 @@ pub fn slots(template: &str) -> usize {
 /// index finds, each linked to its best candidate but named as the question wrote it
 /// (that text is what gets masked). Lookups and pre-warming must agree on this, or a
 /// warmed plan would never be rebound to a new question.
+///
+/// A graph may name entities with plain words ("writer", "film" as tags), and masking
+/// those would merge "who is the writer of X" with "who is the director of X" into one
+/// template. So, as relevance scoring does ([`QuestionTerms::new`]), when the question
+/// names an entity the way names are written, a one-word mention in lower case is a
+/// relation cue, not an entity.
+///
+/// [`QuestionTerms::new`]: crate::scoring::text::QuestionTerms::new
 pub fn linked_mentions(
     gazetteer: &kgmesh_models::lexical::gazetteer::Gazetteer,
     question: &str,
 ) -> Vec<kgmesh_schemas::graph::Entity> {
-    gazetteer
-        .find_mentions(question)
+    entity_mentions(gazetteer, question)
         .into_iter()
         .filter_map(|mention| {
             mention
@@ -92,8 +99,7 @@ pub fn namesakes(
     question: &str,
     per_mention: usize,
 ) -> Vec<kgmesh_schemas::graph::Entity> {
-    gazetteer
-        .find_mentions(question)
+    entity_mentions(gazetteer, question)
         .into_iter()
         .filter(|mention| mention.exact)
         .flat_map(|mention| {
@@ -107,9 +113,63 @@ pub fn namesakes(
         .collect()
 }
 
+/// The gazetteer's mentions in `question` that name entities: all of them, or, when some
+/// are written as names, only those (see [`linked_mentions`]).
+fn entity_mentions(
+    gazetteer: &kgmesh_models::lexical::gazetteer::Gazetteer,
+    question: &str,
+) -> Vec<kgmesh_models::lexical::gazetteer::Mention> {
+    let mentions = gazetteer.find_mentions(question);
+    let marked: Vec<bool> = mentions
+        .iter()
+        .map(|m| crate::scoring::text::marked_as_name(question, &m.text))
+        .collect();
+    if !marked.contains(&true) {
+        return mentions;
+    }
+    mentions
+        .into_iter()
+        .zip(marked)
+        .filter_map(|(mention, marked)| marked.then_some(mention))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gazetteer(names: &[&str]) -> kgmesh_models::lexical::gazetteer::Gazetteer {
+        kgmesh_models::lexical::gazetteer::Gazetteer::build(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| (kgmesh_schemas::NodeId(i as u64 + 1), (*name).to_owned())),
+        )
+    }
+
+    #[test]
+    fn a_plain_word_naming_a_tag_is_not_masked_beside_a_written_name() {
+        // "writer", "director" and "film" are tags of this graph as well as words.
+        let index = gazetteer(&["writer", "director", "film", "Cloverfield"]);
+        let writer = "who is the writer of the film Cloverfield";
+        let director = "who is the director of the film Cloverfield";
+        let names = |q: &str| -> Vec<String> {
+            linked_mentions(&index, q)
+                .into_iter()
+                .map(|e| e.name)
+                .collect()
+        };
+        assert_eq!(names(writer), vec!["Cloverfield".to_owned()]);
+        let template = |q: &str| {
+            let mentions = names(q);
+            let mentions: Vec<&str> = mentions.iter().map(String::as_str).collect();
+            mask(q, &mentions)
+        };
+        assert_eq!(template(writer), "who is the writer of the film <e>");
+        assert_ne!(template(writer), template(director));
+        // With no name written as one, the plain words are all the question has.
+        assert_eq!(names("who is the writer"), vec!["writer".to_owned()]);
+    }
 
     #[test]
     fn questions_that_differ_only_in_entity_share_a_template() {
