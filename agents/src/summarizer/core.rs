@@ -107,7 +107,14 @@ pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeRep
         .map(|e| e.name.to_lowercase())
         .collect();
     let anchors = anchors(&request.question, &request.topic_entities);
-    let mut candidates = collect(&request.context, &topic_ids, &topic_names, &anchors, rule);
+    let named = named_anchors(&request.topic_entities, &anchors);
+    let mut candidates = collect(
+        &request.context,
+        &topic_ids,
+        &topic_names,
+        (&anchors, &named),
+        rule,
+    );
     if !request.cues.is_empty() {
         prefer_explained(request, &mut candidates);
     }
@@ -164,7 +171,7 @@ fn collect(
     context: &Context,
     topic_ids: &HashSet<NodeId>,
     topic_names: &HashSet<String>,
-    anchors: &HashSet<NodeId>,
+    (anchors, named): (&HashSet<NodeId>, &[Vec<NodeId>]),
     rule: &SummaryRule,
 ) -> Vec<Candidate> {
     let mut best_by_source: HashMap<&str, f32> = HashMap::new();
@@ -290,13 +297,11 @@ fn collect(
             }
         }
     }
-    if anchors.len() > 1 {
-        let mut named: Vec<&NodeId> = anchors.iter().collect();
-        named.sort();
+    if named.len() > 1 {
         let per_anchor: Vec<HashMap<NodeId, usize>> = named
-            .into_iter()
+            .iter()
             .take(MAX_ANCHORS)
-            .map(|anchor| graph.distances([anchor]))
+            .map(|nodes| graph.distances(nodes))
             .collect();
         for candidate in &mut candidates {
             if let Some(entity) = &candidate.entity {
@@ -455,6 +460,31 @@ fn prefer_explained(request: &SummarizeRequest, candidates: &mut [Candidate]) {
 
 /// Path scores this close to the best count as explaining the question as well.
 const EXPLAINED_TIE: f32 = 1e-3;
+
+/// The anchors grouped by the name the question gives them: nodes that share a name
+/// (an actor and the tag spelled like them) are one named entity of the question, at
+/// the distance of the nearest of them. Sorted, so that the order is stable.
+fn named_anchors(topic: &[Entity], anchors: &HashSet<NodeId>) -> Vec<Vec<NodeId>> {
+    let mut by_name: HashMap<String, Vec<NodeId>> = HashMap::new();
+    for entity in topic.iter().filter(|e| anchors.contains(&e.id)) {
+        let name = entity.name.trim().to_lowercase();
+        let key = if name.is_empty() {
+            format!("#{}", entity.id)
+        } else {
+            name
+        };
+        let nodes = by_name.entry(key).or_default();
+        if !nodes.contains(&entity.id) {
+            nodes.push(entity.id);
+        }
+    }
+    let mut named: Vec<Vec<NodeId>> = by_name.into_values().collect();
+    for nodes in &mut named {
+        nodes.sort();
+    }
+    named.sort();
+    named
+}
 
 /// Question entities named word for word in the question; all of them when none is
 /// (then every linked entity is as good as another).

@@ -339,6 +339,49 @@ fn a_question_naming_two_entities_prefers_what_both_lead_to() {
 }
 
 #[test]
+fn namesakes_of_one_mention_are_one_named_entity_not_two() {
+    // "Ronald Neame" is a person and a tag: one entity of the question, not two whose
+    // common neighbour (a film he directed and that carries his tag) would be what the
+    // question asks for.
+    let person = entity(1, "Ronald Neame");
+    let tag = entity(2, "ronald neame");
+    let directed = entity(3, "The Odessa File");
+    let director = entity(5, "David Lean");
+    let step = |relation: &str, inverse: bool, node: &Entity| PathStep {
+        relation: relation.into(),
+        inverse,
+        node: node.clone(),
+    };
+    let plan_path = |film: &Entity| Evidence {
+        source: "path-follower".into(),
+        score: 1.0,
+        item: EvidenceItem::Path(Path {
+            start: person.clone(),
+            steps: vec![
+                step("written_by", true, film),
+                step("directed_by", false, &director),
+            ],
+        }),
+    };
+    let mut evidence = vec![
+        triple("agentic-traverser", &directed, "directed_by", &person, 1.0),
+        triple("agentic-traverser", &directed, "has_tags", &tag, 1.0),
+    ];
+    for (id, film) in [
+        (6, "Blithe Spirit"),
+        (7, "Great Expectations"),
+        (8, "This Happy Breed"),
+    ] {
+        evidence.push(plan_path(&entity(id, film)));
+    }
+    let mut request = request(evidence, vec![person, tag]);
+    request.question = "who are the directors of the films written by Ronald Neame".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts.first(), Some(&"David Lean"), "{reply:?}");
+}
+
+#[test]
 fn an_entity_a_comparable_path_runs_through_is_a_step_not_the_answer() {
     let film = entity(1, "Twentynine Palms");
     let director = entity(2, "Bruno Dumont");
