@@ -171,7 +171,7 @@ proptest! {
 }
 
 mod lexical {
-    use kgmesh_models::lexical::{score_paths_lexical, Gazetteer};
+    use kgmesh_models::lexical::{text, Gazetteer};
     use kgmesh_schemas::NodeId;
     use proptest::prelude::*;
 
@@ -196,13 +196,26 @@ mod lexical {
         }
 
         #[test]
-        fn path_scores_are_finite_and_one_per_path(
-            question in "\\PC{0,100}",
-            paths in prop::collection::vec("[a-zA-Z_~ >-]{0,40}", 0..10),
+        fn the_text_toolkit_reads_any_text(
+            a in "\\PC{0,100}",
+            b in "\\PC{0,40}",
         ) {
-            let scores = score_paths_lexical(&question, &paths);
-            prop_assert_eq!(scores.len(), paths.len());
-            prop_assert!(scores.iter().all(|s| s.is_finite() && *s >= 0.0));
+            for word in text::words(&a) {
+                prop_assert!(!word.is_empty());
+                let _ = text::stem(&word);
+            }
+            let stems = text::content_stems(&a);
+            let distinct: std::collections::HashSet<&String> = stems.iter().collect();
+            prop_assert_eq!(distinct.len(), stems.len());
+            for other in text::content_stems(&b) {
+                for stem in &stems {
+                    let similarity = text::stem_similarity(stem, &other);
+                    prop_assert!((0.0..=1.0).contains(&similarity));
+                    prop_assert_eq!(similarity, text::stem_similarity(&other, stem));
+                }
+            }
+            let _ = text::relation_words(&b);
+            let _ = text::marked_as_name(&a, &b);
         }
     }
 }

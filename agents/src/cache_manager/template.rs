@@ -21,10 +21,9 @@ pub fn tokens(text: &str) -> Vec<String> {
     out
 }
 
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase())
+/// The toolkit's words ([`crate::scoring::text::words`]), as the scorer reads them.
+fn words(text: &str) -> impl Iterator<Item = String> {
+    crate::scoring::text::words(text).into_iter()
 }
 
 /// The question's template: its tokens joined by single spaces, with every occurrence

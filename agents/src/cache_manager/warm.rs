@@ -574,27 +574,7 @@ impl StarGroup {
 
 /// `directed_by` → "directed by", `hasGenre` → "has genre", `dbo:birthPlace` → "birth place".
 pub fn relation_words(relation: &str) -> String {
-    let local = relation
-        .rsplit(['/', '#', ':'])
-        .find(|part| !part.is_empty())
-        .unwrap_or(relation);
-    let mut words = String::with_capacity(local.len() + 4);
-    let mut previous_lower = false;
-    for c in local.chars() {
-        if c == '_' || c == '-' || c == '.' || c.is_whitespace() {
-            if !words.ends_with(' ') && !words.is_empty() {
-                words.push(' ');
-            }
-            previous_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && previous_lower {
-            words.push(' ');
-        }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
-        words.extend(c.to_lowercase());
-    }
-    words.trim().to_owned()
+    crate::scoring::text::relation_words(relation).join(" ")
 }
 
 /// The star's edges grouped by (relation, direction from the centre), in a stable order.

@@ -222,7 +222,7 @@ pub fn metapath_text(metapath: &Metapath) -> String {
         .steps
         .iter()
         .map(|step| {
-            let words = crate::scoring::text::words(&step.relation).join(" ");
+            let words = crate::scoring::text::relation_words(&step.relation).join(" ");
             match step.direction {
                 Direction::In => format!("{words} (inverse)"),
                 _ => words,

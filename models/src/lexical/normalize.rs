@@ -1,21 +1,18 @@
 //! One normalization for names and questions, so "Schindler's List", "schindlers list"
 //! and "SCHINDLER’S  LIST!" compare equal.
 
-/// Words that carry no identity on their own. A name that is only one of these (a film
-/// called "It") is never matched by itself inside a question: it would match everywhere.
-pub const STOPWORDS: &[&str] = &[
-    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
-    "before", "being", "by", "can", "could", "did", "do", "does", "during", "each", "for", "from",
-    "had", "has", "have", "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is",
-    "it", "its", "me", "my", "no", "not", "of", "on", "or", "other", "our", "she", "so", "some",
-    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
-    "to", "up", "us", "was", "we", "were", "what", "when", "where", "which", "while", "who",
-    "whom", "whose", "why", "will", "with", "would", "you", "your", "same", "share", "shares",
-    "shared", "name", "names", "tell", "give", "show", "find",
+/// Question words that are no function words but still name nothing when they stand
+/// alone ("which films *share* actors", "*show* me"): with the toolkit's stop words
+/// ([`super::text::STOP_WORDS`]), the words a one-word name is never matched on.
+const NEVER_NAMES_ALONE: &[&str] = &[
+    "after", "before", "during", "each", "find", "give", "here", "no", "not", "other", "same",
+    "share", "shared", "shares", "show", "up",
 ];
 
+/// Words that carry no identity on their own. A name that is only one of these (a film
+/// called "It") is never matched by itself inside a question: it would match everywhere.
 pub fn is_stopword(token: &str) -> bool {
-    STOPWORDS.contains(&token)
+    super::text::is_stop_word(token) || NEVER_NAMES_ALONE.binary_search(&token).is_ok()
 }
 
 /// Lower case, accents folded, apostrophes dropped, every other non-alphanumeric
@@ -89,6 +86,14 @@ fn fold(c: char) -> impl Iterator<Item = char> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn name_stop_words_are_sorted_for_binary_search() {
+        let mut sorted = NEVER_NAMES_ALONE.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, NEVER_NAMES_ALONE);
+        assert!(is_stopword("the") && is_stopword("share") && !is_stopword("heat"));
+    }
 
     #[test]
     fn case_punctuation_apostrophes_and_accents() {

@@ -1,0 +1,242 @@
+//! The one text toolkit: words, stop words, a light stemmer and word similarity, used
+//! wherever kgmesh compares a question with the graph (the gazetteer's stop words, the
+//! relevance scorer, the plan cache's templates and lexicon, the summarizer), so that
+//! masking, linking and scoring read a text the same way.
+//!
+//! Nothing here knows any benchmark: the stop-word list and the irregular-verb table are
+//! plain English.
+
+use std::collections::HashSet;
+
+/// English function words that carry no relation meaning (also dropped from relation
+/// names such as `directed_by` or `has_genre`).
+pub const STOP_WORDS: &[&str] = &[
+    "a", "about", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "being",
+    "but", "by", "can", "could", "did", "do", "does", "done", "for", "from", "get", "got", "had",
+    "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its",
+    "me", "my", "name", "names", "of", "on", "one", "or", "our", "s", "she", "so", "some", "tell",
+    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+    "to", "too", "us", "was", "we", "were", "what", "when", "where", "which", "while", "who",
+    "whom", "whose", "why", "will", "with", "would", "you", "your",
+];
+
+/// Irregular English verb forms mapped to their base, so that `wrote` meets `written_by`.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("wrote", "write"),
+    ("written", "write"),
+    ("writing", "write"),
+    ("writer", "write"),
+    ("writers", "write"),
+    ("spoke", "speak"),
+    ("spoken", "speak"),
+    ("made", "make"),
+    ("born", "bear"),
+    ("bore", "bear"),
+    ("won", "win"),
+    ("sang", "sing"),
+    ("sung", "sing"),
+    ("began", "begin"),
+    ("begun", "begin"),
+    ("led", "lead"),
+    ("fought", "fight"),
+    ("taught", "teach"),
+    ("built", "build"),
+    ("held", "hold"),
+    ("left", "leave"),
+    ("met", "meet"),
+    ("paid", "pay"),
+    ("sold", "sell"),
+    ("bought", "buy"),
+    ("thought", "think"),
+    ("brought", "bring"),
+    ("found", "find"),
+    ("grew", "grow"),
+    ("grown", "grow"),
+    ("knew", "know"),
+    ("known", "know"),
+    ("drew", "draw"),
+    ("drawn", "draw"),
+    ("gave", "give"),
+    ("given", "give"),
+    ("took", "take"),
+    ("taken", "take"),
+    ("saw", "see"),
+    ("seen", "see"),
+    ("went", "go"),
+    ("gone", "go"),
+    ("died", "die"),
+    ("dead", "die"),
+    ("death", "die"),
+    ("children", "child"),
+    ("people", "person"),
+    ("men", "man"),
+    ("women", "woman"),
+];
+
+/// Lowercased alphanumeric words of `text` (splits `snake_case`, `dotted.names` and
+/// `camelCase`).
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if c.is_uppercase() && previous_lower && !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            previous_lower = c.is_lowercase();
+            current.extend(c.to_lowercase());
+        } else {
+            previous_lower = false;
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// A crude suffix-stripping stemmer: enough to meet `directed`/`director`/`directs`.
+pub fn stem(word: &str) -> String {
+    if let Some((_, base)) = IRREGULAR.iter().find(|(form, _)| *form == word) {
+        return (*base).to_owned();
+    }
+    // Compounds ending in an irregular form: "screenwriter" is a kind of "writer".
+    if let Some((_, base)) = IRREGULAR
+        .iter()
+        .find(|(form, _)| word.len() >= form.len() + 3 && word.ends_with(form))
+    {
+        return (*base).to_owned();
+    }
+    const SUFFIXES: &[&str] = &[
+        "ations", "ation", "ings", "ing", "ers", "ies", "ied", "ed", "er", "es", "ly", "s", "e",
+    ];
+    for suffix in SUFFIXES {
+        if let Some(base) = word.strip_suffix(suffix) {
+            if base.chars().count() >= 3 {
+                let mut base = base.to_owned();
+                if *suffix == "ies" || *suffix == "ied" {
+                    base.push('y');
+                }
+                return base;
+            }
+        }
+    }
+    word.to_owned()
+}
+
+/// Whether `question` names `name` the way names are written: more than one content
+/// word, or (where the question spells it) with a capital letter or inside brackets.
+pub fn marked_as_name(question: &str, name: &str) -> bool {
+    if content_stems(name).len() > 1 {
+        return true;
+    }
+    let lower_question = question.to_lowercase();
+    let lower_name = name.trim().to_lowercase();
+    if lower_name.is_empty() || lower_question.len() != question.len() {
+        // Lower-casing changed byte offsets: no spelling to read, so keep it a name.
+        return true;
+    }
+    lower_question.match_indices(&lower_name).any(|(at, _)| {
+        let spelled = &question[at..at + lower_name.len()];
+        let bracketed = question[..at].trim_end().ends_with('[');
+        bracketed || spelled.chars().any(char::is_uppercase)
+    })
+}
+
+/// Content stems of a text, in order, without stop words or duplicates.
+pub fn content_stems(text: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    words(text)
+        .into_iter()
+        .filter(|w| !is_stop_word(w))
+        .map(|w| stem(&w))
+        .filter(|s| seen.insert(s.clone()))
+        .collect()
+}
+
+/// How alike two stems are, in `[0, 1]`.
+pub fn stem_similarity(a: &str, b: &str) -> f32 {
+    if a == b {
+        return 1.0;
+    }
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.len() >= 3 && long.starts_with(short) {
+        return 0.8;
+    }
+    // The head of an English compound is its last part ("filmmaker" is a "maker").
+    if short.len() >= 4 && long.len() >= short.len() + 3 && long.ends_with(short) {
+        return 0.8;
+    }
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    if common >= 4 {
+        return 0.6;
+    }
+    0.0
+}
+
+/// The local part of a relation name written as an IRI or a prefixed name
+/// (`http://dbpedia.org/ontology/birthPlace` → `birthPlace`, `dbo:genre` → `genre`);
+/// a plain name is its own local part.
+pub fn local_name(relation: &str) -> &str {
+    relation
+        .rsplit(['/', '#', ':'])
+        .find(|part| !part.is_empty())
+        .unwrap_or(relation)
+}
+
+/// The words of a relation name: `directed_by` → `directed by`, `hasGenre` → `has
+/// genre`, `dbo:birthPlace` → `birth place`.
+pub fn relation_words(relation: &str) -> Vec<String> {
+    words(local_name(relation))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        let mut sorted = STOP_WORDS.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, STOP_WORDS);
+    }
+
+    #[test]
+    fn words_split_snake_dotted_and_camel_case() {
+        assert_eq!(words("directed_by"), vec!["directed", "by"]);
+        assert_eq!(
+            words("people.person.placeOfBirth"),
+            vec!["people", "person", "place", "of", "birth"]
+        );
+    }
+
+    #[test]
+    fn relation_words_read_the_local_name_of_an_iri() {
+        assert_eq!(relation_words("directed_by"), vec!["directed", "by"]);
+        assert_eq!(relation_words("hasGenre"), vec!["has", "genre"]);
+        assert_eq!(
+            relation_words("http://dbpedia.org/ontology/birthPlace"),
+            vec!["birth", "place"]
+        );
+        assert_eq!(relation_words("dbo:genre"), vec!["genre"]);
+    }
+
+    #[test]
+    fn inflections_meet() {
+        assert_eq!(stem_similarity(&stem("directed"), &stem("direct")), 1.0);
+        assert!(stem_similarity(&stem("acted"), &stem("actors")) >= 0.8);
+        assert_eq!(stem("wrote"), stem("written"));
+        assert_eq!(stem("screenwriters"), stem("written"));
+        assert_eq!(stem_similarity("filmmak", "mak"), 0.0);
+        assert_eq!(stem_similarity("playwright", "wright"), 0.8);
+        assert_eq!(stem_similarity("genre", "year"), 0.0);
+    }
+}
