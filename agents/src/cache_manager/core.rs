@@ -114,8 +114,17 @@ impl Hasher for SlotHasher {
 }
 
 type SlotMap<V> = HashMap<u64, V, BuildHasherDefault<SlotHasher>>;
-/// Iterates in an order fixed by its contents, so bounded scans are reproducible.
-type SlotSet = HashSet<u64, BuildHasherDefault<SlotHasher>>;
+/// A domain-wide posting list: slot → (term frequency, entry length), what BM25 needs,
+/// so scoring reads no entry. Iterates in an order fixed by its contents, so bounded
+/// scans are reproducible; removal is O(1) however long the list.
+type DomainPostings = SlotMap<(u16, u16)>;
+
+/// A term's BM25 weight in an entry holding it `tf` times among `length` tokens.
+fn bm25_weight(idf: f32, tf: u16, length: u16, average_length: f32) -> f32 {
+    let tf = f32::from(tf);
+    let norm = 1.0 - BM25_B + BM25_B * f32::from(length) / average_length;
+    idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
+}
 
 /// One entry in a term's postings, with what BM25 needs, so scoring reads no entry.
 #[derive(Clone, Copy)]
@@ -175,7 +184,7 @@ struct Bucket {
 #[derive(Default)]
 struct DomainIndex {
     /// Domain-wide postings, searched only when a bucket falls short.
-    postings: HashMap<u32, SlotSet>,
+    postings: HashMap<u32, DomainPostings>,
     total_length: u64,
     /// aspect → its entries
     buckets: HashMap<String, Bucket>,
@@ -340,8 +349,13 @@ impl PlanCache {
         self.tick += 1;
         let tick = self.tick;
         let index = self.domains.entry(domain.clone()).or_default();
-        for term in counts.keys() {
-            index.postings.entry(*term).or_default().insert(slot);
+        let length16 = u16::try_from(tokens.len()).unwrap_or(u16::MAX);
+        for (term, tf) in &counts {
+            index
+                .postings
+                .entry(*term)
+                .or_default()
+                .insert(slot, (*tf, length16));
         }
         index.total_length += tokens.len() as u64;
         index.templates.insert(entry.template.clone(), slot);
@@ -642,11 +656,7 @@ impl PlanCache {
         let mut spent = 0usize;
         for (_, posting) in &query_terms {
             let term_idf = idf(posting.len());
-            let weight = |p: &Posting| {
-                let tf = f32::from(p.tf);
-                let norm = 1.0 - BM25_B + BM25_B * f32::from(p.length) / average_length;
-                term_idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
-            };
+            let weight = |p: &Posting| bm25_weight(term_idf, p.tf, p.length, average_length);
             if scores.is_empty() || spent + posting.len() <= budget {
                 let take = posting.len().min(budget.saturating_sub(spent).max(1));
                 spent += take;
@@ -720,9 +730,9 @@ impl PlanCache {
                 // fixed by the postings' contents), not scanned.
                 let take = posting.len().min(budget.saturating_sub(spent).max(1));
                 spent += take;
-                for slot in posting.iter().take(take) {
-                    let weight = self.bm25_term(*slot, *term, term_idf, average_length);
-                    *scores.entry(*slot).or_default() += weight;
+                for (slot, &(tf, length)) in posting.iter().take(take) {
+                    *scores.entry(*slot).or_default() +=
+                        bm25_weight(term_idf, tf, length, average_length);
                 }
             } else {
                 if spent + scores.len() > budget {
@@ -730,29 +740,13 @@ impl PlanCache {
                 }
                 spent += scores.len();
                 for (slot, score) in scores.iter_mut() {
-                    if posting.contains(slot) {
-                        *score += self.bm25_term(*slot, *term, term_idf, average_length);
+                    if let Some(&(tf, length)) = posting.get(slot) {
+                        *score += bm25_weight(term_idf, tf, length, average_length);
                     }
                 }
             }
         }
         rank(scores, best_possible, &self.config)
-    }
-
-    fn bm25_term(&self, slot: u64, term: u32, idf: f32, average_length: f32) -> f32 {
-        let Some(stored) = self.slots.get(&slot) else {
-            return 0.0;
-        };
-        let tf = stored
-            .term_freqs
-            .binary_search_by_key(&term, |(t, _)| *t)
-            .map(|i| f32::from(stored.term_freqs[i].1))
-            .unwrap_or(0.0);
-        if tf == 0.0 {
-            return 0.0;
-        }
-        let norm = 1.0 - BM25_B + BM25_B * stored.length as f32 / average_length;
-        idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
     }
 
     /// Maximal marginal relevance: each pick maximizes
