@@ -112,24 +112,19 @@ pub fn namesakes(
         .collect()
 }
 
-/// The gazetteer's mentions in `question` that name entities: all of them, or, when some
-/// are written as names, only those (see [`linked_mentions`]).
+/// The gazetteer's mentions in `question` that name its entities
+/// ([`entity_mention_mask`](crate::scoring::text::entity_mention_mask)).
 fn entity_mentions(
     gazetteer: &kgmesh_models::lexical::gazetteer::Gazetteer,
     question: &str,
 ) -> Vec<kgmesh_models::lexical::gazetteer::Mention> {
     let mentions = gazetteer.find_mentions(question);
-    let marked: Vec<bool> = mentions
-        .iter()
-        .map(|m| crate::scoring::text::marked_as_name(question, &m.text))
-        .collect();
-    if !marked.contains(&true) {
-        return mentions;
-    }
+    let texts: Vec<&str> = mentions.iter().map(|m| m.text.as_str()).collect();
+    let keep = crate::scoring::text::entity_mention_mask(question, &texts);
     mentions
         .into_iter()
-        .zip(marked)
-        .filter_map(|(mention, marked)| marked.then_some(mention))
+        .zip(keep)
+        .filter_map(|(mention, keep)| keep.then_some(mention))
         .collect()
 }
 

@@ -287,8 +287,13 @@ pub fn link_question_entities(
     index: &Gazetteer,
     config: &LinkerConfig,
 ) -> (Vec<String>, Vec<ScoredEntity>) {
-    let mentions: Vec<String> = gazetteer_mentions(question, index, config.max_mention_words, 2)
+    let found = gazetteer_mentions(question, index, config.max_mention_words, 2);
+    let texts: Vec<&str> = found.iter().map(String::as_str).collect();
+    let keep = crate::scoring::text::entity_mention_mask(question, &texts);
+    let mentions: Vec<String> = found
         .into_iter()
+        .zip(keep)
+        .filter_map(|(mention, keep)| keep.then_some(mention))
         .take(config.max_entities)
         .collect();
     let mut linked: Vec<ScoredEntity> = Vec::new();

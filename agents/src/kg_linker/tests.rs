@@ -105,6 +105,40 @@ async fn a_question_naming_no_entity_links_nothing() {
 }
 
 #[tokio::test]
+async fn a_named_entity_absent_from_the_graph_is_not_replaced_by_plain_words() {
+    // "kiev" and "oslo" are nodes; the person the question names is not.
+    let graph = family();
+    let index = build_name_index(&graph).await.unwrap();
+    let link = |question: &'static str| {
+        let (graph, index) = (&graph, &index);
+        async move {
+            link_without_llm(graph, index, None, question, &[], &LinkerConfig::default())
+                .await
+                .unwrap()
+        }
+    };
+    let absent = link("was sviatoslav_ii_of_kiev 's dad born in oslo ?").await;
+    assert!(absent.linked.is_empty(), "{absent:?}");
+    assert!(absent.metapaths.is_empty());
+    // Named in the graph, the same words are relation cues beside it, not entities.
+    let present = link("was Dora 's dad born in oslo ?").await;
+    let names: Vec<&str> = present
+        .linked
+        .iter()
+        .map(|e| e.entity.name.as_str())
+        .collect();
+    assert_eq!(names, ["dora"], "{present:?}");
+    // With no name written at all, plain words are all there is to link.
+    let plain = link("who was born in oslo").await;
+    let names: Vec<&str> = plain
+        .linked
+        .iter()
+        .map(|e| e.entity.name.as_str())
+        .collect();
+    assert_eq!(names, ["oslo"], "{plain:?}");
+}
+
+#[tokio::test]
 async fn a_metapath_reaching_what_a_better_one_reaches_gives_up_its_slot() {
     use crate::scoring::fixtures::graph;
     // Both directions are stored, so from "anna" `child` and `child_of (inverse)` reach

@@ -7,7 +7,8 @@
 use std::collections::HashSet;
 
 pub use kgmesh_models::lexical::text::{
-    content_stems, is_stop_word, marked_as_name, relation_words, stem, stem_similarity, words,
+    content_stems, entity_mention_mask, is_stop_word, marked_as_name, relation_words, stem,
+    stem_similarity, words, writes_a_name,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the

@@ -134,6 +134,7 @@ pub fn stem(word: &str) -> String {
 
 /// Whether `question` names `name` the way names are written: more than one content
 /// word, or (where the question spells it) with a capital letter or inside brackets.
+/// A name the question spells differently (accents, apostrophes) counts as written.
 pub fn marked_as_name(question: &str, name: &str) -> bool {
     if content_stems(name).len() > 1 {
         return true;
@@ -144,11 +145,63 @@ pub fn marked_as_name(question: &str, name: &str) -> bool {
         // Lower-casing changed byte offsets: no spelling to read, so keep it a name.
         return true;
     }
-    lower_question.match_indices(&lower_name).any(|(at, _)| {
+    let mut spelled_at = lower_question.match_indices(&lower_name).peekable();
+    if spelled_at.peek().is_none() {
+        // Written otherwise than the name index reads it ("Amélie" for "amelie"): no
+        // spelling to read, so keep it a name.
+        return true;
+    }
+    spelled_at.any(|(at, _)| {
         let spelled = &question[at..at + lower_name.len()];
         let bracketed = question[..at].trim_end().ends_with('[');
         bracketed || spelled.chars().any(char::is_uppercase)
     })
+}
+
+/// Whether `question` writes some name the way names are written: inside brackets, as
+/// words joined by underscores (`Francisco_RODRIGUEZ`), or with a capital letter on a
+/// word other than the first (`who directed Heat`).
+pub fn writes_a_name(question: &str) -> bool {
+    if question.contains('[') && question.contains(']') {
+        return true;
+    }
+    question
+        .split_whitespace()
+        .enumerate()
+        .any(|(position, token)| {
+            let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+            let joined = word
+                .split('_')
+                .filter(|part| part.chars().any(char::is_alphanumeric))
+                .count()
+                > 1;
+            let capital =
+                position > 0 && word != "I" && word.chars().next().is_some_and(char::is_uppercase);
+            joined || capital
+        })
+}
+
+/// Which of a question's mentions (spans a name index found in it) name the entities
+/// it asks about:
+/// - when some are written as names ([`marked_as_name`]), only those: a one-word
+///   mention in lower case beside them is a relation cue ("the *writer* of [Heat]",
+///   where a graph also holds a tag "writer");
+/// - when none is, but the question writes a name ([`writes_a_name`]), none: what it
+///   names is not in the graph, and the plain words around it ("a man or a woman",
+///   "the child of …") would only answer a question about something else;
+/// - otherwise all of them.
+pub fn entity_mention_mask(question: &str, mentions: &[&str]) -> Vec<bool> {
+    let marked: Vec<bool> = mentions
+        .iter()
+        .map(|mention| marked_as_name(question, mention))
+        .collect();
+    if marked.contains(&true) {
+        marked
+    } else if writes_a_name(question) {
+        vec![false; mentions.len()]
+    } else {
+        vec![true; mentions.len()]
+    }
 }
 
 /// Content stems of a text, in order, without stop words or duplicates.
@@ -227,6 +280,40 @@ mod tests {
             vec!["birth", "place"]
         );
         assert_eq!(relation_words("dbo:genre"), vec!["genre"]);
+    }
+
+    #[test]
+    fn names_are_told_by_how_they_are_written() {
+        assert!(writes_a_name("who directed [heat]"));
+        assert!(writes_a_name(
+            "which country does Francisco_RODRIGUEZ play in ?"
+        ));
+        assert!(writes_a_name(
+            "is sviatoslav_ii_of_kiev 's dad a man or a woman ?"
+        ));
+        assert!(writes_a_name("who is Bob's manager"));
+        assert!(!writes_a_name("Which films are about time travel?"));
+        assert!(!writes_a_name("what movies did I like"));
+    }
+
+    #[test]
+    fn mentions_of_written_names_are_the_entities() {
+        let question = "the director of [Inkheart] was";
+        assert_eq!(
+            entity_mention_mask(question, &["Inkheart", "director"]),
+            [true, false]
+        );
+        // The name is not in the graph: the plain words are no stand-in for it.
+        let question = "is sviatoslav_ii_of_kiev 's dad a man or a woman ?";
+        assert_eq!(
+            entity_mention_mask(question, &["man", "woman"]),
+            [false, false]
+        );
+        // No name written: the plain words are all the question has.
+        assert_eq!(
+            entity_mention_mask("which films are about time travel", &["time travel"]),
+            [true]
+        );
     }
 
     #[test]
