@@ -55,6 +55,24 @@ fn the_sample_questions_are_answered_with_evidence() {
 }
 
 #[test]
+fn a_possessive_names_the_entity_and_an_unknown_name_is_not_guessed() {
+    let kg = sample_kg();
+    let kg = kg.to_str().expect("utf-8 path");
+    for question in ["what is Heat's genre", "what is Heat’s genre"] {
+        let reply = ask_json(question, &["--kg", kg]);
+        let got = answer_texts(&reply);
+        assert!(!got.is_empty(), "{question}: {reply}");
+        assert!(
+            got.iter().all(|g| g == "Crime" || g == "Thriller"),
+            "{question}: {got:?}"
+        );
+    }
+    // Nobody in the sample graph is called Bob Tanaka: no film or genre is given for him.
+    let reply = ask_json("who is Bob Tanaka's manager", &["--kg", kg]);
+    assert!(answer_texts(&reply).is_empty(), "{reply}");
+}
+
+#[test]
 fn without_kg_the_bundled_sample_is_used_and_text_output_shows_answers_and_costs() {
     let mut command = kgmesh();
     command.args(["ask", "who directed Heat"]);

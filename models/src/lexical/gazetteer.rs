@@ -18,7 +18,7 @@ use kgmesh_schemas::{
     NodeId,
 };
 
-use super::normalize::{is_stopword, normalize, tokens};
+use super::normalize::{glued, is_stopword, normalize, tokens};
 
 /// Names longer than this (in words) are matched only through [`Gazetteer::lookup`].
 pub const MAX_NAME_TOKENS: usize = 12;
@@ -99,6 +99,11 @@ impl Gazetteer {
             }
             trigram_counts.push(grams.len().min(u16::MAX as usize) as u16);
             name_chars.push(key.chars().count().min(u16::MAX as usize) as u16);
+            // Also known with its possessive glued on, as "Schindlers List" is typed.
+            let typed = glued(&entity.name);
+            if typed != key {
+                exact.entry(typed.into_boxed_str()).or_insert(index);
+            }
             let key = key.into_boxed_str();
             exact.insert(key.clone(), index);
             names.push(key);
@@ -471,6 +476,24 @@ mod tests {
         let mentions = g.find_mentions("who directed [SCHINDLERS LIST] and amelie in 1993?");
         assert_eq!(texts(&mentions), vec!["SCHINDLERS LIST", "amelie", "1993"]);
         assert_eq!(mentions[1].candidates[0].entity.name, "Amélie");
+    }
+
+    #[test]
+    fn a_possessive_ends_the_name_it_follows() {
+        let g = gazetteer();
+        let mentions = g.find_mentions("what is Heat's genre, and Tom Hanks’s?");
+        assert_eq!(texts(&mentions), vec!["Heat", "Tom Hanks"]);
+        assert!(mentions.iter().all(|m| m.exact));
+        // A name with a possessive in it is found written either way.
+        for question in [
+            "who directed Schindler's List",
+            "who directed schindlers list",
+        ] {
+            let mentions = g.find_mentions(question);
+            assert_eq!(mentions.len(), 1, "{question}");
+            assert_eq!(mentions[0].candidates[0].entity.name, "Schindler's List");
+            assert!(mentions[0].exact, "{question}");
+        }
     }
 
     #[test]

@@ -17,8 +17,22 @@ pub fn is_stopword(token: &str) -> bool {
 
 /// Lower case, accents folded, apostrophes dropped, every other non-alphanumeric
 /// character a separator, single spaces.
+/// A possessive `'s` ends the word it follows and is a token of its own: "Heat's genre"
+/// reads `heat s genre`, so the name "Heat" is found in it (and "Schindler's List" is
+/// `schindler s list`; the name index also knows it as `schindlers list`, see
+/// [`glued`]).
 pub fn normalize(text: &str) -> String {
-    tokens(text)
+    join(tokens(text))
+}
+
+/// [`normalize`] with a possessive `'s` glued to its word, as a name is typed when the
+/// apostrophe is left out ("Schindlers List").
+pub fn glued(text: &str) -> String {
+    join(tokens_with(text, false))
+}
+
+fn join(tokens: Vec<(String, std::ops::Range<usize>)>) -> String {
+    tokens
         .into_iter()
         .map(|(token, _)| token)
         .collect::<Vec<_>>()
@@ -27,11 +41,27 @@ pub fn normalize(text: &str) -> String {
 
 /// Normalized tokens with the byte range each covers in `text`.
 pub fn tokens(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    tokens_with(text, true)
+}
+
+fn is_apostrophe(c: char) -> bool {
+    matches!(c, '\'' | '’' | 'ʼ' | '`' | '´')
+}
+
+fn tokens_with(text: &str, split_possessive: bool) -> Vec<(String, std::ops::Range<usize>)> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut start = 0;
-    for (offset, c) in text.char_indices() {
-        if matches!(c, '\'' | '’' | 'ʼ' | '`' | '´') {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (at, &(offset, c)) in chars.iter().enumerate() {
+        if is_apostrophe(c) {
+            let possessive = matches!(chars.get(at + 1), Some((_, 's' | 'S')))
+                && !chars
+                    .get(at + 2)
+                    .is_some_and(|(_, next)| next.is_alphanumeric());
+            if split_possessive && possessive && !current.is_empty() {
+                out.push((std::mem::take(&mut current), start..offset));
+            }
             continue;
         }
         let mut produced = false;
@@ -97,13 +127,25 @@ mod tests {
 
     #[test]
     fn case_punctuation_apostrophes_and_accents() {
-        assert_eq!(normalize("Schindler's List"), "schindlers list");
-        assert_eq!(normalize("  SCHINDLER’S   LIST!! "), "schindlers list");
+        assert_eq!(normalize("Schindler's List"), "schindler s list");
+        assert_eq!(normalize("  SCHINDLER’S   LIST!! "), "schindler s list");
         assert_eq!(normalize("Amélie (2001)"), "amelie 2001");
         assert_eq!(normalize("Straße"), "strasse");
         assert_eq!(normalize("AC/DC"), "ac dc");
         assert_eq!(normalize("東京 タワー"), "東京 タワー");
         assert_eq!(normalize("..."), "");
+    }
+
+    #[test]
+    fn a_possessive_is_its_own_token() {
+        assert_eq!(normalize("what is Heat's genre"), "what is heat s genre");
+        assert_eq!(normalize("Bob Tanaka’s manager"), "bob tanaka s manager");
+        assert_eq!(glued("Schindler's List"), "schindlers list");
+        // Other apostrophes still join: names, contractions, a trailing one.
+        assert_eq!(
+            normalize("O'Brien doesn't know Takeshis'"),
+            "obrien doesnt know takeshis"
+        );
     }
 
     #[test]
