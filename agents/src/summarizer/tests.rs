@@ -414,6 +414,54 @@ fn an_entity_a_comparable_path_runs_through_is_a_step_not_the_answer() {
 }
 
 #[test]
+fn a_step_is_told_by_its_own_retrievers_scores_not_by_another_retrievers() {
+    // The path follower reaches the languages through the films; the traverser scores
+    // a film highly on its own scale. The film is still a step on the path follower's
+    // way, as its own scores say.
+    let ann = entity(1, "Ann");
+    let (film, other_film) = (entity(2, "Film"), entity(3, "Other Film"));
+    let (english, french) = (entity(4, "English"), entity(5, "French"));
+    let step = |relation: &str, inverse: bool, node: &Entity| PathStep {
+        relation: relation.into(),
+        inverse,
+        node: node.clone(),
+    };
+    let walk = |steps: Vec<PathStep>, score: f32| Evidence {
+        source: "path-follower".into(),
+        score,
+        item: EvidenceItem::Path(Path {
+            start: ann.clone(),
+            steps,
+        }),
+    };
+    let evidence = vec![
+        walk(vec![step("starred_actors", true, &other_film)], 0.9),
+        walk(
+            vec![
+                step("starred_actors", true, &other_film),
+                step("in_language", false, &french),
+            ],
+            1.0,
+        ),
+        walk(vec![step("starred_actors", true, &film)], 0.5),
+        walk(
+            vec![
+                step("starred_actors", true, &film),
+                step("in_language", false, &english),
+            ],
+            0.6,
+        ),
+        triple("agentic-traverser", &film, "starred_actors", &ann, 1.0),
+    ];
+    let mut request = request(evidence, vec![ann]);
+    request.question = "what languages are the films starred by Ann in".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts.first(), Some(&"French"), "{reply:?}");
+    assert!(!texts.contains(&"Film"), "{reply:?}");
+}
+
+#[test]
 fn a_walk_that_passes_its_own_end_on_the_way_still_leads_there() {
     let x = entity(1, "x");
     let wife = entity(2, "y");
