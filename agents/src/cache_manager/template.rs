@@ -66,11 +66,12 @@ pub fn slots(template: &str) -> usize {
 ///
 /// A graph may name entities with plain words ("writer", "film" as tags), and masking
 /// those would merge "who is the writer of X" with "who is the director of X" into one
-/// template. So, as relevance scoring does ([`QuestionTerms::new`]), when the question
-/// names an entity the way names are written, a one-word mention in lower case is a
-/// relation cue, not an entity.
+/// template. So, as the KG-Linker links, only the mentions that name the question's
+/// entities count ([`entity_mention_mask`]): beside a name written as one, a one-word
+/// mention in lower case is a relation cue; a question whose written name is not in the
+/// graph has no entity at all.
 ///
-/// [`QuestionTerms::new`]: crate::scoring::text::QuestionTerms::new
+/// [`entity_mention_mask`]: crate::scoring::text::entity_mention_mask
 pub fn linked_mentions(
     gazetteer: &kgmesh_models::lexical::gazetteer::Gazetteer,
     question: &str,

@@ -281,7 +281,11 @@ pub async fn rank_metapaths(
 }
 
 /// Question entities found by the gazetteer: longest mentions first, up to
-/// `config.max_entities` mentions and `config.per_mention` nodes each.
+/// `config.max_entities` mentions and `config.per_mention` nodes each. Only mentions
+/// that name the question's entities count ([`entity_mention_mask`]): none when the
+/// question writes a name the graph does not hold.
+///
+/// [`entity_mention_mask`]: crate::scoring::text::entity_mention_mask
 pub fn link_question_entities(
     question: &str,
     index: &Gazetteer,

@@ -14,9 +14,9 @@
 //! it, of the best normalized score each gives it: independent strategies agreeing
 //! count (as in ByoKG-RAG's multi-strategy retrieval), but only as much as each finds
 //! the evidence relevant, so a retriever's weak evidence cannot outvote another's
-//! strong evidence. A candidate that a comparably scored path runs through and
-//! beyond is a step on the way (the director in "films by the director of X") and
-//! ranks below the ends of such paths. A question naming several entities asks for what they lead to
+//! strong evidence. A candidate that a comparably scored path of the same retriever
+//! runs through and beyond is a step on the way (the director in "films by the director
+//! of X") and ranks below the ends of such paths. A question naming several entities asks for what they lead to
 //! together, so candidates nearest to more of them come first. Ties are broken by how many evidence lines support a candidate,
 //! then by where it first appears. Answers are the candidates within
 //! [`SummaryRule::keep_within`] (per retriever) of the best, each citing its evidence.
@@ -66,10 +66,11 @@ const MAX_ANCHORS: usize = 8;
 /// How a path through a candidate must score, relative to the score the same retriever
 /// gives the candidate itself, for the candidate to count as a step rather than an
 /// answer: a path that goes on and scores nearly as well (within 0.15, normalized)
-/// means the question most likely asks for where it ends. (Compared per retriever: a
-/// traverser's high score for a film says nothing about the path follower's paths
-/// through it; across retrievers, WC2014 2-hop cold read 49.7 % instead of 55.4 %.) Chosen on the MetaQA dev questions (2-hop
-/// Hits@1 49.2 → 50.8, 1-hop unchanged; a strictly better path fires too rarely).
+/// means the question most likely asks for where it ends. Chosen on the MetaQA dev
+/// questions (2-hop Hits@1 49.2 → 50.8, 1-hop unchanged; a strictly better path fires
+/// too rarely). Compared per retriever: a traverser's high score for a film says nothing
+/// about the path follower's paths through it (compared across retrievers, WC2014 2-hop
+/// cold read 49.7 % instead of 55.4 %).
 const PASSED_MARGIN: f32 = -0.15;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -184,7 +184,7 @@ pub fn writes_a_name(question: &str) -> bool {
 /// Which of a question's mentions (spans a name index found in it) name the entities
 /// it asks about:
 /// - when some are written as names ([`marked_as_name`]), only those: a one-word
-///   mention in lower case beside them is a relation cue ("the *writer* of [Heat]",
+///   mention in lower case beside them is a relation cue ("the *writer* of \[Heat\]",
 ///   where a graph also holds a tag "writer");
 /// - when none is, but the question writes a name ([`writes_a_name`]), none: what it
 ///   names is not in the graph, and the plain words around it ("a man or a woman",
