@@ -459,8 +459,13 @@ fn stripped_brackets_keep_the_entity_name_and_samples_are_seeded() {
             dir.path(),
         ))
     };
-    assert!(run("a").status.success());
-    assert!(run("b").status.success());
+    // The server knows none of the questions, so every one fails and the exit says so;
+    // the report is still written, and what the server received is what counts here.
+    for out in ["a", "b"] {
+        let output = run(out);
+        assert!(!output.status.success());
+        assert!(dir.path().join(out).join("report.json").is_file());
+    }
     let received = server.received.lock().unwrap().clone();
     assert_eq!(received.len(), 4);
     assert!(received
@@ -478,6 +483,49 @@ fn stripped_brackets_keep_the_entity_name_and_samples_are_seeded() {
     // Every question failed (the server knows none of them): errors count as wrong.
     assert_eq!(report["aggregate"]["errors"], 2);
     assert!(approx(&report["aggregate"]["hits_at_1"], 0.0));
+}
+
+#[test]
+fn a_run_where_nothing_answers_fails_instead_of_reporting_success() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let questions = write(&dir.path().join("metaqa/2-hop/dev.txt"), METAQA);
+    let run = |server: &str, out: &str| {
+        finish(kgmesh(
+            &[
+                "eval",
+                "--dataset",
+                "metaqa",
+                "--questions",
+                questions.to_str().unwrap(),
+                "--server",
+                server,
+                "--out",
+                out,
+                "--no-progress",
+            ],
+            dir.path(),
+        ))
+    };
+    // Nothing listening: a clear error before any question is asked.
+    let free = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", free.local_addr().expect("address"));
+    drop(free);
+    let output = run(&url, "nobody");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("cannot connect to"), "{stderr}");
+    assert!(!dir.path().join("nobody/report.json").exists());
+    // A server that fails every question: the report is written, the exit is not 0.
+    let server = ScriptedServer::start(HashMap::new());
+    let output = run(&server.url, "all-failed");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("every one of the 4 questions failed"),
+        "{stderr}"
+    );
+    let report = read_json(&dir.path().join("all-failed/report.json"));
+    assert_eq!(report["aggregate"]["errors"], 4);
 }
 
 #[test]

@@ -465,6 +465,15 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
             report.dataset.selected
         );
     }
+    let failed = report.results.iter().filter(|r| r.error.is_some()).count();
+    if failed > 0 && failed == report.results.len() {
+        let first = report
+            .results
+            .iter()
+            .find_map(|r| r.error.as_deref())
+            .unwrap_or_default();
+        bail!("every one of the {failed} questions failed (the first: {first}); report written");
+    }
     Ok(())
 }
 

@@ -82,6 +82,9 @@ pub struct HttpAnswerer {
 }
 
 const RETRIES_WHEN_BUSY: usize = 8;
+/// Failed connections retried per question (within [`RETRIES_WHEN_BUSY`]); with the
+/// backoff that is about a second and a half of waiting for a server to come back.
+const RECONNECTS: usize = 5;
 
 impl HttpAnswerer {
     async fn ask_once(&self, request: &AskRequest) -> Result<AskReply, AnswerError> {
@@ -125,8 +128,14 @@ impl HttpAnswerer {
             .timeout(request_timeout)
             .build()
             .map_err(|error| AnswerError::Transport(error.to_string()))?;
+        // Nothing listening is an error now, not a run of failed questions.
         let server_info = match client.get(format!("{base_url}/v1/agents")).send().await {
             Ok(response) if response.status().is_success() => response.json().await.ok(),
+            Err(error) if error.is_connect() => {
+                return Err(AnswerError::Unavailable(format!(
+                    "cannot connect to {base_url} ({error}); is `kgmesh serve` running there?"
+                )))
+            }
             _ => None,
         };
         Ok(Self {
@@ -143,15 +152,18 @@ impl Answerer for HttpAnswerer {
     async fn ask(&self, request: AskRequest) -> Result<AskReply, AnswerError> {
         // A server at its in-flight limit answers 429: wait a little and ask again, so
         // that --concurrency above the server's limit slows the run instead of failing it.
+        // A connection that fails (a server restarting) is tried again a few times too,
+        // so that a restart does not lose the questions in flight.
         let mut backoff = Duration::from_millis(20);
+        let mut reconnects = 0;
         for _ in 0..RETRIES_WHEN_BUSY {
             match self.ask_once(&request).await {
-                Err(AnswerError::Status { status: 429, .. }) => {
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                }
+                Err(AnswerError::Status { status: 429, .. }) => {}
+                Err(AnswerError::Transport(_)) if reconnects < RECONNECTS => reconnects += 1,
                 outcome => return outcome,
             }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
         }
         self.ask_once(&request).await
     }
