@@ -91,3 +91,42 @@ fn a_missing_kg_file_is_a_clear_error() {
     assert_ne!(code, 0);
     assert!(stderr.contains("/nonexistent/kg.tsv"), "{stderr}");
 }
+
+#[test]
+fn a_file_that_is_no_kg_is_refused_and_a_refused_load_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A questions file given where a KG belongs: no line is a triple.
+    let questions = dir.path().join("dev.txt");
+    std::fs::write(
+        &questions,
+        "who directed [Heat]\tMichael Mann\nwhat genre is [Heat]\tCrime\n",
+    )
+    .expect("write");
+    let questions = questions.to_str().expect("utf-8 path");
+    let mut command = kgmesh();
+    command.args(["ask", "who directed Heat", "--kg", questions]);
+    let (code, _stdout, stderr) = run(command);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("no triple could be read"), "{stderr}");
+    // `load` refuses an empty file and leaves no snapshot, temporary or not.
+    let empty = dir.path().join("empty.tsv");
+    std::fs::write(&empty, "").expect("write");
+    let snapshot = dir.path().join("graph.kgs");
+    let mut command = kgmesh();
+    command.args([
+        "load",
+        "--kg",
+        empty.to_str().expect("utf-8 path"),
+        "--into",
+        &format!("embedded:{}", snapshot.display()),
+        "--quiet",
+    ]);
+    let (code, _stdout, stderr) = run(command);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("it is empty"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .map(|entry| entry.expect("entry").file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "only the two inputs: {left:?}");
+}

@@ -37,6 +37,10 @@ pub struct LoadArgs {
     /// Stop at the first bad line instead of counting and reporting it.
     #[arg(long)]
     pub strict: bool,
+    /// Refuse the KG when more than this share of its lines are bad (0 to 1; 1 accepts
+    /// any). A KG from which no triple can be read is always refused.
+    #[arg(long, default_value_t = 0.5, value_parser = share)]
+    pub max_bad_share: f64,
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -66,6 +70,13 @@ fn parse_target(into: &str) -> anyhow::Result<Target> {
     anyhow::bail!("`--into {into}`: expected `embedded:PATH` or `bolt://HOST:PORT`")
 }
 
+fn share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!("`{text}` is not a share between 0 and 1")),
+    }
+}
+
 pub fn run(config: Config, args: LoadArgs) -> anyhow::Result<()> {
     let target = parse_target(&args.into)?;
     let options = LoadOptions {
@@ -73,6 +84,7 @@ pub fn run(config: Config, args: LoadArgs) -> anyhow::Result<()> {
         mapping: args.mapping.clone(),
         strict: args.strict,
         progress: !args.quiet,
+        max_bad_share: args.max_bad_share,
         ..LoadOptions::default()
     };
     let started = Instant::now();
@@ -205,6 +217,7 @@ mod tests {
             mapping: None,
             into: format!("embedded:{}", snapshot_path.display()),
             strict: false,
+            max_bad_share: 0.5,
             quiet: true,
             batch_size: 100,
             replace: false,
@@ -219,6 +232,7 @@ mod tests {
             mapping: None,
             into: format!("embedded:{}", snapshot_path.display()),
             strict: true,
+            max_bad_share: 0.5,
             quiet: true,
             batch_size: 100,
             replace: false,
@@ -249,6 +263,7 @@ mod tests {
             mapping: None,
             into: server.uri(),
             strict: false,
+            max_bad_share: 0.5,
             quiet: true,
             batch_size: 1,
             replace: true,

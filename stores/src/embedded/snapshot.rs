@@ -102,9 +102,26 @@ pub fn save(graph: &EmbeddedGraph, path: &Path) -> StoreResult<u64> {
     ];
 
     let temporary = path.with_extension("kgs.tmp");
-    let file = File::create(&temporary).map_err(|error| io_error(&temporary, error))?;
+    // A write that fails part-way leaves nothing behind.
+    let file_length = match write_sections(&temporary, &sections) {
+        Ok(length) => length,
+        Err(error) => {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(error);
+        }
+    };
+    if let Err(error) = std::fs::rename(&temporary, path) {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(io_error(path, error));
+    }
+    Ok(file_length)
+}
+
+/// Writes the header, the section table and `sections` to `temporary`, synced.
+fn write_sections(temporary: &Path, sections: &[Section<'_>]) -> StoreResult<u64> {
+    let file = File::create(temporary).map_err(|error| io_error(temporary, error))?;
     let mut writer = BufWriter::with_capacity(1 << 20, file);
-    let write_error = |error: std::io::Error| io_error(&temporary, error);
+    let write_error = |error: std::io::Error| io_error(temporary, error);
 
     let mut table = Vec::with_capacity(SECTION_COUNT * TABLE_ENTRY_BYTES);
     let mut offset = align8(HEADER_BYTES + SECTION_COUNT * TABLE_ENTRY_BYTES);
@@ -131,7 +148,7 @@ pub fn save(graph: &EmbeddedGraph, path: &Path) -> StoreResult<u64> {
             Ok(())
         };
     emit(&mut writer, &table, &mut position).map_err(write_error)?;
-    for section in &sections {
+    for section in sections {
         let padding = align8(position) - position;
         emit(&mut writer, &[0u8; 8][..padding], &mut position).map_err(write_error)?;
         emit(&mut writer, section.bytes, &mut position).map_err(write_error)?;
@@ -151,10 +168,9 @@ pub fn save(graph: &EmbeddedGraph, path: &Path) -> StoreResult<u64> {
     writer.write_all(&header).map_err(write_error)?;
     let file = writer
         .into_inner()
-        .map_err(|error| io_error(&temporary, error.error()))?;
+        .map_err(|error| io_error(temporary, error.error()))?;
     file.sync_all().map_err(write_error)?;
     drop(file);
-    std::fs::rename(&temporary, path).map_err(|error| io_error(path, error))?;
     Ok(file_length)
 }
 
@@ -483,6 +499,21 @@ mod tests {
             Some(&Value::Int(12))
         );
         assert_eq!(reloaded.schema_sync(), original.schema_sync());
+    }
+
+    #[test]
+    fn a_failed_save_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // The target is a directory: the file is written, the rename onto it fails.
+        let target = dir.path().join("graph.kgs");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("keep"), b"x").unwrap();
+        assert!(save(&sample(), &target).is_err());
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["graph.kgs"], "only the directory that was there");
     }
 
     #[test]

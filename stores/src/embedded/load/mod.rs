@@ -106,6 +106,9 @@ pub struct LoadOptions {
     pub max_reported_bad_lines: usize,
     /// What an N-Triples literal object becomes.
     pub literals: LiteralMode,
+    /// A file more than this share of whose lines are bad is refused (it is most likely
+    /// not a KG, or not in the format it was read as); `1.0` accepts any.
+    pub max_bad_share: f64,
 }
 
 /// What an N-Triples literal object (`"1995"^^xsd:gYear`, `"Heat"@en`) becomes.
@@ -150,6 +153,7 @@ impl Default for LoadOptions {
             progress_every: Duration::from_secs(2),
             max_reported_bad_lines: 100,
             literals: LiteralMode::default(),
+            max_bad_share: 0.5,
         }
     }
 }
@@ -296,7 +300,48 @@ pub fn load_graph(path: &Path, options: &LoadOptions) -> StoreResult<(EmbeddedGr
     sink.note("building the graph (sorting edges, indexing names)");
     let graph = builder.finish();
     let report = sink.into_report(format, started.elapsed());
+    check_usable(path, &graph, &report, options)?;
     Ok((graph, report))
+}
+
+/// Refuses a load that read no node, or mostly bad lines: what was read is most likely
+/// not a KG (a questions file, a header-only CSV) and answering from it would only say
+/// "I don't know" to everything.
+fn check_usable(
+    path: &Path,
+    graph: &EmbeddedGraph,
+    report: &LoadReport,
+    options: &LoadOptions,
+) -> StoreResult<()> {
+    let first_bad = report
+        .bad_lines
+        .first()
+        .map(|bad| format!("; the first bad line: {bad}"))
+        .unwrap_or_default();
+    let problem = if report.lines == 0 && graph.node_count() == 0 {
+        Some("it is empty".to_owned())
+    } else if graph.node_count() == 0 {
+        Some(format!(
+            "no triple could be read from {} line(s) ({} bad{first_bad})",
+            report.lines, report.bad_line_count
+        ))
+    } else if report.bad_line_count as f64 > options.max_bad_share * report.lines.max(1) as f64 {
+        Some(format!(
+            "{} of {} lines are bad, more than the {:.0} % accepted{first_bad}",
+            report.bad_line_count,
+            report.lines,
+            100.0 * options.max_bad_share
+        ))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(detail) => Err(StoreError::Corrupt {
+            path: path.display().to_string(),
+            detail: format!("{detail}. Is it a KG in the {} format?", report.format),
+        }),
+    }
 }
 
 /// Collects progress and bad lines while files are read.

@@ -163,10 +163,49 @@ fn pipe_csv_and_ntriples_are_detected_and_parsed() {
         format: Some(KgFormat::Tsv),
         ..quiet()
     };
-    let (graph, report) = load_graph(&csv, &explicit).unwrap();
-    assert_eq!(graph.edge_count(), 0, "a forced format is obeyed");
-    assert_eq!(report.bad_line_count, 3);
+    // A forced format is obeyed: read as TSV, no line of the CSV file is a triple.
+    let error = load_graph(&csv, &explicit).unwrap_err().to_string();
+    assert!(error.contains("no triple could be read"), "{error}");
+    assert!(error.contains("tsv"), "{error}");
     assert!("bogus".parse::<KgFormat>().is_err());
+}
+
+#[test]
+fn a_file_that_is_no_kg_is_refused_and_extra_fields_are_bad_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = write(&dir, "empty.tsv", "");
+    let error = load_graph(&empty, &quiet()).unwrap_err().to_string();
+    assert!(error.contains("it is empty"), "{error}");
+    // A questions file: two fields per line.
+    let questions = write(
+        &dir,
+        "dev.tsv",
+        "who directed [Heat]\tMichael Mann\nwhat genre is [Heat]\tCrime\nHeat\tdirected_by\tMichael Mann\n",
+    );
+    let error = load_graph(&questions, &quiet()).unwrap_err().to_string();
+    assert!(error.contains("2 of 3 lines are bad"), "{error}");
+    assert!(error.contains("dev.tsv:1"), "{error}");
+    let tolerant = LoadOptions {
+        max_bad_share: 1.0,
+        ..quiet()
+    };
+    let (graph, report) = load_graph(&questions, &tolerant).unwrap();
+    assert_eq!((graph.edge_count(), report.bad_line_count), (1, 2));
+    // A fourth TSV field is reported, not folded into the tail.
+    let four = write(
+        &dir,
+        "four.tsv",
+        "Heat\tdirected_by\tMichael Mann\nHeat\thas_genre\tCrime\t0.9\nHeat\trelease_year\t1995\n",
+    );
+    let (graph, report) = load_graph(&four, &quiet()).unwrap();
+    assert_eq!(graph.edge_count(), 2);
+    assert_eq!(report.bad_line_count, 1);
+    assert!(
+        report.bad_lines[0].reason.contains("found 4 field(s)"),
+        "{:?}",
+        report.bad_lines
+    );
+    assert!(graph.lookup_exact("Crime\t0.9").is_empty());
 }
 
 #[test]

@@ -56,9 +56,11 @@ pub(super) fn load_separated(
             continue;
         };
         let separator = separator as char;
-        let mut fields = text.splitn(3, separator);
-        let (Some(head), Some(relation), Some(tail)) =
-            (fields.next(), fields.next(), fields.next())
+        // A tab never belongs to a name, so a fourth TSV field is an error; MetaQA's
+        // `|` files keep the rest of the line as the tail ("Drama|Musical").
+        let mut fields = text.splitn(if separator == '\t' { 4 } else { 3 }, separator);
+        let (Some(head), Some(relation), Some(tail), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
         else {
             sink.bad(
                 path,
