@@ -128,7 +128,7 @@ impl HttpAnswerer {
             .timeout(request_timeout)
             .build()
             .map_err(|error| AnswerError::Transport(error.to_string()))?;
-        // Nothing listening is an error now, not a run of failed questions.
+        // Nothing listening is an error before the run, not a run of failed questions.
         let server_info = match client.get(format!("{base_url}/v1/agents")).send().await {
             Ok(response) if response.status().is_success() => response.json().await.ok(),
             Err(error) if error.is_connect() => {
