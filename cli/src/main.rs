@@ -30,7 +30,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Answer one question over a KG, with every role in this process.
+    /// Answer one question over a KG, with every role in this process. Exit status: 0
+    /// with an answer, 3 when the reply is "I don't know", 1 on an error.
     Ask(cmd::ask::AskArgs),
     /// Run the coordinator and its HTTP API.
     Serve(cmd::serve::ServeArgs),
@@ -77,6 +78,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reply is printed already; only the exit status says "I don't know".
+        Err(error) if error.is::<cmd::ask::NoAnswer>() => ExitCode::from(cmd::ask::NO_ANSWER_EXIT),
         Err(error) => {
             eprintln!("kgmesh: {error:#}");
             ExitCode::FAILURE

@@ -130,3 +130,17 @@ fn a_file_that_is_no_kg_is_refused_and_a_refused_load_writes_nothing() {
         .collect();
     assert_eq!(left.len(), 2, "only the two inputs: {left:?}");
 }
+
+#[test]
+fn i_dont_know_has_its_own_exit_status() {
+    let mut command = kgmesh();
+    command.args(["ask", "what is the meaning of life", "--kg"]);
+    command.arg(sample_kg());
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, NO_ANSWER_EXIT, "{stdout}{stderr}");
+    assert!(stdout.contains("I don't know"), "{stdout}");
+    assert!(
+        !stderr.contains("kgmesh:"),
+        "not reported as an error: {stderr}"
+    );
+}

@@ -66,6 +66,16 @@ pub struct AskArgs {
     pub show_evidence: usize,
 }
 
+/// Exit status of `kgmesh ask` when the reply has no answer ("I don't know"), so that
+/// scripts can tell it from an answer (0) and from an error (1).
+pub const NO_ANSWER_EXIT: u8 = 3;
+
+/// The reply was printed and says "I don't know": not an error, but not an answer
+/// either (`main` exits with [`NO_ANSWER_EXIT`]).
+#[derive(Debug, thiserror::Error)]
+#[error("no answer")]
+pub struct NoAnswer;
+
 pub fn run(config: Config, args: AskArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -98,6 +108,9 @@ async fn ask(config: Config, args: AskArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&reply)?);
     } else {
         print_text(&args.question, &reply, args.show_evidence, setup);
+    }
+    if reply.answers.is_empty() {
+        return Err(NoAnswer.into());
     }
     Ok(())
 }

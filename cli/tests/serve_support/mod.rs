@@ -170,11 +170,19 @@ pub fn run(mut command: Command) -> (i32, String, String) {
     )
 }
 
-/// Runs `command` (a `kgmesh … --json`), which must succeed, and parses what it printed.
+/// Exit status of `kgmesh ask` whose reply has no answer.
+pub const NO_ANSWER_EXIT: i32 = 3;
+
+/// Runs `command` (a `kgmesh ask … --json`), which must succeed, and parses what it
+/// printed. It exits 0 with an answer and [`NO_ANSWER_EXIT`] without one.
 pub fn run_json(command: Command) -> serde_json::Value {
     let (code, stdout, stderr) = run(command);
-    assert_eq!(code, 0, "kgmesh failed: {stderr}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    let reply: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+    let answered = reply["answers"].as_array().is_some_and(|a| !a.is_empty());
+    let expected = if answered { 0 } else { NO_ANSWER_EXIT };
+    assert_eq!(code, expected, "kgmesh exit status ({stderr})");
+    reply
 }
 
 /// The answer texts of an `AskReply` as JSON, best first.
