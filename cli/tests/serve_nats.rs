@@ -19,15 +19,6 @@ fn ask(address: SocketAddr, question: &str) -> serde_json::Value {
     serde_json::from_str(&text).expect("JSON reply")
 }
 
-fn answer_texts(reply: &serde_json::Value) -> Vec<String> {
-    reply["answers"]
-        .as_array()
-        .expect("answers")
-        .iter()
-        .map(|a| a["text"].as_str().expect("text").to_owned())
-        .collect()
-}
-
 fn role_names(address: SocketAddr) -> BTreeSet<String> {
     let (status, body) = http(address, "GET", "/v1/agents", None);
     assert_eq!(status, 200, "{body}");
