@@ -15,7 +15,7 @@ use kgmesh_schemas::{
         cache::{CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, Plan},
         judge::{JudgeReply, JudgeRequest, Verdict},
     },
-    AgentError, Reply, Role, RoleKind,
+    Reply, Role, RoleKind,
 };
 use support::*;
 
@@ -155,15 +155,11 @@ async fn a_cold_question_gives_the_judge_its_model_and_a_fallback_is_degraded() 
 async fn a_failed_retriever_is_degraded_and_nothing_is_learned() {
     let bus = Arc::new(LocalBus::new());
     let stored = Arc::new(Mutex::new(Vec::new()));
-    let broken = serve::<kgmesh_schemas::messages::retrieve::RetrieveRequest, _, _>(
+    let broken = failing::<kgmesh_schemas::messages::retrieve::RetrieveRequest>(
         &bus,
         "broken-retriever",
         RoleKind::Retriever,
-        |_| async {
-            Reply::err(AgentError::Internal {
-                detail: "disk on fire".into(),
-            })
-        },
+        "disk on fire",
     )
     .await;
     let _handles = (
@@ -242,15 +238,11 @@ async fn a_retriever_that_left_the_bus_is_reported_missing() {
 #[tokio::test]
 async fn a_failed_summarizer_makes_the_answer_partial() {
     let bus = Arc::new(LocalBus::new());
-    let broken = serve::<kgmesh_schemas::messages::summarizer::SummarizeRequest, _, _>(
+    let broken = failing::<kgmesh_schemas::messages::summarizer::SummarizeRequest>(
         &bus,
         Role::SUMMARIZER,
         RoleKind::Core,
-        |_| async {
-            Reply::err(AgentError::Internal {
-                detail: "out of memory".into(),
-            })
-        },
+        "out of memory",
     )
     .await;
     let _handles = (

@@ -17,7 +17,7 @@ use kgmesh_schemas::{
         path_follower::{ExpandReply, ExpandRequest, Expansion},
         retrieve::{RetrieveReply, RetrieveRequest},
     },
-    AgentError, Reply, Role, RoleKind,
+    Reply, Role, RoleKind,
 };
 use support::*;
 
@@ -191,15 +191,11 @@ async fn a_failing_retriever_leaves_a_note() {
     let bus = Arc::new(LocalBus::new());
     let _linker = linker_linking_heat(&bus, counter()).await;
     let _paths = path_retriever(&bus, Role::PATH_FOLLOWER).await;
-    let _broken = serve::<RetrieveRequest, _, _>(
+    let _broken = failing::<RetrieveRequest>(
         &bus,
         "broken-retriever",
         RoleKind::Retriever,
-        |_request| async {
-            Reply::err(AgentError::Internal {
-                detail: "index corrupt".into(),
-            })
-        },
+        "index corrupt",
     )
     .await;
     let _summarizer = ends_summarizer(&bus).await;

@@ -27,7 +27,7 @@ use kgmesh_schemas::{
         retrieve::{RetrieveReply, RetrieveRequest},
         summarizer::{Answer, SummarizeReply, SummarizeRequest},
     },
-    NodeId, Reply, Request, Role, RoleInfo, RoleKind, Rpc,
+    AgentError, NodeId, Reply, Request, Role, RoleInfo, RoleKind, Rpc,
 };
 
 /// Every await in these tests is bounded by this.
@@ -80,6 +80,21 @@ where
     bus.serve(spec, Arc::new(bus_handler))
         .await
         .expect("the stand-in role starts")
+}
+
+/// A stand-in role that answers every request with an internal error saying `detail`.
+pub async fn failing<R: Rpc>(
+    bus: &Arc<LocalBus>,
+    role: &str,
+    kind: RoleKind,
+    detail: &'static str,
+) -> Box<dyn ServiceHandle> {
+    serve::<R, _, _>(bus, role, kind, move |_request| async move {
+        Reply::err(AgentError::Internal {
+            detail: detail.into(),
+        })
+    })
+    .await
 }
 
 pub fn entity(id: u64, name: &str) -> Entity {
