@@ -28,19 +28,28 @@ fn entity(id: u64, name: &str) -> Entity {
     }
 }
 
-fn path(start: &Entity, relation: &str, end: &Entity, score: f32) -> Evidence {
+fn step(relation: &str, inverse: bool, node: &Entity) -> PathStep {
+    PathStep {
+        relation: relation.into(),
+        inverse,
+        node: node.clone(),
+    }
+}
+
+/// A path-follower path from `start` through `steps`.
+fn walk(start: &Entity, steps: Vec<PathStep>, score: f32) -> Evidence {
     Evidence {
         source: "path-follower".into(),
         score,
         item: EvidenceItem::Path(Path {
             start: start.clone(),
-            steps: vec![PathStep {
-                relation: relation.into(),
-                inverse: true,
-                node: end.clone(),
-            }],
+            steps,
         }),
     }
+}
+
+fn path(start: &Entity, relation: &str, end: &Entity, score: f32) -> Evidence {
+    walk(start, vec![step(relation, true, end)], score)
 }
 
 fn triple(source: &str, head: &Entity, relation: &str, tail: &Entity, score: f32) -> Evidence {
@@ -347,21 +356,15 @@ fn namesakes_of_one_mention_are_one_named_entity_not_two() {
     let tag = entity(2, "ronald neame");
     let directed = entity(3, "The Odessa File");
     let director = entity(5, "David Lean");
-    let step = |relation: &str, inverse: bool, node: &Entity| PathStep {
-        relation: relation.into(),
-        inverse,
-        node: node.clone(),
-    };
-    let plan_path = |film: &Entity| Evidence {
-        source: "path-follower".into(),
-        score: 1.0,
-        item: EvidenceItem::Path(Path {
-            start: person.clone(),
-            steps: vec![
+    let plan_path = |film: &Entity| {
+        walk(
+            &person,
+            vec![
                 step("written_by", true, film),
                 step("directed_by", false, &director),
             ],
-        }),
+            1.0,
+        )
     };
     let mut evidence = vec![
         triple("agentic-traverser", &directed, "directed_by", &person, 1.0),
@@ -386,25 +389,14 @@ fn an_entity_a_comparable_path_runs_through_is_a_step_not_the_answer() {
     let film = entity(1, "Twentynine Palms");
     let director = entity(2, "Bruno Dumont");
     let other = entity(3, "Flanders");
-    let two_hops = Evidence {
-        source: "path-follower".into(),
-        score: 0.95,
-        item: EvidenceItem::Path(Path {
-            start: film.clone(),
-            steps: vec![
-                PathStep {
-                    relation: "directed_by".into(),
-                    inverse: false,
-                    node: director.clone(),
-                },
-                PathStep {
-                    relation: "directed_by".into(),
-                    inverse: true,
-                    node: other.clone(),
-                },
-            ],
-        }),
-    };
+    let two_hops = walk(
+        &film,
+        vec![
+            step("directed_by", false, &director),
+            step("directed_by", true, &other),
+        ],
+        0.95,
+    );
     let evidence = vec![path(&film, "directed_by", &director, 1.0), two_hops];
     let mut request = request(evidence, vec![film]);
     request.question = "which films have the same director of Twentynine Palms".into();
@@ -421,30 +413,18 @@ fn a_step_is_told_by_its_own_retrievers_scores_not_by_another_retrievers() {
     let ann = entity(1, "Ann");
     let (film, other_film) = (entity(2, "Film"), entity(3, "Other Film"));
     let (english, french) = (entity(4, "English"), entity(5, "French"));
-    let step = |relation: &str, inverse: bool, node: &Entity| PathStep {
-        relation: relation.into(),
-        inverse,
-        node: node.clone(),
-    };
-    let walk = |steps: Vec<PathStep>, score: f32| Evidence {
-        source: "path-follower".into(),
-        score,
-        item: EvidenceItem::Path(Path {
-            start: ann.clone(),
-            steps,
-        }),
-    };
+    let from_ann = |steps: Vec<PathStep>, score: f32| walk(&ann, steps, score);
     let evidence = vec![
-        walk(vec![step("starred_actors", true, &other_film)], 0.9),
-        walk(
+        from_ann(vec![step("starred_actors", true, &other_film)], 0.9),
+        from_ann(
             vec![
                 step("starred_actors", true, &other_film),
                 step("in_language", false, &french),
             ],
             1.0,
         ),
-        walk(vec![step("starred_actors", true, &film)], 0.5),
-        walk(
+        from_ann(vec![step("starred_actors", true, &film)], 0.5),
+        from_ann(
             vec![
                 step("starred_actors", true, &film),
                 step("in_language", false, &english),
@@ -465,25 +445,17 @@ fn a_step_is_told_by_its_own_retrievers_scores_not_by_another_retrievers() {
 fn a_walk_that_passes_its_own_end_on_the_way_still_leads_there() {
     let x = entity(1, "x");
     let wife = entity(2, "y");
-    let step = |relation: &str, node: &Entity| PathStep {
-        relation: relation.into(),
-        inverse: false,
-        node: node.clone(),
-    };
     // "x's wife's husband's wife": x -> y -> x -> y.
-    let walk = Evidence {
-        source: "path-follower".into(),
-        score: 1.0,
-        item: EvidenceItem::Path(Path {
-            start: x.clone(),
-            steps: vec![
-                step("spouse", &wife),
-                step("spouse", &x),
-                step("spouse", &wife),
-            ],
-        }),
-    };
-    let mut request = request(vec![walk], vec![x]);
+    let spouses = walk(
+        &x,
+        vec![
+            step("spouse", false, &wife),
+            step("spouse", false, &x),
+            step("spouse", false, &wife),
+        ],
+        1.0,
+    );
+    let mut request = request(vec![spouses], vec![x]);
     request.question = "who is the wife of x 's wife 's husband".into();
     let reply = summarize(&request, &SummaryRule::default());
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
