@@ -117,25 +117,18 @@ async fn a_named_entity_absent_from_the_graph_is_not_replaced_by_plain_words() {
                 .unwrap()
         }
     };
+    let names = |reply: &kgmesh_schemas::messages::kg_linker::KgLinkReply| -> Vec<String> {
+        reply.linked.iter().map(|e| e.entity.name.clone()).collect()
+    };
     let absent = link("was sviatoslav_ii_of_kiev 's dad born in oslo ?").await;
     assert!(absent.linked.is_empty(), "{absent:?}");
     assert!(absent.metapaths.is_empty());
     // Named in the graph, the same words are relation cues beside it, not entities.
     let present = link("was Dora 's dad born in oslo ?").await;
-    let names: Vec<&str> = present
-        .linked
-        .iter()
-        .map(|e| e.entity.name.as_str())
-        .collect();
-    assert_eq!(names, ["dora"], "{present:?}");
+    assert_eq!(names(&present), ["dora"], "{present:?}");
     // With no name written at all, plain words are all there is to link.
     let plain = link("who was born in oslo").await;
-    let names: Vec<&str> = plain
-        .linked
-        .iter()
-        .map(|e| e.entity.name.as_str())
-        .collect();
-    assert_eq!(names, ["oslo"], "{plain:?}");
+    assert_eq!(names(&plain), ["oslo"], "{plain:?}");
 }
 
 #[tokio::test]
