@@ -18,7 +18,7 @@ use kgmesh_schemas::{
     NodeId,
 };
 
-use super::normalize::{glued, is_stopword, normalize, tokens};
+use super::normalize::{glued, is_apostrophe, is_stopword, normalize, tokens};
 
 /// Names longer than this (in words) are matched only through [`Gazetteer::lookup`].
 pub const MAX_NAME_TOKENS: usize = 12;
@@ -99,10 +99,13 @@ impl Gazetteer {
             }
             trigram_counts.push(grams.len().min(u16::MAX as usize) as u16);
             name_chars.push(key.chars().count().min(u16::MAX as usize) as u16);
-            // Also known with its possessive glued on, as "Schindlers List" is typed.
-            let typed = glued(&entity.name);
-            if typed != key {
-                exact.entry(typed.into_boxed_str()).or_insert(index);
+            // Also known with its possessive glued on, as "Schindlers List" is typed
+            // (only a name with an apostrophe can read differently).
+            if entity.name.chars().any(is_apostrophe) {
+                let typed = glued(&entity.name);
+                if typed != key {
+                    exact.entry(typed.into_boxed_str()).or_insert(index);
+                }
             }
             let key = key.into_boxed_str();
             exact.insert(key.clone(), index);

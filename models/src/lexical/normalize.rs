@@ -44,7 +44,8 @@ pub fn tokens(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
     tokens_with(text, true)
 }
 
-fn is_apostrophe(c: char) -> bool {
+/// The characters read as apostrophes (dropped inside a word, ending it before `s`).
+pub fn is_apostrophe(c: char) -> bool {
     matches!(c, '\'' | '’' | 'ʼ' | '`' | '´')
 }
 
