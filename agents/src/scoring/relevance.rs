@@ -15,7 +15,7 @@ use kgmesh_schemas::{
     messages::cache::RelationCue,
 };
 
-use super::text::{LearnedCues, QuestionTerms};
+use super::text::{LearnedCues, QuestionTerms, RETURN_TOKEN};
 
 /// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
 /// is cleared wholesale: cheap, and bounded memory matters more than hit rate here).
@@ -154,6 +154,40 @@ const EMBEDDED_SYNONYM: f32 = 0.8;
 /// "films"/"movies" are within 0.04 of two relations, "sex" 0.06 ahead.
 const AMBIGUOUS_SYNONYM_MARGIN: f32 = 0.05;
 
+/// Per metapath, per hop: whether the hop follows the previous hop's relation back (the
+/// round trip of a shared value, "the films with the same director as X").
+fn returning_hops(metapaths: &[&Metapath]) -> Vec<Vec<bool>> {
+    metapaths
+        .iter()
+        .map(|metapath| {
+            let steps = &metapath.steps;
+            (0..steps.len())
+                .map(|hop| {
+                    hop > 0
+                        && steps[hop].relation == steps[hop - 1].relation
+                        && steps[hop].direction != steps[hop - 1].direction
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Each relation's stems, plus [`RETURN_TOKEN`] for a hop that walks the previous one
+/// back, so that it may claim a word marking a shared value.
+fn with_return_tokens(
+    mut relations: Vec<Vec<String>>,
+    returns: Option<&Vec<bool>>,
+) -> Vec<Vec<String>> {
+    for (tokens, _) in relations
+        .iter_mut()
+        .zip(returns.into_iter().flatten())
+        .filter(|(_, &back)| back)
+    {
+        tokens.push(RETURN_TOKEN.to_owned());
+    }
+    relations
+}
+
 impl Relevance {
     pub fn lexical(question: &str, entity_names: &[&str]) -> Self {
         Self {
@@ -285,14 +319,15 @@ impl Relevance {
     /// Relevance of relation sequences; `verbalized[i]` is sequence `i` as text (what the
     /// embedder reads).
     pub async fn sequences(&self, sequences: &[Vec<String>], verbalized: &[String]) -> Vec<f32> {
-        self.score_sequences(sequences, verbalized, None).await
+        self.score_sequences(sequences, &[], verbalized, None).await
     }
 
     /// Relevance of metapaths; like [`Self::sequences`], and with the learned cues of
     /// [`Self::with_cues`] (which know a relation's direction).
     pub async fn metapaths(&self, metapaths: &[&Metapath], verbalized: &[String]) -> Vec<f32> {
         let (sequences, learned) = self.sequences_of(metapaths);
-        self.score_sequences(&sequences, verbalized, learned.as_deref())
+        let returns = returning_hops(metapaths);
+        self.score_sequences(&sequences, &returns, verbalized, learned.as_deref())
             .await
     }
 
@@ -300,7 +335,7 @@ impl Relevance {
     /// embeddings), computed at once.
     pub fn metapaths_lexically(&self, metapaths: &[&Metapath]) -> Vec<f32> {
         let (sequences, learned) = self.sequences_of(metapaths);
-        self.lexical_scores(&sequences, learned.as_deref())
+        self.lexical_scores(&sequences, &returning_hops(metapaths), learned.as_deref())
     }
 
     /// The relation names of `metapaths`, and each one's learned cues per hop.
@@ -342,15 +377,18 @@ impl Relevance {
         })
     }
 
+    /// `returns[i][h]`: hop `h` of sequence `i` walks hop `h - 1`'s relation back (empty
+    /// when directions are unknown).
     async fn score_sequences(
         &self,
         sequences: &[Vec<String>],
+        returns: &[Vec<bool>],
         verbalized: &[String],
         hop_words: Option<&[Vec<Vec<f32>>]>,
     ) -> Vec<f32> {
         if let Some((vectors, cosine)) = &self.words_opt {
             match self
-                .sequences_with_words(sequences, vectors, *cosine, hop_words)
+                .sequences_with_words(sequences, returns, vectors, *cosine, hop_words)
                 .await
             {
                 Ok(scores) => return scores,
@@ -360,12 +398,13 @@ impl Relevance {
         if self.embedded.is_some() {
             return self.texts(verbalized).await;
         }
-        self.lexical_scores(sequences, hop_words)
+        self.lexical_scores(sequences, returns, hop_words)
     }
 
     fn lexical_scores(
         &self,
         sequences: &[Vec<String>],
+        returns: &[Vec<bool>],
         hop_words: Option<&[Vec<Vec<f32>>]>,
     ) -> Vec<f32> {
         // Few distinct relations, many sequences: stem each relation once.
@@ -383,6 +422,7 @@ impl Relevance {
                             .clone()
                     })
                     .collect();
+                let relations = with_return_tokens(relations, returns.get(index));
                 self.terms
                     .sequence_score_learned(&relations, None, self.learned(hop_words, index))
             })
@@ -392,6 +432,7 @@ impl Relevance {
     async fn sequences_with_words(
         &self,
         sequences: &[Vec<String>],
+        returns: &[Vec<bool>],
         vectors: &TextVectors,
         synonym_cosine: f32,
         hop_words: Option<&[Vec<Vec<f32>>]>,
@@ -505,6 +546,7 @@ impl Relevance {
                     .iter()
                     .map(|relation| stems.get(relation.as_str()).cloned().unwrap_or_default())
                     .collect();
+                let relations = with_return_tokens(relations, returns.get(index));
                 self.terms.sequence_score_learned(
                     &relations,
                     Some(&extra),

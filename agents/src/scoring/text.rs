@@ -21,6 +21,22 @@ const FOCUS_BONUS: f32 = 0.5;
 /// Similarity from which a relation-name token counts as explaining a question word.
 const CLAIM_MIN: f32 = 0.8;
 
+/// Words by which English says that the answer shares something with the named entity
+/// rather than being that something: "films with the *same* director as X", "who
+/// *co*-starred with X", "who acted *together* with X", "films that *share* actors with
+/// X", "the director of X *also* directed which films". In a relation chain this is a
+/// round trip: a relation followed to the shared node and the same relation followed
+/// back (SimGRAG's pattern `(X, r, ?v), (?answer, r, ?v)`). Grammar, not any graph's
+/// vocabulary: a relation whose own name holds such a word ("shares_border_with")
+/// still claims it first.
+const SHARED_VALUE_WORDS: &[&str] = &[
+    "also", "co", "same", "share", "shared", "shares", "sharing", "together",
+];
+
+/// The token a hop carries when it follows the previous hop's relation back (see
+/// [`SHARED_VALUE_WORDS`]); no relation name stems to it.
+pub const RETURN_TOKEN: &str = "\u{21a9}";
+
 /// A question's content words, ready to be matched against relation names and entity
 /// names.
 #[derive(Debug, Clone, Default)]
@@ -39,6 +55,10 @@ pub struct QuestionTerms {
     /// Per stem: where its relation stands in the chain from the named entity outwards
     /// (see [`chain_order`]); `None` when the question names no single entity.
     order: Vec<Option<u16>>,
+    /// Per stem: the word says the answer shares a node with the named entity
+    /// ([`SHARED_VALUE_WORDS`]), so a hop that walks the previous relation back may
+    /// claim it.
+    shared: Vec<bool>,
 }
 
 /// What past verified plans say about the sequence being scored: `hop_word[h][i]` is the
@@ -123,11 +143,13 @@ impl QuestionTerms {
             .flat_map(|name| content_stems(name))
             .collect();
         let all = words(question);
-        // (position in `all`, stem) of every content word.
+        let shared_word = |w: &str| SHARED_VALUE_WORDS.contains(&w);
+        // (position in `all`, stem) of every content word, and of every word that marks
+        // a shared value (some of them are stop words elsewhere).
         let content: Vec<(usize, String)> = all
             .iter()
             .enumerate()
-            .filter(|(_, w)| !is_stop_word(w))
+            .filter(|(_, w)| !is_stop_word(w) || shared_word(w))
             .map(|(i, w)| (i, stem(w)))
             .filter(|(_, s)| !excluded.contains(s))
             .collect();
@@ -175,6 +197,13 @@ impl QuestionTerms {
                     || (matches!(previous, "the" | "a" | "an") && names_entity_at(i + 1))
             })
             .collect();
+        // A marker inside an entity's name ("[Two Rode Together]") marks nothing.
+        let shared = content
+            .iter()
+            .map(|&(i, _)| {
+                shared_word(&all[i]) && !spans.iter().any(|&(at, len)| (at..at + len).contains(&i))
+            })
+            .collect();
         let focus = all
             .iter()
             .position(|w| WH_WORDS.contains(&w.as_str()))
@@ -192,6 +221,7 @@ impl QuestionTerms {
             focus,
             determined,
             order,
+            shared,
         }
     }
 
@@ -215,6 +245,12 @@ impl QuestionTerms {
     /// unless it matches one.
     pub fn names_a_class(&self, index: usize) -> bool {
         self.determined.get(index).copied().unwrap_or(false)
+    }
+
+    /// Whether question word `index` says the answer shares a node with the named
+    /// entity ([`SHARED_VALUE_WORDS`]).
+    pub fn marks_shared_value(&self, index: usize) -> bool {
+        self.shared.get(index).copied().unwrap_or(false)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -241,10 +277,21 @@ impl QuestionTerms {
                 if used.get(index).copied().unwrap_or(false) {
                     continue;
                 }
-                let mut similarity = stem_similarity(token, question_stem);
-                if let Some(extra) = extra_opt {
-                    similarity = similarity.max(extra(token, index));
-                }
+                let similarity = if token == RETURN_TOKEN {
+                    if self.marks_shared_value(index) {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                } else {
+                    let lexical = stem_similarity(token, question_stem);
+                    match extra_opt {
+                        Some(extra) if !self.marks_shared_value(index) => {
+                            lexical.max(extra(token, index))
+                        }
+                        _ => lexical,
+                    }
+                };
                 if similarity > 0.0 && best.is_none_or(|(score, _, _)| similarity > score) {
                     best = Some((similarity, token_index, index));
                 }
@@ -457,5 +504,48 @@ mod tests {
         assert!(right > one_hop, "{right} vs {one_hop}");
         assert!(one_hop > repeated, "{one_hop} vs {repeated}");
         assert!(repeated > unrelated, "{repeated} vs {unrelated}");
+    }
+
+    /// Stems of each relation, the return token on the hops that walk back.
+    fn hops(relations: &[(&str, bool)]) -> Vec<Vec<String>> {
+        relations
+            .iter()
+            .map(|&(relation, back)| {
+                let mut tokens = content_stems(relation);
+                if back {
+                    tokens.push(RETURN_TOKEN.to_owned());
+                }
+                tokens
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_shared_value_is_a_round_trip_unless_a_relation_names_the_word() {
+        let round_trip = hops(&[("directed_by", false), ("directed_by", true)]);
+        let one_hop = hops(&[("directed_by", false)]);
+        for question in [
+            "which films have the same director as Heat",
+            "who co-directed films with Michael Mann",
+            "the director of Heat also directed which films",
+        ] {
+            let terms = QuestionTerms::new(question, &["Heat", "Michael Mann"]);
+            let (trip, one) = (
+                terms.sequence_score_stems(&round_trip),
+                terms.sequence_score_stems(&one_hop),
+            );
+            assert!(trip > one, "{question}: {trip} vs {one}");
+        }
+        // Without a marker, walking back explains nothing.
+        let terms = QuestionTerms::new("who directed Heat", &["Heat"]);
+        assert!(terms.sequence_score_stems(&one_hop) > terms.sequence_score_stems(&round_trip));
+        // A marker inside the entity's name marks nothing.
+        let terms = QuestionTerms::new("who directed Two Rode Together", &["Two Rode Together"]);
+        assert!(terms.sequence_score_stems(&one_hop) > terms.sequence_score_stems(&round_trip));
+        // A relation named by the word claims it first: the neighbours, not theirs.
+        let terms = QuestionTerms::new("which countries share a border with France", &["France"]);
+        let border = |back| hops(&[("shares_border_with", false), ("shares_border_with", back)]);
+        let one = terms.sequence_score_stems(&hops(&[("shares_border_with", false)]));
+        assert!(one > terms.sequence_score_stems(&border(true)));
     }
 }

