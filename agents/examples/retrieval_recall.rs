@@ -21,7 +21,7 @@ use std::{collections::HashSet, path::Path, sync::Arc, time::Instant};
 
 use kgmesh_agents::{
     entity_linker::core::normalize,
-    kg_linker::core::{metapath_text, rank_metapaths, EnumerateLimits},
+    kg_linker::core::{graph_relations, metapath_text, rank_metapaths, EnumerateLimits},
     path_follower::core::{follow_metapath, WalkLimits},
     qa::{self, QaFormat},
     scoring::{
@@ -253,9 +253,9 @@ async fn run_dataset(
 
         let started = Instant::now();
         let metapath_relevance = match (words_opt, options.synonym_cosine_opt) {
-            (Some(words), Some(cosine)) => {
-                Relevance::lexical(&question.text, &names).with_word_vectors(words.clone(), cosine)
-            }
+            (Some(words), Some(cosine)) => Relevance::lexical(&question.text, &names)
+                .with_word_vectors(words.clone(), cosine)
+                .with_graph_relations(graph_relations(store).await),
             _ => Relevance::lexical(&question.text, &names),
         };
         let metapaths = rank_metapaths(

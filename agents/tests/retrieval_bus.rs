@@ -267,6 +267,7 @@ async fn retrieval_settings_size_what_the_roles_return() {
         kgmesh_agents::runtime::RetrievalSettings {
             top_metapaths: 1,
             scoring_top_k: 2,
+            ..Default::default()
         },
     ] {
         let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());

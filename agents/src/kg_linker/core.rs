@@ -319,6 +319,18 @@ pub fn link_question_entities(
     (mentions, linked)
 }
 
+/// The graph's relation names (none when its schema cannot be read: word embeddings
+/// then compare a question word with the relations being ranked).
+pub async fn graph_relations(store: &dyn GraphStore) -> Arc<[String]> {
+    match store.schema().await {
+        Ok(schema) => schema.relations.iter().map(|r| r.name.clone()).collect(),
+        Err(error) => {
+            tracing::warn!(%error, "graph schema not read; words matched against the ranked relations");
+            Arc::from(Vec::new())
+        }
+    }
+}
+
 /// The whole LLM-free KG-Linker step.
 pub async fn link_without_llm(
     store: &dyn GraphStore,
@@ -336,7 +348,11 @@ pub async fn link_without_llm(
         });
     }
     let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
-    let relevance = Relevance::for_metapaths(question, &names, vectors_opt).with_cues(cues);
+    let mut relevance =
+        Relevance::for_metapaths(question, &names, vectors_opt.clone()).with_cues(cues);
+    if vectors_opt.is_some() {
+        relevance = relevance.with_graph_relations(graph_relations(store).await);
+    }
     let entities: Vec<Entity> = linked.iter().map(|s| s.entity.clone()).collect();
     let ranked = rank_metapaths(
         store,

@@ -22,10 +22,10 @@ use super::core::{expand_breadth, expand_depth, follow_metapath, shortest_paths,
 use crate::{
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::{
+        question_vectors,
         relevance::{Relevance, TextVectors},
         store_error,
         text::{marked_as_name, words},
-        text_vectors,
     },
 };
 
@@ -232,7 +232,7 @@ fn cut_keeping_shared_ends(evidence: &mut Vec<Evidence>, max: usize, question: &
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let follower = Arc::new(PathFollower {
         graph: deps.require_graph(Role::PATH_FOLLOWER)?,
-        vectors_opt: text_vectors(deps),
+        vectors_opt: question_vectors(deps),
     });
     let for_expand = follower.clone();
     Ok(

@@ -111,6 +111,10 @@ pub struct RetrievalSettings {
     pub top_metapaths: usize,
     /// Triplets the scoring retriever returns at most (also capped by the request).
     pub scoring_top_k: usize,
+    /// With an embedder: the path follower, the scoring retriever and the traverser
+    /// score evidence by whole-question embedding similarity instead of lexically
+    /// (the KG-Linker and the summarizer use word embeddings either way).
+    pub embed_questions: bool,
 }
 
 impl Default for RetrievalSettings {
@@ -118,6 +122,7 @@ impl Default for RetrievalSettings {
         Self {
             top_metapaths: crate::kg_linker::core::LinkerConfig::default().top_metapaths,
             scoring_top_k: crate::scoring::core::ScoringConfig::default().top_k,
+            embed_questions: false,
         }
     }
 }

@@ -57,7 +57,11 @@ pub struct WordTable {
 pub const TYPES_MEAN_GENRE: WordTable = WordTable {
     name: "types-mean-genre",
     reserved: 1,
-    words: &[("types", &[(0, 1.0)]), ("genre", &[(0, 1.0)])],
+    words: &[
+        ("types", &[(0, 1.0)]),
+        ("genre", &[(0, 1.0)]),
+        ("has genre", &[(0, 1.0)]),
+    ],
 };
 
 /// Embeds "films" and "film" halfway between "genre" and "actors" (cosine 0.71 to each)
@@ -67,7 +71,9 @@ pub const FILMS_NEAR_GENRE_AND_ACTORS: WordTable = WordTable {
     reserved: 2,
     words: &[
         ("genre", &[(0, 1.0)]),
+        ("has genre", &[(0, 1.0)]),
         ("actors", &[(1, 1.0)]),
+        ("starred actors", &[(1, 1.0)]),
         ("films", HALFWAY),
         ("film", HALFWAY),
     ],

@@ -28,6 +28,18 @@ pub(crate) fn text_vectors(deps: &AgentDeps) -> Option<Arc<relevance::TextVector
         .map(|embedder| Arc::new(relevance::TextVectors::new(embedder, TEXT_VECTOR_CACHE)))
 }
 
+/// The embedding cache of a role that scores evidence by whole-question similarity (the
+/// path follower, the scoring retriever, the traverser): only when the process has an
+/// embedder and `retrieval.embed_questions` asks for it. Otherwise these roles score
+/// lexically, which on every dev set answered as well or better and 10-50 times faster
+/// (docs/evaluation.md).
+pub(crate) fn question_vectors(deps: &AgentDeps) -> Option<Arc<relevance::TextVectors>> {
+    if !deps.retrieval.embed_questions {
+        return None;
+    }
+    text_vectors(deps)
+}
+
 /// A store failure as the wire sees it.
 pub(crate) fn store_error(error: StoreError) -> AgentError {
     match error {

@@ -15,7 +15,7 @@ use kgmesh_schemas::{
     messages::cache::RelationCue,
 };
 
-use super::text::{LearnedCues, QuestionTerms, RETURN_TOKEN};
+use super::text::{LearnedCues, QuestionTerms, CLAIM_MIN, RETURN_TOKEN};
 
 /// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
 /// is cleared wholesale: cheap, and bounded memory matters more than hit rate here).
@@ -108,6 +108,9 @@ pub struct Relevance {
     words_opt: Option<(Arc<TextVectors>, f32)>,
     /// What past verified plans taught about this question's words.
     cues_opt: Option<CueTable>,
+    /// The graph's relation names: the candidates a question word is matched against by
+    /// embedding (else the relations of the sequences being scored).
+    graph_relations: Option<Arc<[String]>>,
 }
 
 /// Learned word → relation-step confidences (the plan cache's lexicon), aligned with
@@ -140,19 +143,25 @@ impl CueTable {
     }
 }
 
-/// Cosine of two words' embeddings from which a relation word counts as a synonym of a
-/// question word when relation sequences are ranked. Chosen on the dev questions with
-/// MiniLM: 0.45 and 0.4 recalled less (more false friends than synonyms found).
+/// Cosine of a question word's and a relation label's embeddings from which the word
+/// may name that relation (when it is the nearest of the graph's relations, see
+/// [`NEAREST_MARGIN`]). Chosen on the dev questions with MiniLM: at 0.35, "movies"
+/// (0.52 to `starred_actors`) and "words" (0.46 to `in_language`) named relations and
+/// MetaQA 1-hop lost 4 points; the synonyms found ("mom" 0.62 to `parents`, "sex" 0.56
+/// to `gender`, "kid" 0.58 to `children`) are past 0.5.
 pub const SYNONYM_COSINE: f32 = 0.5;
 
-/// Similarity credited to a relation word whose embedding is close to a question word's
-/// (as much as a prefix match, so it can claim the word and earn the focus bonus).
+/// How far ahead of the second-nearest relation the nearest must be for a word to name
+/// it ("daughter" is 0.57 from `parents` and 0.56 from `children`: it names neither).
+const NEAREST_MARGIN: f32 = 0.05;
+
+/// Similarity credited to a relation whose label's embedding is the nearest to a
+/// question word's (as much as a prefix match, so it can claim the word and earn the
+/// focus bonus).
 const EMBEDDED_SYNONYM: f32 = 0.8;
 
-/// A word naming a class gets no synonyms when its two closest relations (both past
-/// [`SYNONYM_COSINE`]) are closer together than this. With MiniLM on the dev questions,
-/// "films"/"movies" are within 0.04 of two relations, "sex" 0.06 ahead.
-const AMBIGUOUS_SYNONYM_MARGIN: f32 = 0.05;
+/// Prefix of the token that stands for a whole relation (its label's embedding).
+const RELATION_TOKEN: &str = "\u{2261}";
 
 /// Per metapath, per hop: whether the hop follows the previous hop's relation back (the
 /// round trip of a shared value, "the films with the same director as X").
@@ -195,7 +204,19 @@ impl Relevance {
             embedded: None,
             words_opt: None,
             cues_opt: None,
+            graph_relations: None,
         }
+    }
+
+    /// The graph's relation names, to match question words against by embedding: a word
+    /// names the relation nearest to it among all of the graph's, not merely among the
+    /// few a handful of sequences happen to use (where "movies" is nearest to
+    /// `starred_actors` for want of better).
+    pub fn with_graph_relations(mut self, relations: Arc<[String]>) -> Self {
+        if !relations.is_empty() {
+            self.graph_relations = Some(relations);
+        }
+        self
     }
 
     /// Adds what the plan cache's lexicon says the question's words mean: relation
@@ -273,10 +294,11 @@ impl Relevance {
         relevance
     }
 
-    /// Relevance for ranking relation sequences (the LLM-free KG-Linker): lexical, plus
-    /// word-embedding synonyms at [`SYNONYM_COSINE`] when an embedder is configured.
-    /// Relation names are single words or short phrases, which a whole-question
-    /// embedding compares poorly; word synonyms fill only what a stemmer misses.
+    /// Relevance for ranking relation sequences (the LLM-free KG-Linker and the
+    /// summarizer): lexical, plus the nearest relation of a question word by embedding
+    /// (from [`SYNONYM_COSINE`]) when an embedder is configured. Relation names are
+    /// single words or short phrases, which a whole-question embedding compares poorly;
+    /// word embeddings fill only what a stemmer misses.
     pub fn for_metapaths(
         question: &str,
         entity_names: &[&str],
@@ -289,9 +311,10 @@ impl Relevance {
         }
     }
 
-    /// Scores relation sequences lexically plus word embeddings: a relation word and a
-    /// question word whose cosine reaches `synonym_cosine` match like a shared stem.
-    /// Each distinct word is embedded once (cached in `vectors`).
+    /// Scores relation sequences lexically plus word embeddings: a question word names
+    /// the relation nearest to it when their cosine reaches `synonym_cosine` (see
+    /// [`Self::nearest_relations`]). Each distinct word and label is embedded once
+    /// (cached in `vectors`).
     pub fn with_word_vectors(mut self, vectors: Arc<TextVectors>, synonym_cosine: f32) -> Self {
         self.words_opt = Some((vectors, synonym_cosine));
         self
@@ -429,112 +452,97 @@ impl Relevance {
             .collect()
     }
 
+    /// Per question word: the relation whose label is nearest to it by embedding,
+    /// among the graph's relations ([`Self::with_graph_relations`]; else those of
+    /// `sequences`), when the cosine reaches `min_cosine` and no other relation comes
+    /// within [`NEAREST_MARGIN`]. `None` for a word some relation already matches by its
+    /// letters, a word naming a class, and a word marking a shared value: nearest
+    /// neighbours in embedding space are often merely related words ("films" sits near
+    /// `starred_actors`, `directed_by` and `has_genre` alike).
+    async fn nearest_relations(
+        &self,
+        sequences: &[Vec<String>],
+        vectors: &TextVectors,
+        min_cosine: f32,
+        matched: &[bool],
+    ) -> Result<Vec<Option<String>>, EmbedError> {
+        let mut relations: Vec<&str> = match &self.graph_relations {
+            Some(graph) => graph.iter().map(String::as_str).collect(),
+            None => sequences.iter().flatten().map(String::as_str).collect(),
+        };
+        relations.sort_unstable();
+        relations.dedup();
+        let labels: Vec<String> = relations
+            .iter()
+            .map(|r| super::text::relation_words(r).join(" "))
+            .collect();
+        let question = self.terms.raw_words();
+        let texts: Vec<String> = labels.iter().chain(question).cloned().collect();
+        let found = vectors.vectors(&texts).await?;
+        let (label_vectors, question_vectors) = found.split_at(labels.len());
+        Ok(question_vectors
+            .iter()
+            .enumerate()
+            .map(|(index, word)| {
+                if matched.get(index).copied().unwrap_or(true)
+                    || self.terms.names_a_class(index)
+                    || self.terms.marks_shared_value(index)
+                {
+                    return None;
+                }
+                let mut ranked: Vec<(f32, &str)> = label_vectors
+                    .iter()
+                    .zip(&relations)
+                    .map(|(label, relation)| (cosine(word, label), *relation))
+                    .collect();
+                ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+                let (best, relation) = *ranked.first()?;
+                let second = ranked.get(1).map_or(0.0, |s| s.0);
+                (best >= min_cosine && best - second >= NEAREST_MARGIN).then(|| relation.to_owned())
+            })
+            .collect())
+    }
+
+    /// Sequences scored by the words of their relation names, plus, for each question
+    /// word no name matches, the relation nearest to it by embedding
+    /// ([`Self::nearest_relations`]): a hop along that relation may claim the word as
+    /// if a stem matched ("sex" names `gender`, "mom" `parents`, "faith" `religion`).
     async fn sequences_with_words(
         &self,
         sequences: &[Vec<String>],
         returns: &[Vec<bool>],
         vectors: &TextVectors,
-        synonym_cosine: f32,
+        min_cosine: f32,
         hop_words: Option<&[Vec<Vec<f32>>]>,
     ) -> Result<Vec<f32>, EmbedError> {
-        use super::text::{is_stop_word, stem, words};
-        // Relation → its stems; stem → the word an embedder reads.
+        use super::text::{content_stems, stem_similarity};
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
-        let mut word_of: HashMap<String, String> = HashMap::new();
         for relation in sequences.iter().flatten() {
-            stems.entry(relation.as_str()).or_insert_with(|| {
-                let mut out: Vec<String> = Vec::new();
-                for word in words(relation).into_iter().filter(|w| !is_stop_word(w)) {
-                    let stemmed = stem(&word);
-                    if !out.contains(&stemmed) {
-                        word_of.entry(stemmed.clone()).or_insert(word);
-                        out.push(stemmed);
-                    }
-                }
-                out
-            });
+            stems
+                .entry(relation.as_str())
+                .or_insert_with(|| content_stems(relation));
         }
-        let tokens: Vec<(String, String)> = word_of.into_iter().collect();
-        let question = self.terms.raw_words();
-        let texts: Vec<String> = tokens
+        let matched: Vec<bool> = self
+            .terms
+            .stems()
             .iter()
-            .map(|(_, word)| word.clone())
-            .chain(question.iter().cloned())
-            .collect();
-        let found = vectors.vectors(&texts).await?;
-        let (token_vectors, question_vectors) = found.split_at(tokens.len());
-        // Embeddings only fill the gaps of lexical matching: a question word that some
-        // relation word already matches lexically, or a relation word that already
-        // matches some question word, gets no synonyms (near neighbours in embedding
-        // space are often merely related words, "films" and "genre").
-        let question_stems = self.terms.stems();
-        let lexical = |a: &str, b: &str| super::text::stem_similarity(a, b) >= 0.8;
-        let question_matched: Vec<bool> = question_stems
-            .iter()
-            .map(|q| tokens.iter().any(|(t, _)| lexical(t, q)))
-            .collect();
-        // Cosine of each relation stem's word to each question word, computed once.
-        let cosines: HashMap<&str, Vec<f32>> = tokens
-            .iter()
-            .zip(token_vectors)
-            .map(|((stemmed, _), vector)| {
-                let row = question_vectors.iter().map(|q| cosine(vector, q)).collect();
-                (stemmed.as_str(), row)
-            })
-            .collect();
-        // Which question words each relation stem is a synonym of.
-        let synonyms: HashMap<&str, Vec<bool>> = cosines
-            .iter()
-            .map(|(&stemmed, row)| {
-                let token_matched = question_stems.iter().any(|q| lexical(stemmed, q));
-                let close = row
-                    .iter()
-                    .zip(&question_matched)
-                    .map(|(&c, matched)| !token_matched && !matched && c >= synonym_cosine)
-                    .collect();
-                (stemmed, close)
-            })
-            .collect();
-        // A word naming a class ("which films", "the film Heat") that is about as
-        // close to two relations as to either names neither: "films" sits near
-        // `starred_actors`, `has_imdb_rating`, `directed_by` and `has_genre` alike
-        // ("what sex", nearer `gender` than anything else, keeps its synonym).
-        let mut best_per_relation: Vec<HashMap<&str, f32>> =
-            vec![HashMap::new(); question_stems.len()];
-        for (relation, relation_stems) in &stems {
-            for row in relation_stems
-                .iter()
-                .filter_map(|s| cosines.get(s.as_str()))
-            {
-                for (index, &similarity) in row.iter().enumerate() {
-                    if !self.terms.names_a_class(index) {
-                        continue;
-                    }
-                    let best = best_per_relation[index]
-                        .entry(relation)
-                        .or_insert(similarity);
-                    *best = best.max(similarity);
-                }
-            }
-        }
-        let vague: Vec<bool> = best_per_relation
-            .iter()
-            .map(|per_relation| {
-                let mut close: Vec<f32> = per_relation
+            .map(|word| {
+                stems
                     .values()
-                    .copied()
-                    .filter(|&c| c >= synonym_cosine)
-                    .collect();
-                close.sort_by(|a, b| b.total_cmp(a));
-                close.len() >= 2 && close[0] - close[1] < AMBIGUOUS_SYNONYM_MARGIN
+                    .flatten()
+                    .any(|token| stem_similarity(token, word) >= CLAIM_MIN)
             })
             .collect();
+        let nearest = self
+            .nearest_relations(sequences, vectors, min_cosine, &matched)
+            .await?;
         let extra = |token: &str, index: usize| -> f32 {
-            if vague.get(index).copied().unwrap_or(false) {
-                return 0.0;
-            }
-            match synonyms.get(token).and_then(|close| close.get(index)) {
-                Some(true) => EMBEDDED_SYNONYM,
+            match token.strip_prefix(RELATION_TOKEN) {
+                Some(relation)
+                    if nearest.get(index).and_then(Option::as_deref) == Some(relation) =>
+                {
+                    EMBEDDED_SYNONYM
+                }
                 _ => 0.0,
             }
         };
@@ -544,7 +552,11 @@ impl Relevance {
             .map(|(index, sequence)| {
                 let relations: Vec<Vec<String>> = sequence
                     .iter()
-                    .map(|relation| stems.get(relation.as_str()).cloned().unwrap_or_default())
+                    .map(|relation| {
+                        let mut tokens = stems.get(relation.as_str()).cloned().unwrap_or_default();
+                        tokens.push(format!("{RELATION_TOKEN}{relation}"));
+                        tokens
+                    })
                     .collect();
                 let relations = with_return_tokens(relations, returns.get(index));
                 self.terms.sequence_score_learned(

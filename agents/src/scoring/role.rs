@@ -13,8 +13,9 @@ use kgmesh_stores::GraphStore;
 
 use super::{
     core::{score_triples, ScoringConfig},
+    question_vectors,
     relevance::{Relevance, TextVectors},
-    store_error, text_vectors,
+    store_error,
 };
 use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
 
@@ -72,7 +73,7 @@ impl Scoring {
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let scoring = Arc::new(Scoring {
         graph: deps.require_graph(Role::SCORING_RETRIEVER)?,
-        vectors_opt: text_vectors(deps),
+        vectors_opt: question_vectors(deps),
         top_k: deps.retrieval.scoring_top_k.max(1),
     });
     Ok(RoleSpec::new(

@@ -19,7 +19,7 @@ const WH_WORDS: &[&str] = &["what", "when", "where", "which", "who", "whom", "wh
 /// answer) matches the question's focus word.
 const FOCUS_BONUS: f32 = 0.5;
 /// Similarity from which a relation-name token counts as explaining a question word.
-const CLAIM_MIN: f32 = 0.8;
+pub const CLAIM_MIN: f32 = 0.8;
 
 /// Words by which English says that the answer shares something with the named entity
 /// rather than being that something: "films with the *same* director as X", "who
@@ -193,8 +193,15 @@ impl QuestionTerms {
             .iter()
             .map(|&(i, _)| {
                 let previous = if i > 0 { all[i - 1].as_str() } else { "" };
+                let next = all.get(i + 1).map_or("", String::as_str);
+                let after_next = all.get(i + 2).map_or("", String::as_str);
                 matches!(previous, "what" | "which")
                     || (matches!(previous, "the" | "a" | "an") && names_entity_at(i + 1))
+                    // The head noun of a relative clause: "the movies *that* share
+                    // actors with X", "films *whose* directors …", "the movies
+                    // *written by* X".
+                    || matches!(next, "that" | "whose" | "which" | "who" | "whom")
+                    || (after_next == "by" && !is_stop_word(next))
             })
             .collect();
         // A marker inside an entity's name ("[Two Rode Together]") marks nothing.
@@ -240,9 +247,10 @@ impl QuestionTerms {
     }
 
     /// Whether question word `index` names a class: it directly follows "what" or
-    /// "which" ("which films", the answer's class) or stands between an article and an
-    /// entity name ("the film Heat", that entity's class). Such a word names no relation
-    /// unless it matches one.
+    /// "which" ("which films", the answer's class), stands between an article and an
+    /// entity name ("the film Heat", that entity's class), or heads a relative clause
+    /// ("the movies that …", "films whose …", "the movies written by …", a node of the
+    /// chain). Such a word names no relation unless it matches one by its letters.
     pub fn names_a_class(&self, index: usize) -> bool {
         self.determined.get(index).copied().unwrap_or(false)
     }

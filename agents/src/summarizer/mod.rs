@@ -17,13 +17,20 @@ use std::{sync::Arc, time::Instant};
 
 use kgmesh_models::{parse, prompts, LanguageModel};
 use kgmesh_schemas::{
+    graph::Metapath,
     messages::summarizer::{SummarizeReply, SummarizeRequest},
     AgentError, Role, RoleKind,
 };
+use kgmesh_stores::GraphStore;
 
-use self::core::{entity_named, summarize, SummaryRule};
+use self::core::{entity_named, path_evidence, summarize, summarize_scored, SummaryRule};
 use crate::{
+    kg_linker::core::{graph_relations, metapath_text},
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    scoring::{
+        relevance::{Relevance, TextVectors},
+        text_vectors,
+    },
     verbalize::verbalize_evidence,
 };
 
@@ -35,6 +42,8 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let summarizer = Arc::new(Summarizer {
         llm: deps.llm_for(Role::SUMMARIZER),
         rule: SummaryRule::default(),
+        vectors_opt: text_vectors(deps),
+        graph_opt: deps.graph.clone(),
     });
     Ok(
         RoleSpec::new(Role::well_known(Role::SUMMARIZER), RoleKind::Core).op(
@@ -49,6 +58,11 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
 pub struct Summarizer {
     pub llm: Option<Arc<dyn LanguageModel>>,
     pub rule: SummaryRule,
+    /// Word embeddings for judging which path explains the question, as the KG-Linker
+    /// ranks relation sequences; lexical without them.
+    pub vectors_opt: Option<Arc<TextVectors>>,
+    /// The graph, for its relation names (what a question word is matched against).
+    pub graph_opt: Option<Arc<dyn GraphStore>>,
 }
 
 impl Summarizer {
@@ -58,11 +72,11 @@ impl Summarizer {
         request: SummarizeRequest,
     ) -> Result<SummarizeReply, AgentError> {
         let Some(llm) = &self.llm else {
-            return Ok(summarize(&request, &self.rule));
+            return Ok(self.rule_reply(&request).await);
         };
         // Nothing retrieved: there is nothing for a model to read either.
         if request.context.evidence.is_empty() || ctx.budget().check_llm(1).is_err() {
-            return Ok(summarize(&request, &self.rule));
+            return Ok(self.rule_reply(&request).await);
         }
         let chat = prompts::summarizer::build(&request, CONTEXT_TOKENS);
         let started = Instant::now();
@@ -83,7 +97,7 @@ impl Summarizer {
                 if !reply.answers.is_empty() {
                     return Ok(reply);
                 }
-                let rule = summarize(&request, &self.rule);
+                let rule = self.rule_reply(&request).await;
                 if rule.answers.is_empty() {
                     // The model and the rule agree that the evidence does not answer.
                     return Ok(reply);
@@ -97,12 +111,38 @@ impl Summarizer {
             Err(error) => format!("the call failed: {error}"),
         };
         ctx.record_model_fallback(&why);
-        let mut reply = summarize(&request, &self.rule);
+        let mut reply = self.rule_reply(&request).await;
         reply.explanation = format!(
             "{} (answered without the language model: {why})",
             reply.explanation
         );
         Ok(reply)
+    }
+}
+
+impl Summarizer {
+    /// The deterministic rule's reply, paths judged with word embeddings when the
+    /// process has an embedder.
+    async fn rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
+        let Some(vectors) = &self.vectors_opt else {
+            return summarize(request, &self.rule);
+        };
+        let (_, metapaths) = path_evidence(request);
+        let names: Vec<&str> = request
+            .topic_entities
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        let mut relevance =
+            Relevance::for_metapaths(&request.question, &names, Some(vectors.clone()))
+                .with_cues(&request.cues);
+        if let Some(graph) = &self.graph_opt {
+            relevance = relevance.with_graph_relations(graph_relations(graph.as_ref()).await);
+        }
+        let references: Vec<&Metapath> = metapaths.iter().collect();
+        let texts: Vec<String> = metapaths.iter().map(metapath_text).collect();
+        let scores = relevance.metapaths(&references, &texts).await;
+        summarize_scored(request, &self.rule, Some(&scores))
     }
 }
 

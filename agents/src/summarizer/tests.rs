@@ -178,6 +178,8 @@ async fn summarize_with(model: ScriptedModel) -> (super::SummarizeReply, CallCon
     let summarizer = Summarizer {
         llm: Some(Arc::new(model)),
         rule: SummaryRule::default(),
+        vectors_opt: None,
+        graph_opt: None,
     };
     let ctx = CallContext::for_test(Role::SUMMARIZER);
     let reply = summarizer
@@ -236,6 +238,8 @@ async fn without_model_budget_the_rule_answers() {
             "<answers>\nWrong [E1]\n</answers>",
         )))),
         rule: SummaryRule::default(),
+        vectors_opt: None,
+        graph_opt: None,
     };
     let budget = Budget {
         llm_calls: 0,
@@ -487,6 +491,8 @@ async fn a_model_slower_than_the_call_deadline_is_abandoned_in_time() {
     let summarizer = Summarizer {
         llm: Some(Arc::new(SlowModel)),
         rule: SummaryRule::default(),
+        vectors_opt: None,
+        graph_opt: None,
     };
     let budget = Budget {
         deadline: kgmesh_schemas::Deadline::after(Duration::from_millis(800)),
@@ -557,4 +563,62 @@ fn the_path_that_explains_every_hop_outranks_a_shorter_one_two_retrievers_agree_
     let reply = summarize(&request, &SummaryRule::default());
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["English"], "{reply:?}");
+}
+
+#[tokio::test]
+async fn with_an_embedder_the_path_a_word_names_by_meaning_explains_the_question() {
+    use crate::scoring::{fixtures::TYPES_MEAN_GENRE, relevance::TextVectors};
+
+    let mann = entity(1, "Michael Mann");
+    let heat = entity(2, "Heat");
+    let crime = entity(3, "Crime");
+    let year = entity(4, "1995");
+    let evidence = vec![
+        // The path follower ranked the year first; nothing lexical says "types" is genre.
+        walk(
+            &mann,
+            vec![
+                step("directed_by", true, &heat),
+                step("release_year", false, &year),
+            ],
+            1.0,
+        ),
+        walk(
+            &mann,
+            vec![
+                step("directed_by", true, &heat),
+                step("has_genre", false, &crime),
+            ],
+            0.6,
+        ),
+    ];
+    let mut request = request(evidence, vec![mann]);
+    request.question = "the types of the films directed by Michael Mann".into();
+    let answer = |summarizer: Summarizer| {
+        let request = request.clone();
+        async move {
+            let reply = tokio::time::timeout(
+                Duration::from_secs(10),
+                summarizer.summarize(&CallContext::for_test(Role::SUMMARIZER), request),
+            )
+            .await
+            .expect("in time")
+            .expect("a reply");
+            reply.answers[0].text.clone()
+        }
+    };
+    let lexical = Summarizer {
+        llm: None,
+        rule: SummaryRule::default(),
+        vectors_opt: None,
+        graph_opt: None,
+    };
+    assert_eq!(answer(lexical).await, "1995");
+    let embedded = Summarizer {
+        llm: None,
+        rule: SummaryRule::default(),
+        vectors_opt: Some(Arc::new(TextVectors::new(Arc::new(TYPES_MEAN_GENRE), 100))),
+        graph_opt: None,
+    };
+    assert_eq!(answer(embedded).await, "Crime");
 }

@@ -16,8 +16,9 @@ use super::core::{traverse, TraverseConfig, TraverseError};
 use crate::{
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::{
+        question_vectors,
         relevance::{Relevance, TextVectors},
-        store_error, text_vectors,
+        store_error,
     },
 };
 
@@ -119,7 +120,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let traverser = Arc::new(Traverser {
         graph: deps.require_graph(Role::AGENTIC_TRAVERSER)?,
         llm_opt: deps.llm_for(Role::AGENTIC_TRAVERSER),
-        vectors_opt: text_vectors(deps),
+        vectors_opt: question_vectors(deps),
     });
     Ok(RoleSpec::new(
         Role::well_known(Role::AGENTIC_TRAVERSER),
