@@ -17,12 +17,17 @@
 //! strong evidence. A candidate that a comparably scored path of the same retriever
 //! runs through and beyond is a step on the way (the director in "films by the director
 //! of X") and ranks below the ends of such paths. A question naming several entities asks for what they lead to
-//! together, so candidates nearest to more of them come first. Ties are broken by how many evidence lines support a candidate,
+//! together, so candidates nearest to more of them come first, and of those the ones
+//! fewer hops from the entities the question writes as names (entities are named word
+//! for word: "Ran" is not named by "Pran", nor "Business" by "The Business"). Ties are broken by how many evidence lines support a candidate,
 //! then by where it first appears. Answers are the candidates within
 //! [`SummaryRule::keep_within`] (per retriever) of the best, each citing its evidence.
 //! With no candidate, the reply says it does not know instead of guessing.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::{
+    cmp::Reverse,
+    collections::{HashMap, HashSet, VecDeque},
+};
 
 use kgmesh_schemas::{
     graph::{Entity, Metapath, Value},
@@ -33,7 +38,13 @@ use kgmesh_schemas::{
     NodeId,
 };
 
-use crate::{cache_manager::warm::metapath_of, scoring::relevance::Relevance};
+use crate::{
+    cache_manager::warm::metapath_of,
+    scoring::{
+        relevance::Relevance,
+        text::{marked_as_name, words},
+    },
+};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SummaryRule {
@@ -86,8 +97,9 @@ struct Candidate {
     /// Reached from a question entity the question names word for word (rather than
     /// one a fuzzy link also proposed).
     anchored: bool,
-    /// How many named question entities the candidate is nearest to at once.
-    reach: usize,
+    /// How many named question entities the candidate is nearest to at once, and how
+    /// near (fewer hops rank first).
+    reach: (usize, Reverse<usize>),
     /// A better-scored path goes on past the candidate: it is a step towards the
     /// answer (the director in "films by the director of X"), not the answer.
     passed: bool,
@@ -122,11 +134,18 @@ pub fn summarize_scored(
         .collect();
     let anchors = anchors(&request.question, &request.topic_entities);
     let named = named_anchors(&request.topic_entities, &anchors);
+    // Which named entities the question writes as names (brackets, capitals, several
+    // words), not merely contains as words.
+    let written: Vec<bool> = named
+        .iter()
+        .map(|(name, _)| marked_as_name(&request.question, name))
+        .collect();
+    let named: Vec<Vec<NodeId>> = named.into_iter().map(|(_, nodes)| nodes).collect();
     let mut candidates = collect(
         &request.context,
         &topic_ids,
         &topic_names,
-        (&anchors, &named),
+        (&anchors, &named, &written),
         rule,
     );
     prefer_explained(request, path_scores, &mut candidates);
@@ -183,7 +202,7 @@ fn collect(
     context: &Context,
     topic_ids: &HashSet<NodeId>,
     topic_names: &HashSet<String>,
-    (anchors, named): (&HashSet<NodeId>, &[Vec<NodeId>]),
+    (anchors, named, written): (&HashSet<NodeId>, &[Vec<NodeId>], &[bool]),
     rule: &SummaryRule,
 ) -> Vec<Candidate> {
     let mut best_by_source: HashMap<&str, f32> = HashMap::new();
@@ -233,7 +252,7 @@ fn collect(
                     entity,
                     score,
                     anchored,
-                    reach: 1,
+                    reach: (1, Reverse(0)),
                     passed: false,
                     explained: false,
                     sources: vec![(source.to_owned(), score)],
@@ -315,9 +334,14 @@ fn collect(
             .take(MAX_ANCHORS)
             .map(|nodes| graph.distances(nodes))
             .collect();
+        // Nearness counts only between entities the question writes as names: a word
+        // of the question that also names a node ("writers", a tag) is no place the
+        // answer must be near.
+        let near_to = (written.iter().take(MAX_ANCHORS).filter(|w| **w).count() > 1)
+            .then_some(&written[..written.len().min(MAX_ANCHORS)]);
         for candidate in &mut candidates {
             if let Some(entity) = &candidate.entity {
-                candidate.reach = anchor_reach(entity.id, &per_anchor);
+                candidate.reach = anchor_reach(entity.id, &per_anchor, near_to);
             }
         }
     }
@@ -411,19 +435,35 @@ impl EvidenceGraph {
     }
 }
 
-/// How many of the question's named entities a candidate is closest to at once: a
-/// question naming two entities ("a goalkeeper of club X") asks for what both lead
-/// to, and an entity one hop from each is a better answer than one a single entity
-/// reaches directly and the other only through a detour.
-fn anchor_reach(candidate: NodeId, per_anchor: &[HashMap<NodeId, usize>]) -> usize {
+/// How many of the question's named entities a candidate is closest to at once, and
+/// at how many hops from those of them the question writes as names (`written`, when
+/// it writes two or more): a question naming two entities ("a goalkeeper of club X")
+/// asks for what both lead to, and an entity one hop from each is a better answer than
+/// one a single entity reaches directly and the other only through a detour, or than
+/// one two hops from each (the country of the club's players).
+fn anchor_reach(
+    candidate: NodeId,
+    per_anchor: &[HashMap<NodeId, usize>],
+    written: Option<&[bool]>,
+) -> (usize, Reverse<usize>) {
     let hops: Vec<usize> = per_anchor
         .iter()
         .filter_map(|distance| distance.get(&candidate).copied())
         .collect();
-    match hops.iter().min() {
-        Some(&nearest) => hops.iter().filter(|&&h| h == nearest).count(),
-        None => 1,
-    }
+    let Some(&nearest) = hops.iter().min() else {
+        return (1, Reverse(0));
+    };
+    let count = hops.iter().filter(|&&h| h == nearest).count();
+    let near = written.map_or(0, |written| {
+        per_anchor
+            .iter()
+            .zip(written)
+            .filter(|(_, &w)| w)
+            .filter_map(|(distance, _)| distance.get(&candidate).copied())
+            .min()
+            .unwrap_or(usize::MAX)
+    });
+    (count, Reverse(near))
 }
 
 /// Marks the candidates that end a path whose relation sequence explains the question
@@ -498,8 +538,8 @@ const EXPLAINED_TIE: f32 = 1e-3;
 /// The anchors grouped by the name the question gives them: nodes that share a name
 /// (an actor and the tag spelled like them) are one named entity of the question, at
 /// the distance of the nearest of them. Sorted, so that the order is stable.
-fn named_anchors(topic: &[Entity], anchors: &HashSet<NodeId>) -> Vec<Vec<NodeId>> {
-    let mut by_name: HashMap<String, Vec<NodeId>> = HashMap::new();
+fn named_anchors(topic: &[Entity], anchors: &HashSet<NodeId>) -> Vec<(String, Vec<NodeId>)> {
+    let mut by_name: HashMap<String, (String, Vec<NodeId>)> = HashMap::new();
     for entity in topic.iter().filter(|e| anchors.contains(&e.id)) {
         let name = entity.name.trim().to_lowercase();
         let key = if name.is_empty() {
@@ -507,27 +547,53 @@ fn named_anchors(topic: &[Entity], anchors: &HashSet<NodeId>) -> Vec<Vec<NodeId>
         } else {
             name
         };
-        let nodes = by_name.entry(key).or_default();
+        let (_, nodes) = by_name
+            .entry(key)
+            .or_insert_with(|| (entity.name.trim().to_owned(), Vec::new()));
         if !nodes.contains(&entity.id) {
             nodes.push(entity.id);
         }
     }
-    let mut named: Vec<Vec<NodeId>> = by_name.into_values().collect();
-    for nodes in &mut named {
+    let mut named: Vec<(String, Vec<NodeId>)> = by_name.into_values().collect();
+    for (_, nodes) in &mut named {
         nodes.sort();
     }
-    named.sort();
+    named.sort_by(|a, b| a.1.cmp(&b.1));
     named
 }
 
 /// Question entities named word for word in the question; all of them when none is
 /// (then every linked entity is as good as another).
 fn anchors(question: &str, topic: &[Entity]) -> HashSet<NodeId> {
-    let question = question.to_lowercase();
+    let question = words(question);
+    // Where the question writes each entity's name, word for word: the film "Ran" is
+    // not named by "[Pran]".
+    let spans: Vec<Vec<(usize, usize)>> = topic
+        .iter()
+        .map(|entity| {
+            let name = words(&entity.name);
+            if name.is_empty() || name.len() > question.len() {
+                return Vec::new();
+            }
+            (0..=question.len() - name.len())
+                .filter(|&at| question[at..at + name.len()] == name[..])
+                .map(|at| (at, at + name.len()))
+                .collect()
+        })
+        .collect();
+    // A name written only inside a longer one is part of that mention ("Business" in
+    // "[The Business]").
+    let inside_longer = |&(start, end): &(usize, usize)| {
+        spans
+            .iter()
+            .flatten()
+            .any(|&(s, e)| s <= start && end <= e && e - s > end - start)
+    };
     let named: HashSet<NodeId> = topic
         .iter()
-        .filter(|e| !e.name.trim().is_empty() && question.contains(&e.name.to_lowercase()))
-        .map(|e| e.id)
+        .zip(&spans)
+        .filter(|(_, spans)| spans.iter().any(|span| !inside_longer(span)))
+        .map(|(e, _)| e.id)
         .collect();
     if named.is_empty() {
         topic.iter().map(|e| e.id).collect()

@@ -352,6 +352,80 @@ fn a_question_naming_two_entities_prefers_what_both_lead_to() {
 }
 
 #[test]
+fn what_two_named_entities_lead_to_in_one_hop_each_beats_what_they_reach_in_two() {
+    let position = entity(1, "Goalkeeper");
+    let club = entity(2, "Celtic_FC");
+    let keeper = entity(3, "Fraser_FORSTER");
+    let teammate = entity(4, "Efe_AMBROSE");
+    let country = entity(5, "Scotland");
+    let evidence = vec![
+        // Both entities reach the country in two hops, through the keeper ...
+        walk(
+            &club,
+            vec![
+                step("plays_in_club", true, &keeper),
+                step("plays_for_country", false, &country),
+            ],
+            1.0,
+        ),
+        walk(
+            &position,
+            vec![
+                step("plays_position", true, &keeper),
+                step("plays_for_country", false, &country),
+            ],
+            1.0,
+        ),
+        walk(
+            &club,
+            vec![
+                step("plays_in_club", true, &teammate),
+                step("plays_for_country", false, &country),
+            ],
+            1.0,
+        ),
+        // ... and the keeper in one.
+        triple("agentic-traverser", &keeper, "plays_in_club", &club, 0.5),
+        triple(
+            "agentic-traverser",
+            &keeper,
+            "plays_position",
+            &position,
+            0.5,
+        ),
+    ];
+    let mut request = request(evidence, vec![position, club]);
+    request.question =
+        "name a player who plays at Goalkeeper position at the club Celtic_FC".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Fraser_FORSTER"], "{reply:?}");
+}
+
+#[test]
+fn a_name_inside_a_word_or_a_longer_name_is_no_second_named_entity() {
+    // "Ran" is in "Pran" and "Business" in "The Business", but the question names one
+    // entity each time: what the other "named" entity reaches must not rank first.
+    for (named, inner) in [("Pran", "Ran"), ("The Business", "Business")] {
+        let topic = entity(1, named);
+        let stray = entity(2, inner);
+        let film = entity(3, "Upkar");
+        let shared = entity(4, "drama");
+        let evidence = vec![
+            path(&topic, "starred_actors", &film, 1.0),
+            // One hop from both: with two named entities it would rank first.
+            path(&topic, "has_tags", &shared, 0.4),
+            path(&stray, "has_tags", &shared, 0.4),
+        ];
+        let mut request = request(evidence, vec![topic, stray]);
+        request.question = format!("what films did [{named}] act in");
+        let reply = summarize(&request, &SummaryRule::default());
+        let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+        assert_eq!(texts, ["Upkar"], "{named}: {reply:?}");
+    }
+}
+
+#[test]
 fn namesakes_of_one_mention_are_one_named_entity_not_two() {
     // "Ronald Neame" is a person and a tag: one entity of the question, not two whose
     // common neighbour (a film he directed and that carries his tag) would be what the
