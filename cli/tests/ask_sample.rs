@@ -81,6 +81,11 @@ fn without_kg_the_bundled_sample_is_used_and_text_output_shows_answers_and_costs
     assert!(stdout.contains("Michael Mann"), "{stdout}");
     assert!(stdout.contains("LLM calls 0"), "{stdout}");
     assert!(stdout.contains("Evidence"), "{stdout}");
+    // Which graph answered is said.
+    assert!(
+        stdout.contains("graph: the bundled sample movie KG"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -22,7 +22,8 @@ pub struct AgentArgs {
     /// A readable name for this instance (e.g. the pod name); shows in logs and replies.
     #[arg(long, env = "KGMESH_INSTANCE_NAME")]
     pub instance_name: Option<String>,
-    /// KG file or directory for roles that read the graph (default: `graph.path`).
+    /// KG file or directory for roles that read the graph (default: `graph.path`, or
+    /// the Bolt database of `graph.backend = "bolt"`).
     #[arg(long)]
     pub kg: Option<PathBuf>,
     /// How long to wait for in-flight requests on shutdown.
@@ -197,10 +198,14 @@ async fn load_graph_if_configured(
     config: &Config,
     kg: Option<PathBuf>,
 ) -> anyhow::Result<Option<Arc<dyn GraphStore>>> {
-    let Some(path) = kg.or_else(|| config.graph.path.clone()) else {
+    if kg.is_none()
+        && config.graph.path.is_none()
+        && config.graph.backend != crate::config::GraphBackend::Bolt
+    {
         return Ok(None);
-    };
-    Ok(Some(super::ask::load_kg(&path).await?))
+    }
+    let source = super::ask::GraphSource::from_args(config, kg, None)?;
+    Ok(Some(source.open(config).await?))
 }
 
 async fn shutdown_signal() -> anyhow::Result<()> {

@@ -31,7 +31,7 @@ use kgmesh_stores::{
     GraphStore,
 };
 
-use crate::config::{Config, EmbedderKind};
+use crate::config::{Config, EmbedderKind, GraphBackend};
 
 /// The bundled sample KG (hand-written movie triples; see examples/movies/).
 const SAMPLE_KG: &str = include_str!("../../../examples/movies/kg.tsv");
@@ -46,7 +46,9 @@ pub struct AskArgs {
     /// the bundled sample movie KG.
     #[arg(long, conflicts_with = "store")]
     pub kg: Option<PathBuf>,
-    /// A graph database URL (`bolt://host:port`) instead of a file.
+    /// A graph database (`bolt://host:port`) instead of a file; user, password and
+    /// database come from the `graph` section (default: `graph.backend = "bolt"` with
+    /// `graph.bolt_uri`).
     #[arg(long)]
     pub store: Option<String>,
     /// Print the whole reply as JSON.
@@ -108,6 +110,7 @@ async fn ask(config: Config, args: AskArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&reply)?);
     } else {
         print_text(&args.question, &reply, args.show_evidence, setup);
+        println!("graph: {}", graph_source.describe());
     }
     if reply.answers.is_empty() {
         return Err(NoAnswer.into());
@@ -131,31 +134,99 @@ pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
 pub(crate) enum GraphSource {
     File(PathBuf),
     Sample,
+    /// A graph database over Bolt (`bolt://host:port`), with the credentials of the
+    /// `graph` section.
+    Bolt(String),
 }
 
 impl GraphSource {
+    /// `--store URL` first, then `--kg FILE`, then the configuration: `graph.backend =
+    /// "bolt"` with `graph.bolt_uri`, else `graph.path`, else the bundled sample.
     pub(crate) fn from_args(
         config: &Config,
         kg: Option<PathBuf>,
         store: Option<String>,
     ) -> anyhow::Result<Self> {
         if let Some(url) = store {
-            bail!(
-                "--store {url}: graph databases are configured with graph.backend = \"bolt\" \
-                 and graph.bolt_uri; this build answers from an embedded KG file (--kg FILE)"
-            );
+            return Ok(GraphSource::Bolt(bolt_url(&url)?));
         }
-        Ok(match kg.or_else(|| config.graph.path.clone()) {
+        if let Some(path) = kg {
+            return Ok(GraphSource::File(path));
+        }
+        if config.graph.backend == GraphBackend::Bolt {
+            let Some(url) = &config.graph.bolt_uri else {
+                bail!("graph.backend = \"bolt\" needs graph.bolt_uri (bolt://host:port)");
+            };
+            return Ok(GraphSource::Bolt(bolt_url(url)?));
+        }
+        Ok(match config.graph.path.clone() {
             Some(path) => GraphSource::File(path),
             None => GraphSource::Sample,
         })
     }
 
-    fn path(&self) -> anyhow::Result<PathBuf> {
+    /// The graph in words, for logs and answers.
+    pub(crate) fn describe(&self) -> String {
         match self {
-            GraphSource::File(path) => Ok(path.clone()),
-            GraphSource::Sample => write_sample(),
+            GraphSource::File(path) => path.display().to_string(),
+            GraphSource::Sample => "the bundled sample movie KG".to_owned(),
+            GraphSource::Bolt(url) => url.clone(),
         }
+    }
+
+    /// Opens the graph: a file is loaded into the embedded store; a Bolt database is
+    /// connected to and asked for its schema, so that a wrong address or password fails
+    /// here, not at the first question.
+    pub(crate) async fn open(&self, config: &Config) -> anyhow::Result<Arc<dyn GraphStore>> {
+        let graph: Arc<dyn GraphStore> = match self {
+            GraphSource::File(path) => load_kg(path).await?,
+            GraphSource::Sample => load_kg(&write_sample()?).await?,
+            GraphSource::Bolt(url) => {
+                let settings = bolt_settings(config, url);
+                let store = kgmesh_stores::bolt::BoltGraph::connect(&settings)
+                    .await
+                    .with_context(|| format!("cannot connect to the graph database {url}"))?;
+                Arc::new(store)
+            }
+        };
+        let schema = graph
+            .schema()
+            .await
+            .with_context(|| format!("cannot read the graph {}", self.describe()))?;
+        tracing::info!(
+            kg = %self.describe(),
+            backend = graph.backend(),
+            nodes = schema.node_count,
+            edges = schema.edge_count,
+            "graph ready"
+        );
+        Ok(graph)
+    }
+}
+
+/// A graph database address as the Bolt client takes it; anything else is refused with
+/// the forms that work.
+fn bolt_url(url: &str) -> anyhow::Result<String> {
+    let trimmed = url.trim();
+    let rest = trimmed
+        .strip_prefix("bolt://")
+        .or_else(|| trimmed.strip_prefix("neo4j://"));
+    match rest {
+        Some(address) if !address.is_empty() => Ok(format!("bolt://{address}")),
+        _ => bail!("{url:?} is no graph database address: write bolt://host:port"),
+    }
+}
+
+/// How to reach a Bolt database: the address, and the user, password (read from the
+/// environment variable `graph.bolt_password_env` names), database and query timeout of
+/// the `graph` section.
+pub(crate) fn bolt_settings(config: &Config, url: &str) -> kgmesh_stores::bolt::BoltSettings {
+    kgmesh_stores::bolt::BoltSettings {
+        uri: url.to_owned(),
+        user: config.graph.bolt_user.clone(),
+        password: std::env::var(&config.graph.bolt_password_env).unwrap_or_default(),
+        database: config.graph.bolt_database.clone(),
+        timeout: Duration::from_millis(config.graph.query_timeout_ms),
     }
 }
 
@@ -184,8 +255,7 @@ impl EmbeddedRoles {
         bus: Arc<dyn Bus>,
         source: &GraphSource,
     ) -> anyhow::Result<Self> {
-        let path = source.path()?;
-        let graph = load_kg(&path).await?;
+        let graph = source.open(config).await?;
         let mut deps = AgentDeps::new(bus.clone())
             .with_graph(graph)
             .with_retrieval(config.retrieval());

@@ -26,7 +26,8 @@ pub struct ServeArgs {
     /// Run every role in this process instead of using NATS.
     #[arg(long)]
     pub embedded: bool,
-    /// KG for `--embedded` (default: `graph.path`, else the bundled sample).
+    /// KG for `--embedded` (default: the Bolt database of `graph.backend = "bolt"`,
+    /// else `graph.path`, else the bundled sample).
     #[arg(long)]
     pub kg: Option<PathBuf>,
     /// Address to listen on (overrides `http.listen`); port 0 picks a free port, printed
