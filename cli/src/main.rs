@@ -33,6 +33,9 @@ enum Command {
     /// Answer one question over a KG, with every role in this process. Exit status: 0
     /// with an answer, 3 when the reply is "I don't know", 1 on an error.
     Ask(cmd::ask::AskArgs),
+    /// Run one read-only openCypher query against the KG (file, sample or Bolt database)
+    /// and print the rows; a refused query says why and how to repair it.
+    Cypher(cmd::cypher::CypherArgs),
     /// Run the coordinator and its HTTP API.
     Serve(cmd::serve::ServeArgs),
     /// Run one agent role as a NATS service (run several to share the load).
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
     let _telemetry = cmd::init_logging(&config, interactive, &service);
     let result = match cli.command {
         Command::Ask(args) => cmd::ask::run(config, args),
+        Command::Cypher(args) => cmd::cypher::run(config, args),
         Command::Serve(args) => cmd::serve::run(config, args),
         Command::Agent(args) => cmd::agent::run(config, args),
         Command::Load(args) => cmd::load::run(config, args),

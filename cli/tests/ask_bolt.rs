@@ -75,6 +75,24 @@ fn a_configured_or_named_bolt_database_is_the_graph_that_answers() {
         let reply = ask(&extra);
         assert_eq!(answer_texts(&reply), ["Ada Quill"], "{extra:?}: {reply}");
     }
+    // `kgmesh cypher` reads the same rows from the database as from the file.
+    let query = "MATCH (f)-[r]->(x) RETURN f.name AS film, type(r) AS relation, x.name AS value \
+                 ORDER BY relation";
+    let rows = |extra: &[&str]| {
+        let mut command = kgmesh();
+        command
+            .env("KGMESH_TEST_BOLT_PASSWORD", server.password())
+            .args(["cypher", query, "--json"])
+            .args(extra);
+        let (code, stdout, stderr) = run(command);
+        assert_eq!(code, 0, "{extra:?}: {stderr}");
+        let rows: serde_json::Value = serde_json::from_str(&stdout).expect("JSON rows");
+        rows["rows"].clone()
+    };
+    let from_bolt = rows(&["--config", configured.to_str().expect("utf-8")]);
+    let from_file = rows(&["--kg", kg.to_str().expect("utf-8")]);
+    assert_eq!(from_bolt, from_file);
+    assert_eq!(from_file.as_array().map(Vec::len), Some(2), "{from_file}");
 }
 
 #[test]

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod ask;
 pub mod cache;
 pub mod config;
+pub mod cypher;
 pub mod eval;
 pub mod fold;
 pub mod load;

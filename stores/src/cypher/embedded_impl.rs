@@ -8,6 +8,10 @@ use super::graph::{EdgeRef, PropertyGraph};
 use crate::embedded::{EdgeId, EmbeddedGraph, LabelId, RelationId};
 use crate::{QueryLimits, StoreResult};
 
+/// The property every node has: its display name (what a Bolt database stores as
+/// `name` when `kgmesh load` writes a KG to it).
+const NAME_PROPERTY: &str = "name";
+
 impl PropertyGraph for EmbeddedGraph {
     fn node_count(&self) -> usize {
         EmbeddedGraph::node_count(self)
@@ -53,16 +57,32 @@ impl PropertyGraph for EmbeddedGraph {
         if !self.contains(node) {
             return None;
         }
-        self.node_property_by_name(node, key).cloned()
+        match self.node_property_by_name(node, key) {
+            Some(value) => Some(value.clone()),
+            // A node of a triple KG has its display name and no properties: it is its
+            // `name`, as on a Bolt database the loader wrote it to.
+            None if key == NAME_PROPERTY => Some(Value::String(self.name(node).to_owned())),
+            None => None,
+        }
     }
 
     fn node_properties(&self, node: u32) -> Vec<(String, Value)> {
         if !self.contains(node) {
             return Vec::new();
         }
-        EmbeddedGraph::node_properties(self, node)
+        let mut properties: Vec<(String, Value)> = EmbeddedGraph::node_properties(self, node)
             .map(|(key, value)| (self.property_key_name(key).to_string(), value.clone()))
-            .collect()
+            .collect();
+        if !properties.iter().any(|(key, _)| key == NAME_PROPERTY) {
+            properties.insert(
+                0,
+                (
+                    NAME_PROPERTY.to_owned(),
+                    Value::String(self.name(node).to_owned()),
+                ),
+            );
+        }
+        properties
     }
 
     fn edges(&self, node: u32, outgoing: bool, rel_type: Option<u32>, out: &mut Vec<EdgeRef>) {
@@ -107,7 +127,7 @@ impl PropertyGraph for EmbeddedGraph {
     }
 
     fn property_key_exists(&self, key: &str) -> bool {
-        self.property_key_id(key).is_some()
+        key == NAME_PROPERTY || self.property_key_id(key).is_some()
     }
 
     fn node_id(&self, node: u32) -> NodeId {
