@@ -98,3 +98,71 @@ fn bad_requests_get_json_errors() {
     assert_eq!(status, 404, "{body}");
     assert_eq!(kind(&body), "not_found");
 }
+
+#[test]
+fn cypher_over_http_returns_rows_and_explains_refusals() {
+    let (_server, address) = start_server(&[]);
+    wait_for_ok(address, "/readyz");
+    let (status, body) = http(
+        address,
+        "POST",
+        "/v1/cypher",
+        Some(
+            r#"{"query": "MATCH (f)-[:directed_by]->(d {name: $who}) RETURN f.name AS film ORDER BY film",
+                "params": {"who": "Michael Mann"}}"#,
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
+    let rows: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(rows["columns"][0], "film", "{body}");
+    let films: Vec<&str> = rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row[0].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        films.contains(&"Heat") && films.contains(&"Collateral"),
+        "{body}"
+    );
+
+    let error = |body: &str| -> (String, String) {
+        let value: serde_json::Value = serde_json::from_str(body).unwrap();
+        (
+            value["error"]["kind"].as_str().unwrap_or("").to_owned(),
+            value["error"]["message"].as_str().unwrap_or("").to_owned(),
+        )
+    };
+    let (status, body) = http(
+        address,
+        "POST",
+        "/v1/cypher",
+        Some(r#"{"query": "MATCH (n) DETACH DELETE n"}"#),
+    );
+    assert_eq!(status, 400, "{body}");
+    let (kind, message) = error(&body);
+    assert_eq!(kind, "invalid_query");
+    assert!(
+        message.contains("read-only") && message.contains("hint:"),
+        "{message}"
+    );
+    // Nothing was deleted.
+    let (status, body) = http(
+        address,
+        "POST",
+        "/v1/cypher",
+        Some(r#"{"query": "MATCH (n) RETURN count(n) AS nodes"}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    let count: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(count["rows"][0][0].as_u64().unwrap_or(0) > 10, "{body}");
+
+    for bad in [
+        r#"{"query": "   "}"#,
+        r#"{"query": "MATCH (n) RETURN n", "max_rows": 0}"#,
+        r#"{"query": "MATCH (n) RETURN n", "colour": 1}"#,
+    ] {
+        let (status, body) = http(address, "POST", "/v1/cypher", Some(bad));
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+}

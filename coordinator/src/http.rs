@@ -1,4 +1,5 @@
-//! The HTTP API (actix-web): `POST /v1/ask`, `POST /v1/feedback`, `GET /healthz`,
+//! The HTTP API (actix-web): `POST /v1/ask`, `POST /v1/feedback`, `POST /v1/cypher`,
+//! `GET /healthz`,
 //! `GET /readyz`, `GET /v1/agents`, and `GET /metrics` (Prometheus) when the process
 //! exports metrics.
 //!
@@ -106,6 +107,7 @@ pub fn routes(state: web::Data<ApiState>) -> impl FnOnce(&mut web::ServiceConfig
             .app_data(json_config)
             .route("/v1/ask", web::post().to(ask))
             .route("/v1/feedback", web::post().to(feedback))
+            .route("/v1/cypher", web::post().to(cypher))
             .route("/v1/agents", web::get().to(agents))
             .route("/healthz", web::get().to(healthz))
             .route("/readyz", web::get().to(readyz))
@@ -217,6 +219,76 @@ async fn feedback(state: web::Data<ApiState>, body: web::Json<FeedbackBody>) -> 
     };
     match state.coordinator.feedback(request).await {
         Ok(reply) => HttpResponse::Ok().json(reply),
+        Err(error) => coordinator_error(&error),
+    }
+}
+
+/// `POST /v1/cypher`: one read-only openCypher query, its parameters (a JSON object),
+/// and optionally a row cap and a timeout.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CypherBody {
+    query: String,
+    #[serde(default)]
+    params: serde_json::Map<String, serde_json::Value>,
+    max_rows: Option<u32>,
+    timeout_ms: Option<u32>,
+}
+
+/// Row cap and timeout of `POST /v1/cypher` when the body names none, and the most it
+/// may ask for.
+const CYPHER_DEFAULT_ROWS: u32 = 1_000;
+const CYPHER_MAX_ROWS: u32 = 10_000;
+const CYPHER_DEFAULT_TIMEOUT_MS: u32 = 5_000;
+const CYPHER_MAX_TIMEOUT_MS: u32 = 60_000;
+
+async fn cypher(state: web::Data<ApiState>, body: web::Json<CypherBody>) -> HttpResponse {
+    let body = body.into_inner();
+    let max_rows = body.max_rows.unwrap_or(CYPHER_DEFAULT_ROWS);
+    let timeout_ms = body.timeout_ms.unwrap_or(CYPHER_DEFAULT_TIMEOUT_MS);
+    if !(1..=CYPHER_MAX_ROWS).contains(&max_rows)
+        || !(1..=CYPHER_MAX_TIMEOUT_MS).contains(&timeout_ms)
+    {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!(
+                "max_rows must be 1..={CYPHER_MAX_ROWS} and timeout_ms 1..={CYPHER_MAX_TIMEOUT_MS}"
+            ),
+        );
+    }
+    let Ok(_permit) = state.in_flight.try_acquire() else {
+        return error_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_questions",
+            "too many requests in flight; retry later".to_owned(),
+        );
+    };
+    let request = kgmesh_schemas::messages::query_executor::QueryRequest {
+        cypher: body.query,
+        params: body
+            .params
+            .iter()
+            .map(|(name, value)| (name.clone(), kgmesh_schemas::graph::Value::from_json(value)))
+            .collect(),
+        max_rows,
+        timeout_ms,
+    };
+    match state.coordinator.cypher(request).await {
+        Ok(rows) => HttpResponse::Ok().json(rows.to_json()),
+        Err(CoordinatorError::RoleFailed {
+            error: AgentError::InvalidQuery { reason, hint },
+            ..
+        }) => {
+            let message = match hint {
+                Some(hint) => format!("{reason}; hint: {hint}"),
+                None => reason,
+            };
+            error_response(StatusCode::BAD_REQUEST, "invalid_query", message)
+        }
+        Err(CoordinatorError::InvalidQuestion(message)) => {
+            error_response(StatusCode::BAD_REQUEST, "invalid_query", message)
+        }
         Err(error) => coordinator_error(&error),
     }
 }

@@ -23,6 +23,7 @@
 pub mod config;
 pub mod context;
 mod coordinator;
+mod cypher;
 pub mod directory;
 pub mod feedback;
 pub mod http;

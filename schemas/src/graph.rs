@@ -97,6 +97,68 @@ pub enum Value {
     Path(PathValue),
 }
 
+impl Value {
+    /// The value as plain JSON, for people and scripts: strings bare, numbers as
+    /// numbers, a node `{"id", "labels", "properties"}`, a relationship `{"type",
+    /// "start", "end", "properties"}`, a path `{"nodes", "relationships"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let properties = |entries: &[(String, Value)]| -> serde_json::Value {
+            serde_json::Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
+            )
+        };
+        let node = |node: &NodeValue| json!({"id": node.id.0, "labels": node.labels, "properties": properties(&node.properties)});
+        let relationship = |rel: &RelationshipValue| {
+            json!({"type": rel.rel_type, "start": rel.start.0, "end": rel.end.0,
+                   "properties": properties(&rel.properties)})
+        };
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => json!(b),
+            Value::Int(i) => json!(i),
+            Value::Float(f) => json!(f),
+            Value::String(s) => json!(s),
+            Value::List(items) => {
+                serde_json::Value::Array(items.iter().map(Value::to_json).collect())
+            }
+            Value::Map(entries) => properties(entries),
+            Value::Node(n) => node(n),
+            Value::Relationship(r) => relationship(r),
+            Value::Path(p) => json!({
+                "nodes": p.nodes.iter().map(node).collect::<Vec<_>>(),
+                "relationships": p.relationships.iter().map(relationship).collect::<Vec<_>>(),
+            }),
+        }
+    }
+
+    /// A query parameter written as JSON: numbers that are integers become `Int`,
+    /// objects `Map` (keys in the order serde_json keeps them), everything else its like.
+    pub fn from_json(json: &serde_json::Value) -> Self {
+        match json {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            serde_json::Value::String(s) => Value::String(s.clone()),
+            serde_json::Value::Array(items) => {
+                Value::List(items.iter().map(Value::from_json).collect())
+            }
+            serde_json::Value::Object(entries) => Value::Map(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::from_json(v)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeValue {
     pub id: NodeId,
@@ -125,6 +187,22 @@ pub struct Rows {
     pub rows: Vec<Vec<Value>>,
     /// More rows existed than the row budget allowed.
     pub truncated: bool,
+}
+
+impl Rows {
+    /// `{"columns": [...], "rows": [[...]], "truncated": bool}` with every value as
+    /// plain JSON ([`Value::to_json`]).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "columns": self.columns,
+            "rows": self
+                .rows
+                .iter()
+                .map(|row| row.iter().map(Value::to_json).collect::<Vec<_>>())
+                .collect::<Vec<_>>(),
+            "truncated": self.truncated,
+        })
+    }
 }
 
 /// How often a relation connects which node labels (sampled).
@@ -163,5 +241,42 @@ impl GraphSchema {
 
     pub fn label(&self, name: &str) -> Option<&LabelSchema> {
         self.labels.iter().find(|l| l.name == name)
+    }
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+
+    #[test]
+    fn values_read_from_and_written_as_plain_json() {
+        let json = serde_json::json!({"n": 3, "x": 2.5, "s": "Heat", "l": [true, null]});
+        let value = Value::from_json(&json);
+        let Value::Map(entries) = &value else {
+            panic!("an object is a map: {value:?}")
+        };
+        let get = |key: &str| {
+            entries
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(get("n"), Some(Value::Int(3)));
+        assert_eq!(get("x"), Some(Value::Float(2.5)));
+        assert_eq!(get("s"), Some(Value::String("Heat".into())));
+        assert_eq!(
+            get("l"),
+            Some(Value::List(vec![Value::Bool(true), Value::Null]))
+        );
+        assert_eq!(value.to_json(), json);
+        let node = Value::Node(NodeValue {
+            id: NodeId(7),
+            labels: vec!["Film".into()],
+            properties: vec![("name".into(), Value::String("Heat".into()))],
+        });
+        assert_eq!(
+            node.to_json(),
+            serde_json::json!({"id": 7, "labels": ["Film"], "properties": {"name": "Heat"}})
+        );
     }
 }

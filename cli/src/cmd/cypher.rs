@@ -34,7 +34,8 @@ pub struct CypherArgs {
     /// Give up after this many milliseconds.
     #[arg(long, default_value_t = 5_000)]
     pub timeout_ms: u64,
-    /// Print `{columns, rows, truncated}` as JSON instead of a table.
+    /// Print `{columns, rows, truncated}` as JSON instead of a table (strings bare,
+    /// nodes as `{id, labels, properties}`).
     #[arg(long)]
     pub json: bool,
 }
@@ -63,7 +64,7 @@ pub fn run(config: Config, args: CypherArgs) -> anyhow::Result<()> {
             .map_err(refused)
     })?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", serde_json::to_string_pretty(&rows.to_json())?);
     } else {
         print_table(&rows);
     }
@@ -91,29 +92,10 @@ fn parse_param(param: &str) -> anyhow::Result<(String, Value)> {
         anyhow::bail!("--param {param:?}: a parameter name is letters, digits and _");
     }
     let value = match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(json) => from_json(&json),
+        Ok(json) => Value::from_json(&json),
         Err(_) => Value::String(raw.to_owned()),
     };
     Ok((name.to_owned(), value))
-}
-
-fn from_json(json: &serde_json::Value) -> Value {
-    match json {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        serde_json::Value::String(s) => Value::String(s.clone()),
-        serde_json::Value::Array(items) => Value::List(items.iter().map(from_json).collect()),
-        serde_json::Value::Object(entries) => Value::Map(
-            entries
-                .iter()
-                .map(|(k, v)| (k.clone(), from_json(v)))
-                .collect(),
-        ),
-    }
 }
 
 /// Columns aligned, one row per line, then the count (and whether rows were cut).

@@ -1,0 +1,73 @@
+//! One read-only openCypher query, run by the query executor on the bus: what
+//! `POST /v1/cypher` serves, the same in embedded and distributed mode (the query
+//! executor holds the graph, and validates the query before it runs it).
+
+use std::time::Duration;
+
+use kgmesh_schemas::{
+    graph::Rows, messages::query_executor::QueryRequest, Meta, QuestionId, Role, Rpc,
+};
+
+use crate::{coordinator::send, Coordinator, CoordinatorError};
+
+/// Longest query text accepted.
+pub const MAX_QUERY_CHARS: usize = 10_000;
+
+impl Coordinator {
+    /// Runs `request` on a query executor: its rows, or the executor's error (a refused
+    /// query is `AgentError::InvalidQuery` with the reason and a repair hint).
+    pub async fn cypher(&self, request: QueryRequest) -> Result<Rows, CoordinatorError> {
+        if request.cypher.trim().is_empty() {
+            return Err(CoordinatorError::InvalidQuestion(
+                "the query is empty".into(),
+            ));
+        }
+        if request.cypher.chars().count() > MAX_QUERY_CHARS {
+            return Err(CoordinatorError::InvalidQuestion(format!(
+                "the query is longer than {MAX_QUERY_CHARS} characters"
+            )));
+        }
+        let mut snapshot = self
+            .directory()
+            .snapshot()
+            .await
+            .map_err(CoordinatorError::Discovery)?;
+        if !snapshot.serves(Role::QUERY_EXECUTOR, QueryRequest::OP) {
+            snapshot = self
+                .directory()
+                .refresh()
+                .await
+                .map_err(CoordinatorError::Discovery)?;
+        }
+        if !snapshot.serves(Role::QUERY_EXECUTOR, QueryRequest::OP) {
+            return Err(CoordinatorError::MissingRoles(vec![
+                Role::QUERY_EXECUTOR.to_owned()
+            ]));
+        }
+        // The call waits as long as the query may run, and at least the usual call.
+        let timeout = self
+            .config()
+            .call_timeout
+            .max(Duration::from_millis(u64::from(request.timeout_ms) + 1_000));
+        let mut budget = self.config().budget;
+        budget.deadline = kgmesh_schemas::Deadline::after(timeout);
+        let role = Role::well_known(Role::QUERY_EXECUTOR);
+        let (reply, _cost) = send(
+            self.bus().as_ref(),
+            &role,
+            Meta::new(QuestionId::new_random(), 0, budget),
+            request,
+            timeout,
+            self.config().retries,
+        )
+        .await
+        .map_err(|error| CoordinatorError::RoleFailed {
+            role: role.to_string(),
+            error: error.to_agent_error(&role.subject(QueryRequest::OP)),
+        })?;
+        reply.outcome.map_err(|error| CoordinatorError::RoleFailed {
+            role: role.to_string(),
+            error,
+        })
+    }
+}
