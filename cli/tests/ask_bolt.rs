@@ -74,6 +74,7 @@ fn a_configured_or_named_bolt_database_is_the_graph_that_answers() {
     ] {
         let reply = ask(&extra);
         assert_eq!(answer_texts(&reply), ["Ada Quill"], "{extra:?}: {reply}");
+        assert_eq!(reply["graph"], server.uri(), "{reply}");
     }
     // `kgmesh cypher` reads the same rows from the database as from the file.
     let query = "MATCH (f)-[r]->(x) RETURN f.name AS film, type(r) AS relation, x.name AS value \

@@ -199,6 +199,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
         trace_id: None,
         notes: vec![],
         degraded: vec![],
+        graph: None,
     };
     serde_json::to_string(&reply).expect("encode reply")
 }

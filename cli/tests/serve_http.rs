@@ -46,6 +46,13 @@ fn the_api_answers_and_reports_its_roles() {
     let reply: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(reply["answers"][0]["text"], "Michael Mann", "{body}");
     assert_eq!(reply["partial"], false);
+    // The reply names the graph that answered.
+    assert!(
+        reply["graph"]
+            .as_str()
+            .is_some_and(|g| g.ends_with("kg.tsv")),
+        "{body}"
+    );
     assert_eq!(reply["trace_id"].as_str().map(str::len), Some(32));
     assert!(reply["cost"]["bus_messages"].as_u64().unwrap() >= 3);
 }

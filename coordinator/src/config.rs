@@ -43,6 +43,9 @@ pub struct CoordinatorConfig {
     /// Questions remembered by id (the last ones answered), so that feedback can name
     /// a question by the `question_id` of its reply.
     pub recent_questions: usize,
+    /// The graph the roles answer from, in words, named in every reply (`None` when this
+    /// process does not know it).
+    pub graph: Option<String>,
 }
 
 impl Default for CoordinatorConfig {
@@ -63,6 +66,7 @@ impl Default for CoordinatorConfig {
             max_frontier: 64,
             max_question_chars: 2_000,
             recent_questions: 10_000,
+            graph: None,
         }
     }
 }

@@ -851,6 +851,7 @@ impl Run<'_> {
             trace_id,
             notes: self.context.context().notes.clone(),
             degraded: std::mem::take(&mut self.degraded),
+            graph: self.config().graph.clone(),
         }
     }
 

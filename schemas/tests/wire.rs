@@ -493,6 +493,7 @@ fn every_rpc_round_trips_in_both_content_types() {
                 reason: Degradation::MODEL_FALLBACK.into(),
                 round: 1,
             }],
+            graph: Some("movies.tsv".into()),
         },
     );
 }

@@ -93,7 +93,9 @@ async fn ask(config: Config, args: AskArgs) -> anyhow::Result<()> {
     let embedded = EmbeddedRoles::start(&config, bus.clone(), &graph_source).await?;
     let setup = started.elapsed();
 
-    let coordinator = Coordinator::new(bus, coordinator_config(&config));
+    let mut settings = coordinator_config(&config);
+    settings.graph = Some(graph_source.describe());
+    let coordinator = Coordinator::new(bus, settings);
     let request = AskRequest {
         question: args.question.clone(),
         options: AskOptions {
@@ -110,7 +112,6 @@ async fn ask(config: Config, args: AskArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&reply)?);
     } else {
         print_text(&args.question, &reply, args.show_evidence, setup);
-        println!("graph: {}", graph_source.describe());
     }
     if reply.answers.is_empty() {
         return Err(NoAnswer.into());
@@ -423,6 +424,9 @@ fn print_text(question: &str, reply: &AskReply, show_evidence: usize, setup: Dur
             .map(|d| format!("{} ({})", d.role, d.reason.replace('_', " ")))
             .collect();
         println!("DEGRADED: {}", parts.join(", "));
+    }
+    if let Some(graph) = &reply.graph {
+        println!("graph: {graph}");
     }
     let cost = &reply.cost;
     println!(

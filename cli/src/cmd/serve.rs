@@ -16,7 +16,7 @@ use kgmesh_coordinator::{
 };
 
 use super::ask::{coordinator_config, EmbeddedRoles, GraphSource};
-use crate::config::{BusKind, Config};
+use crate::config::{BusKind, Config, GraphBackend};
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -48,6 +48,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let metrics = install_metrics();
     let use_nats = args.nats.is_some() || (!args.embedded && config.bus.kind == BusKind::Nats);
     let mut embedded = None;
+    let mut settings = coordinator_config(&config);
     let bus: Arc<dyn Bus> = if use_nats {
         let url = args
             .nats
@@ -66,17 +67,22 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot connect to NATS at {url}"))?;
         tracing::info!(%url, "coordinator on NATS");
+        // The agents answer from the graph the shared configuration names, if it does.
+        if config.graph.path.is_some() || config.graph.backend == GraphBackend::Bolt {
+            settings.graph = Some(GraphSource::from_args(&config, None, None)?.describe());
+        }
         Arc::new(bus)
     } else {
         let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
         let source = GraphSource::from_args(&config, args.kg.clone(), None)?;
         let roles = EmbeddedRoles::start(&config, bus.clone(), &source).await?;
+        settings.graph = Some(source.describe());
         tracing::info!(roles = ?roles.role_names(), "every role in this process");
         embedded = Some(roles);
         bus
     };
 
-    let coordinator = Arc::new(Coordinator::new(bus, coordinator_config(&config)));
+    let coordinator = Arc::new(Coordinator::new(bus, settings));
     let limits = ApiLimits {
         max_body_bytes: config.http.max_body_bytes,
         max_concurrent_questions: config.http.max_concurrent_questions,

@@ -297,6 +297,7 @@ mod tests {
                 trace_id: None,
                 notes: vec![],
                 degraded: vec![],
+                graph: None,
             })
         }
 

@@ -67,6 +67,10 @@ pub struct AskReply {
     /// Empty when every role did its part.
     #[serde(default)]
     pub degraded: Vec<Degradation>,
+    /// The graph that answered (a KG file, the bundled sample, a Bolt database), when
+    /// the process knows it.
+    #[serde(default)]
+    pub graph: Option<String>,
 }
 
 /// One role's part that did not happen as configured.
