@@ -363,6 +363,94 @@ impl Default for TelemetryConfig {
     }
 }
 
+/// `host:port` with a port: an IP address, or a host name.
+fn listen_address_ok(listen: &str) -> bool {
+    if listen.parse::<std::net::SocketAddr>().is_ok() {
+        return true;
+    }
+    match listen.rsplit_once(':') {
+        Some((host, port)) => {
+            port.parse::<u16>().is_ok()
+                && !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+        }
+        None => false,
+    }
+}
+
+/// Keys of `given` (what the file and environment set) that `known` (the defaults,
+/// every key present) does not have, as `section.key` with the likeliest intended key.
+fn unknown_keys(
+    given: &serde_json::Value,
+    known: &serde_json::Value,
+    prefix: &str,
+    out: &mut Vec<String>,
+) {
+    let (Some(given), Some(known)) = (given.as_object(), known.as_object()) else {
+        return;
+    };
+    for (key, value) in given {
+        let path = format!("{prefix}{key}");
+        match known.get(key) {
+            Some(default) if default.is_object() => {
+                unknown_keys(value, default, &format!("{path}."), out)
+            }
+            Some(_) => {}
+            None => {
+                // A close spelling, or the key inside a longer or shorter one
+                // (`max_rounds` for `rounds`).
+                let nearest = known
+                    .keys()
+                    .map(|candidate| {
+                        let nested = candidate.len() >= 4
+                            && (key.contains(candidate.as_str())
+                                || candidate.contains(key.as_str()));
+                        let distance = if nested {
+                            1
+                        } else {
+                            edit_distance(key, candidate)
+                        };
+                        (distance, candidate)
+                    })
+                    .filter(|(distance, candidate)| {
+                        *distance <= 2.max(candidate.len() / 3) && *distance < key.len()
+                    })
+                    .min();
+                let hint = match nearest {
+                    Some((_, candidate)) => format!("; did you mean `{prefix}{candidate}`?"),
+                    None if prefix.is_empty() => format!(
+                        "; the sections are {}",
+                        known.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                    None => format!(
+                        "; the keys of `{}` are {}",
+                        prefix.trim_end_matches('.'),
+                        known.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                };
+                out.push(format!("unknown key `{path}`{hint}"));
+            }
+        }
+    }
+}
+
+/// Levenshtein distance between two short keys.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
 /// Every problem found in a configuration, reported at once.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid configuration:\n  - {}", .problems.join("\n  - "))]
@@ -385,6 +473,25 @@ impl Config {
                 });
             }
             figment = figment.merge(Toml::file_exact(path));
+        }
+        // Every misspelt key at once, each with the key it most likely meant (the
+        // deserializer would stop at the first one).
+        let mut given = Figment::new();
+        if let Some(path) = file {
+            given = given.merge(Toml::file_exact(path));
+        }
+        let given: serde_json::Value =
+            given
+                .merge(env.clone())
+                .extract()
+                .map_err(|error| ConfigError {
+                    problems: error.into_iter().map(|e| e.to_string()).collect(),
+                })?;
+        let known = serde_json::to_value(Config::default()).unwrap_or_default();
+        let mut unknown = Vec::new();
+        unknown_keys(&given, &known, "", &mut unknown);
+        if !unknown.is_empty() {
+            return Err(ConfigError { problems: unknown });
         }
         let config: Config = figment.merge(env).extract().map_err(|error| ConfigError {
             problems: error.into_iter().map(|e| e.to_string()).collect(),
@@ -468,6 +575,29 @@ impl Config {
                 ));
             }
         }
+        for (key, url) in [
+            ("llm.base_url", &self.llm.base_url),
+            ("embedder.base_url", &self.embedder.base_url),
+        ] {
+            if let Some(url) = url {
+                let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+                let host_ok = url.split_once("://").is_some_and(|(_, rest)| {
+                    !rest.is_empty() && !rest.contains(char::is_whitespace)
+                });
+                if !scheme_ok || !host_ok {
+                    problems.push(format!(
+                        "{key} = {url:?} is no URL: write http://host:port/v1 (or https://…)"
+                    ));
+                }
+            }
+        }
+        if !listen_address_ok(&self.http.listen) {
+            problems.push(format!(
+                "http.listen = {:?} is no address to listen on: write host:port, e.g. \
+                 \"127.0.0.1:8080\" or \"0.0.0.0:8080\"",
+                self.http.listen
+            ));
+        }
         if self.http.max_concurrent_questions == 0 {
             problems.push("http.max_concurrent_questions must be positive".to_owned());
         }
@@ -534,6 +664,47 @@ mod tests {
     fn unknown_keys_are_rejected() {
         let error = load("[bus]\nkind = \"nats\"\nnats_ulr = \"nats://x\"").unwrap_err();
         assert!(error.to_string().contains("nats_ulr"), "{error}");
+    }
+
+    #[test]
+    fn every_misspelt_key_is_reported_at_once_with_the_key_meant() {
+        let error = load(
+            "[budget]\nmax_rounds = 3\n[retrival]\ntop_metapaths = 5\n[llm]\nmodle = \"x\"\n\
+             [http]\nzzzz = 1",
+        )
+        .unwrap_err();
+        let problems = error.problems.join("\n");
+        assert_eq!(error.problems.len(), 4, "{problems}");
+        for expected in [
+            "`budget.max_rounds`; did you mean `budget.rounds`?",
+            "`retrival`; did you mean `retrieval`?",
+            "`llm.modle`; did you mean `llm.model`?",
+            "`http.zzzz`; the keys of `http` are",
+        ] {
+            assert!(
+                problems.contains(expected),
+                "{expected} missing from:\n{problems}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_url_or_listen_address_that_cannot_work_is_refused() {
+        let error =
+            load("[llm]\nbase_url = \"not a url\"\n[http]\nlisten = \"nonsense\"").unwrap_err();
+        let problems = error.problems.join("\n");
+        assert!(problems.contains("llm.base_url"), "{problems}");
+        assert!(problems.contains("http.listen"), "{problems}");
+        for listen in [
+            "127.0.0.1:8080",
+            "0.0.0.0:80",
+            "[::1]:8080",
+            "kgmesh-api:8080",
+        ] {
+            let config = load(&format!("[http]\nlisten = \"{listen}\""));
+            assert!(config.is_ok(), "{listen}: {:?}", config.err());
+        }
+        load("[llm]\nbase_url = \"http://127.0.0.1:8000/v1\"").expect("a URL");
     }
 
     #[test]
