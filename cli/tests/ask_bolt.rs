@@ -120,8 +120,15 @@ fn a_bolt_database_that_cannot_be_reached_is_an_error_not_another_graph() {
     ] {
         let mut command = kgmesh();
         command.args(["ask", "who directed Heat"]).args(&extra);
+        let started = std::time::Instant::now();
         let (code, stdout, stderr) = run(command);
         assert_eq!(code, 1, "{extra:?}: {stdout}{stderr}");
+        // A refused connection fails at once, not after the query timeout.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(4),
+            "{extra:?}: took {:?}",
+            started.elapsed()
+        );
         assert!(
             stderr.contains(&format!("127.0.0.1:{port}")) && stderr.contains("graph database"),
             "{extra:?}: {stderr}"

@@ -32,6 +32,17 @@ pub struct AgentArgs {
 }
 
 pub fn run(config: Config, args: AgentArgs) -> anyhow::Result<()> {
+    if args.role == "help" {
+        // The roles a deployment runs (the smoke-test `echo` role is left out).
+        println!("roles (kgmesh agent --role ROLE):");
+        for entry in registry::roles()
+            .into_iter()
+            .filter(|entry| entry.name != kgmesh_schemas::Role::ECHO)
+        {
+            println!("  {:<18} {}", entry.name, entry.summary);
+        }
+        return Ok(());
+    }
     // Fail on an unknown role before touching the network.
     let entry = registry::find(&args.role)?;
     // The role's actor needs an actix system; actix-rt's runtime is a tokio runtime

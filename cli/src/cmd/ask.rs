@@ -39,8 +39,9 @@ const SAMPLE_KG_NAME: &str = "kgmesh-sample-movies-v1.tsv";
 
 #[derive(Debug, clap::Args)]
 pub struct AskArgs {
-    /// The question, in plain words.
-    pub question: String,
+    /// The question, in plain words (quotes are optional: the words are joined).
+    #[arg(required = true, num_args = 1..)]
+    pub question: Vec<String>,
     /// KG file or directory for the embedded store (TSV/CSV triples, N-Triples,
     /// property-graph CSV with a mapping, or a snapshot). Default: `graph.path`, else
     /// the bundled sample movie KG.
@@ -54,8 +55,8 @@ pub struct AskArgs {
     /// Print the whole reply as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Refinement rounds (default: `budget.rounds`).
-    #[arg(long)]
+    /// Refinement rounds, 1 to 10 (default: `budget.rounds`).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=10))]
     pub rounds: Option<u8>,
     /// Give up after this many milliseconds (default: `budget.timeout_ms`).
     #[arg(long)]
@@ -88,6 +89,7 @@ pub fn run(config: Config, args: AskArgs) -> anyhow::Result<()> {
 
 async fn ask(config: Config, args: AskArgs) -> anyhow::Result<()> {
     let started = Instant::now();
+    let question = args.question.join(" ");
     let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
     let graph_source = GraphSource::from_args(&config, args.kg.clone(), args.store.clone())?;
     let embedded = EmbeddedRoles::start(&config, bus.clone(), &graph_source).await?;
@@ -97,7 +99,7 @@ async fn ask(config: Config, args: AskArgs) -> anyhow::Result<()> {
     settings.graph = Some(graph_source.describe());
     let coordinator = Coordinator::new(bus, settings);
     let request = AskRequest {
-        question: args.question.clone(),
+        question: question.clone(),
         options: AskOptions {
             max_rounds: args.rounds,
             timeout_ms: args.timeout_ms,
@@ -111,7 +113,7 @@ async fn ask(config: Config, args: AskArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
     } else {
-        print_text(&args.question, &reply, args.show_evidence, setup);
+        print_text(&question, &reply, args.show_evidence, setup);
     }
     if reply.answers.is_empty() {
         return Err(NoAnswer.into());
@@ -183,6 +185,29 @@ impl GraphSource {
             GraphSource::File(path) => load_kg(path).await?,
             GraphSource::Sample => load_kg(&write_sample()?).await?,
             GraphSource::Bolt(url) => {
+                // A refused or unroutable address fails in moments, not after the
+                // query timeout the Bolt client would wait.
+                let address = url.trim_start_matches("bolt://");
+                let address = address.split('/').next().unwrap_or(address);
+                let address = if address.contains(':') {
+                    address.to_owned()
+                } else {
+                    format!("{address}:7687")
+                };
+                match tokio::time::timeout(
+                    Duration::from_secs(3),
+                    tokio::net::TcpStream::connect(&address),
+                )
+                .await
+                {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(error)) => {
+                        bail!("cannot connect to the graph database {url}: {error}")
+                    }
+                    Err(_) => {
+                        bail!("cannot connect to the graph database {url}: no answer within 3 s")
+                    }
+                }
                 let settings = bolt_settings(config, url);
                 let store = kgmesh_stores::bolt::BoltGraph::connect(&settings)
                     .await

@@ -1,0 +1,42 @@
+//! What the command line says to a new user: unquoted questions, option errors in the
+//! option's own terms, the list of roles.
+
+#[path = "serve_support/mod.rs"]
+mod support;
+
+use support::*;
+
+#[test]
+fn an_unquoted_question_is_one_question() {
+    let mut command = kgmesh();
+    command.args(["ask", "who", "directed", "Heat"]);
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("Q: who directed Heat\n"), "{stdout}");
+    assert!(stdout.contains("Michael Mann"), "{stdout}");
+}
+
+#[test]
+fn a_bad_option_is_named_as_the_user_wrote_it() {
+    let mut command = kgmesh();
+    command.args(["ask", "who directed Heat", "--rounds", "0"]);
+    let (code, _, stderr) = run(command);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--rounds"), "{stderr}");
+    assert!(!stderr.contains("options.max_rounds"), "{stderr}");
+}
+
+#[test]
+fn agent_role_help_lists_the_roles_a_deployment_runs() {
+    let mut command = kgmesh();
+    command.args(["agent", "--role", "help"]);
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    for role in ["kg-linker", "summarizer", "path-follower", "query-executor"] {
+        assert!(stdout.contains(role), "{role} missing: {stdout}");
+    }
+    assert!(
+        !stdout.contains("echo"),
+        "the smoke-test role is internal: {stdout}"
+    );
+}
