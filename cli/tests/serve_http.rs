@@ -100,6 +100,16 @@ fn bad_requests_get_json_errors() {
 
     let (status, body) = http_raw(address, "POST", "/v1/ask", "text/plain", b"who", true);
     assert_eq!(status, 415, "{body}");
+    assert!(
+        body.contains("application/json"),
+        "say what is expected: {body}"
+    );
+
+    // A known path asked with the wrong method is a 405 naming the right one.
+    let (status, body) = http(address, "GET", "/v1/ask", None);
+    assert_eq!(status, 405, "{body}");
+    assert_eq!(kind(&body), "method_not_allowed");
+    assert!(body.contains("POST"), "{body}");
 
     let (status, body) = http(address, "GET", "/v2/nothing", None);
     assert_eq!(status, 404, "{body}");

@@ -124,11 +124,43 @@ fn json_error(error: JsonPayloadError, _request: &HttpRequest) -> actix_web::Err
         JsonPayloadError::ContentType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "content_type"),
         _ => (StatusCode::BAD_REQUEST, "invalid_json"),
     };
-    let response = error_response(status, kind, error.to_string());
+    let message = match &error {
+        JsonPayloadError::ContentType => {
+            "the body must be JSON: send Content-Type: application/json".to_owned()
+        }
+        other => other.to_string(),
+    };
+    let response = error_response(status, kind, message);
     InternalError::from_response(error, response).into()
 }
 
+/// Routes and the methods they answer, for telling a wrong method (405) from a wrong
+/// path (404).
+const ROUTES: &[(&str, &str)] = &[
+    ("/v1/ask", "POST"),
+    ("/v1/feedback", "POST"),
+    ("/v1/cypher", "POST"),
+    ("/v1/agents", "GET"),
+    ("/healthz", "GET"),
+    ("/readyz", "GET"),
+    ("/metrics", "GET"),
+];
+
 async fn not_found(request: HttpRequest) -> HttpResponse {
+    if let Some((_, method)) = ROUTES.iter().find(|(path, _)| *path == request.path()) {
+        return HttpResponse::build(StatusCode::METHOD_NOT_ALLOWED)
+            .insert_header(("Allow", *method))
+            .json(ErrorBody {
+                error: ErrorDetail {
+                    kind: "method_not_allowed",
+                    message: format!(
+                        "{} takes {method}, not {}",
+                        request.path(),
+                        request.method()
+                    ),
+                },
+            });
+    }
     error_response(
         StatusCode::NOT_FOUND,
         "not_found",
