@@ -249,6 +249,8 @@ fn chart_values_reach_the_binary_with_their_types() {
     let shown = kgmesh_config(&file, "show");
     assert!(shown.success, "config show failed: {}", shown.stderr);
     let effective: toml::Table = shown.stdout.parse().expect("config show prints TOML");
+    // Options left unset are listed (as comments, TOML having no null), not hidden.
+    assert!(shown.stdout.contains("#   cache.path"), "{}", shown.stdout);
     let get = |section: &str, key: &str| -> toml::Value {
         effective
             .get(section)
