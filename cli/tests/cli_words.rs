@@ -40,3 +40,36 @@ fn agent_role_help_lists_the_roles_a_deployment_runs() {
         "the smoke-test role is internal: {stdout}"
     );
 }
+
+#[test]
+fn ask_reads_a_plan_cache_file_and_says_when_a_plan_was_replayed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("plans.jsonl");
+    let cache = cache.to_str().expect("utf-8");
+    let questions = repo_root().join("examples/movies/questions.tsv");
+    let mut warm = kgmesh();
+    warm.args([
+        "cache",
+        "warm",
+        "--import",
+        questions.to_str().expect("utf-8"),
+    ])
+    .args(["--cache-file", cache, "--no-progress"])
+    .args(["--kg", sample_kg().to_str().expect("utf-8")]);
+    let (code, _, stderr) = run(warm);
+    assert_eq!(code, 0, "{stderr}");
+    let ask = |extra: &[&str]| {
+        let mut command = kgmesh();
+        command.args(["ask", "who directed Collateral"]).args(extra);
+        let (code, stdout, stderr) = run(command);
+        assert_eq!(code, 0, "{stderr}");
+        stdout
+    };
+    let with_cache = ask(&["--cache-file", cache]);
+    assert!(
+        with_cache.contains("plan: replayed from the plan cache"),
+        "{with_cache}"
+    );
+    let without = ask(&[]);
+    assert!(!without.contains("plan: replayed"), "{without}");
+}

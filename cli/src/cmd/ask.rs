@@ -55,6 +55,10 @@ pub struct AskArgs {
     /// Print the whole reply as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Plan cache file to read and extend (`kgmesh cache warm` fills one; default:
+    /// `cache.path`, else an in-process cache that ends with the command).
+    #[arg(long, value_name = "PATH")]
+    pub cache_file: Option<PathBuf>,
     /// Refinement rounds, 1 to 10 (default: `budget.rounds`).
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=10))]
     pub rounds: Option<u8>,
@@ -87,7 +91,10 @@ pub fn run(config: Config, args: AskArgs) -> anyhow::Result<()> {
     runtime.block_on(ask(config, args))
 }
 
-async fn ask(config: Config, args: AskArgs) -> anyhow::Result<()> {
+async fn ask(mut config: Config, args: AskArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.cache_file {
+        config.cache.path = Some(path.clone());
+    }
     let started = Instant::now();
     let question = args.question.join(" ");
     let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
@@ -449,6 +456,13 @@ fn print_text(question: &str, reply: &AskReply, show_evidence: usize, setup: Dur
             .map(|d| format!("{} ({})", d.role, d.reason.replace('_', " ")))
             .collect();
         println!("DEGRADED: {}", parts.join(", "));
+    }
+    if reply.plan_replayed {
+        println!(
+            "plan: replayed from the plan cache (a verified plan of this question's template)"
+        );
+    } else if reply.cache_hit {
+        println!("plan: the plan cache supplied examples; the plan was made for this question");
     }
     if let Some(graph) = &reply.graph {
         println!("graph: {graph}");
