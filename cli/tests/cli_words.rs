@@ -73,3 +73,50 @@ fn ask_reads_a_plan_cache_file_and_says_when_a_plan_was_replayed() {
     let without = ask(&[]);
     assert!(!without.contains("plan: replayed"), "{without}");
 }
+
+#[test]
+fn evidence_shows_cited_lines_first_once_each_and_notes_only_when_asked() {
+    let mut command = kgmesh();
+    command.args(["ask", "who directed Heat"]);
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("Evidence ("))
+        .expect("an evidence section");
+    // The first evidence line is one the answer cites, printed once for all the
+    // retrievers that found it.
+    let answer_line = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("1. Michael Mann"))
+        .expect("the answer line");
+    let first_cited = answer_line
+        .split_whitespace()
+        .find(|w| w.starts_with('['))
+        .expect("a citation");
+    assert!(
+        lines[header + 1].trim_start().starts_with(first_cited),
+        "{stdout}"
+    );
+    let evidence: Vec<&str> = lines[header + 1..]
+        .iter()
+        .take_while(|l| l.starts_with("  ["))
+        .map(|l| l.split_once("] ").map_or(*l, |(_, rest)| rest))
+        .collect();
+    let mut texts: Vec<&str> = evidence
+        .iter()
+        .map(|l| l.rsplit_once("  (").map_or(*l, |(text, _)| text))
+        .collect();
+    let shown = texts.len();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), shown, "a line is printed once: {stdout}");
+    assert!(!stdout.contains("note: "), "{stdout}");
+
+    let mut command = kgmesh();
+    command.args(["ask", "who directed Heat", "--verbose"]);
+    let (code, stdout, _) = run(command);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("note: "), "{stdout}");
+}

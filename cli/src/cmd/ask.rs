@@ -71,6 +71,10 @@ pub struct AskArgs {
     /// Evidence lines printed at most in text output.
     #[arg(long, default_value_t = 12)]
     pub show_evidence: usize,
+    /// Also print the roles' notes (how the traverser walked, how many paths were
+    /// cut); a failed or missing role is always shown, as a DEGRADED line.
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// Exit status of `kgmesh ask` when the reply has no answer ("I don't know"), so that
@@ -120,7 +124,7 @@ async fn ask(mut config: Config, args: AskArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
     } else {
-        print_text(&question, &reply, args.show_evidence, setup);
+        print_text(&question, &reply, args.show_evidence, args.verbose, setup);
     }
     if reply.answers.is_empty() {
         return Err(NoAnswer.into());
@@ -416,7 +420,65 @@ pub(crate) async fn embedder(config: &Config) -> anyhow::Result<Option<Arc<dyn E
     }
 }
 
-fn print_text(question: &str, reply: &AskReply, show_evidence: usize, setup: Duration) {
+/// The evidence the answers cite first, then the rest, up to `show` distinct lines;
+/// a line several retrievers found is printed once with every source and index.
+fn print_evidence(reply: &AskReply, show: usize) {
+    if reply.evidence.is_empty() {
+        return;
+    }
+    let mut order: Vec<usize> = Vec::new();
+    for answer in &reply.answers {
+        for &index in &answer.evidence {
+            let index = index as usize;
+            if index < reply.evidence.len() && !order.contains(&index) {
+                order.push(index);
+            }
+        }
+    }
+    let cited = order.len();
+    let rest: Vec<usize> = (0..reply.evidence.len())
+        .filter(|i| !order.contains(i))
+        .collect();
+    order.extend(rest);
+    // text → (indices, sources), in the order first met.
+    let mut lines: Vec<(&str, Vec<usize>, Vec<&str>)> = Vec::new();
+    for index in order {
+        let line = &reply.evidence[index];
+        match lines.iter_mut().find(|(text, _, _)| *text == line.text) {
+            Some((_, indices, sources)) => {
+                indices.push(index);
+                if !sources.contains(&line.source.as_str()) {
+                    sources.push(&line.source);
+                }
+            }
+            None => lines.push((&line.text, vec![index], vec![&line.source])),
+        }
+    }
+    println!(
+        "Evidence ({} lines, {} distinct; {} cited):",
+        reply.evidence.len(),
+        lines.len(),
+        cited
+    );
+    for (text, indices, sources) in lines.iter().take(show) {
+        let labels: Vec<String> = indices.iter().map(|i| format!("[{}]", i + 1)).collect();
+        println!("  {} {text}  ({})", labels.join(" "), sources.join(", "));
+    }
+    if lines.len() > show {
+        println!(
+            "  … {} more (--show-evidence N, or --json for all)",
+            lines.len() - show
+        );
+    }
+}
+
+fn print_text(
+    question: &str,
+    reply: &AskReply,
+    show_evidence: usize,
+    verbose: bool,
+    setup: Duration,
+) {
     println!("Q: {question}");
     if reply.answers.is_empty() {
         println!("A: (no answer) {}", reply.explanation);
@@ -434,20 +496,17 @@ fn print_text(question: &str, reply: &AskReply, show_evidence: usize, setup: Dur
             println!("   {}", reply.explanation);
         }
     }
-    if !reply.evidence.is_empty() {
-        println!("Evidence ({} lines):", reply.evidence.len());
-        for (index, line) in reply.evidence.iter().enumerate().take(show_evidence) {
-            println!("  [{}] {}  ({})", index + 1, line.text, line.source);
+    print_evidence(reply, show_evidence);
+    if verbose {
+        for note in &reply.notes {
+            println!("note: {note}");
         }
-        if reply.evidence.len() > show_evidence {
-            println!(
-                "  … {} more (--json shows all)",
-                reply.evidence.len() - show_evidence
-            );
-        }
-    }
-    for note in &reply.notes {
-        println!("note: {note}");
+    } else if !reply.notes.is_empty() {
+        println!(
+            "({} note{} from the roles: --verbose shows them)",
+            reply.notes.len(),
+            if reply.notes.len() == 1 { "" } else { "s" }
+        );
     }
     if !reply.degraded.is_empty() {
         let parts: Vec<String> = reply
