@@ -149,3 +149,23 @@ fn i_dont_know_has_its_own_exit_status() {
         "not reported as an error: {stderr}"
     );
 }
+
+#[test]
+fn an_ntriples_kg_is_answered_by_its_labels_not_its_iris() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kg = dir.path().join("org.nt");
+    std::fs::write(
+        &kg,
+        concat!(
+            "<http://ex.org/e1> <http://ex.org/reportsTo> <http://ex.org/e2> .\n",
+            "<http://ex.org/e1> <http://www.w3.org/2000/01/rdf-schema#label> \"Bob Tanaka\"@en .\n",
+            "<http://ex.org/e2> <http://xmlns.com/foaf/0.1/name> \"Ada Quill\" .\n",
+        ),
+    )
+    .expect("kg written");
+    let reply = ask_json(
+        "who does Bob Tanaka report to",
+        &["--kg", kg.to_str().expect("utf-8 path")],
+    );
+    assert_eq!(answer_texts(&reply), ["Ada Quill"], "{reply}");
+}

@@ -79,6 +79,31 @@ impl GraphBuilder {
         self.node_labels.push((node, label));
     }
 
+    /// Gives `node` another display name (what answers and linking use), keeping its
+    /// identity: `node(old name)` still finds it while the graph is built. N-Triples
+    /// nodes are named by their `rdfs:label` this way, their IRI kept as a property.
+    pub fn rename(&mut self, renames: &FxHashMap<NodeIdx, String>) {
+        if renames.is_empty() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(self.name_bytes.len());
+        let mut offsets = Vec::with_capacity(self.name_offsets.len());
+        offsets.push(0u64);
+        for node in 0..self.node_count() {
+            match renames.get(&(node as NodeIdx)) {
+                Some(name) => bytes.extend_from_slice(name.as_bytes()),
+                None => {
+                    let start = self.name_offsets[node] as usize;
+                    let end = self.name_offsets[node + 1] as usize;
+                    bytes.extend_from_slice(&self.name_bytes[start..end]);
+                }
+            }
+            offsets.push(bytes.len() as u64);
+        }
+        self.name_bytes = bytes;
+        self.name_offsets = offsets;
+    }
+
     /// Sets a node property; a later value for the same key wins.
     pub fn set_property(&mut self, node: NodeIdx, key: &str, value: Value) {
         let key = self.property_keys.intern(key);

@@ -1,7 +1,9 @@
 //! W3C N-Triples: `<subject> <predicate> <object> .` per line.
 //!
 //! IRIs become node names and relation names as written (without the angle brackets);
-//! blank nodes keep their `_:label`. A literal object becomes, by
+//! blank nodes keep their `_:label`. A node named by `rdfs:label`, `skos:prefLabel`,
+//! `foaf:name` or `schema:name` is shown and linked by that name instead, its IRI kept
+//! as its `iri` property. A literal object becomes, by
 //! [`LiteralMode`], either a node named by its lexical form (language tags and
 //! datatypes dropped), which is how KG-QA data sets treat values such as years and
 //! titles, or a typed property of the subject.
@@ -22,6 +24,20 @@ use crate::{
 };
 
 const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
+
+/// Predicates whose literal names their subject: the node is shown and linked by that
+/// name (the first one given), its IRI kept as the property [`IRI_PROPERTY`], and the
+/// statement is no edge.
+const NAME_PREDICATES: &[&str] = &[
+    "http://www.w3.org/2000/01/rdf-schema#label",
+    "http://www.w3.org/2004/02/skos/core#prefLabel",
+    "http://xmlns.com/foaf/0.1/name",
+    "http://schema.org/name",
+    "https://schema.org/name",
+];
+
+/// The property that keeps a renamed node's IRI.
+pub const IRI_PROPERTY: &str = "iri";
 
 /// The object of a statement.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,11 +95,24 @@ pub(super) fn load(
     // values of one predicate become a list instead of overwriting each other.
     let mut properties: FxHashMap<(NodeIdx, String), Vec<Value>> = FxHashMap::default();
     let mut property_order: Vec<(NodeIdx, String)> = Vec::new();
+    // Node → (its label, its IRI), the first label given for it.
+    let mut names: FxHashMap<NodeIdx, (String, String)> = FxHashMap::default();
     read(
         path,
         builder,
         sink,
         |builder, subject, predicate, object| match (literals, object) {
+            (_, Object::Literal { lexical, .. })
+                if NAME_PREDICATES.contains(&predicate.trim())
+                    && !lexical.trim().is_empty()
+                    && !subject.trim().is_empty() =>
+            {
+                let node = builder.node(subject.trim());
+                names
+                    .entry(node)
+                    .or_insert_with(|| (lexical.trim().to_owned(), subject.trim().to_owned()));
+                Ok(())
+            }
             (LiteralMode::Properties, Object::Literal { lexical, datatype }) => {
                 let value = literal_value(&lexical, datatype.as_deref());
                 let subject = subject.trim();
@@ -113,6 +142,12 @@ pub(super) fn load(
         };
         builder.set_property(key.0, &key.1, value);
     }
+    let mut renames: FxHashMap<NodeIdx, String> = FxHashMap::default();
+    for (node, (label, iri)) in names {
+        builder.set_property(node, IRI_PROPERTY, Value::String(iri));
+        renames.insert(node, label);
+    }
+    builder.rename(&renames);
     Ok(())
 }
 

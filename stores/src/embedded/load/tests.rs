@@ -113,6 +113,41 @@ fn ntriples_literals_can_be_typed_properties_of_their_subject() {
 }
 
 #[test]
+fn ntriples_nodes_are_named_by_their_label_and_keep_their_iri() {
+    let dir = tempfile::tempdir().unwrap();
+    let nt = write(
+        &dir,
+        "org.nt",
+        concat!(
+            "<http://ex.org/e1> <http://ex.org/reportsTo> <http://ex.org/e2> .\n",
+            "<http://ex.org/e1> <http://www.w3.org/2000/01/rdf-schema#label> \"Bob Tanaka\"@en .\n",
+            "<http://ex.org/e1> <http://www.w3.org/2000/01/rdf-schema#label> \"Bob\"@de .\n",
+            "<http://ex.org/e2> <http://xmlns.com/foaf/0.1/name> \"Ada Quill\" .\n",
+            "<http://ex.org/e3> <http://ex.org/reportsTo> <http://ex.org/e2> .\n",
+        ),
+    );
+    for literals in [LiteralMode::Nodes, LiteralMode::Properties] {
+        let options = LoadOptions {
+            literals,
+            ..quiet()
+        };
+        let (graph, _) = load_graph(&nt, &options).unwrap();
+        // Named statements are names, not edges; the unnamed node keeps its IRI.
+        assert_eq!(graph.edge_count(), 2, "{literals:?}");
+        assert_eq!(graph.node_count(), 3, "{literals:?}");
+        let bob = graph.lookup_exact("Bob Tanaka");
+        assert_eq!(bob.len(), 1, "the first label names the node");
+        assert_eq!(
+            graph.node_property_by_name(bob[0], "iri").cloned(),
+            Some(Value::String("http://ex.org/e1".into()))
+        );
+        assert!(graph.lookup_exact("http://ex.org/e1").is_empty());
+        assert_eq!(graph.lookup_exact("Ada Quill").len(), 1);
+        assert_eq!(graph.lookup_exact("http://ex.org/e3").len(), 1);
+    }
+}
+
+#[test]
 fn pipe_csv_and_ntriples_are_detected_and_parsed() {
     let dir = tempfile::tempdir().unwrap();
     let pipe = write(
