@@ -168,7 +168,7 @@ pub fn summarize_scored(
         candidates[0].reach,
         candidates[0].passed,
     );
-    let answers: Vec<Answer> = candidates
+    let kept: Vec<Candidate> = candidates
         .into_iter()
         .filter(|c| {
             c.anchored == best_anchored
@@ -177,6 +177,10 @@ pub fn summarize_scored(
                 && c.passed == best_passed
                 && c.strength() >= best - margin
         })
+        .collect();
+    let found = kept.len();
+    let answers: Vec<Answer> = kept
+        .into_iter()
         .take(max_answers)
         .map(|c| Answer {
             text: c.text,
@@ -185,10 +189,15 @@ pub fn summarize_scored(
             evidence: c.evidence,
         })
         .collect();
+    // Cut answers are said plainly: "34 answers from the graph (showing 10)".
+    let shown = if found > answers.len() {
+        format!(" (showing {})", answers.len())
+    } else {
+        String::new()
+    };
     let explanation = format!(
-        "{} answer{} from the graph, best supported by evidence line {}.",
-        answers.len(),
-        if answers.len() == 1 { "" } else { "s" },
+        "{found} answer{} from the graph{shown}, best supported by evidence line {}.",
+        if found == 1 { "" } else { "s" },
         answers[0].evidence.first().map(|i| i + 1).unwrap_or(1)
     );
     SummarizeReply {

@@ -696,3 +696,36 @@ async fn with_an_embedder_the_path_a_word_names_by_meaning_explains_the_question
     };
     assert_eq!(answer(embedded).await, "Crime");
 }
+
+#[test]
+fn answers_cut_at_the_limit_are_counted_in_the_explanation() {
+    let mann = entity(1, "Michael Mann");
+    let films = [
+        entity(2, "Heat"),
+        entity(3, "Collateral"),
+        entity(4, "Thief"),
+    ];
+    let evidence = films
+        .iter()
+        .map(|film| path(&mann, "directed_by", film, 0.9))
+        .collect();
+    let mut request = request(evidence, vec![mann]);
+    request.question = "what films did Michael Mann direct".into();
+    request.max_answers = 2;
+    let reply = summarize(&request, &SummaryRule::default());
+    assert_eq!(reply.answers.len(), 2);
+    assert!(
+        reply
+            .explanation
+            .starts_with("3 answers from the graph (showing 2)"),
+        "{}",
+        reply.explanation
+    );
+    request.max_answers = 10;
+    let reply = summarize(&request, &SummaryRule::default());
+    assert!(
+        reply.explanation.starts_with("3 answers from the graph,"),
+        "{}",
+        reply.explanation
+    );
+}
