@@ -120,3 +120,18 @@ fn evidence_shows_cited_lines_first_once_each_and_notes_only_when_asked() {
     assert_eq!(code, 0);
     assert!(stdout.contains("note: "), "{stdout}");
 }
+
+#[test]
+fn logs_written_to_a_pipe_or_file_carry_no_colour_codes() {
+    let mut command = kgmesh();
+    command
+        .env("RUST_LOG", "info")
+        .args(["ask", "who directed Heat"]);
+    let (code, _, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("INFO"), "info logs expected: {stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "ANSI escapes in a piped log: {stderr:?}"
+    );
+}

@@ -323,7 +323,13 @@ pub fn build_with_provider(
         .map_err(|error| {
             TelemetryError::Config(format!("log filter {:?}: {error}", settings.log_filter))
         })?;
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours only for a terminal (and not when NO_COLOR is set): a log file or a
+    // collector gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
     let fmt: Box<dyn Layer<Registry> + Send + Sync> = if settings.log_json {
         fmt.json().with_filter(filter).boxed()
     } else {
