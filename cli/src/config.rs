@@ -73,6 +73,9 @@ pub struct GraphConfig {
     pub backend: GraphBackend,
     /// KG file, directory or snapshot for the embedded backend.
     pub path: Option<PathBuf>,
+    /// TOML mapping of a property-graph CSV directory (default: `kgmesh-mapping.toml`
+    /// inside it; docs/property-graphs.md).
+    pub mapping: Option<PathBuf>,
     /// `bolt://host:port` for the Bolt backend.
     pub bolt_uri: Option<String>,
     pub bolt_user: String,
@@ -88,6 +91,7 @@ impl Default for GraphConfig {
         Self {
             backend: GraphBackend::Embedded,
             path: None,
+            mapping: None,
             bolt_uri: None,
             bolt_user: "neo4j".to_owned(),
             bolt_password_env: "NEO4J_PASSWORD".to_owned(),

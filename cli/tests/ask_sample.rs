@@ -169,3 +169,64 @@ fn an_ntriples_kg_is_answered_by_its_labels_not_its_iris() {
     );
     assert_eq!(answer_texts(&reply), ["Ada Quill"], "{reply}");
 }
+
+#[test]
+fn a_csv_directory_needs_its_mapping_and_answers_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("shop");
+    std::fs::create_dir(&csv).expect("dir");
+    std::fs::write(
+        csv.join("products.csv"),
+        "productID,productName,categoryID,unitPrice\n1,Chai,10,18.0\n2,Chang,10,19.0\n3,Tofu,20,23.25\n",
+    )
+    .expect("products");
+    std::fs::write(
+        csv.join("categories.csv"),
+        "categoryID,categoryName\n10,Beverages\n20,Produce\n",
+    )
+    .expect("categories");
+    let mapping = dir.path().join("shop.toml");
+    std::fs::write(
+        &mapping,
+        concat!(
+            "[[nodes]]\nlabel = \"Product\"\nfile = \"products.csv\"\nkey = \"productID\"\n",
+            "name = \"productName\"\ntypes = { unitPrice = \"float\" }\n",
+            "[[nodes]]\nlabel = \"Category\"\nfile = \"categories.csv\"\nkey = \"categoryID\"\n",
+            "name = \"categoryName\"\n",
+            "[[relationships]]\ntype = \"PART_OF\"\nfile = \"products.csv\"\n",
+            "from = { label = \"Product\", column = \"productID\" }\n",
+            "to = { label = \"Category\", column = \"categoryID\" }\n",
+        ),
+    )
+    .expect("mapping");
+    let kg = csv.to_str().expect("utf-8");
+    // Without the mapping: an error that says what is missing and how to give it.
+    let mut command = kgmesh();
+    command.args(["ask", "which category is Chai part of", "--kg", kg]);
+    let (code, _, stderr) = run(command);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("--mapping") && stderr.contains("property graph"),
+        "{stderr}"
+    );
+    // With it: the relationships answer, and Cypher reaches the typed properties.
+    let reply = ask_json(
+        "which category is Chai part of",
+        &["--kg", kg, "--mapping", mapping.to_str().expect("utf-8")],
+    );
+    assert_eq!(answer_texts(&reply), ["Beverages"], "{reply}");
+    let mut command = kgmesh();
+    command.args([
+        "cypher",
+        "MATCH (p:Product {productName: 'Tofu'}) RETURN p.unitPrice AS price",
+        "--kg",
+        kg,
+        "--mapping",
+        mapping.to_str().expect("utf-8"),
+        "--json",
+    ]);
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(rows["rows"][0][0], 23.25, "{rows}");
+}

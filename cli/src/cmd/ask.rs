@@ -55,6 +55,10 @@ pub struct AskArgs {
     /// Print the whole reply as JSON.
     #[arg(long)]
     pub json: bool,
+    /// TOML mapping of a property-graph CSV directory given as `--kg` (default:
+    /// `graph.mapping`, else `kgmesh-mapping.toml` in the directory).
+    #[arg(long, value_name = "FILE")]
+    pub mapping: Option<PathBuf>,
     /// Plan cache file to read and extend (`kgmesh cache warm` fills one; default:
     /// `cache.path`, else an in-process cache that ends with the command).
     #[arg(long, value_name = "PATH")]
@@ -98,6 +102,9 @@ pub fn run(config: Config, args: AskArgs) -> anyhow::Result<()> {
 async fn ask(mut config: Config, args: AskArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.cache_file {
         config.cache.path = Some(path.clone());
+    }
+    if let Some(mapping) = &args.mapping {
+        config.graph.mapping = Some(mapping.clone());
     }
     let started = Instant::now();
     let question = args.question.join(" ");
@@ -193,8 +200,8 @@ impl GraphSource {
     /// here, not at the first question.
     pub(crate) async fn open(&self, config: &Config) -> anyhow::Result<Arc<dyn GraphStore>> {
         let graph: Arc<dyn GraphStore> = match self {
-            GraphSource::File(path) => load_kg(path).await?,
-            GraphSource::Sample => load_kg(&write_sample()?).await?,
+            GraphSource::File(path) => load_kg(path, config.graph.mapping.as_deref()).await?,
+            GraphSource::Sample => load_kg(&write_sample()?, None).await?,
             GraphSource::Bolt(url) => {
                 // A refused or unroutable address fails in moments, not after the
                 // query timeout the Bolt client would wait.
@@ -351,13 +358,19 @@ impl EmbeddedRoles {
 
 /// Loads a KG file or directory into the embedded store, off the async threads; lines
 /// it could not read are reported, not fatal.
-pub(crate) async fn load_kg(path: &Path) -> anyhow::Result<Arc<dyn GraphStore>> {
+pub(crate) async fn load_kg(
+    path: &Path,
+    mapping: Option<&Path>,
+) -> anyhow::Result<Arc<dyn GraphStore>> {
     let owned = path.to_owned();
-    let (graph, report) =
-        tokio::task::spawn_blocking(move || load_graph(&owned, &LoadOptions::default()))
-            .await
-            .context("the KG loader panicked")?
-            .with_context(|| format!("cannot load the KG from {}", path.display()))?;
+    let options = LoadOptions {
+        mapping: mapping.map(Path::to_path_buf),
+        ..LoadOptions::default()
+    };
+    let (graph, report) = tokio::task::spawn_blocking(move || load_graph(&owned, &options))
+        .await
+        .context("the KG loader panicked")?
+        .with_context(|| format!("cannot load the KG from {}", path.display()))?;
     if report.bad_line_count > 0 {
         tracing::warn!(
             bad_lines = report.bad_line_count,

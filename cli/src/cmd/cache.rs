@@ -266,7 +266,7 @@ async fn load_kg(
     let Some(path) = kg.or_else(|| config.graph.path.clone()) else {
         bail!("cache {command} needs the graph: pass --kg PATH (or set graph.path)");
     };
-    super::ask::load_kg(&path).await
+    super::ask::load_kg(&path, config.graph.mapping.as_deref()).await
 }
 
 /// One line of a feedback file.

@@ -24,6 +24,9 @@ pub struct CypherArgs {
     /// A graph database (`bolt://host:port`) instead of a file.
     #[arg(long)]
     pub store: Option<String>,
+    /// TOML mapping of a property-graph CSV directory (as for `ask`).
+    #[arg(long, value_name = "FILE")]
+    pub mapping: Option<std::path::PathBuf>,
     /// A query parameter, `NAME=VALUE` (repeatable); the value is read as JSON when it
     /// parses (`n=3`, `names=["a","b"]`), else as a string (`title=Heat`).
     #[arg(long = "param", value_name = "NAME=VALUE")]
@@ -40,7 +43,10 @@ pub struct CypherArgs {
     pub json: bool,
 }
 
-pub fn run(config: Config, args: CypherArgs) -> anyhow::Result<()> {
+pub fn run(mut config: Config, args: CypherArgs) -> anyhow::Result<()> {
+    if let Some(mapping) = &args.mapping {
+        config.graph.mapping = Some(mapping.clone());
+    }
     let params = args
         .params
         .iter()

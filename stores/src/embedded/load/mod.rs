@@ -291,6 +291,19 @@ pub fn load_graph(path: &Path, options: &LoadOptions) -> StoreResult<(EmbeddedGr
                 .mapping
                 .clone()
                 .unwrap_or_else(|| path.join(DEFAULT_MAPPING_FILE));
+            if !mapping_path.is_file() {
+                return Err(StoreError::Io {
+                    path: mapping_path.display().to_string(),
+                    detail: format!(
+                        "no such mapping file. {} is a directory of CSV files, a property \
+                         graph, and a TOML mapping says which file holds which nodes and \
+                         relationships: pass --mapping FILE or put {DEFAULT_MAPPING_FILE} in \
+                         the directory (docs/property-graphs.md; stores/examples/northwind.toml \
+                         maps Northwind)",
+                        path.display()
+                    ),
+                });
+            }
             let mapping = Mapping::from_file(&mapping_path)?;
             let mut builder = GraphBuilder::new();
             mapping::load(path, &mapping, &mut builder, &mut sink)?;
