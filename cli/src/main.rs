@@ -53,6 +53,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `kgmesh ask … | head` closes stdout early: a command that prints its results ends
+    // quietly then, as other command-line tools do, rather than panic on the next write.
+    // (Rust ignores SIGPIPE; this restores the default action. Not for the long-running
+    // `serve` and `agent`, whose sockets must never kill the process.)
+    if !matches!(cli.command, Command::Serve(_) | Command::Agent(_)) {
+        // SAFETY: no other thread exists yet; it only sets one signal's disposition.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let config = match config::Config::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(error) => {

@@ -104,13 +104,14 @@ struct Candidate {
     /// answer (the director in "films by the director of X"), not the answer.
     passed: bool,
     /// The candidate ends a path whose relations explain the question best, by the
-    /// relation words and what past verified plans taught (only with learned cues).
+    /// relation words and what past verified plans taught.
     explained: bool,
     /// The best normalized score each retriever that reaches the candidate gives it.
     sources: Vec<(String, f32)>,
     support: usize,
     first: usize,
-    evidence: Vec<u32>,
+    /// Every evidence line that proposes the candidate, with its normalized score.
+    evidence: Vec<(u32, f32)>,
 }
 
 pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeReply {
@@ -146,9 +147,8 @@ pub fn summarize_scored(
         &topic_ids,
         &topic_names,
         (&anchors, &named, &written),
-        rule,
     );
-    prefer_explained(request, path_scores, &mut candidates);
+    let explaining = prefer_explained(request, path_scores, &mut candidates);
     if candidates.is_empty() {
         let explanation = if request.context.evidence.is_empty() {
             "I don't know: nothing relevant to the question was retrieved from the graph."
@@ -186,7 +186,7 @@ pub fn summarize_scored(
             text: c.text,
             entity: c.entity,
             score: c.score,
-            evidence: c.evidence,
+            evidence: citations(c.evidence, &explaining, rule.max_citations),
         })
         .collect();
     // Cut answers are said plainly: "34 answers from the graph (showing 10)".
@@ -212,7 +212,6 @@ fn collect(
     topic_ids: &HashSet<NodeId>,
     topic_names: &HashSet<String>,
     (anchors, named, written): (&HashSet<NodeId>, &[Vec<NodeId>], &[bool]),
-    rule: &SummaryRule,
 ) -> Vec<Candidate> {
     let mut best_by_source: HashMap<&str, f32> = HashMap::new();
     for evidence in &context.evidence {
@@ -248,10 +247,8 @@ fn collect(
                 }
                 candidate.support += 1;
                 candidate.anchored |= anchored;
-                if candidate.evidence.len() < rule.max_citations
-                    && !candidate.evidence.contains(&(index as u32))
-                {
-                    candidate.evidence.push(index as u32);
+                if !candidate.evidence.iter().any(|&(i, _)| i == index as u32) {
+                    candidate.evidence.push((index as u32, score));
                 }
             }
             None => {
@@ -267,7 +264,7 @@ fn collect(
                     sources: vec![(source.to_owned(), score)],
                     support: 1,
                     first: index,
-                    evidence: vec![index as u32],
+                    evidence: vec![(index as u32, score)],
                 });
             }
         }
@@ -487,8 +484,8 @@ fn prefer_explained(
     request: &SummarizeRequest,
     path_scores: Option<&[f32]>,
     candidates: &mut [Candidate],
-) {
-    let (ends, metapaths) = path_evidence(request);
+) -> HashSet<u32> {
+    let (ends, metapaths, lines) = path_evidence(request);
     let scores = match path_scores {
         Some(scores) if scores.len() == metapaths.len() => scores.to_vec(),
         _ => {
@@ -503,8 +500,14 @@ fn prefer_explained(
         }
     };
     let Some(best) = scores.iter().copied().reduce(f32::max) else {
-        return;
+        return HashSet::new();
     };
+    let explaining_lines: HashSet<u32> = lines
+        .iter()
+        .zip(&scores)
+        .filter(|(_, &score)| score >= best - EXPLAINED_TIE)
+        .map(|(line, _)| *line)
+        .collect();
     let explained: HashSet<NodeId> = ends
         .iter()
         .zip(&scores)
@@ -523,22 +526,46 @@ fn prefer_explained(
             .then(b.reach.cmp(&a.reach))
             .then(b.explained.cmp(&a.explained))
     });
+    explaining_lines
+}
+
+/// The lines an answer cites, strongest first: the paths whose relations explain the
+/// question best, then by their (normalized) score, then in evidence order; lines
+/// scoring under half the strongest are left out ("who directed Heat" cites `Heat
+/// directed_by Michael Mann`, not a genre path through another film that ends there).
+fn citations(mut lines: Vec<(u32, f32)>, explaining: &HashSet<u32>, most: usize) -> Vec<u32> {
+    lines.sort_by(|a, b| {
+        explaining
+            .contains(&b.0)
+            .cmp(&explaining.contains(&a.0))
+            .then(b.1.total_cmp(&a.1))
+            .then(a.0.cmp(&b.0))
+    });
+    let strongest = lines.iter().map(|l| l.1).fold(0.0f32, f32::max);
+    lines
+        .iter()
+        .filter(|(line, score)| explaining.contains(line) || *score >= strongest * 0.5)
+        .take(most.max(1))
+        .map(|(line, _)| *line)
+        .collect()
 }
 
 /// The relation sequence of every path in the evidence, in evidence order, with the
-/// node the path ends at.
-pub fn path_evidence(request: &SummarizeRequest) -> (Vec<NodeId>, Vec<Metapath>) {
+/// node the path ends at and the path's index among the evidence lines.
+pub fn path_evidence(request: &SummarizeRequest) -> (Vec<NodeId>, Vec<Metapath>, Vec<u32>) {
     let mut ends: Vec<NodeId> = Vec::new();
     let mut metapaths: Vec<Metapath> = Vec::new();
-    for evidence in &request.context.evidence {
+    let mut lines: Vec<u32> = Vec::new();
+    for (index, evidence) in request.context.evidence.iter().enumerate() {
         if let EvidenceItem::Path(path) = &evidence.item {
             if let Some(metapath) = metapath_of(path) {
                 ends.push(path.end().id);
                 metapaths.push(metapath);
+                lines.push(index as u32);
             }
         }
     }
-    (ends, metapaths)
+    (ends, metapaths, lines)
 }
 
 /// Path scores this close to the best count as explaining the question as well.

@@ -127,7 +127,7 @@ impl Summarizer {
         let Some(vectors) = &self.vectors_opt else {
             return summarize(request, &self.rule);
         };
-        let (_, metapaths) = path_evidence(request);
+        let (_, metapaths, _) = path_evidence(request);
         let names: Vec<&str> = request
             .topic_entities
             .iter()

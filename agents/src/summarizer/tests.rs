@@ -313,7 +313,8 @@ fn weak_evidence_from_many_retrievers_does_not_outvote_strong_evidence() {
     // The old rule (most retrievers first) answered "Adventure": three retrievers reach
     // it, two of them with weak evidence.
     assert_eq!(texts, ["Iain Softley"], "{reply:?}");
-    assert_eq!(reply.answers[0].evidence, vec![0, 2]);
+    // The path that explains "director" is cited first, then the traverser's triple.
+    assert_eq!(reply.answers[0].evidence, vec![2, 0]);
 }
 
 #[test]
@@ -728,4 +729,34 @@ fn answers_cut_at_the_limit_are_counted_in_the_explanation() {
         "{}",
         reply.explanation
     );
+}
+
+#[test]
+fn an_answer_cites_the_evidence_that_explains_it_not_every_line_that_ends_there() {
+    let heat = entity(1, "Heat");
+    let mann = entity(2, "Michael Mann");
+    let crime = entity(3, "Crime");
+    let collateral = entity(4, "Collateral");
+    let evidence = vec![
+        // A genre path through another film that happens to end at the director ...
+        walk(
+            &heat,
+            vec![
+                step("has_genre", false, &crime),
+                step("has_genre", true, &collateral),
+                step("directed_by", false, &mann),
+            ],
+            0.3,
+        ),
+        // ... a weak triple of another relation ...
+        triple("scoring-retriever", &heat, "written_by", &mann, 0.2),
+        triple("scoring-retriever", &heat, "has_genre", &crime, 1.0),
+        // ... and the line that says it.
+        walk(&heat, vec![step("directed_by", false, &mann)], 1.0),
+    ];
+    let mut request = request(evidence, vec![heat]);
+    request.question = "who directed Heat".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
+    assert_eq!(reply.answers[0].evidence, vec![3], "{reply:?}");
 }
