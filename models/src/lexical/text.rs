@@ -191,9 +191,13 @@ pub fn writes_a_name(question: &str) -> bool {
 ///   "the child of …") would only answer a question about something else;
 /// - otherwise all of them.
 pub fn entity_mention_mask(question: &str, mentions: &[&str]) -> Vec<bool> {
+    let spans = written_name_spans(question);
+    let all = words(question);
     let marked: Vec<bool> = mentions
         .iter()
-        .map(|mention| marked_as_name(question, mention))
+        .map(|mention| {
+            marked_as_name(question, mention) && !only_part_of_a_name(&all, &spans, mention)
+        })
         .collect();
     if marked.contains(&true) {
         marked
@@ -202,6 +206,57 @@ pub fn entity_mention_mask(question: &str, mentions: &[&str]) -> Vec<bool> {
     } else {
         vec![true; mentions.len()]
     }
+}
+
+/// The word spans (`[start, end)` in [`words`] of the question) of the names it writes
+/// as one: inside brackets, or words joined by underscores (`Arthur_BOKA`).
+fn written_name_spans(question: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut at = 0;
+    let mut open: Option<usize> = None;
+    for token in question.split_whitespace() {
+        let count = words(token).len();
+        if token.contains('[') {
+            open = Some(at);
+        }
+        let joined = token
+            .split('_')
+            .filter(|part| part.chars().any(char::is_alphanumeric))
+            .count()
+            > 1;
+        if joined && count > 1 {
+            spans.push((at, at + count));
+        }
+        at += count;
+        if token.contains(']') {
+            if let Some(start) = open.take() {
+                if at > start {
+                    spans.push((start, at));
+                }
+            }
+        }
+    }
+    spans
+}
+
+/// Whether every place the question spells `mention` lies inside a longer name it
+/// writes as one: "Arthur" in `Arthur_BOKA` or in "[Arthur Boka]" is part of a name the
+/// graph does not hold, not the film "Arthur".
+fn only_part_of_a_name(all: &[String], spans: &[(usize, usize)], mention: &str) -> bool {
+    let name = words(mention);
+    if name.is_empty() || name.len() > all.len() {
+        return false;
+    }
+    let places: Vec<(usize, usize)> = (0..=all.len() - name.len())
+        .filter(|&at| all[at..at + name.len()] == name[..])
+        .map(|at| (at, at + name.len()))
+        .collect();
+    !places.is_empty()
+        && places.iter().all(|&(start, end)| {
+            spans
+                .iter()
+                .any(|&(s, e)| s <= start && end <= e && e - s > end - start)
+        })
 }
 
 /// Content stems of a text, in order, without stop words or duplicates.
@@ -325,5 +380,16 @@ mod tests {
         assert_eq!(stem_similarity("filmmak", "mak"), 0.0);
         assert_eq!(stem_similarity("playwright", "wright"), 0.8);
         assert_eq!(stem_similarity("genre", "year"), 0.0);
+    }
+
+    #[test]
+    fn part_of_a_written_name_is_not_that_name() {
+        let mask = |question: &str| entity_mention_mask(question, &["arthur"]);
+        assert_eq!(mask("which country does Arthur_BOKA play in"), [false]);
+        assert_eq!(mask("who directed [Arthur Boka]"), [false]);
+        assert_eq!(mask("who directed [Arthur]"), [true]);
+        assert_eq!(mask("who directed Arthur"), [true]);
+        // Written whole elsewhere in the question, it is named there.
+        assert_eq!(mask("is Arthur_BOKA in Arthur"), [true]);
     }
 }
