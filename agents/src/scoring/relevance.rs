@@ -104,7 +104,7 @@ pub struct Relevance {
     terms: QuestionTerms,
     embedded: Option<(Arc<TextVectors>, Arc<[f32]>)>,
     /// Word embeddings for relation-sequence scoring, and the cosine from which a
-    /// relation word and a question word count as synonyms.
+    /// question word names the graph relation nearest to it.
     words_opt: Option<(Arc<TextVectors>, f32)>,
     /// What past verified plans taught about this question's words.
     cues_opt: Option<CueTable>,
