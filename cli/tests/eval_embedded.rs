@@ -112,6 +112,22 @@ fn the_llm_free_pipeline_answers_the_sample_questions_in_process() {
         .expect("the Heat question");
     assert_eq!(heat["score"]["hits_at_1"], true, "{heat}");
     assert_eq!(heat["score"]["context_hit"], true, "{heat}");
+
+    // The summary's settings read as words, not raw JSON.
+    let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary.md written");
+    let budget = summary
+        .lines()
+        .find(|l| l.starts_with("| budget |"))
+        .expect("a budget row");
+    assert!(
+        budget.contains("rounds 2") && !budget.contains('{'),
+        "{budget}"
+    );
+    let options = summary
+        .lines()
+        .find(|l| l.starts_with("| ask options |"))
+        .expect("an ask options row");
+    assert!(!options.contains("null"), "{options}");
 }
 
 /// Runs `kgmesh eval` to the end; its report.
@@ -207,4 +223,30 @@ fn a_real_kgmesh_serve_over_http_gives_the_embedded_answers() {
         over_http["aggregate"]["hits_at_1"],
         embedded["aggregate"]["hits_at_1"]
     );
+}
+
+#[test]
+fn the_cache_table_has_one_row_per_run_and_counts_replays_apart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kg = sample("kg.tsv");
+    let kg = kg.to_str().expect("utf-8");
+    let report = eval_report(dir.path(), "run", &["--kg", kg, "--no-cache"]);
+    let groups = report["breakdown"]["by_hops"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let output = Command::new(env!("CARGO_BIN_EXE_kgmesh"))
+        .args(["eval", "table", "--cache"])
+        .arg(dir.path().join("run").join("report.json"))
+        .env_remove("KGMESH_CONFIG")
+        .output()
+        .expect("kgmesh eval table");
+    assert!(output.status.success());
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("| plans replayed |"), "{table}");
+    let rows = table
+        .lines()
+        .filter(|l| !l.starts_with("| run") && l.starts_with("| "))
+        .count();
+    let expected = if groups > 1 { 1 + groups } else { 1 };
+    assert_eq!(rows, expected, "{table}");
 }

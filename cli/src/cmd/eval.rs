@@ -236,12 +236,13 @@ fn run_table(args: &TableArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One row per run and per hop count: how the plan cache started, how often it was
-/// used, and what that did to accuracy, model calls and latency.
+/// One row per run and per hop count: how the plan cache started, how often a lookup
+/// returned something (few-shot examples or a plan), how often a verified plan was
+/// replayed, and what that did to accuracy, model calls and latency.
 fn cache_table(reports: &[Report]) -> String {
     let mut out = String::from(
-        "| run | cache at start | questions | Hits@1 | plan-cache hits | LLM calls/q | p50 ms | p99 ms |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
+        "| run | cache at start | questions | Hits@1 | lookups answered | plans replayed | LLM calls/q | p50 ms | p99 ms |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for report in reports {
         // "warm: 120 entries at start, from …" → "warm: 120 entries".
@@ -255,16 +256,20 @@ fn cache_table(reports: &[Report]) -> String {
             .trim()
             .to_owned();
         let mut rows = vec![(report.name.clone(), &report.aggregate)];
-        for (hops, aggregate) in &report.breakdown.by_hops {
-            rows.push((format!("{} · {hops}", report.name), aggregate));
+        // One hop group is the whole run: a second row would only repeat it.
+        if report.breakdown.by_hops.len() > 1 {
+            for (hops, aggregate) in &report.breakdown.by_hops {
+                rows.push((format!("{} · {hops}", report.name), aggregate));
+            }
         }
         for (name, a) in rows {
             let latency = a.latency_ms.unwrap_or_default();
             out.push_str(&format!(
-                "| {name} | {state} | {} | {:.1} | {:.1} % | {:.2} | {:.1} | {:.1} |\n",
+                "| {name} | {state} | {} | {:.1} | {:.1} % | {:.1} % | {:.2} | {:.1} | {:.1} |\n",
                 a.questions,
                 100.0 * a.hits_at_1,
                 100.0 * a.cache_hit_rate,
+                100.0 * a.replay_rate,
                 a.llm_calls_mean,
                 latency.p50,
                 latency.p99

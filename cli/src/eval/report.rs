@@ -321,7 +321,7 @@ impl Report {
         let _ = writeln!(out, "| graph rows (mean) | {:.1} |", a.graph_rows_mean);
         let _ = writeln!(
             out,
-            "| plan-cache hits | {:.1}% |",
+            "| plan-cache lookups that returned examples or a plan | {:.1}% |",
             100.0 * a.cache_hit_rate
         );
         let _ = writeln!(
@@ -378,8 +378,29 @@ fn latency_cell(latency: &LatencySummary) -> String {
     )
 }
 
+/// A settings object as a table cell reads: `rounds 2, depth 3`, unset values as
+/// `default`, nested objects in braces.
 fn compact_json(value: &serde_json::Value) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+    match value {
+        serde_json::Value::Null => "default".to_owned(),
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(compact_json)
+            .collect::<Vec<_>>()
+            .join(", "),
+        serde_json::Value::Object(entries) => {
+            let parts: Vec<String> = entries
+                .iter()
+                .map(|(key, value)| match value {
+                    serde_json::Value::Object(_) => format!("{key} {{{}}}", compact_json(value)),
+                    _ => format!("{key} {}", compact_json(value)),
+                })
+                .collect();
+            parts.join(", ")
+        }
+        other => other.to_string(),
+    }
 }
 
 fn percent(value: f64) -> String {
