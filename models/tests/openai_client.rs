@@ -273,13 +273,23 @@ async fn a_refused_connection_is_unreachable() {
         listener.local_addr().unwrap().port()
     };
     let mut config = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "m");
-    config.max_retries = 1;
-    let client = OpenAiChat::with_clock(config, ManualClock::new()).unwrap();
+    // However many retries are allowed, nothing listening gets one more try ...
+    config.max_retries = 5;
+    let clock = ManualClock::new();
+    let client = OpenAiChat::with_clock(config, clock.clone()).unwrap();
     match within(client.chat(question())).await {
-        Err(LlmError::Unreachable { url, .. }) => {
-            assert_eq!(url, format!("http://127.0.0.1:{port}/v1/chat/completions"))
+        Err(LlmError::Unreachable { url, detail }) => {
+            assert_eq!(url, format!("http://127.0.0.1:{port}/v1/chat/completions"));
+            assert!(!detail.contains("not tried"), "{detail}");
         }
         other => panic!("expected Unreachable, got {other:?}"),
+    }
+    // ... and the next call fails at once, without trying: the breaker is open.
+    match within(client.chat(question())).await {
+        Err(LlmError::Unreachable { detail, .. }) => {
+            assert!(detail.contains("not tried"), "{detail}")
+        }
+        other => panic!("expected a skipped call, got {other:?}"),
     }
 }
 

@@ -45,7 +45,8 @@ pub struct OpenAiConfig {
     pub api_key: Option<String>,
     /// Limit for one attempt (connect, prompt processing and generation).
     pub timeout: Duration,
-    /// Attempts after the first, for 429, 5xx, timeouts and refused connections.
+    /// Attempts after the first, for 429, 5xx and timeouts; a refused connection is
+    /// tried once more at most, and then opens the breaker at once.
     pub max_retries: u32,
     /// First backoff; doubles per attempt, half of it jittered, up to `backoff_max`. A
     /// server's `Retry-After` replaces the computed wait, also capped at `backoff_max`.

@@ -143,9 +143,15 @@ impl Transport {
             result,
             Err(LlmError::Timeout(_) | LlmError::Unreachable { .. } | LlmError::Server { .. })
         );
+        // A server that refused the connection twice is not there: open the breaker
+        // now rather than after `breaker_failures` more calls of the same wait.
+        let refused = matches!(result, Err(LlmError::Unreachable { .. }));
         let mut breaker = self.breaker.lock().expect("breaker lock");
         if down {
             breaker.failures += 1;
+            if refused {
+                breaker.failures = breaker.failures.max(self.config.breaker_failures);
+            }
             let limit = self.config.breaker_failures;
             if limit > 0 && breaker.failures >= limit {
                 breaker.open_until = Some(self.clock.now() + self.config.breaker_cooldown);
@@ -188,7 +194,13 @@ impl Transport {
                 Ok(value) => return Ok(value),
                 Err(failure) => failure,
             };
-            if !failure.is_retryable() || attempt > self.config.max_retries {
+            // Nothing listening is not a busy server: back off once, not max_retries
+            // times (the breaker then stops the next calls at once).
+            let retries = match failure {
+                AttemptFailure::Connect(_) => self.config.max_retries.min(1),
+                _ => self.config.max_retries,
+            };
+            if !failure.is_retryable() || attempt > retries {
                 return Err(failure.into_error(&url, self.config.timeout, attempt));
             }
             let delay = match &failure {
