@@ -135,3 +135,20 @@ fn logs_written_to_a_pipe_or_file_carry_no_colour_codes() {
         "ANSI escapes in a piped log: {stderr:?}"
     );
 }
+
+#[test]
+fn one_question_is_counted_as_one_question() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let questions = dir.path().join("one.txt");
+    std::fs::write(&questions, "who directed [Heat]\tMichael Mann\n").expect("questions");
+    let mut command = kgmesh();
+    command
+        .args(["eval", "--dataset", "metaqa", "--no-progress"])
+        .args(["--kg", sample_kg().to_str().expect("utf-8")])
+        .args(["--questions", questions.to_str().expect("utf-8")])
+        .args(["--out", dir.path().join("run").to_str().expect("utf-8")]);
+    let (code, _, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("1 of 1 question,"), "{stderr}");
+    assert!(!stderr.contains("1 questions"), "{stderr}");
+}

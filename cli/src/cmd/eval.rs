@@ -385,7 +385,8 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
         .map(|fold| format!(" (fold {fold} of each file)"))
         .unwrap_or_default();
     eprintln!(
-        "kgmesh eval: {name}: {selected} of {available} questions{fold}, concurrency {}",
+        "kgmesh eval: {name}: {selected} of {}{fold}, concurrency {}",
+        count_questions(available),
         settings.concurrency
     );
 
@@ -465,9 +466,9 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
     );
     if interrupted {
         bail!(
-            "interrupted after {} of {} questions (partial report written)",
+            "interrupted after {} of {} (partial report written)",
             report.run.completed,
-            report.dataset.selected
+            count_questions(report.dataset.selected)
         );
     }
     let failed = report.results.iter().filter(|r| r.error.is_some()).count();
@@ -477,7 +478,12 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
             .iter()
             .find_map(|r| r.error.as_deref())
             .unwrap_or_default();
-        bail!("every one of the {failed} questions failed (the first: {first}); report written");
+        let what = if failed == 1 {
+            "the one question failed".to_owned()
+        } else {
+            format!("every one of the {failed} questions failed")
+        };
+        bail!("{what} (the first: {first}); report written");
     }
     Ok(())
 }
@@ -493,4 +499,13 @@ fn sanitize(name: &str) -> String {
             }
         })
         .collect()
+}
+
+/// "1 question", "2 questions".
+fn count_questions(count: usize) -> String {
+    if count == 1 {
+        "1 question".to_owned()
+    } else {
+        format!("{count} questions")
+    }
 }
