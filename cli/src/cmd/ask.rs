@@ -196,52 +196,30 @@ impl GraphSource {
     }
 
     /// Opens the graph: a file is loaded into the embedded store; a Bolt database is
-    /// connected to and asked for its schema, so that a wrong address or password fails
-    /// here, not at the first question.
+    /// connected to (the client fails at once on a refused address) and asked for its
+    /// schema, so that a wrong address or password fails here, not at the first
+    /// question. Either way the graph and its size are logged.
     pub(crate) async fn open(&self, config: &Config) -> anyhow::Result<Arc<dyn GraphStore>> {
-        let graph: Arc<dyn GraphStore> = match self {
+        let (graph, nodes, edges): (Arc<dyn GraphStore>, u64, u64) = match self {
             GraphSource::File(path) => load_kg(path, config.graph.mapping.as_deref()).await?,
             GraphSource::Sample => load_kg(&write_sample()?, None).await?,
             GraphSource::Bolt(url) => {
-                // A refused or unroutable address fails in moments, not after the
-                // query timeout the Bolt client would wait.
-                let address = url.trim_start_matches("bolt://");
-                let address = address.split('/').next().unwrap_or(address);
-                let address = if address.contains(':') {
-                    address.to_owned()
-                } else {
-                    format!("{address}:7687")
-                };
-                match tokio::time::timeout(
-                    Duration::from_secs(3),
-                    tokio::net::TcpStream::connect(&address),
-                )
-                .await
-                {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(error)) => {
-                        bail!("cannot connect to the graph database {url}: {error}")
-                    }
-                    Err(_) => {
-                        bail!("cannot connect to the graph database {url}: no answer within 3 s")
-                    }
-                }
                 let settings = bolt_settings(config, url);
                 let store = kgmesh_stores::bolt::BoltGraph::connect(&settings)
                     .await
                     .with_context(|| format!("cannot connect to the graph database {url}"))?;
-                Arc::new(store)
+                let schema = store
+                    .schema()
+                    .await
+                    .with_context(|| format!("cannot read the graph database {url}"))?;
+                (Arc::new(store), schema.node_count, schema.edge_count)
             }
         };
-        let schema = graph
-            .schema()
-            .await
-            .with_context(|| format!("cannot read the graph {}", self.describe()))?;
         tracing::info!(
             kg = %self.describe(),
             backend = graph.backend(),
-            nodes = schema.node_count,
-            edges = schema.edge_count,
+            nodes,
+            edges,
             "graph ready"
         );
         Ok(graph)
@@ -358,10 +336,11 @@ impl EmbeddedRoles {
 
 /// Loads a KG file or directory into the embedded store, off the async threads; lines
 /// it could not read are reported, not fatal.
+/// Returns the store with its node and edge counts.
 pub(crate) async fn load_kg(
     path: &Path,
     mapping: Option<&Path>,
-) -> anyhow::Result<Arc<dyn GraphStore>> {
+) -> anyhow::Result<(Arc<dyn GraphStore>, u64, u64)> {
     let owned = path.to_owned();
     let options = LoadOptions {
         mapping: mapping.map(Path::to_path_buf),
@@ -378,7 +357,8 @@ pub(crate) async fn load_kg(
             "some KG lines could not be read and were skipped"
         );
     }
-    Ok(Arc::new(graph))
+    let (nodes, edges) = (graph.node_count() as u64, graph.edge_count() as u64);
+    Ok((Arc::new(graph), nodes, edges))
 }
 
 pub(crate) fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn LanguageModel>>> {

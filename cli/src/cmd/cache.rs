@@ -266,7 +266,8 @@ async fn load_kg(
     let Some(path) = kg.or_else(|| config.graph.path.clone()) else {
         bail!("cache {command} needs the graph: pass --kg PATH (or set graph.path)");
     };
-    super::ask::load_kg(&path, config.graph.mapping.as_deref()).await
+    let (graph, _, _) = super::ask::load_kg(&path, config.graph.mapping.as_deref()).await?;
+    Ok(graph)
 }
 
 /// One line of a feedback file.

@@ -91,6 +91,32 @@ pub(crate) async fn connect_graph(settings: &BoltSettings) -> StoreResult<Graph>
         .trim_start_matches("bolt://")
         .trim_start_matches("neo4j://")
         .to_owned();
+    // A refused or unroutable address fails in moments, not after `settings.timeout`
+    // (the Bolt client does not tell a refused connection from a slow one).
+    let host_port = address.split('/').next().unwrap_or(&address);
+    let host_port = if host_port.contains(':') {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:7687")
+    };
+    let probe = settings.timeout.min(std::time::Duration::from_secs(3));
+    match tokio::time::timeout(probe, tokio::net::TcpStream::connect(&host_port)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => {
+            return Err(StoreError::Unavailable {
+                detail: format!("cannot connect to {}: {error}", settings.uri),
+            })
+        }
+        Err(_) => {
+            return Err(StoreError::Unavailable {
+                detail: format!(
+                    "no answer from {} within {} ms",
+                    settings.uri,
+                    probe.as_millis()
+                ),
+            })
+        }
+    }
     let mut config = ConfigBuilder::default()
         .uri(address)
         .user(settings.user.as_str())
