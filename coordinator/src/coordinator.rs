@@ -112,6 +112,30 @@ impl Coordinator {
         &self.config
     }
 
+    /// Fails with `MissingRoles` unless some replica of `role` serves `op`. The cached
+    /// discovery may predate the role; these requests are rare enough to look again
+    /// before refusing them.
+    pub(crate) async fn require_role(&self, role: &str, op: &str) -> Result<(), CoordinatorError> {
+        let snapshot = self
+            .directory()
+            .snapshot()
+            .await
+            .map_err(CoordinatorError::Discovery)?;
+        if snapshot.serves(role, op) {
+            return Ok(());
+        }
+        let snapshot = self
+            .directory()
+            .refresh()
+            .await
+            .map_err(CoordinatorError::Discovery)?;
+        if snapshot.serves(role, op) {
+            Ok(())
+        } else {
+            Err(CoordinatorError::MissingRoles(vec![role.to_owned()]))
+        }
+    }
+
     pub fn directory(&self) -> &RoleDirectory {
         &self.directory
     }

@@ -27,23 +27,8 @@ impl Coordinator {
                 "the query is longer than {MAX_QUERY_CHARS} characters"
             )));
         }
-        let mut snapshot = self
-            .directory()
-            .snapshot()
-            .await
-            .map_err(CoordinatorError::Discovery)?;
-        if !snapshot.serves(Role::QUERY_EXECUTOR, QueryRequest::OP) {
-            snapshot = self
-                .directory()
-                .refresh()
-                .await
-                .map_err(CoordinatorError::Discovery)?;
-        }
-        if !snapshot.serves(Role::QUERY_EXECUTOR, QueryRequest::OP) {
-            return Err(CoordinatorError::MissingRoles(vec![
-                Role::QUERY_EXECUTOR.to_owned()
-            ]));
-        }
+        self.require_role(Role::QUERY_EXECUTOR, QueryRequest::OP)
+            .await?;
         // The call waits as long as the query may run, and at least the usual call.
         let timeout = self
             .config()

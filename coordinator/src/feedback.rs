@@ -79,25 +79,8 @@ impl Coordinator {
                 (None, question)
             }
         };
-        let mut snapshot = self
-            .directory()
-            .snapshot()
-            .await
-            .map_err(CoordinatorError::Discovery)?;
-        if !snapshot.serves(Role::CACHE_MANAGER, CacheFeedback::OP) {
-            // The cached discovery may predate the cache manager; feedback is rare
-            // enough to look again before refusing it.
-            snapshot = self
-                .directory()
-                .refresh()
-                .await
-                .map_err(CoordinatorError::Discovery)?;
-        }
-        if !snapshot.serves(Role::CACHE_MANAGER, CacheFeedback::OP) {
-            return Err(CoordinatorError::MissingRoles(vec![
-                Role::CACHE_MANAGER.to_owned()
-            ]));
-        }
+        self.require_role(Role::CACHE_MANAGER, CacheFeedback::OP)
+            .await?;
         let timeout = self.config().call_timeout;
         let mut budget = self.config().budget;
         budget.deadline = kgmesh_schemas::Deadline::after(timeout);
