@@ -7,8 +7,8 @@
 use std::collections::HashSet;
 
 pub use kgmesh_models::lexical::text::{
-    content_stems, entity_mention_mask, is_stop_word, marked_as_name, relation_words, stem,
-    stem_similarity, words, writes_a_name,
+    content_stems, entity_mention_mask, inside_a_longer, is_stop_word, marked_as_name,
+    relation_words, stem, stem_similarity, word_spans, words, writes_a_name,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the
@@ -168,14 +168,11 @@ impl QuestionTerms {
         };
         // The chain order of each content word, when the question names one entity.
         // (A shorter name inside a longer one is the same mention.)
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        for at in 0..all.len() {
-            for name in &name_words {
-                if all.get(at..at + name.len()) == Some(name.as_slice()) {
-                    spans.push((at, name.len()));
-                }
-            }
-        }
+        let mut spans: Vec<(usize, usize)> = name_words
+            .iter()
+            .flat_map(|name| word_spans(&all, name))
+            .map(|(at, end)| (at, end - at))
+            .collect();
         spans.sort_by_key(|&(at, len)| (at, std::cmp::Reverse(len)));
         let mut covered = 0;
         spans.retain(|&(at, len)| {

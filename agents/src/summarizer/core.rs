@@ -42,7 +42,7 @@ use crate::{
     cache_manager::warm::metapath_of,
     scoring::{
         relevance::Relevance,
-        text::{marked_as_name, words},
+        text::{inside_a_longer, marked_as_name, word_spans, words},
     },
 };
 
@@ -502,18 +502,14 @@ fn prefer_explained(
     let Some(best) = scores.iter().copied().reduce(f32::max) else {
         return HashSet::new();
     };
-    let explaining_lines: HashSet<u32> = lines
+    // The best-explaining paths: their evidence lines, and the nodes they end at.
+    let (explaining_lines, explained): (HashSet<u32>, HashSet<NodeId>) = lines
         .iter()
+        .zip(&ends)
         .zip(&scores)
         .filter(|(_, &score)| score >= best - EXPLAINED_TIE)
-        .map(|(line, _)| *line)
-        .collect();
-    let explained: HashSet<NodeId> = ends
-        .iter()
-        .zip(&scores)
-        .filter(|(_, &score)| score >= best - EXPLAINED_TIE)
-        .map(|(end, _)| *end)
-        .collect();
+        .map(|((line, end), _)| (*line, *end))
+        .unzip();
     for candidate in candidates.iter_mut() {
         candidate.explained = candidate
             .entity
@@ -606,29 +602,19 @@ fn anchors(question: &str, topic: &[Entity]) -> HashSet<NodeId> {
     // not named by "[Pran]".
     let spans: Vec<Vec<(usize, usize)>> = topic
         .iter()
-        .map(|entity| {
-            let name = words(&entity.name);
-            if name.is_empty() || name.len() > question.len() {
-                return Vec::new();
-            }
-            (0..=question.len() - name.len())
-                .filter(|&at| question[at..at + name.len()] == name[..])
-                .map(|at| (at, at + name.len()))
-                .collect()
-        })
+        .map(|entity| word_spans(&question, &words(&entity.name)))
         .collect();
     // A name written only inside a longer one is part of that mention ("Business" in
     // "[The Business]").
-    let inside_longer = |&(start, end): &(usize, usize)| {
-        spans
-            .iter()
-            .flatten()
-            .any(|&(s, e)| s <= start && end <= e && e - s > end - start)
-    };
+    let every_span: Vec<(usize, usize)> = spans.iter().flatten().copied().collect();
     let named: HashSet<NodeId> = topic
         .iter()
         .zip(&spans)
-        .filter(|(_, spans)| spans.iter().any(|span| !inside_longer(span)))
+        .filter(|(_, spans)| {
+            spans
+                .iter()
+                .any(|&span| !inside_a_longer(span, &every_span))
+        })
         .map(|(e, _)| e.id)
         .collect();
     if named.is_empty() {

@@ -243,20 +243,28 @@ fn written_name_spans(question: &str) -> Vec<(usize, usize)> {
 /// writes as one: "Arthur" in `Arthur_BOKA` or in "[Arthur Boka]" is part of a name the
 /// graph does not hold, not the film "Arthur".
 fn only_part_of_a_name(all: &[String], spans: &[(usize, usize)], mention: &str) -> bool {
-    let name = words(mention);
+    let places = word_spans(all, &words(mention));
+    !places.is_empty() && places.iter().all(|&place| inside_a_longer(place, spans))
+}
+
+/// Every place the word sequence `name` stands in `all`, as `[start, end)` spans of
+/// word indices (none for an empty name).
+pub fn word_spans(all: &[String], name: &[String]) -> Vec<(usize, usize)> {
     if name.is_empty() || name.len() > all.len() {
-        return false;
+        return Vec::new();
     }
-    let places: Vec<(usize, usize)> = (0..=all.len() - name.len())
+    (0..=all.len() - name.len())
         .filter(|&at| all[at..at + name.len()] == name[..])
         .map(|at| (at, at + name.len()))
-        .collect();
-    !places.is_empty()
-        && places.iter().all(|&(start, end)| {
-            spans
-                .iter()
-                .any(|&(s, e)| s <= start && end <= e && e - s > end - start)
-        })
+        .collect()
+}
+
+/// Whether `span` lies inside a longer one of `spans` ("Business" inside "The
+/// Business").
+pub fn inside_a_longer((start, end): (usize, usize), spans: &[(usize, usize)]) -> bool {
+    spans
+        .iter()
+        .any(|&(s, e)| s <= start && end <= e && e - s > end - start)
 }
 
 /// Content stems of a text, in order, without stop words or duplicates.
