@@ -74,9 +74,7 @@ fn a_possessive_names_the_entity_and_an_unknown_name_is_not_guessed() {
 
 #[test]
 fn without_kg_the_bundled_sample_is_used_and_text_output_shows_answers_and_costs() {
-    let mut command = kgmesh();
-    command.args(["ask", "who directed Heat"]);
-    let (code, stdout, stderr) = run(command);
+    let (code, stdout, stderr) = kgmesh_run(&["ask", "who directed Heat"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("Michael Mann"), "{stdout}");
     assert!(stdout.contains("LLM calls 0"), "{stdout}");
@@ -90,9 +88,8 @@ fn without_kg_the_bundled_sample_is_used_and_text_output_shows_answers_and_costs
 
 #[test]
 fn a_missing_kg_file_is_a_clear_error() {
-    let mut command = kgmesh();
-    command.args(["ask", "who directed Heat", "--kg", "/nonexistent/kg.tsv"]);
-    let (code, _stdout, stderr) = run(command);
+    let (code, _stdout, stderr) =
+        kgmesh_run(&["ask", "who directed Heat", "--kg", "/nonexistent/kg.tsv"]);
     assert_ne!(code, 0);
     assert!(stderr.contains("/nonexistent/kg.tsv"), "{stderr}");
 }
@@ -108,17 +105,14 @@ fn a_file_that_is_no_kg_is_refused_and_a_refused_load_writes_nothing() {
     )
     .expect("write");
     let questions = questions.to_str().expect("utf-8 path");
-    let mut command = kgmesh();
-    command.args(["ask", "who directed Heat", "--kg", questions]);
-    let (code, _stdout, stderr) = run(command);
+    let (code, _stdout, stderr) = kgmesh_run(&["ask", "who directed Heat", "--kg", questions]);
     assert_ne!(code, 0, "{stderr}");
     assert!(stderr.contains("no triple could be read"), "{stderr}");
     // `load` refuses an empty file and leaves no snapshot, temporary or not.
     let empty = dir.path().join("empty.tsv");
     std::fs::write(&empty, "").expect("write");
     let snapshot = dir.path().join("graph.kgs");
-    let mut command = kgmesh();
-    command.args([
+    let (code, _stdout, stderr) = kgmesh_run(&[
         "load",
         "--kg",
         empty.to_str().expect("utf-8 path"),
@@ -126,7 +120,6 @@ fn a_file_that_is_no_kg_is_refused_and_a_refused_load_writes_nothing() {
         &format!("embedded:{}", snapshot.display()),
         "--quiet",
     ]);
-    let (code, _stdout, stderr) = run(command);
     assert_ne!(code, 0, "{stderr}");
     assert!(stderr.contains("it is empty"), "{stderr}");
     let left: Vec<_> = std::fs::read_dir(dir.path())
@@ -201,9 +194,7 @@ fn a_csv_directory_needs_its_mapping_and_answers_with_it() {
     .expect("mapping");
     let kg = csv.to_str().expect("utf-8");
     // Without the mapping: an error that says what is missing and how to give it.
-    let mut command = kgmesh();
-    command.args(["ask", "which category is Chai part of", "--kg", kg]);
-    let (code, _, stderr) = run(command);
+    let (code, _, stderr) = kgmesh_run(&["ask", "which category is Chai part of", "--kg", kg]);
     assert_eq!(code, 1);
     assert!(
         stderr.contains("--mapping") && stderr.contains("property graph"),
@@ -215,8 +206,7 @@ fn a_csv_directory_needs_its_mapping_and_answers_with_it() {
         &["--kg", kg, "--mapping", mapping.to_str().expect("utf-8")],
     );
     assert_eq!(answer_texts(&reply), ["Beverages"], "{reply}");
-    let mut command = kgmesh();
-    command.args([
+    let (code, stdout, stderr) = kgmesh_run(&[
         "cypher",
         "MATCH (p:Product {productName: 'Tofu'}) RETURN p.unitPrice AS price",
         "--kg",
@@ -225,7 +215,6 @@ fn a_csv_directory_needs_its_mapping_and_answers_with_it() {
         mapping.to_str().expect("utf-8"),
         "--json",
     ]);
-    let (code, stdout, stderr) = run(command);
     assert_eq!(code, 0, "{stderr}");
     let rows: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(rows["rows"][0][0], 23.25, "{rows}");

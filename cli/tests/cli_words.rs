@@ -8,9 +8,7 @@ use support::*;
 
 #[test]
 fn an_unquoted_question_is_one_question() {
-    let mut command = kgmesh();
-    command.args(["ask", "who", "directed", "Heat"]);
-    let (code, stdout, stderr) = run(command);
+    let (code, stdout, stderr) = kgmesh_run(&["ask", "who", "directed", "Heat"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.starts_with("Q: who directed Heat\n"), "{stdout}");
     assert!(stdout.contains("Michael Mann"), "{stdout}");
@@ -18,9 +16,7 @@ fn an_unquoted_question_is_one_question() {
 
 #[test]
 fn a_bad_option_is_named_as_the_user_wrote_it() {
-    let mut command = kgmesh();
-    command.args(["ask", "who directed Heat", "--rounds", "0"]);
-    let (code, _, stderr) = run(command);
+    let (code, _, stderr) = kgmesh_run(&["ask", "who directed Heat", "--rounds", "0"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--rounds"), "{stderr}");
     assert!(!stderr.contains("options.max_rounds"), "{stderr}");
@@ -28,9 +24,7 @@ fn a_bad_option_is_named_as_the_user_wrote_it() {
 
 #[test]
 fn agent_role_help_lists_the_roles_a_deployment_runs() {
-    let mut command = kgmesh();
-    command.args(["agent", "--role", "help"]);
-    let (code, stdout, stderr) = run(command);
+    let (code, stdout, stderr) = kgmesh_run(&["agent", "--role", "help"]);
     assert_eq!(code, 0, "{stderr}");
     for role in ["kg-linker", "summarizer", "path-follower", "query-executor"] {
         assert!(stdout.contains(role), "{role} missing: {stdout}");
@@ -76,9 +70,7 @@ fn ask_reads_a_plan_cache_file_and_says_when_a_plan_was_replayed() {
 
 #[test]
 fn evidence_shows_cited_lines_first_once_each_and_notes_only_when_asked() {
-    let mut command = kgmesh();
-    command.args(["ask", "who directed Heat"]);
-    let (code, stdout, stderr) = run(command);
+    let (code, stdout, stderr) = kgmesh_run(&["ask", "who directed Heat"]);
     assert_eq!(code, 0, "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
     let header = lines
@@ -114,9 +106,7 @@ fn evidence_shows_cited_lines_first_once_each_and_notes_only_when_asked() {
     assert_eq!(texts.len(), shown, "a line is printed once: {stdout}");
     assert!(!stdout.contains("note: "), "{stdout}");
 
-    let mut command = kgmesh();
-    command.args(["ask", "who directed Heat", "--verbose"]);
-    let (code, stdout, _) = run(command);
+    let (code, stdout, _) = kgmesh_run(&["ask", "who directed Heat", "--verbose"]);
     assert_eq!(code, 0);
     assert!(stdout.contains("note: "), "{stdout}");
 }

@@ -7,9 +7,7 @@ mod support;
 use support::*;
 
 fn cypher(args: &[&str]) -> (i32, String, String) {
-    let mut command = kgmesh();
-    command.arg("cypher").args(args);
-    run(command)
+    kgmesh_run(&[&["cypher"], args].concat())
 }
 
 #[test]

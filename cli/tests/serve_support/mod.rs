@@ -24,6 +24,13 @@ pub fn kgmesh() -> Command {
     command
 }
 
+/// Runs `kgmesh ARGS…` to the end (see [`run`]): exit status, stdout, stderr.
+pub fn kgmesh_run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (i32, String, String) {
+    let mut command = kgmesh();
+    command.args(args);
+    run(command)
+}
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
