@@ -256,6 +256,31 @@ impl Drop for Running {
     }
 }
 
+/// `kgmesh eval --dataset DATASET --questions Q --server URL --out OUT --no-progress
+/// EXTRA…`: the arguments of a run against a scripted server.
+fn http_eval<'a>(
+    dataset: &'a str,
+    questions: &'a str,
+    server: &'a str,
+    out: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "eval",
+        "--dataset",
+        dataset,
+        "--questions",
+        questions,
+        "--server",
+        server,
+        "--out",
+        out,
+        "--no-progress",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 fn kgmesh(args: &[&str], cwd: &Path) -> Running {
     let child = Command::new(env!("CARGO_BIN_EXE_kgmesh"))
         .args(args)
@@ -347,20 +372,13 @@ fn an_http_run_scores_every_question_and_writes_json_markdown_and_svg() {
     let server = ScriptedServer::start(metaqa_scripts(Script::Fail(500)));
     let out = dir.path().join("run");
     let output = finish(kgmesh(
-        &[
-            "eval",
-            "--dataset",
+        &http_eval(
             "metaqa",
-            "--questions",
             questions.to_str().unwrap(),
-            "--server",
             &server.url,
-            "--out",
             out.to_str().unwrap(),
-            "--concurrency",
-            "2",
-            "--no-progress",
-        ],
+            &["--concurrency", "2"],
+        ),
         dir.path(),
     ));
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -439,24 +457,20 @@ fn stripped_brackets_keep_the_entity_name_and_samples_are_seeded() {
     let server = ScriptedServer::start(HashMap::new());
     let run = |out: &str| {
         finish(kgmesh(
-            &[
-                "eval",
-                "--dataset",
+            &http_eval(
                 "metaqa",
-                "--metaqa-brackets",
-                "strip",
-                "--questions",
                 questions.to_str().unwrap(),
-                "--server",
                 &server.url,
-                "--out",
                 out,
-                "--limit",
-                "2",
-                "--sample-seed",
-                "11",
-                "--no-progress",
-            ],
+                &[
+                    "--metaqa-brackets",
+                    "strip",
+                    "--limit",
+                    "2",
+                    "--sample-seed",
+                    "11",
+                ],
+            ),
             dir.path(),
         ))
     };
@@ -492,18 +506,7 @@ fn a_run_where_nothing_answers_fails_instead_of_reporting_success() {
     let questions = write(&dir.path().join("metaqa/2-hop/dev.txt"), METAQA);
     let run = |server: &str, out: &str| {
         finish(kgmesh(
-            &[
-                "eval",
-                "--dataset",
-                "metaqa",
-                "--questions",
-                questions.to_str().unwrap(),
-                "--server",
-                server,
-                "--out",
-                out,
-                "--no-progress",
-            ],
+            &http_eval("metaqa", questions.to_str().unwrap(), server, out, &[]),
             dir.path(),
         ))
     };
@@ -549,18 +552,13 @@ fn pathquestion_aliases_and_hops_from_the_gold_path() {
     ]));
     let out = dir.path().join("pq");
     let output = finish(kgmesh(
-        &[
-            "eval",
-            "--dataset",
+        &http_eval(
             "pathquestion",
-            "--questions",
             questions.to_str().unwrap(),
-            "--server",
             &server.url,
-            "--out",
             out.to_str().unwrap(),
-            "--no-progress",
-        ],
+            &[],
+        ),
         dir.path(),
     ));
     assert!(
@@ -595,18 +593,7 @@ fn compare_lists_aggregate_deltas_and_flipped_questions() {
     let after = ScriptedServer::start(fixed_scripts);
     for (server, out) in [(&before, "a"), (&after, "b")] {
         let output = finish(kgmesh(
-            &[
-                "eval",
-                "--dataset",
-                "metaqa",
-                "--questions",
-                questions.to_str().unwrap(),
-                "--server",
-                &server.url,
-                "--out",
-                out,
-                "--no-progress",
-            ],
+            &http_eval("metaqa", questions.to_str().unwrap(), &server.url, out, &[]),
             dir.path(),
         ));
         assert!(
@@ -687,18 +674,13 @@ fn ctrl_c_writes_the_partial_report() {
     let server = ScriptedServer::start(metaqa_scripts(Script::Slow(Duration::from_secs(30))));
     let out = dir.path().join("partial");
     let running = kgmesh(
-        &[
-            "eval",
-            "--dataset",
+        &http_eval(
             "metaqa",
-            "--questions",
             questions.to_str().unwrap(),
-            "--server",
             &server.url,
-            "--out",
             out.to_str().unwrap(),
-            "--no-progress",
-        ],
+            &[],
+        ),
         dir.path(),
     );
     // Questions 1-3 answer at once; the fourth hangs.
@@ -749,18 +731,13 @@ fn a_busy_server_is_asked_again() {
         Script::Busy(Arc::new(AtomicUsize::new(3)), "Michael Mann"),
     )]));
     let output = finish(kgmesh(
-        &[
-            "eval",
-            "--dataset",
+        &http_eval(
             "jsonl",
-            "--questions",
             questions.to_str().unwrap(),
-            "--server",
             &server.url,
-            "--out",
             "busy",
-            "--no-progress",
-        ],
+            &[],
+        ),
         dir.path(),
     ));
     assert!(
