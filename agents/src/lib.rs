@@ -10,6 +10,7 @@ pub mod entity_linker;
 pub mod judge;
 pub mod kg_linker;
 pub mod path_follower;
+pub mod pattern_matcher;
 pub mod qa;
 pub mod query_executor;
 pub mod scoring;

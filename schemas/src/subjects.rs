@@ -22,6 +22,7 @@ impl Role {
     pub const QUERY_EXECUTOR: &'static str = "query-executor";
     pub const AGENTIC_TRAVERSER: &'static str = "agentic-traverser";
     pub const SCORING_RETRIEVER: &'static str = "scoring-retriever";
+    pub const PATTERN_MATCHER: &'static str = "pattern-matcher";
     pub const JUDGE: &'static str = "judge";
     pub const SUMMARIZER: &'static str = "summarizer";
     pub const CACHE_MANAGER: &'static str = "cache-manager";

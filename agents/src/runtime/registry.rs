@@ -50,6 +50,7 @@ pub fn roles() -> Vec<RoleEntry> {
         RoleEntry { name: Role::PATH_FOLLOWER, summary: "metapaths and bounded shortest paths; depth/breadth expansion operators", build: crate::path_follower::role::role },
         RoleEntry { name: Role::QUERY_EXECUTOR, summary: "validated read-only Cypher with row/time budgets, or repair hints", build: crate::query_executor::role::role },
         RoleEntry { name: Role::AGENTIC_TRAVERSER, summary: "step-wise relation and entity selection from the linked entities", build: crate::traverser::role::role },
+        RoleEntry { name: Role::PATTERN_MATCHER, summary: "top-k subgraphs closest to the question's pattern by graph semantic distance (SimGRAG)", build: crate::pattern_matcher::role::role },
         RoleEntry { name: Role::SCORING_RETRIEVER, summary: "top-k triplets within L hops by decomposed similarity", build: crate::scoring::role::role },
     ]
 }

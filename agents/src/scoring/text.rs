@@ -59,6 +59,8 @@ pub struct QuestionTerms {
     /// ([`SHARED_VALUE_WORDS`]), so a hop that walks the previous relation back may
     /// claim it.
     shared: Vec<bool>,
+    /// Per stem: the index of its word among the question's [`words`].
+    positions: Vec<usize>,
 }
 
 /// What past verified plans say about the sequence being scored: `hop_word[h][i]` is the
@@ -221,6 +223,7 @@ impl QuestionTerms {
                     .or_else(|| content.iter().rposition(|(i, _)| *i < wh))
             });
         Self {
+            positions: content.iter().map(|(i, _)| *i).collect(),
             stems: content.into_iter().map(|(_, s)| s).collect(),
             raw,
             focus,
@@ -261,6 +264,11 @@ impl QuestionTerms {
 
     pub fn is_empty(&self) -> bool {
         self.stems.is_empty()
+    }
+
+    /// Where question word `index` stands among the question's [`words`].
+    pub fn position(&self, index: usize) -> usize {
+        self.positions[index]
     }
 
     /// Best similarity of any word of `text` with any question word, and which question

@@ -596,7 +596,7 @@ fn named_anchors(topic: &[Entity], anchors: &HashSet<NodeId>) -> Vec<(String, Ve
 
 /// Question entities named word for word in the question; all of them when none is
 /// (then every linked entity is as good as another).
-fn anchors(question: &str, topic: &[Entity]) -> HashSet<NodeId> {
+pub(crate) fn anchors(question: &str, topic: &[Entity]) -> HashSet<NodeId> {
     let question = words(question);
     // Where the question writes each entity's name, word for word: the film "Ran" is
     // not named by "[Pran]".
