@@ -274,6 +274,11 @@ pub struct RetrievalConfig {
     /// traverser by whole-question embedding similarity (default false: lexically,
     /// which answered as well or better on every dev set, 10-50 times faster).
     pub embed_questions: bool,
+    /// Start the pattern-matcher retriever (SimGRAG: the subgraphs closest to the
+    /// question's pattern) in embedded mode (default true; docs/evaluation.md measures
+    /// it on and off). In distributed mode it runs as `kgmesh agent --role
+    /// pattern-matcher`.
+    pub pattern_matcher: bool,
 }
 
 impl Default for RetrievalConfig {
@@ -283,6 +288,7 @@ impl Default for RetrievalConfig {
             top_metapaths: settings.top_metapaths,
             scoring_top_k: settings.scoring_top_k,
             embed_questions: settings.embed_questions,
+            pattern_matcher: true,
         }
     }
 }

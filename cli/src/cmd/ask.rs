@@ -300,7 +300,9 @@ impl EmbeddedRoles {
         }
         let mut handles = Vec::new();
         for entry in registry::roles() {
-            if entry.name == Role::ECHO {
+            if entry.name == Role::ECHO
+                || (entry.name == Role::PATTERN_MATCHER && !config.retrieval.pattern_matcher)
+            {
                 continue;
             }
             let spec = match (entry.build)(&deps) {
