@@ -123,17 +123,19 @@ pub struct LlmConfig {
     pub breaker_cooldown_ms: u64,
     /// The roles that use the model; the others run their LLM-free strategy. The
     /// agentic traverser is left out by default: it is one retriever among several and
-    /// would spend two calls a step.
+    /// would spend two calls a step; so is the pattern matcher (one call, to write the
+    /// question's pattern).
     pub roles: Vec<String>,
 }
 
 /// The roles that can use a language model.
-pub const LLM_ROLES: [&str; 5] = [
+pub const LLM_ROLES: [&str; 6] = [
     kgmesh_schemas::Role::KG_LINKER,
     kgmesh_schemas::Role::JUDGE,
     kgmesh_schemas::Role::SUMMARIZER,
     kgmesh_schemas::Role::CACHE_MANAGER,
     kgmesh_schemas::Role::AGENTIC_TRAVERSER,
+    kgmesh_schemas::Role::PATTERN_MATCHER,
 ];
 
 impl Default for LlmConfig {

@@ -11,21 +11,18 @@ use kgmesh_schemas::{
 use kgmesh_stores::{GraphStore, NeighborQuery, StoreError};
 
 use super::{
-    pattern::{class_phrases, pattern_without_model, Pattern, PatternNode},
+    pattern::{
+        pattern_without_model, run_phrases, Pattern, PatternNode, PhraseNearest, PhraseRelations,
+    },
     search::{top_k, LocalGraph, Match, SearchLimits, SearchPattern},
 };
 use crate::{
     scoring::{
-        relevance::{TextVectors, SYNONYM_COSINE},
+        relevance::TextVectors,
         text::{content_stems, relation_words, stem_similarity},
     },
     summarizer::core::anchors,
 };
-
-/// Similarity from which a class phrase names a relation of the graph: a relation word
-/// it shares by its letters scores 0.8 or more, a synonym by its embedding from 0.5
-/// (the KG-Linker's and summarizer's synonym threshold).
-const CLASS_NAMES_RELATION: f32 = SYNONYM_COSINE;
 
 /// Limits of one pattern match.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,22 +72,28 @@ pub struct Matched {
     pub notes: Vec<String>,
 }
 
-/// How alike a relation phrase and a relation name are, in `[0, 1]`: the best pair of
-/// their stems, or their embeddings' cosine when that is higher.
-fn similarity(phrase_stems: &[String], relation_stems: &[String], cosine: Option<f32>) -> f32 {
-    let lexical = phrase_stems
+/// How alike a relation phrase and a relation name are, in `[0, 1]`: by their letters
+/// (the best pair of their stems), and overall (the letters, or their embeddings'
+/// cosine when that is higher).
+fn similarity(
+    phrase_stems: &[String],
+    relation_stems: &[String],
+    cosine: Option<f32>,
+) -> (f32, f32) {
+    let letters = phrase_stems
         .iter()
         .flat_map(|p| relation_stems.iter().map(move |r| stem_similarity(p, r)))
         .fold(0.0, f32::max);
-    lexical.max(cosine.unwrap_or(0.0)).clamp(0.0, 1.0)
+    (letters, letters.max(cosine.unwrap_or(0.0)).clamp(0.0, 1.0))
 }
 
-/// How alike each phrase is to each relation (`[phrase][relation]`).
+/// How alike each phrase is to each relation (`[phrase][relation]`, see
+/// [`similarity`]).
 async fn similarities(
     phrases: &[String],
     relations: &[String],
     vectors_opt: Option<&TextVectors>,
-) -> Vec<Vec<f32>> {
+) -> Vec<Vec<(f32, f32)>> {
     let relation_texts: Vec<String> = relations
         .iter()
         .map(|r| relation_words(r).join(" "))
@@ -155,7 +158,11 @@ async fn relation_distances(
             out.push(None);
             continue;
         };
-        let mut scored: Vec<(f32, &String)> = row.into_iter().zip(relations).collect();
+        let mut scored: Vec<(f32, &String)> = row
+            .into_iter()
+            .map(|(_, overall)| overall)
+            .zip(relations)
+            .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         if scored.first().is_none_or(|(best, _)| *best <= 0.0) {
             out.push(None);
@@ -179,7 +186,7 @@ async fn relation_distances(
 /// its candidates the entities of that name with distance `1 − link score`. Entities
 /// the question names word for word are its anchors (as for the summarizer); linked
 /// look-alikes of another mention are left out.
-fn named_groups(question: &str, entities: &[ScoredEntity]) -> Vec<(String, Vec<(NodeId, f32)>)> {
+pub fn named_entities(question: &str, entities: &[ScoredEntity]) -> NamedEntities {
     let topic: Vec<_> = entities.iter().map(|s| s.entity.clone()).collect();
     let anchors = anchors(question, &topic);
     let mut groups: Vec<(String, Vec<(NodeId, f32)>)> = Vec::new();
@@ -314,6 +321,61 @@ fn path_of(
     Some(Path { start, steps })
 }
 
+/// The entities a question names, grouped by name, with their candidates.
+pub type NamedEntities = Vec<(String, Vec<(NodeId, f32)>)>;
+
+/// Which of `relations` each relation phrase of `question` is nearest to, and how near.
+pub(crate) async fn phrase_relations(
+    question: &str,
+    names: &[&str],
+    relations: &[String],
+    vectors_opt: Option<&TextVectors>,
+) -> PhraseRelations {
+    let phrases = run_phrases(question, names);
+    similarities(&phrases, relations, vectors_opt)
+        .await
+        .into_iter()
+        .zip(phrases)
+        .filter_map(|(row, phrase)| {
+            let (relation, (_, similarity)) = row
+                .iter()
+                .copied()
+                .enumerate()
+                .max_by(|a, b| a.1 .1.total_cmp(&b.1 .1))?;
+            let letters = row.iter().map(|(l, _)| *l).fold(0.0, f32::max);
+            let second = row
+                .iter()
+                .enumerate()
+                .filter(|(r, _)| *r != relation)
+                .map(|(_, (_, overall))| *overall)
+                .fold(0.0, f32::max);
+            Some((
+                phrase,
+                PhraseNearest {
+                    relation,
+                    similarity,
+                    letters,
+                    alone: similarity > second,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The LLM-free pattern of `question` (see [`pattern_without_model`]); `None` when it
+/// names no linked entity.
+pub async fn llm_free_pattern(
+    question: &str,
+    named: &NamedEntities,
+    relations: &[String],
+    vectors_opt: Option<&TextVectors>,
+    max_edges: usize,
+) -> Option<Pattern> {
+    let names: Vec<&str> = named.iter().map(|(name, _)| name.as_str()).collect();
+    let near = phrase_relations(question, &names, relations, vectors_opt).await;
+    pattern_without_model(question, &names, max_edges, &near)
+}
+
 /// Matches the LLM-free pattern of `question` around `entities` (linked) and returns
 /// the closest subgraphs as paths. `relations` are the graph's relation names.
 pub async fn match_question(
@@ -324,25 +386,28 @@ pub async fn match_question(
     entities: &[ScoredEntity],
     limits: &MatchLimits,
 ) -> Result<Matched, StoreError> {
-    let groups = named_groups(question, entities);
-    let names: Vec<&str> = groups.iter().map(|(name, _)| name.as_str()).collect();
-    // Class phrases that a relation of the graph names are hops of their own.
-    let class_phrases = class_phrases(question, &names);
-    let relation_classes: Vec<String> = similarities(&class_phrases, relations, vectors_opt)
-        .await
-        .into_iter()
-        .zip(class_phrases)
-        .filter(|(row, _)| row.iter().any(|&s| s >= CLASS_NAMES_RELATION))
-        .map(|(_, phrase)| phrase)
-        .collect();
+    let named = named_entities(question, entities);
     let Some(pattern) =
-        pattern_without_model(question, &names, limits.max_edges, &relation_classes)
+        llm_free_pattern(question, &named, relations, vectors_opt, limits.max_edges).await
     else {
         return Ok(Matched {
             notes: vec!["pattern matcher: the question names no linked entity".to_owned()],
             ..Matched::default()
         });
     };
+    match_pattern(store, vectors_opt, relations, pattern, &named, limits).await
+}
+
+/// The closest subgraphs to `pattern`, whose known nodes are among `named`, as paths.
+pub async fn match_pattern(
+    store: &dyn GraphStore,
+    vectors_opt: Option<&TextVectors>,
+    relations: &[String],
+    pattern: Pattern,
+    named: &NamedEntities,
+    limits: &MatchLimits,
+) -> Result<Matched, StoreError> {
+    let groups = named;
     let known: Vec<Option<Vec<(NodeId, f32)>>> = pattern
         .nodes
         .iter()

@@ -11,7 +11,12 @@
 //! A run made only of class words ("*which films* did X direct") names the answer's
 //! class, not a relation, and is left out unless it is the question's only phrase.
 
-use std::{collections::HashSet, fmt};
+use std::{
+    collections::{HashMap, HashSet},
+    fmt,
+};
+
+use kgmesh_models::parse::pattern::{is_unknown, PatternTriple};
 
 use crate::scoring::text::{inside_a_longer, word_spans, words, QuestionTerms};
 
@@ -109,39 +114,83 @@ struct Run {
     terms: Vec<usize>,
 }
 
-/// The phrases of `question` made only of class words ("what *languages* …", "which
-/// *films* …"): the caller says which of them name a relation of its graph (see
-/// [`pattern_without_model`]).
-pub fn class_phrases(question: &str, names: &[&str]) -> Vec<String> {
+/// The relation nearest to a phrase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PhraseNearest {
+    /// Its index among the caller's relations.
+    pub relation: usize,
+    /// How near, in `[0, 1]` (by letters or meaning).
+    pub similarity: f32,
+    /// How near the nearest relation by letters alone is.
+    pub letters: f32,
+    /// No other relation is as near.
+    pub alone: bool,
+}
+
+/// The nearest relation of each phrase.
+pub type PhraseRelations = HashMap<String, PhraseNearest>;
+
+/// From this similarity a phrase names its nearest relation (the synonym threshold of
+/// the KG-Linker and the summarizer; a relation word shared by its letters scores 0.6
+/// to 1).
+pub const NAMES_A_RELATION: f32 = crate::scoring::relevance::SYNONYM_COSINE;
+
+/// Every relation phrase the LLM-free builder may use for `question`: the caller tells
+/// [`pattern_without_model`] which relation each one is nearest to.
+pub fn run_phrases(question: &str, names: &[&str]) -> Vec<String> {
     let terms = QuestionTerms::new(question, names);
     all_runs(&terms, &name_positions(&words(question), names))
         .iter()
-        .filter(|run| class_only(&terms, run))
         .map(|run| phrase(&terms, run))
         .collect()
 }
 
 /// The pattern of `question` whose named entities are `names` (distinct names as
 /// linked), with at most `max_edges` edges; `None` when it names no entity.
+/// `relations` gives the nearest relation of each phrase of [`run_phrases`].
 ///
-/// A phrase of class words only names the answer's class ("which *films* did X
-/// direct") unless it is one of `relation_classes`, the class phrases the caller found
-/// near a relation of its graph ("what *languages* are the films of X in", where the
-/// graph has `in_language`), or the question's only phrase.
+/// Phrases are shaped by what the graph's relations say of them:
+/// - a phrase of class words only names the answer's class ("which *films* did X
+///   direct") unless it is near a relation ("what *languages* are the films of X in",
+///   where the graph has `in_language`); in a chain, a class word right before the
+///   name ("the *actor* X") is that name's class and never a hop;
+/// - a class phrase naming the relation of the hop before it is that hop ("when was X
+///   *released*, which *year*": `release_year` once), when both name it and no other
+///   relation as nearly;
+/// - a phrase near no relation joins the next one in the chain ("who is *listed* as
+///   *screenwriter*"), unless it is the only one.
 pub fn pattern_without_model(
     question: &str,
     names: &[&str],
     max_edges: usize,
-    relation_classes: &[String],
+    relations: &PhraseRelations,
 ) -> Option<Pattern> {
     if names.is_empty() || max_edges == 0 {
         return None;
     }
     let terms = QuestionTerms::new(question, names);
     let all = words(question);
-    let runs = runs(&terms, &name_positions(&all, names), relation_classes);
+    let in_names = name_positions(&all, names);
+    let near = |run: &Run| relations.get(&phrase(&terms, run)).copied();
+    let mut runs = all_runs(&terms, &in_names);
+    // In a chain, a class word right before the name is the name's own class; in a
+    // star it is the best word there is for the relation that reaches that name ("at
+    // the *club* X").
     if names.len() == 1 {
-        return Some(chain(&terms, &all, names[0], runs, max_edges));
+        runs.retain(|run| {
+            !(class_only(&terms, run) && in_names.contains(&(last(&terms, run) + 1)))
+        });
+    }
+    // Class words name a relation by their letters only: by meaning, "movies" is near
+    // `starred_actors` (as for the KG-Linker's and summarizer's class words).
+    let keep = |run: &Run| {
+        !class_only(&terms, run) || near(run).is_some_and(|n| n.letters >= NAMES_A_RELATION)
+    };
+    if runs.iter().any(keep) {
+        runs.retain(keep);
+    }
+    if names.len() == 1 {
+        return Some(chain(&terms, &all, names[0], runs, max_edges, &near));
     }
     // A star: each entity joined to the answer by the phrase nearest to it.
     let spans: Vec<Option<(usize, usize)>> = names
@@ -217,17 +266,6 @@ fn name_positions(all: &[String], names: &[&str]) -> HashSet<usize> {
         .collect()
 }
 
-/// The runs that name relations (see [`pattern_without_model`]).
-fn runs(terms: &QuestionTerms, in_names: &HashSet<usize>, relation_classes: &[String]) -> Vec<Run> {
-    let mut runs = all_runs(terms, in_names);
-    let names_relation =
-        |run: &Run| !class_only(terms, run) || relation_classes.contains(&phrase(terms, run));
-    if runs.iter().any(names_relation) {
-        runs.retain(names_relation);
-    }
-    runs
-}
-
 /// The words of a run, shared-value markers left out (they shape the pattern instead).
 fn phrase(terms: &QuestionTerms, run: &Run) -> String {
     let words: Vec<&str> = run
@@ -239,27 +277,41 @@ fn phrase(terms: &QuestionTerms, run: &Run) -> String {
     words.join(" ")
 }
 
+/// Words that make a following name the object of a preposition inside a noun phrase
+/// ("the films acted *by* X were released …"): the words after such a name belong to
+/// the sentence around that noun phrase, not to the name.
+const PREPOSITIONS: &[&str] = &[
+    "about", "as", "at", "by", "for", "from", "in", "into", "of", "on", "to", "with",
+];
+
+/// The position of a run's last word.
+fn last(terms: &QuestionTerms, run: &Run) -> usize {
+    terms.position(*run.terms.last().unwrap_or(&run.terms[0]))
+}
+
 /// The order of `runs` along a chain from the name written at `span` of `all`:
 /// 1. a possessive chain after the name, in order ("X 's *mother* 's *father*");
-/// 2. the other words after the name that name relations: the name is their clause's
-///    subject or object ("which films did X *direct*", "the club that X *plays for*");
+/// 2. the words after the name when the name is their clause's subject or object
+///    ("which films did X *direct*", "the club that X *plays for*");
 /// 3. the words before the name, nearest first ("the *films directed* by the
-///    *director* of X");
-/// 4. class words after the name last: they ask for the answer ("… X were in which
-///    *genres*").
+///    *director* of X"), but the asked-for class after "what"/"which";
+/// 4. the words after a name that is a preposition's object ("the films acted by X
+///    *were released* in …", "do players from C *play for*");
+/// 5. class words asking for the answer: after "what"/"which", or after the name
+///    ("… X were in which *genres*").
 ///
-/// Without a written name, from the end of the sentence.
+/// Without a written name, from the end of the sentence. Returns how many runs the
+/// possessive chain holds.
 fn chain_order(
     terms: &QuestionTerms,
     all: &[String],
     span: Option<(usize, usize)>,
     runs: &mut [Run],
-) {
+) -> usize {
     let first = |run: &Run| terms.position(run.terms[0]);
-    let last = |run: &Run| terms.position(*run.terms.last().unwrap_or(&run.terms[0]));
     let Some((at, end)) = span else {
         runs.sort_by_key(|run| std::cmp::Reverse(first(run)));
-        return;
+        return 0;
     };
     let mut possessive: Vec<usize> = Vec::new();
     let mut next = end;
@@ -269,15 +321,31 @@ fn chain_order(
             break;
         };
         possessive.push(r);
-        next = last(&runs[r]) + 1;
+        next = last(terms, &runs[r]) + 1;
     }
+    // The word that governs the name, past an article and the name's own class word.
+    let governor = all[..at]
+        .iter()
+        .rev()
+        .find(|w| !matches!(w.as_str(), "the" | "a" | "an") && !is_class_word(terms, all, w))
+        .map(String::as_str);
+    let after_object = governor.is_some_and(|w| PREPOSITIONS.contains(&w));
+    let asks = |run: &Run| {
+        class_only(terms, run)
+            && (first(run) >= end
+                || first(run)
+                    .checked_sub(1)
+                    .is_some_and(|p| matches!(all[p].as_str(), "what" | "which")))
+    };
     let key = |(r, run): (usize, &Run)| -> (u8, usize) {
         if let Some(rank) = possessive.iter().position(|&p| p == r) {
             (0, rank)
-        } else if first(run) >= end && !class_only(terms, run) {
+        } else if asks(run) {
+            (4, first(run))
+        } else if first(run) >= end && !after_object {
             (1, first(run))
-        } else if last(run) < at {
-            (2, at - last(run))
+        } else if last(terms, run) < at {
+            (2, at - last(terms, run))
         } else {
             (3, first(run))
         }
@@ -291,6 +359,20 @@ fn chain_order(
     for (slot, (_, run)) in runs.iter_mut().zip(keyed) {
         *slot = run;
     }
+    possessive.len()
+}
+
+/// Whether `word` (a word before the name) is a class word of the question.
+fn is_class_word(terms: &QuestionTerms, all: &[String], word: &str) -> bool {
+    (0..terms.stems().len()).any(|i| terms.names_a_class(i) && all[terms.position(i)] == word)
+}
+
+/// Whether two phrases are nearest to one relation, each with no other as near.
+fn same_relation(a: Option<PhraseNearest>, b: Option<PhraseNearest>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.alone && b.alone && a.relation == b.relation,
+        _ => false,
+    }
 }
 
 fn chain(
@@ -299,6 +381,7 @@ fn chain(
     name: &str,
     mut runs: Vec<Run>,
     max_edges: usize,
+    near: &dyn Fn(&Run) -> Option<PhraseNearest>,
 ) -> Pattern {
     let spans = word_spans(all, &words(name));
     let span = spans
@@ -306,6 +389,23 @@ fn chain(
         .copied()
         .find(|&span| !inside_a_longer(span, &spans));
     chain_order(terms, all, span, &mut runs);
+    let names_relation = |run: &Run| near(run).is_some_and(|n| n.similarity >= NAMES_A_RELATION);
+    // A class phrase naming the relation of the hop before it is that hop.
+    let mut merged: Vec<Run> = Vec::new();
+    for run in runs {
+        match merged.last_mut() {
+            Some(previous)
+                if class_only(terms, &run)
+                    && names_relation(&run)
+                    && names_relation(previous)
+                    && same_relation(near(previous), near(&run)) =>
+            {
+                previous.terms.extend(run.terms)
+            }
+            _ => merged.push(run),
+        }
+    }
+    let runs = merged;
     let mut nodes = vec![PatternNode::Known(name.to_owned())];
     let mut edges = Vec::new();
     let mut push = |nodes: &mut Vec<PatternNode>, phrase: Option<String>| {
@@ -321,7 +421,9 @@ fn chain(
     for run in &runs {
         let text = phrase(terms, run);
         let text = (!text.is_empty()).then_some(text);
-        let round_trip = run.terms.iter().any(|&i| terms.marks_shared_value(i));
+        // "films that *share* actors with X": the first hop goes to the shared node and
+        // comes back; later ("the director of X *also* directed") the return is the hop.
+        let round_trip = nodes.len() == 1 && run.terms.iter().any(|&i| terms.marks_shared_value(i));
         let needed = if round_trip { 2 } else { 1 };
         if budget < needed {
             break;
@@ -341,4 +443,101 @@ fn chain(
         edges,
         answer,
     }
+}
+
+/// Most edges a model-written pattern may have.
+pub const MAX_MODEL_EDGES: usize = 6;
+
+/// The pattern a model wrote as `triples` (SimGRAG's segmentation), for a question whose
+/// linked entities are `names`. A written node is the named entity whose words it
+/// holds (or that holds its words); `UNKNOWN …` nodes are unknown, one per distinct
+/// label. The answer is the unknown node farthest from the named entities (the last
+/// written of those). Refused, with the reason: no triple names a linked entity, a node
+/// that is neither unknown nor a linked entity, no unknown node, a pattern in pieces, or
+/// more than [`MAX_MODEL_EDGES`] edges.
+pub fn pattern_from_triples(triples: &[PatternTriple], names: &[&str]) -> Result<Pattern, String> {
+    let name_words: Vec<Vec<String>> = names.iter().map(|n| words(n)).collect();
+    let mut keys: Vec<String> = Vec::new();
+    let mut nodes: Vec<PatternNode> = Vec::new();
+    let mut node_of = |label: &str| -> Result<usize, String> {
+        let label_words = words(label);
+        let (key, node) = if is_unknown(label) {
+            (format!("?{}", label_words.join(" ")), PatternNode::Unknown)
+        } else {
+            let named = name_words.iter().position(|name| {
+                !name.is_empty()
+                    && !label_words.is_empty()
+                    && (!word_spans(&label_words, name).is_empty()
+                        || !word_spans(name, &label_words).is_empty())
+            });
+            match named {
+                Some(i) => (
+                    format!("={}", names[i]),
+                    PatternNode::Known(names[i].to_owned()),
+                ),
+                None => return Err(format!("it names {label:?}, which is no linked entity")),
+            }
+        };
+        match keys.iter().position(|k| *k == key) {
+            Some(at) => Ok(at),
+            None => {
+                keys.push(key);
+                nodes.push(node);
+                Ok(nodes.len() - 1)
+            }
+        }
+    };
+    let mut edges = Vec::new();
+    for triple in triples {
+        let from = node_of(&triple.head)?;
+        let to = node_of(&triple.tail)?;
+        if from == to {
+            continue;
+        }
+        let phrase = (!is_unknown(&triple.relation)).then(|| triple.relation.trim().to_owned());
+        edges.push(PatternEdge { from, to, phrase });
+    }
+    if edges.is_empty() {
+        return Err("it has no triple between two different nodes".to_owned());
+    }
+    if edges.len() > MAX_MODEL_EDGES {
+        return Err(format!(
+            "it has {} edges, more than {MAX_MODEL_EDGES}",
+            edges.len()
+        ));
+    }
+    // Hops from the named entities.
+    let mut hops: Vec<Option<usize>> = nodes
+        .iter()
+        .map(|n| matches!(n, PatternNode::Known(_)).then_some(0))
+        .collect();
+    if hops.iter().all(Option::is_none) {
+        return Err("it names none of the question's linked entities".to_owned());
+    }
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for edge in &edges {
+            for (a, b) in [(edge.from, edge.to), (edge.to, edge.from)] {
+                if let Some(h) = hops[a] {
+                    if hops[b].is_none_or(|old| old > h + 1) {
+                        hops[b] = Some(h + 1);
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    if hops.iter().any(Option::is_none) {
+        return Err("it is in pieces not all joined to a named entity".to_owned());
+    }
+    let answer = (0..nodes.len())
+        .filter(|&v| nodes[v] == PatternNode::Unknown)
+        .max_by_key(|&v| (hops[v], v))
+        .ok_or_else(|| "it has no unknown node to answer with".to_owned())?;
+    Ok(Pattern {
+        nodes,
+        edges,
+        answer,
+    })
 }

@@ -1,9 +1,13 @@
 //! The pattern-matcher role: a retriever answering `retrieve` with the subgraphs
-//! closest to the question's pattern.
+//! closest to the question's pattern. With a model (when `llm.roles` lists the role)
+//! the model writes the pattern in one call; a failed or unusable reply falls back to
+//! the LLM-free pattern, said in a note and counted as a model fallback.
 
 use std::{sync::Arc, time::Instant};
 
+use kgmesh_models::{parse, prompts, LanguageModel};
 use kgmesh_schemas::{
+    budget::Cost,
     messages::{
         context::{Evidence, EvidenceItem},
         retrieve::{RetrieveReply, RetrieveRequest},
@@ -13,7 +17,10 @@ use kgmesh_schemas::{
 use kgmesh_stores::GraphStore;
 use tokio::sync::OnceCell;
 
-use super::core::{match_question, MatchLimits};
+use super::{
+    core::{llm_free_pattern, match_pattern, named_entities, MatchLimits, NamedEntities},
+    pattern::{pattern_from_triples, Pattern},
+};
 use crate::{
     kg_linker::core::graph_relations,
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
@@ -22,6 +29,8 @@ use crate::{
 
 struct PatternMatcher {
     graph: Arc<dyn GraphStore>,
+    /// Writes the question's pattern when the role may use the model (`llm.roles`).
+    llm_opt: Option<Arc<dyn LanguageModel>>,
     /// Word embeddings for relation phrases, when the process has an embedder.
     vectors_opt: Option<Arc<TextVectors>>,
     /// The graph's relation names, read once.
@@ -29,6 +38,30 @@ struct PatternMatcher {
 }
 
 impl PatternMatcher {
+    /// The pattern the model writes for `question` (one call), or why it is unusable.
+    async fn model_pattern(
+        &self,
+        ctx: &CallContext,
+        llm: &dyn LanguageModel,
+        question: &str,
+        named: &NamedEntities,
+        relations: &[String],
+    ) -> Result<Pattern, String> {
+        let names: Vec<String> = named.iter().map(|(name, _)| name.clone()).collect();
+        let prompt = prompts::pattern::pattern(question, &names, relations);
+        let reply = ctx.chat(llm, prompt).await.map_err(|e| e.to_string())?;
+        ctx.record(&Cost {
+            llm_calls: 1,
+            prompt_tokens: reply.usage.prompt_tokens,
+            completion_tokens: reply.usage.completion_tokens,
+            llm_us: reply.elapsed.as_micros() as u64,
+            ..Cost::default()
+        });
+        let triples = parse::pattern::parse(&reply.text).map_err(|e| e.to_string())?;
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        pattern_from_triples(&triples, &names)
+    }
+
     async fn retrieve(
         &self,
         ctx: CallContext,
@@ -55,20 +88,83 @@ impl PatternMatcher {
             deadline_opt: Some(ctx.deadline()),
             ..MatchLimits::default()
         };
-        let matched = match_question(
-            self.graph.as_ref(),
-            self.vectors_opt.as_deref(),
-            &relations,
-            &request.question,
-            &request.entities,
-            &limits,
-        )
-        .await
-        .map_err(store_error)?;
-        ctx.record_graph(matched.edges_read as u64, started.elapsed());
+        let named = named_entities(&request.question, &request.entities);
+        let mut notes = Vec::new();
+        let mut pattern = None;
+        if let Some(llm) = self
+            .llm_opt
+            .as_deref()
+            .filter(|_| budget.check_llm(1).is_ok())
+        {
+            match self
+                .model_pattern(&ctx, llm, &request.question, &named, &relations)
+                .await
+            {
+                Ok(written) => pattern = Some(written),
+                Err(why) => {
+                    ctx.record_model_fallback(&why);
+                    notes.push(format!(
+                        "pattern matcher: the model's pattern is unusable ({why}); the LLM-free pattern is used"
+                    ));
+                }
+            }
+        }
+        let mut edges_read = 0;
+        let mut paths = Vec::new();
+        if let Some(written) = pattern {
+            let mut matched = match_pattern(
+                self.graph.as_ref(),
+                self.vectors_opt.as_deref(),
+                &relations,
+                written,
+                &named,
+                &limits,
+            )
+            .await
+            .map_err(store_error)?;
+            notes.append(&mut matched.notes);
+            edges_read += matched.edges_read;
+            paths = matched.paths;
+            if paths.is_empty() {
+                notes.push(
+                    "pattern matcher: the model's pattern matched nothing close; the LLM-free pattern is tried too"
+                        .to_owned(),
+                );
+            }
+        }
+        if paths.is_empty() {
+            let Some(own) = llm_free_pattern(
+                &request.question,
+                &named,
+                &relations,
+                self.vectors_opt.as_deref(),
+                limits.max_edges,
+            )
+            .await
+            else {
+                notes.push("pattern matcher: the question names no linked entity".to_owned());
+                return Ok(RetrieveReply {
+                    notes,
+                    ..RetrieveReply::default()
+                });
+            };
+            let mut matched = match_pattern(
+                self.graph.as_ref(),
+                self.vectors_opt.as_deref(),
+                &relations,
+                own,
+                &named,
+                &limits,
+            )
+            .await
+            .map_err(store_error)?;
+            notes.append(&mut matched.notes);
+            edges_read += matched.edges_read;
+            paths = matched.paths;
+        }
+        ctx.record_graph(edges_read as u64, started.elapsed());
         Ok(RetrieveReply {
-            evidence: matched
-                .paths
+            evidence: paths
                 .into_iter()
                 .take(max_evidence)
                 .map(|(path, distance)| Evidence {
@@ -78,7 +174,7 @@ impl PatternMatcher {
                 })
                 .collect(),
             repair_hints: Vec::new(),
-            notes: matched.notes,
+            notes,
         })
     }
 }
@@ -89,6 +185,7 @@ impl PatternMatcher {
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let matcher = Arc::new(PatternMatcher {
         graph: deps.require_graph(Role::PATTERN_MATCHER)?,
+        llm_opt: deps.llm_for(Role::PATTERN_MATCHER),
         vectors_opt: text_vectors(deps),
         relations: OnceCell::new(),
     });

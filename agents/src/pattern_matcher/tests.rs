@@ -1,5 +1,6 @@
 use std::collections::{HashMap, HashSet};
 
+use kgmesh_models::parse::pattern::PatternTriple;
 use kgmesh_schemas::{
     graph::{Entity, ScoredEntity},
     NodeId,
@@ -7,8 +8,8 @@ use kgmesh_schemas::{
 use proptest::prelude::*;
 
 use super::{
-    core::{match_question, MatchLimits},
-    pattern::{pattern_without_model, PatternNode},
+    core::{match_question, phrase_relations, MatchLimits},
+    pattern::{pattern_from_triples, pattern_without_model, Pattern, PatternNode},
     search::{top_k, LocalGraph, SearchLimits, SearchPattern},
 };
 use crate::{kg_linker::core::graph_relations, scoring::fixtures};
@@ -20,9 +21,33 @@ fn entity(id: u64) -> Entity {
     }
 }
 
+const MOVIE_RELATIONS: &[&str] = &[
+    "directed_by",
+    "written_by",
+    "starred_actors",
+    "release_year",
+    "in_language",
+    "has_genre",
+    "has_tags",
+];
+const FAMILY_RELATIONS: &[&str] = &["parents", "children", "spouse", "nationality", "gender"];
+const FOOTBALL_RELATIONS: &[&str] = &[
+    "plays_position",
+    "plays_in_club",
+    "is_in_country",
+    "plays_for_country",
+];
+
+/// The LLM-free pattern of `question` over a graph with `relations` (lexical).
+async fn pattern_over(question: &str, names: &[&str], relations: &[&str], edges: usize) -> Pattern {
+    let relations: Vec<String> = relations.iter().map(|r| (*r).to_owned()).collect();
+    let near = phrase_relations(question, names, &relations, None).await;
+    pattern_without_model(question, names, edges, &near).expect("a pattern")
+}
+
 /// The phrases of the pattern's edges, in edge order.
-fn phrases(question: &str, names: &[&str]) -> Vec<Option<String>> {
-    let pattern = pattern_without_model(question, names, 3, &[]).expect("a pattern");
+async fn phrases(question: &str, name: &str, relations: &[&str]) -> Vec<Option<String>> {
+    let pattern = pattern_over(question, &[name], relations, 3).await;
     pattern.edges.iter().map(|e| e.phrase.clone()).collect()
 }
 
@@ -30,115 +55,162 @@ fn some(texts: &[&str]) -> Vec<Option<String>> {
     texts.iter().map(|t| Some((*t).to_owned())).collect()
 }
 
-#[test]
-fn a_chain_runs_from_the_named_entity_outwards() {
-    assert_eq!(
-        phrases("who directed the movies starring Tom Hanks", &["Tom Hanks"]),
-        some(&["movies starring", "directed"])
-    );
+#[tokio::test]
+async fn a_chain_runs_from_the_named_entity_outwards() {
+    let movies = MOVIE_RELATIONS;
     assert_eq!(
         phrases(
-            "what languages are spoken in the films directed by Joel Coen",
-            &["Joel Coen"]
-        ),
-        some(&["films directed", "spoken"])
+            "who directed the movies starring Tom Hanks",
+            "Tom Hanks",
+            movies
+        )
+        .await,
+        some(&["movies starring", "directed"])
+    );
+    // "what languages": a class phrase that names `in_language` is the last hop.
+    assert_eq!(
+        phrases(
+            "what languages are the films directed by the director of Heat in",
+            "Heat",
+            movies
+        )
+        .await,
+        some(&["director", "films directed", "languages"])
     );
     // A possessive chain comes first, then the words before the name.
     assert_eq!(
-        phrases("what is the nationality of Anna's mom", &["Anna"]),
+        phrases(
+            "what is the nationality of Anna's mom",
+            "Anna",
+            FAMILY_RELATIONS
+        )
+        .await,
         some(&["mom", "nationality"])
     );
-    let pattern = pattern_without_model("who directed Heat", &["Heat"], 3, &[]).unwrap();
+    let pattern = pattern_over("who directed Heat", &["Heat"], movies, 3).await;
     assert_eq!(pattern.nodes[0], PatternNode::Known("Heat".to_owned()));
     assert_eq!(pattern.answer, 1);
     assert_eq!(pattern.to_string(), "(Heat) -[directed]- (?answer)");
 }
 
-#[test]
-fn words_after_the_name_come_first_and_the_asked_class_last() {
-    let with = |question: &str, name: &str, classes: &[&str]| {
-        let classes: Vec<String> = classes.iter().map(|c| (*c).to_owned()).collect();
-        let pattern = pattern_without_model(question, &[name], 3, &classes).expect("a pattern");
-        pattern
-            .edges
-            .iter()
-            .map(|e| e.phrase.clone())
-            .collect::<Vec<_>>()
-    };
+#[tokio::test]
+async fn words_after_the_name_come_first_unless_it_is_a_prepositions_object() {
+    let football = FOOTBALL_RELATIONS;
     assert_eq!(
-        with(
+        phrases(
             "where is the football club that Saphir_TAIDER plays for",
             "Saphir_TAIDER",
-            &[]
-        ),
+            football
+        )
+        .await,
         some(&["plays", "football club"])
     );
+    // "which country": the asked-for class comes last.
     assert_eq!(
-        with(
+        phrases(
             "which country does Mario_GAVRANOVIC play in",
             "Mario_GAVRANOVIC",
-            &["country"]
-        ),
+            football
+        )
+        .await,
         some(&["play", "country"])
     );
     assert_eq!(
-        with(
+        phrases(
             "the films that share directors with the film [Black Snake Moan] were in which genres",
             "Black Snake Moan",
-            &["genres"]
-        ),
+            MOVIE_RELATIONS
+        )
+        .await,
         some(&["directors", "directors", "genres"])
+    );
+    // "acted by X": the words after the name come after the noun phrase it ends, and
+    // "which years" names the same relation as "released": one hop.
+    assert_eq!(
+        phrases(
+            "the films acted by [John Marley] were released in which years",
+            "John Marley",
+            MOVIE_RELATIONS
+        )
+        .await,
+        some(&["films acted", "released years"])
     );
 }
 
-#[test]
-fn class_words_alone_name_no_relation_and_shared_values_go_there_and_back() {
+#[tokio::test]
+async fn class_words_name_a_relation_only_by_their_letters() {
+    let movies = MOVIE_RELATIONS;
     // "which films" names the answer's class: one hop, "direct".
     assert_eq!(
-        phrases("which films did Joel Coen direct", &["Joel Coen"]),
+        phrases("which films did Joel Coen direct", "Joel Coen", movies).await,
         some(&["direct"])
     );
+    // "the actor X": the name's own class is no hop.
+    assert_eq!(
+        phrases(
+            "the actor [Alexandra Chando] acted together with who",
+            "Alexandra Chando",
+            movies
+        )
+        .await,
+        some(&["acted", "acted"])
+    );
+}
+
+#[tokio::test]
+async fn shared_values_go_there_and_back_only_from_the_name() {
+    let movies = MOVIE_RELATIONS;
     // "same director" is a round trip through the shared director.
-    let pattern = pattern_without_model(
+    let pattern = pattern_over(
         "which films have the same director as Heat",
         &["Heat"],
+        movies,
         3,
-        &[],
     )
-    .unwrap();
+    .await;
     assert_eq!(pattern.edges.len(), 2);
     assert_eq!(pattern.edges[0].phrase.as_deref(), Some("director"));
     assert_eq!(pattern.edges[1].phrase.as_deref(), Some("director"));
     assert_eq!(pattern.answer, 2);
+    // Later in the chain, "also" marks the way back itself.
+    assert_eq!(
+        phrases(
+            "the screenwriter of [Starman] also wrote which films",
+            "Starman",
+            movies
+        )
+        .await,
+        some(&["screenwriter", "wrote"])
+    );
     // No words left: one hop of unknown relation.
-    assert_eq!(phrases("Heat?", &["Heat"]), vec![None]);
+    assert_eq!(phrases("Heat?", "Heat", movies).await, vec![None]);
     // The depth budget caps the edges.
-    let short = pattern_without_model(
+    let short = pattern_over(
         "who directed the movies starring Tom Hanks",
         &["Tom Hanks"],
+        movies,
         1,
-        &[],
     )
-    .unwrap();
+    .await;
     assert_eq!(short.edges.len(), 1);
-    assert!(pattern_without_model("who directed Heat", &[], 3, &[]).is_none());
+    assert!(pattern_without_model("who directed Heat", &[], 3, &Default::default()).is_none());
 }
 
-#[test]
-fn two_named_entities_make_a_star_around_the_answer() {
-    let pattern = pattern_without_model(
-        "who plays position midfielder for club Arsenal",
-        &["midfielder", "Arsenal"],
+#[tokio::test]
+async fn two_named_entities_make_a_star_around_the_answer() {
+    let pattern = pattern_over(
+        "name a player who plays at Defender position at the club Real_Madrid_CF",
+        &["Defender", "Real_Madrid_CF"],
+        FOOTBALL_RELATIONS,
         3,
-        &[],
     )
-    .unwrap();
+    .await;
     assert_eq!(pattern.answer, 0);
     assert_eq!(pattern.nodes[0], PatternNode::Unknown);
-    assert_eq!(pattern.edges.len(), 2);
-    assert_eq!(pattern.edges[0].phrase.as_deref(), Some("plays position"));
-    assert_eq!(pattern.edges[1].phrase.as_deref(), Some("club"));
-    assert!(pattern.edges.iter().all(|e| e.to == 0));
+    assert_eq!(
+        pattern.to_string(),
+        "(Defender) -[position]- (?answer); (Real_Madrid_CF) -[club]- (?answer)"
+    );
 }
 
 /// A stored edge (head, relation, tail) and what it costs a pattern edge.
@@ -452,4 +524,148 @@ async fn the_closest_subgraph_answers_a_three_hop_question() {
         .map(|(p, _)| p.end().name.as_str())
         .collect();
     assert_eq!(ends, HashSet::from(["English", "Spanish"]));
+}
+
+fn triple(head: &str, relation: &str, tail: &str) -> PatternTriple {
+    PatternTriple {
+        head: head.into(),
+        relation: relation.into(),
+        tail: tail.into(),
+    }
+}
+
+#[test]
+fn a_model_pattern_becomes_a_pattern_whose_answer_is_the_farthest_unknown() {
+    let pattern = pattern_from_triples(
+        &[
+            triple("[Heat]", "directed by", "UNKNOWN director 1"),
+            triple("UNKNOWN film 2", "directed by", "UNKNOWN director 1"),
+            triple("UNKNOWN film 2", "UNKNOWN relation", "UNKNOWN language 3"),
+        ],
+        &["Heat"],
+    )
+    .unwrap();
+    assert_eq!(
+        pattern.to_string(),
+        "(Heat) -[directed by]- (?1); (?2) -[directed by]- (?1); (?2) -[?]- (?answer)"
+    );
+    assert_eq!(pattern.answer, 3);
+    // A star: both named entities, the shared unknown is the answer.
+    let star = pattern_from_triples(
+        &[
+            triple("UNKNOWN player 1", "plays position", "Goalkeeper"),
+            triple("UNKNOWN player 1", "club", "Arsenal FC"),
+        ],
+        &["Goalkeeper", "Arsenal_FC"],
+    )
+    .unwrap();
+    assert_eq!(star.answer, 0);
+    assert_eq!(star.edges.len(), 2);
+}
+
+#[test]
+fn a_model_pattern_that_cannot_be_matched_is_refused_with_its_reason() {
+    let refused = |triples: &[PatternTriple]| pattern_from_triples(triples, &["Heat"]).unwrap_err();
+    assert!(refused(&[triple("Heat", "directed by", "Michael Mann")]).contains("\"Michael Mann\""));
+    assert!(refused(&[triple("UNKNOWN a 1", "r", "UNKNOWN b 2")]).contains("names none"));
+    assert!(refused(&[
+        triple("Heat", "r", "UNKNOWN a 1"),
+        triple("UNKNOWN b 2", "r", "UNKNOWN c 3")
+    ])
+    .contains("in pieces"));
+    assert!(refused(&[triple("Heat", "r", "Heat")]).contains("no triple"));
+    let long: Vec<PatternTriple> = (0..7)
+        .map(|i| triple("Heat", "r", &format!("UNKNOWN x {i}")))
+        .collect();
+    assert!(refused(&long).contains("more than 6"));
+}
+
+/// The role on an in-process bus with a scripted model: a usable pattern is matched
+/// (one model call), an unusable reply falls back to the LLM-free pattern and says so.
+#[tokio::test]
+async fn the_role_uses_the_model_pattern_and_falls_back_visibly() {
+    use std::{sync::Arc, time::Duration};
+
+    use kgmesh_bus::LocalBus;
+    use kgmesh_schemas::{
+        graph::ScoredEntity,
+        messages::{context::EvidenceItem, retrieve::RetrieveRequest},
+        Budget, Meta, QuestionId, Role,
+    };
+    use kgmesh_stores::GraphStore;
+
+    use crate::{
+        runtime::{registry, AgentDeps, Client, StartOptions},
+        testing::ScriptedModel,
+    };
+
+    async fn within<F: std::future::Future>(
+        future: F,
+    ) -> Result<F::Output, tokio::time::error::Elapsed> {
+        tokio::time::timeout(Duration::from_secs(30), future).await
+    }
+    let graph = fixtures::movies();
+    let heat = fixtures::entity(&graph, "Heat");
+    let graph: Arc<dyn GraphStore> = Arc::new(graph);
+    let request = RetrieveRequest {
+        question: "what languages are the films directed by the director of Heat in".into(),
+        entities: vec![ScoredEntity {
+            entity: heat,
+            score: 1.0,
+        }],
+        draft_answers: Vec::new(),
+        metapaths: Vec::new(),
+        cypher: Vec::new(),
+        max_evidence: 50,
+        cues: Vec::new(),
+    };
+    let model = Arc::new(ScriptedModel::new(vec![
+        Ok("<triples>\nHeat | directed by | UNKNOWN director 1\nUNKNOWN film 2 | directed by | UNKNOWN director 1\nUNKNOWN film 2 | language | UNKNOWN language 3\n</triples>"),
+        Ok("Sorry, I can only talk about movies."),
+    ]));
+    let bus = Arc::new(LocalBus::new());
+    let deps = AgentDeps::new(bus.clone())
+        .with_graph(graph)
+        .with_llm(model.clone());
+    let role = within(registry::start(
+        Role::PATTERN_MATCHER,
+        &deps,
+        StartOptions::default(),
+    ))
+    .await
+    .expect("in time")
+    .unwrap();
+    let client = Client::new(bus.clone());
+    let matcher = Role::well_known(Role::PATTERN_MATCHER);
+    let meta = Meta::new(QuestionId::new_random(), 1, Budget::default());
+
+    let (reply, cost) = within(client.call(&matcher, &meta, &request))
+        .await
+        .expect("in time")
+        .unwrap();
+    assert_eq!((cost.llm_calls, cost.model_fallbacks), (1, 0));
+    assert!(model.prompts()[0].contains("Named entities: Heat"));
+    assert!(
+        reply.notes[0].starts_with("pattern matcher: (Heat) -[directed by]- (?1); (?2) -[directed by]- (?1); (?2) -[language]- (?answer)"),
+        "{:?}",
+        reply.notes
+    );
+    let EvidenceItem::Path(best) = &reply.evidence[0].item else {
+        panic!("a path: {:?}", reply.evidence[0]);
+    };
+    assert_eq!(best.steps.last().unwrap().relation, "in_language");
+
+    let (reply, cost) = within(client.call(&matcher, &meta, &request))
+        .await
+        .expect("in time")
+        .unwrap();
+    assert_eq!((cost.llm_calls, cost.model_fallbacks), (1, 1));
+    assert!(
+        reply.notes[0].starts_with("pattern matcher: the model's pattern is unusable"),
+        "{:?}",
+        reply.notes
+    );
+    assert!(reply.notes[1].starts_with("pattern matcher: (Heat) -[director]-"));
+    assert!(!reply.evidence.is_empty());
+    role.stop(Duration::from_secs(5)).await;
 }

@@ -9,6 +9,7 @@
 pub mod isr;
 pub mod judge;
 pub mod kg_linker;
+pub mod pattern;
 pub mod sections;
 pub mod summarizer;
 pub mod traversal;

@@ -11,6 +11,7 @@ pub mod context;
 pub mod isr;
 pub mod judge;
 pub mod kg_linker;
+pub mod pattern;
 pub mod schema;
 pub mod summarizer;
 pub mod traversal;
