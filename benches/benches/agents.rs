@@ -1,7 +1,8 @@
 //! Retrieval-agent figures on the MetaQA KB and a synthetic power-law KG: the shared
 //! name index (build time, resident memory), entity-link latency per call (fuzzy; with
 //! `--embed`, embedding and the union on MetaQA), and the latency of one call of every
-//! LLM-free retrieval tool (the cores the roles run, without the bus).
+//! LLM-free retrieval tool (the cores the roles run, without the bus), the pattern
+//! matcher's included.
 //!
 //! ```text
 //! cargo bench -p kgmesh-benches --bench agents                                   # 1M edges
@@ -34,10 +35,13 @@ use std::{
 
 use kgmesh_agents::{
     entity_linker::core::{link, scan_all_names, EmbeddingLinker},
-    kg_linker::core::{link_without_llm, rank_metapaths, EnumerateLimits, LinkerConfig},
+    kg_linker::core::{
+        graph_relations, link_without_llm, rank_metapaths, EnumerateLimits, LinkerConfig,
+    },
     path_follower::core::{
         expand_breadth, expand_depth, follow_metapath, shortest_paths, WalkLimits,
     },
+    pattern_matcher::core::{match_question, MatchLimits},
     query_executor::core::execute,
     scoring::{
         core::{score_triples, ScoringConfig},
@@ -48,7 +52,7 @@ use kgmesh_agents::{
 use kgmesh_benches::{percentiles, resident_bytes, splitmix64, SyntheticKg};
 use kgmesh_models::lexical::Gazetteer;
 use kgmesh_schemas::{
-    graph::{Direction, Entity, Value},
+    graph::{Direction, Entity, ScoredEntity, Value},
     messages::entity_linker::LinkMode,
     NodeId,
 };
@@ -311,6 +315,10 @@ async fn tool_figures(graph: &EmbeddedGraph, index: &Gazetteer, samples: &[Sampl
     let mut scorer = Vec::new();
     let mut traverser = Vec::new();
     let mut query = Vec::new();
+    let mut matcher = Vec::new();
+    let mut matcher_edges = Vec::new();
+    let relations = graph_relations(graph).await;
+    let match_limits = MatchLimits::default();
     let mut refusals = 0usize;
     for sample in samples {
         let topics = std::slice::from_ref(&sample.topic);
@@ -374,6 +382,23 @@ async fn tool_figures(graph: &EmbeddedGraph, index: &Gazetteer, samples: &[Sampl
         .expect("traverser");
         traverser.push(started.elapsed());
 
+        let started = Instant::now();
+        let matched = match_question(
+            graph,
+            None,
+            &relations,
+            &sample.question,
+            &[ScoredEntity {
+                entity: sample.topic.clone(),
+                score: 1.0,
+            }],
+            &match_limits,
+        )
+        .await
+        .expect("pattern matcher");
+        matcher.push(started.elapsed());
+        matcher_edges.push(matched.edges_read);
+
         // The query executor on the query a model would write for the first step.
         let arrow = match first.direction {
             Direction::In => ("<-", "-"),
@@ -404,6 +429,16 @@ async fn tool_figures(graph: &EmbeddedGraph, index: &Gazetteer, samples: &[Sampl
     print_latency("scoring retriever (2 hops, top 60)", scorer);
     print_latency("agentic traverser (no LLM, ≤ 3 steps)", traverser);
     print_latency("query executor (1-hop Cypher)", query);
+    print_latency("pattern matcher (LLM-free pattern, top 100)", matcher);
+    matcher_edges.sort_unstable();
+    println!(
+        "      edges read per pattern: p50 {}, p99 {}, max {}",
+        matcher_edges.get(matcher_edges.len() / 2).unwrap_or(&0),
+        matcher_edges
+            .get(matcher_edges.len() * 99 / 100)
+            .unwrap_or(&0),
+        matcher_edges.last().unwrap_or(&0)
+    );
     if refusals > 0 {
         println!("      ({refusals} queries refused)");
     }
