@@ -135,9 +135,8 @@ async fn similarities(
 }
 
 /// The candidate relations of each pattern edge, as distances (`1 − similarity`) by
-/// relation name; `None` for an edge whose phrase is missing or near no relation (any
-/// relation, at distance zero for a missing phrase and one for a phrase near none; the
-/// caller adds the latter).
+/// relation name; `None` for an edge whose phrase is missing (any relation, at distance
+/// zero) or near no relation (the caller returns no evidence for such a pattern).
 async fn relation_distances(
     pattern: &Pattern,
     relations: &[String],
@@ -421,6 +420,24 @@ pub async fn match_pattern(
         .collect();
     let by_name =
         relation_distances(&pattern, relations, vectors_opt, limits.relation_candidates).await;
+    // A phrase near no relation of the graph asks for something the graph does not
+    // say: whatever a search found for it would be a guess, so there is no evidence.
+    let unmatched: Vec<&str> = pattern
+        .edges
+        .iter()
+        .zip(&by_name)
+        .filter(|(_, candidates)| candidates.is_none())
+        .filter_map(|(edge, _)| edge.phrase.as_deref())
+        .collect();
+    if !unmatched.is_empty() {
+        return Ok(Matched {
+            notes: vec![format!(
+                "pattern matcher: {pattern}; {unmatched:?} near no relation of the graph, no evidence"
+            )],
+            pattern: Some(pattern),
+            ..Matched::default()
+        });
+    }
     let mut notes = Vec::new();
     let mut graph = read_around(store, &pattern, &known, &by_name, limits, &mut notes).await?;
     let search = SearchPattern {
@@ -447,16 +464,6 @@ pub async fn match_pattern(
             max_steps: limits.max_steps,
         },
     );
-    // A phrase near no relation: every relation is as far as can be from it.
-    let unmatched = pattern
-        .edges
-        .iter()
-        .zip(&by_name)
-        .filter(|(edge, candidates)| edge.phrase.is_some() && candidates.is_none())
-        .count() as f32;
-    for matched in &mut outcome.matches {
-        matched.distance += unmatched;
-    }
     let closest = outcome.matches.first().map(|m| m.distance);
     if let Some(closest) = closest {
         let mean = closest / pattern.edges.len().max(1) as f32;

@@ -669,3 +669,33 @@ async fn the_role_uses_the_model_pattern_and_falls_back_visibly() {
     assert!(!reply.evidence.is_empty());
     role.stop(Duration::from_secs(5)).await;
 }
+
+#[tokio::test]
+async fn a_phrase_near_no_relation_of_the_graph_gives_no_evidence() {
+    let store = fixtures::movies();
+    let heat = fixtures::entity(&store, "Heat");
+    let relations = graph_relations(&store).await;
+    let matched = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        match_question(
+            &store,
+            None,
+            &relations,
+            "who is the chef of Heat",
+            &[ScoredEntity {
+                entity: heat,
+                score: 1.0,
+            }],
+            &MatchLimits::default(),
+        ),
+    )
+    .await
+    .expect("in time")
+    .expect("matched");
+    assert!(matched.paths.is_empty());
+    assert_eq!(matched.edges_read, 0, "nothing is read for it");
+    assert_eq!(
+        matched.notes,
+        vec!["pattern matcher: (Heat) -[chef]- (?answer); [\"chef\"] near no relation of the graph, no evidence"]
+    );
+}
