@@ -1,15 +1,18 @@
 //! Question patterns: the graph shape a question describes, with the question's own
-//! words on its edges (SimGRAG §4.1), and the LLM-free builder.
+//! words on its edges (SimGRAG §4.1); the LLM-free builder; and the reading of a
+//! model-written pattern.
 //!
 //! Without a model the question is cut around its named entities into *relation
-//! phrases*: runs of adjacent content words ("films directed", "languages spoken",
-//! "mom"). With one named entity the phrases form a chain from it outwards, in the order
-//! the sentence's structure gives them ([`chain_order`]); the last node is the answer. A phrase holding a shared-value word ("the *same*
-//! director", "*co*-starred") is a round trip: the relation to the shared node and back
-//! to the answer. With several named entities the pattern is a star: each entity joined
-//! to the answer by the phrase nearest to it ("plays *position* P for *club* C").
-//! A run made only of class words ("*which films* did X direct") names the answer's
-//! class, not a relation, and is left out unless it is the question's only phrase.
+//! phrases*: runs of adjacent content words ("films directed", "languages", "mom").
+//! With one named entity the phrases form a chain from it outwards, in the order the
+//! sentence's structure gives them ([`chain_order`]); the last node is the answer. The
+//! first phrase holding a shared-value word ("the *same* director", "*co*-starred") is
+//! a round trip: the relation to the shared node and back to the answer. With several
+//! named entities the pattern is a star: each entity joined to the answer by the phrase
+//! nearest to it ("plays at *position* P at the *club* C"). What the graph's relations
+//! say of each phrase shapes the rest (see [`pattern_without_model`]): a run of class
+//! words only ("*which films* did X direct") names the answer's class, not a relation,
+//! unless its letters name one.
 
 use std::{
     collections::{HashMap, HashSet},

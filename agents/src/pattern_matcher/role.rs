@@ -18,7 +18,7 @@ use kgmesh_stores::GraphStore;
 use tokio::sync::OnceCell;
 
 use super::{
-    core::{llm_free_pattern, match_pattern, named_entities, MatchLimits, NamedEntities},
+    core::{llm_free_pattern, match_pattern, named_entities, MatchLimits, Matched, NamedEntities},
     pattern::{pattern_from_triples, Pattern},
 };
 use crate::{
@@ -60,6 +60,29 @@ impl PatternMatcher {
         let triples = parse::pattern::parse(&reply.text).map_err(|e| e.to_string())?;
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         pattern_from_triples(&triples, &names)
+    }
+
+    /// The closest subgraphs to `pattern`; its notes go to `notes`.
+    async fn matched(
+        &self,
+        pattern: Pattern,
+        named: &NamedEntities,
+        relations: &[String],
+        limits: &MatchLimits,
+        notes: &mut Vec<String>,
+    ) -> Result<Matched, AgentError> {
+        let mut matched = match_pattern(
+            self.graph.as_ref(),
+            self.vectors_opt.as_deref(),
+            relations,
+            pattern,
+            named,
+            limits,
+        )
+        .await
+        .map_err(store_error)?;
+        notes.append(&mut matched.notes);
+        Ok(matched)
     }
 
     async fn retrieve(
@@ -112,17 +135,9 @@ impl PatternMatcher {
         let mut edges_read = 0;
         let mut paths = Vec::new();
         if let Some(written) = pattern {
-            let mut matched = match_pattern(
-                self.graph.as_ref(),
-                self.vectors_opt.as_deref(),
-                &relations,
-                written,
-                &named,
-                &limits,
-            )
-            .await
-            .map_err(store_error)?;
-            notes.append(&mut matched.notes);
+            let matched = self
+                .matched(written, &named, &relations, &limits, &mut notes)
+                .await?;
             edges_read += matched.edges_read;
             paths = matched.paths;
             if paths.is_empty() {
@@ -148,17 +163,9 @@ impl PatternMatcher {
                     ..RetrieveReply::default()
                 });
             };
-            let mut matched = match_pattern(
-                self.graph.as_ref(),
-                self.vectors_opt.as_deref(),
-                &relations,
-                own,
-                &named,
-                &limits,
-            )
-            .await
-            .map_err(store_error)?;
-            notes.append(&mut matched.notes);
+            let matched = self
+                .matched(own, &named, &relations, &limits, &mut notes)
+                .await?;
             edges_read += matched.edges_read;
             paths = matched.paths;
         }
