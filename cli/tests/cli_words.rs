@@ -142,3 +142,20 @@ fn one_question_is_counted_as_one_question() {
     assert!(stderr.contains("1 of 1 question,"), "{stderr}");
     assert!(!stderr.contains("1 questions"), "{stderr}");
 }
+
+#[test]
+fn how_many_answers_with_a_count() {
+    let (code, stdout, stderr) = kgmesh_run(&[
+        "ask",
+        "how many films did Michael Mann direct",
+        "--kg",
+        sample_kg().to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    // The bundled KG has Heat, Collateral and The Insider directed by Michael Mann.
+    assert!(stdout.contains("\n  1. 3  ["), "{stdout}");
+    for film in ["Heat", "Collateral", "The Insider"] {
+        assert!(stdout.contains(film), "{film} missing: {stdout}");
+    }
+    assert!(stdout.contains("3 counted in the graph"), "{stdout}");
+}

@@ -22,7 +22,8 @@
 //! for word: "Ran" is not named by "Pran", nor "Business" by "The Business"). Ties are broken by how many evidence lines support a candidate,
 //! then by where it first appears. Answers are the candidates within
 //! [`SummaryRule::keep_within`] (per retriever) of the best, each citing its evidence.
-//! With no candidate, the reply says it does not know instead of guessing.
+//! With no candidate, the reply says it does not know instead of guessing. A question
+//! asking "how many" is answered with the number of answers first, then the answers.
 
 use std::{
     cmp::Reverse,
@@ -179,9 +180,10 @@ pub fn summarize_scored(
         })
         .collect();
     let found = kept.len();
-    let answers: Vec<Answer> = kept
+    let counts = asks_how_many(&request.question);
+    let mut answers: Vec<Answer> = kept
         .into_iter()
-        .take(max_answers)
+        .take(max_answers.saturating_sub(usize::from(counts)).max(1))
         .map(|c| Answer {
             text: c.text,
             entity: c.entity,
@@ -189,6 +191,35 @@ pub fn summarize_scored(
             evidence: citations(c.evidence, &explaining, rule.max_citations),
         })
         .collect();
+    if counts {
+        // "How many …" is answered with the count first, then what was counted.
+        let mut cited: Vec<u32> = Vec::new();
+        for line in answers.iter().flat_map(|a| a.evidence.iter()) {
+            if !cited.contains(line) && cited.len() < rule.max_citations.max(1) {
+                cited.push(*line);
+            }
+        }
+        let count = Answer {
+            text: found.to_string(),
+            entity: None,
+            score: answers[0].score,
+            evidence: cited,
+        };
+        answers.insert(0, count);
+        let explanation = format!(
+            "{found} counted in the graph{}, best supported by evidence line {}.",
+            if found > answers.len() - 1 {
+                format!(" (showing {} of them)", answers.len() - 1)
+            } else {
+                String::new()
+            },
+            answers[0].evidence.first().map(|i| i + 1).unwrap_or(1)
+        );
+        return SummarizeReply {
+            answers,
+            explanation,
+        };
+    }
     // Cut answers are said plainly: "34 answers from the graph (showing 10)".
     let shown = if found > answers.len() {
         format!(" (showing {})", answers.len())
@@ -204,6 +235,14 @@ pub fn summarize_scored(
         answers,
         explanation,
     }
+}
+
+/// Whether the question asks for a count ("how many films …", "… and how many of
+/// them").
+fn asks_how_many(question: &str) -> bool {
+    words(question)
+        .windows(2)
+        .any(|pair| pair[0] == "how" && pair[1] == "many")
 }
 
 /// Candidates, best first.

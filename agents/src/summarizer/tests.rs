@@ -760,3 +760,38 @@ fn an_answer_cites_the_evidence_that_explains_it_not_every_line_that_ends_there(
     assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
     assert_eq!(reply.answers[0].evidence, vec![3], "{reply:?}");
 }
+
+#[test]
+fn how_many_is_answered_with_the_count_then_what_was_counted() {
+    let mann = entity(1, "Michael Mann");
+    let films: Vec<Entity> = (0..3)
+        .map(|i| entity(10 + i, &format!("Film {i}")))
+        .collect();
+    let evidence: Vec<Evidence> = films
+        .iter()
+        .map(|film| walk(&mann, vec![step("directed_by", true, film)], 1.0))
+        .collect();
+    let mut request = request(evidence, vec![mann]);
+    request.question = "how many films did Michael Mann direct".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts[0], "3", "{reply:?}");
+    assert!(reply.answers[0].entity.is_none());
+    assert_eq!(
+        reply.answers[0].evidence.len(),
+        3,
+        "it cites what it counted"
+    );
+    let mut counted = texts[1..].to_vec();
+    counted.sort();
+    assert_eq!(counted, ["Film 0", "Film 1", "Film 2"]);
+    assert!(
+        reply.explanation.starts_with("3 counted in the graph"),
+        "{}",
+        reply.explanation
+    );
+    // Only "how many" counts.
+    request.question = "which films did Michael Mann direct".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    assert_eq!(reply.answers.len(), 3);
+}
