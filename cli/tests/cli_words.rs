@@ -159,3 +159,32 @@ fn how_many_answers_with_a_count() {
     }
     assert!(stdout.contains("3 counted in the graph"), "{stdout}");
 }
+
+#[test]
+fn evidence_all_prints_every_distinct_line() {
+    let (code, stdout, stderr) = kgmesh_run(&["ask", "who directed Heat"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains(" more (--evidence all"), "{stdout}");
+    let (code, stdout, stderr) = kgmesh_run(&["ask", "who directed Heat", "--evidence", "all"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains(" more ("), "{stdout}");
+    // "Evidence (N lines, D distinct; C cited):" then D lines.
+    let header = stdout
+        .lines()
+        .find(|l| l.starts_with("Evidence ("))
+        .expect("an evidence section");
+    let distinct: usize = header
+        .split(", ")
+        .nth(1)
+        .and_then(|part| part.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("a distinct count");
+    let printed = stdout.lines().filter(|l| l.starts_with("  [")).count();
+    assert_eq!(printed, distinct, "{stdout}");
+    let (code, _, stderr) = kgmesh_run(&["ask", "who directed Heat", "--evidence", "lots"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("neither a number of lines nor `all`"),
+        "{stderr}"
+    );
+}

@@ -72,8 +72,9 @@ pub struct AskArgs {
     /// Answers shown at most.
     #[arg(long)]
     pub max_answers: Option<u16>,
-    /// Evidence lines printed at most in text output.
-    #[arg(long, default_value_t = 12)]
+    /// Evidence lines printed at most in text output (a number, or `all`; also
+    /// `--evidence all`).
+    #[arg(long, alias = "evidence", default_value = "12", value_parser = parse_show_evidence)]
     pub show_evidence: usize,
     /// Also print the roles' notes (how the traverser walked, how many paths were
     /// cut); a failed or missing role is always shown, as a DEGRADED line.
@@ -415,6 +416,16 @@ pub(crate) async fn embedder(config: &Config) -> anyhow::Result<Option<Arc<dyn E
     }
 }
 
+/// `--show-evidence`: a number of lines, or `all`.
+fn parse_show_evidence(value: &str) -> Result<usize, String> {
+    if value.eq_ignore_ascii_case("all") {
+        return Ok(usize::MAX);
+    }
+    value
+        .parse()
+        .map_err(|_| format!("{value:?} is neither a number of lines nor `all`"))
+}
+
 /// The evidence the answers cite first, then the rest, up to `show` distinct lines;
 /// a line several retrievers found is printed once with every source and index.
 fn print_evidence(reply: &AskReply, show: usize) {
@@ -461,7 +472,7 @@ fn print_evidence(reply: &AskReply, show: usize) {
     }
     if lines.len() > show {
         println!(
-            "  … {} more (--show-evidence N, or --json for all)",
+            "  … {} more (--evidence all, --show-evidence N, or --json)",
             lines.len() - show
         );
     }
