@@ -303,18 +303,17 @@ fn last(terms: &QuestionTerms, run: &Run) -> usize {
 /// 5. class words asking for the answer: after "what"/"which", or after the name
 ///    ("… X were in which *genres*").
 ///
-/// Without a written name, from the end of the sentence. Returns how many runs the
-/// possessive chain holds.
+/// Without a written name, from the end of the sentence.
 fn chain_order(
     terms: &QuestionTerms,
     all: &[String],
     span: Option<(usize, usize)>,
     runs: &mut [Run],
-) -> usize {
+) {
     let first = |run: &Run| terms.position(run.terms[0]);
     let Some((at, end)) = span else {
         runs.sort_by_key(|run| std::cmp::Reverse(first(run)));
-        return 0;
+        return;
     };
     let mut possessive: Vec<usize> = Vec::new();
     let mut next = end;
@@ -362,7 +361,6 @@ fn chain_order(
     for (slot, (_, run)) in runs.iter_mut().zip(keyed) {
         *slot = run;
     }
-    possessive.len()
 }
 
 /// Whether `word` (a word before the name) is a class word of the question.
