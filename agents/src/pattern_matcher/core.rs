@@ -64,7 +64,6 @@ impl Default for MatchLimits {
 /// What a match step found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Matched {
-    pub pattern: Option<Pattern>,
     /// One path per match and named entity, from the entity to the answer, with the
     /// match's distance; best first.
     pub paths: Vec<(Path, f32)>,
@@ -434,7 +433,6 @@ pub async fn match_pattern(
             notes: vec![format!(
                 "pattern matcher: {pattern}; {unmatched:?} near no relation of the graph, no evidence"
             )],
-            pattern: Some(pattern),
             ..Matched::default()
         });
     }
@@ -505,7 +503,6 @@ pub async fn match_pattern(
         ),
     );
     Ok(Matched {
-        pattern: Some(pattern),
         paths,
         edges_read: graph.edge_count(),
         notes,

@@ -8,7 +8,7 @@ use kgmesh_schemas::{
 use proptest::prelude::*;
 
 use super::{
-    core::{match_question, phrase_relations, MatchLimits},
+    core::{match_question, phrase_relations, MatchLimits, Matched},
     pattern::{pattern_from_triples, pattern_without_model, Pattern, PatternNode},
     search::{top_k, LocalGraph, SearchLimits, SearchPattern},
 };
@@ -471,18 +471,19 @@ fn a_pattern_without_known_nodes_or_candidates_matches_nothing() {
     assert!((found.matches[0].distance - 0.1).abs() < 1e-6);
 }
 
-#[tokio::test]
-async fn the_closest_subgraph_answers_a_three_hop_question() {
+/// The LLM-free pattern of `question`, which names the film Heat, matched on the movie
+/// fixture (lexically, default limits).
+async fn match_about_heat(question: &str) -> Matched {
     let store = fixtures::movies();
     let heat = fixtures::entity(&store, "Heat");
     let relations = graph_relations(&store).await;
-    let matched = tokio::time::timeout(
+    tokio::time::timeout(
         std::time::Duration::from_secs(10),
         match_question(
             &store,
             None,
             &relations,
-            "what languages are the films directed by the director of Heat in",
+            question,
             &[ScoredEntity {
                 entity: heat,
                 score: 1.0,
@@ -492,7 +493,13 @@ async fn the_closest_subgraph_answers_a_three_hop_question() {
     )
     .await
     .expect("in time")
-    .expect("matched");
+    .expect("matched")
+}
+
+#[tokio::test]
+async fn the_closest_subgraph_answers_a_three_hop_question() {
+    let matched =
+        match_about_heat("what languages are the films directed by the director of Heat in").await;
     assert!(
         matched.notes[0].starts_with(
             "pattern matcher: (Heat) -[director]- (?1); (?1) -[films directed]- (?2); (?2) -[languages]- (?answer)"
@@ -672,26 +679,7 @@ async fn the_role_uses_the_model_pattern_and_falls_back_visibly() {
 
 #[tokio::test]
 async fn a_phrase_near_no_relation_of_the_graph_gives_no_evidence() {
-    let store = fixtures::movies();
-    let heat = fixtures::entity(&store, "Heat");
-    let relations = graph_relations(&store).await;
-    let matched = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        match_question(
-            &store,
-            None,
-            &relations,
-            "who is the chef of Heat",
-            &[ScoredEntity {
-                entity: heat,
-                score: 1.0,
-            }],
-            &MatchLimits::default(),
-        ),
-    )
-    .await
-    .expect("in time")
-    .expect("matched");
+    let matched = match_about_heat("who is the chef of Heat").await;
     assert!(matched.paths.is_empty());
     assert_eq!(matched.edges_read, 0, "nothing is read for it");
     assert_eq!(
