@@ -79,6 +79,33 @@ pub const FILMS_NEAR_GENRE_AND_ACTORS: WordTable = WordTable {
     ],
 };
 
+/// Embeds "movies" nearest to "starred actors" (cosine 0.64) but almost as near to
+/// "has genre" and "directed by" (0.54 each): a word of the graph's own domain, near
+/// every relation at once.
+pub const MOVIES_NEAR_EVERY_RELATION: WordTable = WordTable {
+    name: "movies-near-every-relation",
+    reserved: 3,
+    words: &[
+        ("starred actors", &[(0, 1.0)]),
+        ("has genre", &[(1, 1.0)]),
+        ("directed by", &[(2, 1.0)]),
+        ("movies", &[(0, 0.64), (1, 0.543), (2, 0.543)]),
+    ],
+};
+
+/// The same relations, with "movies" a synonym of "starred actors" alone (cosine 0.8,
+/// apart from the others).
+pub const MOVIES_MEAN_ACTORS: WordTable = WordTable {
+    name: "movies-mean-actors",
+    reserved: 3,
+    words: &[
+        ("starred actors", &[(0, 1.0)]),
+        ("has genre", &[(1, 1.0)]),
+        ("directed by", &[(2, 1.0)]),
+        ("movies", &[(0, 0.8), (3, 0.6)]),
+    ],
+};
+
 const HALFWAY: &[(usize, f32)] = &[
     (0, std::f32::consts::FRAC_1_SQRT_2),
     (1, std::f32::consts::FRAC_1_SQRT_2),

@@ -86,3 +86,34 @@ async fn word_embeddings_fill_the_gaps_of_lexical_relation_matching() {
     let scores = with_words.sequences(&sequences, &texts).await;
     assert_eq!(scores[0], scores[1], "{scores:?}");
 }
+
+#[tokio::test]
+async fn a_word_near_every_relation_names_none_a_word_near_one_names_it() {
+    use std::sync::Arc;
+
+    use super::{
+        fixtures::{MOVIES_MEAN_ACTORS, MOVIES_NEAR_EVERY_RELATION},
+        relevance::{TextVectors, SYNONYM_COSINE},
+    };
+
+    let question = "Michael Mann directed movies with whom";
+    let actors = vec!["directed_by".to_owned(), "starred_actors".to_owned()];
+    let genre = vec!["directed_by".to_owned(), "has_genre".to_owned()];
+    let sequences = vec![actors, genre];
+    let texts = vec![String::new(), String::new()];
+    let scores = |table: super::fixtures::WordTable| {
+        let relevance = Relevance::lexical(question, &["Michael Mann"]).with_word_vectors(
+            Arc::new(TextVectors::new(Arc::new(table), 100)),
+            SYNONYM_COSINE,
+        );
+        let sequences = sequences.clone();
+        let texts = texts.clone();
+        async move { relevance.sequences(&sequences, &texts).await }
+    };
+    // Nearest to `starred_actors` by a clear margin, past the cosine floor, but hardly
+    // above its cosine to the other relations: a domain word, not a synonym.
+    let diffuse = scores(MOVIES_NEAR_EVERY_RELATION).await;
+    assert_eq!(diffuse[0], diffuse[1], "{diffuse:?}");
+    let distinct = scores(MOVIES_MEAN_ACTORS).await;
+    assert!(distinct[0] > distinct[1], "{distinct:?}");
+}
