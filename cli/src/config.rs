@@ -10,6 +10,7 @@ use figment::{
     providers::{Env, Format, Serialized, Toml},
     Figment,
 };
+use kgmesh_models::minilm::MiniLm;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -160,6 +161,11 @@ impl Default for LlmConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderKind {
+    /// all-MiniLM-L6-v2 when its files are found (`model_dir`, else the folder named
+    /// by `KGMESH_MINILM_DIR`, else `models-cache/all-MiniLM-L6-v2` under the working
+    /// directory, where `scripts/fetch-minilm` puts them), else lexical scoring only;
+    /// which one is used is said at start (see [`EmbedderConfig::resolve_auto`]).
+    Auto,
     /// Lexical scoring only.
     None,
     /// all-MiniLM-L6-v2 from local files.
@@ -182,11 +188,58 @@ pub struct EmbedderConfig {
 impl Default for EmbedderConfig {
     fn default() -> Self {
         Self {
-            kind: EmbedderKind::None,
+            kind: EmbedderKind::Auto,
             model_dir: None,
             base_url: None,
             model: "all-MiniLM-L6-v2".to_owned(),
             batch_size: 64,
+        }
+    }
+}
+
+impl EmbedderConfig {
+    /// Turns `kind = "auto"` into `minilm` (with `model_dir` set to the folder found)
+    /// or `none`, and says in words what the question answering will use. Other kinds
+    /// are left as they are.
+    pub fn resolve_auto(&mut self) -> String {
+        if self.kind == EmbedderKind::Auto {
+            let dir = self.model_dir.clone().unwrap_or_else(MiniLm::default_dir);
+            if MiniLm::files_present(&dir) {
+                self.kind = EmbedderKind::Minilm;
+                self.model_dir = Some(dir.clone());
+                return format!(
+                    "MiniLM from {} (embedder.kind = \"auto\"; \"none\" for lexical scoring only)",
+                    dir.display()
+                );
+            }
+            self.kind = EmbedderKind::None;
+            return format!(
+                "none, lexical scoring only (embedder.kind = \"auto\" found no MiniLM files \
+                 in {}; scripts/fetch-minilm puts them there, or set embedder.model_dir)",
+                dir.display()
+            );
+        }
+        self.describe()
+    }
+
+    /// What this embedder is, in words.
+    pub fn describe(&self) -> String {
+        match self.kind {
+            EmbedderKind::Auto => "auto (MiniLM when its files are found, else none)".to_owned(),
+            EmbedderKind::None => "none (lexical scoring)".to_owned(),
+            EmbedderKind::Minilm => format!(
+                "{} (local MiniLM){}",
+                self.model,
+                self.model_dir
+                    .as_deref()
+                    .map(|dir| format!(" from {}", dir.display()))
+                    .unwrap_or_default()
+            ),
+            EmbedderKind::Openai => format!(
+                "{} @ {}",
+                self.model,
+                self.base_url.clone().unwrap_or_default()
+            ),
         }
     }
 }
@@ -543,11 +596,21 @@ impl Config {
         if self.embedder.batch_size == 0 {
             problems.push("embedder.batch_size must be positive".to_owned());
         }
-        if self.vectors.backend != VectorBackend::None && self.embedder.kind == EmbedderKind::None {
-            problems.push(
-                "vectors.backend needs an embedder: set embedder.kind to \"minilm\" or \"openai\""
-                    .to_owned(),
-            );
+        if self.vectors.backend != VectorBackend::None {
+            match self.embedder.kind {
+                EmbedderKind::None => problems.push(
+                    "vectors.backend needs an embedder: set embedder.kind to \"minilm\" or \"openai\""
+                        .to_owned(),
+                ),
+                EmbedderKind::Auto => {
+                    let mut resolved = self.embedder.clone();
+                    let said = resolved.resolve_auto();
+                    if resolved.kind == EmbedderKind::None {
+                        problems.push(format!("vectors.backend needs an embedder; the embedder is {said}"));
+                    }
+                }
+                EmbedderKind::Minilm | EmbedderKind::Openai => {}
+            }
         }
         if self.vectors.backend == VectorBackend::Qdrant && self.vectors.collection.is_empty() {
             problems.push("vectors.collection must not be empty".to_owned());
@@ -743,9 +806,22 @@ mod tests {
 
     #[test]
     fn a_vector_backend_needs_an_embedder() {
-        let error = load("[vectors]\nbackend = \"qdrant\"\ncollection = \"\"").unwrap_err();
+        let error =
+            load("[vectors]\nbackend = \"qdrant\"\ncollection = \"\"\n[embedder]\nkind = \"none\"")
+                .unwrap_err();
         assert_eq!(error.problems.len(), 2, "{error}");
         assert!(error.to_string().contains("embedder"), "{error}");
+        // `auto` (the default) that finds no MiniLM files is no embedder either.
+        let error = load(concat!(
+            "[vectors]\nbackend = \"embedded\"\n",
+            "[embedder]\nmodel_dir = \"/nonexistent/kgmesh-minilm\""
+        ))
+        .unwrap_err();
+        assert_eq!(error.problems.len(), 1, "{error}");
+        assert!(
+            error.to_string().contains("found no MiniLM files"),
+            "{error}"
+        );
         let config = load(concat!(
             "[embedder]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n",
             "[vectors]\nbackend = \"qdrant\"\nqdrant_url = \"http://qdrant:6334\""
@@ -785,5 +861,34 @@ mod tests {
         assert_eq!(config.llm.roles, ["summarizer", "agentic-traverser"]);
         let error = load("[llm]\nroles = [\"summariser\"]").unwrap_err();
         assert!(error.to_string().contains("\"summariser\""), "{error}");
+    }
+
+    #[test]
+    fn auto_embedder_is_minilm_where_its_files_are_and_none_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut auto = EmbedderConfig {
+            model_dir: Some(dir.path().to_owned()),
+            ..EmbedderConfig::default()
+        };
+        assert_eq!(auto.kind, EmbedderKind::Auto, "the default");
+        let mut none = auto.clone();
+        let said = none.resolve_auto();
+        assert_eq!(none.kind, EmbedderKind::None);
+        assert!(said.contains("found no MiniLM files"), "{said}");
+        for file in ["model.safetensors", "config.json", "tokenizer.json"] {
+            std::fs::write(dir.path().join(file), "x").unwrap();
+        }
+        let said = auto.resolve_auto();
+        assert_eq!(auto.kind, EmbedderKind::Minilm);
+        assert_eq!(auto.model_dir.as_deref(), Some(dir.path()));
+        assert!(said.starts_with("MiniLM from "), "{said}");
+        // A kind chosen outright is left as it is.
+        let mut chosen = EmbedderConfig {
+            kind: EmbedderKind::None,
+            model_dir: Some(dir.path().to_owned()),
+            ..EmbedderConfig::default()
+        };
+        chosen.resolve_auto();
+        assert_eq!(chosen.kind, EmbedderKind::None);
     }
 }

@@ -63,13 +63,21 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    let config = match config::Config::load(cli.config.as_deref()) {
+    let mut config = match config::Config::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("kgmesh: {error}");
             return ExitCode::from(2);
         }
     };
+    // `embedder.kind = "auto"` becomes MiniLM or none here, once, so that every role
+    // and report sees (and says) the same; `kgmesh config` shows the file as written.
+    let embedder_chosen =
+        (!matches!(cli.command, Command::Config(_))).then(|| config.embedder.resolve_auto());
+    if let Err(error) = config.validate() {
+        eprintln!("kgmesh: {error}");
+        return ExitCode::from(2);
+    }
     // Interactive commands print their results on stdout and only warnings on stderr;
     // long-running services also log what they start and stop.
     let interactive = !matches!(cli.command, Command::Serve(_) | Command::Agent(_));
@@ -80,6 +88,9 @@ fn main() -> ExitCode {
     };
     // Dropped when main returns: flushes the spans still queued.
     let _telemetry = cmd::init_logging(&config, interactive, &service);
+    if let Some(chosen) = embedder_chosen {
+        tracing::info!("embedder: {chosen}");
+    }
     let result = match cli.command {
         Command::Ask(args) => cmd::ask::run(config, args),
         Command::Cypher(args) => cmd::cypher::run(config, args),

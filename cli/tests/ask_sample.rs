@@ -219,3 +219,38 @@ fn a_csv_directory_needs_its_mapping_and_answers_with_it() {
     let rows: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(rows["rows"][0][0], 23.25, "{rows}");
 }
+
+#[test]
+fn the_auto_embedder_uses_minilm_where_its_files_are_and_says_lexical_elsewhere() {
+    let kg = sample_kg();
+    let ask = |minilm_dir: &std::path::Path| {
+        let mut command = kgmesh();
+        command
+            .args(["ask", "who directed Heat", "--kg"])
+            .arg(&kg)
+            .env("KGMESH_MINILM_DIR", minilm_dir);
+        run(command)
+    };
+    let empty = tempfile::tempdir().expect("temp dir");
+    let (code, stdout, stderr) = ask(empty.path());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Michael Mann"), "{stdout}");
+    assert!(
+        stdout.contains("embedder: none (lexical scoring)"),
+        "no MiniLM files, lexical scoring said: {stdout}"
+    );
+    // The files scripts/setup.d/30-minilm.sh fetches (as models/tests/minilm.rs needs).
+    let minilm = repo_root().join("models-cache/all-MiniLM-L6-v2");
+    assert!(
+        minilm.join("model.safetensors").is_file(),
+        "all-MiniLM-L6-v2 not found in {}: run scripts/fetch-minilm",
+        minilm.display()
+    );
+    let (code, stdout, stderr) = ask(&minilm);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Michael Mann"), "{stdout}");
+    assert!(
+        stdout.contains("embedder: all-MiniLM-L6-v2 (local MiniLM) from "),
+        "MiniLM found and used: {stdout}"
+    );
+}

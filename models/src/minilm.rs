@@ -51,6 +51,12 @@ impl MiniLm {
             .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
     }
 
+    /// Whether `dir` holds every file [`MiniLm::load`] reads.
+    pub fn files_present(dir: impl AsRef<Path>) -> bool {
+        let dir = dir.as_ref();
+        FILES.iter().all(|f| dir.join(f).is_file())
+    }
+
     /// Loads the model (reads ~90 MB; call from a blocking context or use
     /// [`MiniLm::load_async`]).
     pub fn load(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {

@@ -132,7 +132,14 @@ async fn ask(mut config: Config, args: AskArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
     } else {
-        print_text(&question, &reply, args.show_evidence, args.verbose, setup);
+        print_text(
+            &question,
+            &reply,
+            args.show_evidence,
+            args.verbose,
+            setup,
+            &config.embedder.describe(),
+        );
     }
     if reply.answers.is_empty() {
         return Err(NoAnswer.into());
@@ -389,8 +396,14 @@ pub(crate) fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn L
 }
 
 pub(crate) async fn embedder(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
+    if config.embedder.kind == EmbedderKind::Auto {
+        // Commands resolve `auto` at start; a configuration built in code may not have.
+        let mut resolved = config.clone();
+        resolved.embedder.resolve_auto();
+        return Box::pin(embedder(&resolved)).await;
+    }
     match config.embedder.kind {
-        EmbedderKind::None => Ok(None),
+        EmbedderKind::Auto | EmbedderKind::None => Ok(None),
         EmbedderKind::Minilm => {
             let dir = config
                 .embedder
@@ -484,6 +497,7 @@ fn print_text(
     show_evidence: usize,
     verbose: bool,
     setup: Duration,
+    embedder_in_words: &str,
 ) {
     println!("Q: {question}");
     if reply.answers.is_empty() {
@@ -532,6 +546,7 @@ fn print_text(
     if let Some(graph) = &reply.graph {
         println!("graph: {graph}");
     }
+    println!("embedder: {}", embedder_in_words);
     let cost = &reply.cost;
     println!(
         "rounds {} · LLM calls {} · tokens {} (prompt {}, completion {}) · graph rows {} · bus messages {}{}",

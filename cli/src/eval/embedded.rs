@@ -16,7 +16,7 @@ use tokio::sync::Mutex;
 use super::answerer::{AnswerError, Answerer, AnswererConfig, AnswererMode};
 use crate::{
     cmd::ask::{coordinator_config, EmbeddedRoles, GraphSource},
-    config::{Config, EmbedderKind},
+    config::Config,
 };
 
 pub struct EmbeddedAnswerer {
@@ -152,24 +152,7 @@ pub fn describe_config(config: &Config, kg: Option<&Path>, cache: &CacheStart) -
         ),
         None => "none (LLM-free strategy)".to_owned(),
     };
-    let embedder = match config.embedder.kind {
-        EmbedderKind::None => "none (lexical scoring)".to_owned(),
-        EmbedderKind::Minilm => format!(
-            "{} (local MiniLM){}",
-            config.embedder.model,
-            config
-                .embedder
-                .model_dir
-                .as_deref()
-                .map(|dir| format!(" from {}", dir.display()))
-                .unwrap_or_default()
-        ),
-        EmbedderKind::Openai => format!(
-            "{} @ {}",
-            config.embedder.model,
-            config.embedder.base_url.clone().unwrap_or_default()
-        ),
-    };
+    let embedder = config.embedder.describe();
     let mut effective = config.clone();
     if let Some(kg) = kg {
         effective.graph.path = Some(PathBuf::from(kg));
