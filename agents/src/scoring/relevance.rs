@@ -464,9 +464,11 @@ impl Relevance {
 
     /// Per question word: the relation whose label is nearest to it by embedding,
     /// among the graph's relations ([`Self::with_graph_relations`]; else those of
-    /// `sequences`), when the cosine reaches `min_cosine` and no other relation comes
-    /// within [`NEAREST_MARGIN`] and it stands out from the rest ([`DISTINCT_MIN`]). `None` for a word some relation already matches by its
-    /// letters, a word naming a class, and a word marking a shared value: nearest
+    /// `sequences`), when the cosine reaches `min_cosine`, no other relation comes
+    /// within [`NEAREST_MARGIN`] and it stands out from the rest ([`DISTINCT_MIN`]).
+    /// `None` for a word some relation already matches by its letters, a word naming
+    /// an entity's class or heading a relative clause (the answer's class, right after
+    /// "what"/"which", may name one), and a word marking a shared value: nearest
     /// neighbours in embedding space are often merely related words ("films" sits near
     /// `starred_actors`, `directed_by` and `has_genre` alike).
     async fn nearest_relations(
@@ -495,7 +497,8 @@ impl Relevance {
             .enumerate()
             .map(|(index, word)| {
                 if matched.get(index).copied().unwrap_or(true)
-                    || self.terms.names_a_class(index)
+                    || (self.terms.names_a_class(index)
+                        && !self.terms.names_the_answers_class(index))
                     || self.terms.marks_shared_value(index)
                 {
                     return None;

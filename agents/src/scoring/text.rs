@@ -52,6 +52,9 @@ pub struct QuestionTerms {
     /// follows "what"/"which" ("which films", "what sex"), or a named entity's when it
     /// stands in apposition before the name ("the film Heat").
     determined: Vec<bool>,
+    /// Per stem: the word directly follows "what"/"which" (the answer's class, one of
+    /// the cases of `determined`).
+    answers_class: Vec<bool>,
     /// Per stem: where its relation stands in the chain from the named entity outwards
     /// (see [`chain_order`]); `None` when the question names no single entity.
     order: Vec<Option<u16>>,
@@ -189,6 +192,10 @@ impl QuestionTerms {
             }
             _ => vec![None; content.len()],
         };
+        let answers_class: Vec<bool> = content
+            .iter()
+            .map(|&(i, _)| i > 0 && matches!(all[i - 1].as_str(), "what" | "which"))
+            .collect();
         let determined = content
             .iter()
             .map(|&(i, _)| {
@@ -228,6 +235,7 @@ impl QuestionTerms {
             raw,
             focus,
             determined,
+            answers_class,
             order,
             shared,
         }
@@ -251,9 +259,16 @@ impl QuestionTerms {
     /// "which" ("which films", the answer's class), stands between an article and an
     /// entity name ("the film Heat", that entity's class), or heads a relative clause
     /// ("the movies that …", "films whose …", "the movies written by …", a node of the
-    /// chain). Such a word names no relation unless it matches one by its letters.
+    /// chain). Such a word names no relation by meaning, only by its letters, except
+    /// right after "what"/"which" ([`Self::names_the_answers_class`]).
     pub fn names_a_class(&self, index: usize) -> bool {
         self.determined.get(index).copied().unwrap_or(false)
+    }
+
+    /// Whether question word `index` directly follows "what" or "which" ("what *sex*",
+    /// "which *team*"): the answer's class, which a relation may be named after.
+    pub fn names_the_answers_class(&self, index: usize) -> bool {
+        self.answers_class.get(index).copied().unwrap_or(false)
     }
 
     /// Whether question word `index` says the answer shares a node with the named
