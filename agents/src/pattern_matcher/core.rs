@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     scoring::{
-        relevance::TextVectors,
+        relevance::{stands_out, TextVectors, SYNONYM_COSINE},
         text::{content_stems, relation_words, stem_similarity},
     },
     summarizer::core::anchors,
@@ -88,7 +88,7 @@ fn similarity(
 
 /// How alike each phrase is to each relation (`[phrase][relation]`, see
 /// [`similarity`]).
-async fn similarities(
+pub(super) async fn similarities(
     phrases: &[String],
     relations: &[String],
     vectors_opt: Option<&TextVectors>,
@@ -118,13 +118,28 @@ async fn similarities(
         .enumerate()
         .map(|(p, phrase)| {
             let stems = content_stems(phrase);
+            // A cosine counts where it would let a question word name the relation in
+            // relevance scoring: past the floor and standing out from the phrase's
+            // cosines to the other relations (a phrase of the graph's own domain,
+            // "professional football team" over a football graph, is near them all).
+            let cosines: Option<Vec<f32>> = vectors.as_ref().map(|v| {
+                (0..relation_stems.len())
+                    .map(|r| {
+                        let (a, b) = (&v[p], &v[phrases.len() + r]);
+                        a.iter().zip(b.iter()).map(|(x, y)| x * y).sum()
+                    })
+                    .collect()
+            });
             relation_stems
                 .iter()
                 .enumerate()
                 .map(|(r, relation)| {
-                    let cosine = vectors.as_ref().map(|v| {
-                        let (a, b) = (&v[p], &v[phrases.len() + r]);
-                        a.iter().zip(b.iter()).map(|(x, y)| x * y).sum()
+                    let cosine = cosines.as_ref().map(|c| {
+                        if c[r] >= SYNONYM_COSINE && stands_out(c, r) {
+                            c[r]
+                        } else {
+                            0.0
+                        }
                     });
                     similarity(&stems, relation, cosine)
                 })

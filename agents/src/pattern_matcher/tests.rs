@@ -687,3 +687,36 @@ async fn a_phrase_near_no_relation_of_the_graph_gives_no_evidence() {
         vec!["pattern matcher: (Heat) -[chef]- (?answer); [\"chef\"] near no relation of the graph, no evidence"]
     );
 }
+
+#[tokio::test]
+async fn a_phrase_near_every_relation_by_embedding_is_near_none() {
+    use std::sync::Arc;
+
+    use crate::scoring::{
+        fixtures::{WordTable, MOVIES_MEAN_ACTORS, MOVIES_NEAR_EVERY_RELATION},
+        relevance::TextVectors,
+    };
+
+    let relations: Vec<String> = ["starred_actors", "has_genre", "directed_by"]
+        .iter()
+        .map(|r| (*r).to_owned())
+        .collect();
+    let phrases = vec!["movies".to_owned()];
+    let similar = |table: WordTable| {
+        let (relations, phrases) = (relations.clone(), phrases.clone());
+        async move {
+            let vectors = TextVectors::new(Arc::new(table), 100);
+            super::core::similarities(&phrases, &relations, Some(&vectors)).await
+        }
+    };
+    // Cosine 0.64 to `starred_actors`, 0.54 to the others: counts for nothing.
+    let diffuse = similar(MOVIES_NEAR_EVERY_RELATION).await;
+    assert!(
+        diffuse[0].iter().all(|&(_, overall)| overall == 0.0),
+        "{diffuse:?}"
+    );
+    // A synonym of one relation keeps its cosine for that one.
+    let distinct = similar(MOVIES_MEAN_ACTORS).await;
+    assert!((distinct[0][0].1 - 0.8).abs() < 1e-6, "{distinct:?}");
+    assert_eq!(distinct[0][1].1, 0.0, "{distinct:?}");
+}

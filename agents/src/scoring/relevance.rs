@@ -165,6 +165,22 @@ const NEAREST_MARGIN: f32 = 0.05;
 /// questions with MiniLM (docs/evaluation.md, "With MiniLM").
 const DISTINCT_MIN: f32 = 0.2;
 
+/// Whether `cosines[index]` (a word's or phrase's cosine to one of the graph's
+/// relations, `cosines` its cosines to all of them) stands [`DISTINCT_MIN`] above its
+/// mean cosine to the others.
+pub fn stands_out(cosines: &[f32], index: usize) -> bool {
+    let Some(&cosine) = cosines.get(index) else {
+        return false;
+    };
+    let others = cosines.len() - 1;
+    let background = if others == 0 {
+        0.0
+    } else {
+        (cosines.iter().sum::<f32>() - cosine) / others as f32
+    };
+    cosine - background >= DISTINCT_MIN
+}
+
 /// Similarity credited to a relation whose label's embedding is the nearest to a
 /// question word's (as much as a prefix match, so it can claim the word and earn the
 /// focus bonus).
@@ -397,6 +413,17 @@ impl Relevance {
         (sequences, learned)
     }
 
+    /// Whether the plan cache's lexicon associates question word `index` with a
+    /// relation step: what verified plans taught about a word outranks what a
+    /// general-purpose embedder guesses it means, so such a word names no relation by
+    /// embedding.
+    fn learned_word(&self, index: usize) -> bool {
+        self.cues_opt
+            .as_ref()
+            .and_then(|table| table.strength.get(index))
+            .is_some_and(|&strength| strength > 0.0)
+    }
+
     /// The learned cues of sequence `index`, when there are any.
     fn learned<'a>(
         &'a self,
@@ -497,6 +524,7 @@ impl Relevance {
             .enumerate()
             .map(|(index, word)| {
                 if matched.get(index).copied().unwrap_or(true)
+                    || self.learned_word(index)
                     || (self.terms.names_a_class(index)
                         && !self.terms.names_the_answers_class(index))
                     || self.terms.marks_shared_value(index)
@@ -511,15 +539,8 @@ impl Relevance {
                 ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
                 let (best, relation) = *ranked.first()?;
                 let second = ranked.get(1).map_or(0.0, |s| s.0);
-                let others = &ranked[1..];
-                let background = if others.is_empty() {
-                    0.0
-                } else {
-                    others.iter().map(|(c, _)| c).sum::<f32>() / others.len() as f32
-                };
-                (best >= min_cosine
-                    && best - second >= NEAREST_MARGIN
-                    && best - background >= DISTINCT_MIN)
+                let cosines: Vec<f32> = ranked.iter().map(|(c, _)| *c).collect();
+                (best >= min_cosine && best - second >= NEAREST_MARGIN && stands_out(&cosines, 0))
                     .then(|| relation.to_owned())
             })
             .collect())

@@ -126,3 +126,54 @@ async fn a_word_near_every_relation_names_none_a_word_near_one_names_it() {
     let distinct = scores(MOVIES_MEAN_ACTORS).await;
     assert!(distinct[0] > distinct[1], "{distinct:?}");
 }
+
+#[tokio::test]
+async fn what_verified_plans_taught_about_a_word_outranks_its_embedding() {
+    use std::sync::Arc;
+
+    use kgmesh_schemas::{
+        graph::{Direction, Metapath, RelationStep},
+        messages::cache::RelationCue,
+    };
+
+    use super::{
+        fixtures::MOVIES_MEAN_ACTORS,
+        relevance::{TextVectors, SYNONYM_COSINE},
+        text::stem,
+    };
+
+    let metapath = |relations: &[&str]| Metapath {
+        steps: relations
+            .iter()
+            .map(|r| RelationStep {
+                relation: (*r).to_owned(),
+                direction: Direction::Out,
+            })
+            .collect(),
+    };
+    let actors = metapath(&["directed_by", "starred_actors"]);
+    let genre = metapath(&["directed_by", "has_genre"]);
+    let texts = vec![String::new(), String::new()];
+    let question = "Michael Mann directed movies with whom";
+    let relevance = || {
+        Relevance::lexical(question, &["Michael Mann"]).with_word_vectors(
+            Arc::new(TextVectors::new(Arc::new(MOVIES_MEAN_ACTORS), 100)),
+            SYNONYM_COSINE,
+        )
+    };
+    // By embedding alone "movies" names `starred_actors`.
+    let scores = relevance().metapaths(&[&actors, &genre], &texts).await;
+    assert!(scores[0] > scores[1], "{scores:?}");
+    // Verified plans of this graph read "movies" as `has_genre`: they decide.
+    let cues = [RelationCue {
+        word: stem("movies"),
+        relation: "has_genre".to_owned(),
+        inverse: false,
+        weight: 0.6,
+    }];
+    let scores = relevance()
+        .with_cues(&cues)
+        .metapaths(&[&actors, &genre], &texts)
+        .await;
+    assert!(scores[1] > scores[0], "{scores:?}");
+}
