@@ -72,12 +72,10 @@ fn main() -> ExitCode {
     };
     // `embedder.kind = "auto"` becomes MiniLM or none here, once, so that every role
     // and report sees (and says) the same; `kgmesh config` shows the file as written.
+    // (`Config::load` has validated it: a vectors backend with `auto` and no MiniLM files
+    // is refused there.)
     let embedder_chosen =
         (!matches!(cli.command, Command::Config(_))).then(|| config.embedder.resolve_auto());
-    if let Err(error) = config.validate() {
-        eprintln!("kgmesh: {error}");
-        return ExitCode::from(2);
-    }
     // Interactive commands print their results on stdout and only warnings on stderr;
     // long-running services also log what they start and stop.
     let interactive = !matches!(cli.command, Command::Serve(_) | Command::Agent(_));

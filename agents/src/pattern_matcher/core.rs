@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     scoring::{
-        relevance::{stands_out, TextVectors, SYNONYM_COSINE},
+        relevance::{standing_out, TextVectors, SYNONYM_COSINE},
         text::{content_stems, relation_words, stem_similarity},
     },
     summarizer::core::anchors,
@@ -122,27 +122,22 @@ pub(super) async fn similarities(
             // relevance scoring: past the floor and standing out from the phrase's
             // cosines to the other relations (a phrase of the graph's own domain,
             // "professional football team" over a football graph, is near them all).
-            let cosines: Option<Vec<f32>> = vectors.as_ref().map(|v| {
-                (0..relation_stems.len())
+            let counted: Option<Vec<f32>> = vectors.as_ref().map(|v| {
+                let cosines: Vec<f32> = (0..relation_stems.len())
                     .map(|r| {
                         let (a, b) = (&v[p], &v[phrases.len() + r]);
                         a.iter().zip(b.iter()).map(|(x, y)| x * y).sum()
                     })
+                    .collect();
+                standing_out(&cosines)
+                    .zip(&cosines)
+                    .map(|(out, &c)| if out && c >= SYNONYM_COSINE { c } else { 0.0 })
                     .collect()
             });
             relation_stems
                 .iter()
                 .enumerate()
-                .map(|(r, relation)| {
-                    let cosine = cosines.as_ref().map(|c| {
-                        if c[r] >= SYNONYM_COSINE && stands_out(c, r) {
-                            c[r]
-                        } else {
-                            0.0
-                        }
-                    });
-                    similarity(&stems, relation, cosine)
-                })
+                .map(|(r, relation)| similarity(&stems, relation, counted.as_ref().map(|c| c[r])))
                 .collect()
         })
         .collect()

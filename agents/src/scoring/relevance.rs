@@ -169,16 +169,21 @@ const DISTINCT_MIN: f32 = 0.2;
 /// relations, `cosines` its cosines to all of them) stands [`DISTINCT_MIN`] above its
 /// mean cosine to the others.
 pub fn stands_out(cosines: &[f32], index: usize) -> bool {
-    let Some(&cosine) = cosines.get(index) else {
-        return false;
-    };
-    let others = cosines.len() - 1;
-    let background = if others == 0 {
-        0.0
-    } else {
-        (cosines.iter().sum::<f32>() - cosine) / others as f32
-    };
-    cosine - background >= DISTINCT_MIN
+    standing_out(cosines).nth(index).unwrap_or(false)
+}
+
+/// [`stands_out`] for every index of `cosines`, summing them once.
+pub fn standing_out(cosines: &[f32]) -> impl Iterator<Item = bool> + '_ {
+    let total: f32 = cosines.iter().sum();
+    let others = cosines.len().saturating_sub(1);
+    cosines.iter().map(move |&cosine| {
+        let background = if others == 0 {
+            0.0
+        } else {
+            (total - cosine) / others as f32
+        };
+        cosine - background >= DISTINCT_MIN
+    })
 }
 
 /// Similarity credited to a relation whose label's embedding is the nearest to a

@@ -396,34 +396,26 @@ pub(crate) fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn L
 }
 
 pub(crate) async fn embedder(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
-    if config.embedder.kind == EmbedderKind::Auto {
-        // Commands resolve `auto` at start; a configuration built in code may not have.
-        let mut resolved = config.clone();
-        resolved.embedder.resolve_auto();
-        return Box::pin(embedder(&resolved)).await;
-    }
-    match config.embedder.kind {
+    // Commands resolve `auto` at start; a configuration built in code may not have.
+    let mut settings = config.embedder.clone();
+    settings.resolve_auto();
+    match settings.kind {
         EmbedderKind::Auto | EmbedderKind::None => Ok(None),
         EmbedderKind::Minilm => {
-            let dir = config
-                .embedder
-                .model_dir
-                .clone()
-                .unwrap_or_else(MiniLm::default_dir);
+            let dir = settings.model_dir.unwrap_or_else(MiniLm::default_dir);
             let model = MiniLm::load_async(dir)
                 .await
                 .context("cannot load the MiniLM embedder")?;
             Ok(Some(Arc::new(model)))
         }
         EmbedderKind::Openai => {
-            let Some(base_url) = config.embedder.base_url.clone() else {
+            let Some(base_url) = settings.base_url else {
                 bail!("embedder.kind = \"openai\" needs embedder.base_url");
             };
-            let remote =
-                OpenAiEmbedder::connect(OpenAiConfig::new(base_url, config.embedder.model.clone()))
-                    .await
-                    .context("cannot reach the embeddings endpoint")?
-                    .with_batch_size(config.embedder.batch_size);
+            let remote = OpenAiEmbedder::connect(OpenAiConfig::new(base_url, settings.model))
+                .await
+                .context("cannot reach the embeddings endpoint")?
+                .with_batch_size(settings.batch_size);
             Ok(Some(Arc::new(remote)))
         }
     }
@@ -546,7 +538,7 @@ fn print_text(
     if let Some(graph) = &reply.graph {
         println!("graph: {graph}");
     }
-    println!("embedder: {}", embedder_in_words);
+    println!("embedder: {embedder_in_words}");
     let cost = &reply.cost;
     println!(
         "rounds {} · LLM calls {} · tokens {} (prompt {}, completion {}) · graph rows {} · bus messages {}{}",
