@@ -18,8 +18,8 @@ use super::{
 };
 use crate::{
     scoring::{
-        relevance::{standing_out, TextVectors, SYNONYM_COSINE},
-        text::{content_stems, relation_words, stem_similarity},
+        relevance::{standing_out, TextVectors, ASKED_COSINE, SYNONYM_COSINE},
+        text::{content_stems, relation_words, stem_similarity, ANSWER_TYPE_WORDS},
     },
     summarizer::core::anchors,
 };
@@ -129,9 +129,16 @@ pub(super) async fn similarities(
                         a.iter().zip(b.iter()).map(|(x, y)| x * y).sum()
                     })
                     .collect();
+                // An asking wh-word ("where") counts from a lower floor, as in relevance
+                // scoring.
+                let floor = if ANSWER_TYPE_WORDS.contains(&phrase.as_str()) {
+                    ASKED_COSINE
+                } else {
+                    SYNONYM_COSINE
+                };
                 standing_out(&cosines)
                     .zip(&cosines)
-                    .map(|(out, &c)| if out && c >= SYNONYM_COSINE { c } else { 0.0 })
+                    .map(|(out, &c)| if out && c >= floor { c } else { 0.0 })
                     .collect()
             });
             relation_stems

@@ -179,14 +179,26 @@ pub fn pattern_without_model(
     // In a chain, a class word right before the name is the name's own class; in a
     // star it is the best word there is for the relation that reaches that name ("at
     // the *club* X").
+    // Likewise the head of a relative clause around the name is the class of the node
+    // the clause reaches ("where is the *football club* that X plays for").
+    let around_the_name = relative_clause_around(&all, &in_names);
     if names.len() == 1 {
         runs.retain(|run| {
             !(class_only(&terms, run) && in_names.contains(&(last(&terms, run) + 1)))
+                && around_the_name != Some(last(&terms, run) + 1)
         });
     }
     // Class words name a relation by their letters only: by meaning, "movies" is near
-    // `starred_actors` (as for the KG-Linker's and summarizer's class words).
+    // `starred_actors` (as for the KG-Linker's and summarizer's class words). An asking
+    // wh-word names one by meaning when it asks about the head of a relative clause
+    // around the name ("*where* is the club that X plays for": the club's place); else
+    // the clause's own words name the last relation ("where was X born").
     let keep = |run: &Run| {
+        let asking = run.terms.iter().any(|&t| terms.asks_a_kind(t));
+        if asking {
+            return around_the_name.is_some()
+                && near(run).is_some_and(|n| n.alone && n.similarity > 0.0);
+        }
         !class_only(&terms, run) || near(run).is_some_and(|n| n.letters >= NAMES_A_RELATION)
     };
     if runs.iter().any(keep) {
@@ -244,8 +256,10 @@ fn all_runs(terms: &QuestionTerms, in_names: &HashSet<usize>) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
     for i in (0..terms.stems().len()).filter(|&i| !in_names.contains(&terms.position(i))) {
         match runs.last_mut() {
+            // An asking wh-word is a phrase of its own ("*who* directed X").
             Some(run)
-                if terms.position(*run.terms.last().unwrap_or(&i)) + 1 == terms.position(i) =>
+                if terms.position(*run.terms.last().unwrap_or(&i)) + 1 == terms.position(i)
+                    && !run.terms.iter().any(|&t| terms.asks_a_kind(t)) =>
             {
                 run.terms.push(i)
             }
@@ -253,6 +267,19 @@ fn all_runs(terms: &QuestionTerms, in_names: &HashSet<usize>) -> Vec<Run> {
         }
     }
     runs
+}
+
+/// Words that open a relative clause ("the club *that* X plays for").
+const RELATIVE_PRONOUNS: &[&str] = &["that", "which", "who", "whom", "whose"];
+
+/// The position of the relative pronoun opening a clause that holds a named entity:
+/// the last such word before the first name's first word, with no other name between
+/// (the question's opening wh-word is no relative pronoun).
+fn relative_clause_around(all: &[String], in_names: &HashSet<usize>) -> Option<usize> {
+    let first_name = (0..all.len()).find(|p| in_names.contains(p))?;
+    (1..first_name)
+        .rev()
+        .find(|&p| RELATIVE_PRONOUNS.contains(&all[p].as_str()))
 }
 
 fn class_only(terms: &QuestionTerms, run: &Run) -> bool {

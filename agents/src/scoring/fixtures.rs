@@ -106,6 +106,24 @@ pub const MOVIES_MEAN_ACTORS: WordTable = WordTable {
     ],
 };
 
+/// Football relations, with "where" at cosine 0.45 from "is in country" and apart from
+/// the others, as is "whereabouts" (a content word): below the floor of content words,
+/// above that of an asking wh-word.
+pub const WHERE_MEANS_COUNTRY: WordTable = WordTable {
+    name: "where-means-country",
+    reserved: 5,
+    words: &[
+        ("is in country", &[(0, 1.0)]),
+        ("plays for country", &[(1, 1.0)]),
+        ("plays in club", &[(2, 1.0)]),
+        ("plays position", &[(3, 1.0)]),
+        ("where", WHERE),
+        ("whereabouts", WHERE),
+    ],
+};
+
+const WHERE: &[(usize, f32)] = &[(0, 0.45), (4, 0.893)];
+
 const HALFWAY: &[(usize, f32)] = &[
     (0, std::f32::consts::FRAC_1_SQRT_2),
     (1, std::f32::consts::FRAC_1_SQRT_2),

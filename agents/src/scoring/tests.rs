@@ -177,3 +177,64 @@ async fn what_verified_plans_taught_about_a_word_outranks_its_embedding() {
         .await;
     assert!(scores[1] > scores[0], "{scores:?}");
 }
+
+#[tokio::test]
+async fn an_opening_where_names_the_relation_it_stands_out_for() {
+    use std::sync::Arc;
+
+    use kgmesh_schemas::graph::{Direction, Metapath, RelationStep};
+
+    use super::{
+        fixtures::WHERE_MEANS_COUNTRY,
+        relevance::{TextVectors, SYNONYM_COSINE},
+    };
+
+    let metapath = |steps: &[(&str, Direction)]| Metapath {
+        steps: steps
+            .iter()
+            .map(|&(relation, direction)| RelationStep {
+                relation: relation.to_owned(),
+                direction,
+            })
+            .collect(),
+    };
+    let relations: Arc<[String]> = [
+        "is_in_country",
+        "plays_for_country",
+        "plays_in_club",
+        "plays_position",
+    ]
+    .iter()
+    .map(|r| (*r).to_owned())
+    .collect();
+    // The club's country; the club of the player's country; the club.
+    let right = metapath(&[
+        ("plays_in_club", Direction::Out),
+        ("is_in_country", Direction::Out),
+    ]);
+    let wrong = metapath(&[
+        ("plays_for_country", Direction::Out),
+        ("is_in_country", Direction::In),
+    ]);
+    let club = metapath(&[("plays_in_club", Direction::Out)]);
+    let texts = vec![String::new(); 3];
+    let scores = |question: &'static str| {
+        let relevance = Relevance::lexical(question, &["Saphir_TAIDER"])
+            .with_graph_relations(relations.clone())
+            .with_word_vectors(
+                Arc::new(TextVectors::new(Arc::new(WHERE_MEANS_COUNTRY), 100)),
+                SYNONYM_COSINE,
+            );
+        let (right, wrong, club) = (right.clone(), wrong.clone(), club.clone());
+        let texts = texts.clone();
+        async move { relevance.metapaths(&[&right, &wrong, &club], &texts).await }
+    };
+    // "where" asks for a place and stands out for `is_in_country` (0.45, apart from the
+    // rest); `plays_in_club` explains "plays" and the clause's "club" as well.
+    let asked = scores("where is the football club that Saphir_TAIDER plays for").await;
+    assert!(asked[0] > asked[1], "{asked:?}");
+    assert!(asked[0] > asked[2], "{asked:?}");
+    // A content word at the same cosine is below the floor of content words.
+    let content = scores("whereabouts of the football club that Saphir_TAIDER plays for").await;
+    assert!(content[2] > content[0], "{content:?}");
+}
