@@ -130,6 +130,48 @@ fn a_file_that_is_no_kg_is_refused_and_a_refused_load_writes_nothing() {
 }
 
 #[test]
+fn a_header_row_is_no_triple_and_load_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let org = dir.path().join("org.csv");
+    std::fs::write(
+        &org,
+        "employee,reports to,manager\nBob,reports_to,Alice\nCarol,reports_to,Alice\n\
+         Alice,works_in,Berlin\nBob,works_in,Berlin\nCarol,works_in,Paris\n",
+    )
+    .expect("write");
+    let org = org.to_str().expect("utf-8 path");
+    let load = |header: &str| {
+        let snapshot = dir.path().join(format!("org-{header}.kgs"));
+        kgmesh_run(&[
+            "load",
+            "--kg",
+            org,
+            "--into",
+            &format!("embedded:{}", snapshot.display()),
+            "--header",
+            header,
+            "--quiet",
+        ])
+    };
+    let (code, stdout, stderr) = load("auto");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("edges      5"), "{stdout}");
+    assert!(
+        stdout.contains("first row (employee, reports to, manager) was read as a header"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = load("no");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("edges      6"), "{stdout}");
+    assert!(!stdout.contains("read as a header"), "{stdout}");
+    // `ask` answers from the triples alone.
+    let (code, stdout, stderr) = kgmesh_run(&["ask", "who does Bob report to", "--kg", org]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("Alice"), "{stdout}");
+    assert!(!stdout.contains("manager"), "{stdout}");
+}
+
+#[test]
 fn i_dont_know_has_its_own_exit_status() {
     let mut command = kgmesh();
     command.args(["ask", "what is the meaning of life", "--kg"]);

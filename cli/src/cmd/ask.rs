@@ -367,6 +367,9 @@ pub(crate) async fn load_kg(
             "some KG lines could not be read and were skipped"
         );
     }
+    for header in &report.headers {
+        tracing::info!("{header} (`kgmesh load --header no` loads it as a triple into a snapshot)");
+    }
     let (nodes, edges) = (graph.node_count() as u64, graph.edge_count() as u64);
     Ok((Arc::new(graph), nodes, edges))
 }

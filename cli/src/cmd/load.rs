@@ -14,7 +14,7 @@ use std::{
 
 use anyhow::Context;
 use kgmesh_stores::embedded::{
-    load::{load_graph, KgFormat, LoadOptions, LoadReport},
+    load::{load_graph, HeaderMode, KgFormat, LoadOptions, LoadReport},
     snapshot, EmbeddedGraph,
 };
 
@@ -41,6 +41,11 @@ pub struct LoadArgs {
     /// any). A KG from which no triple can be read is always refused.
     #[arg(long, default_value_t = 0.5, value_parser = share)]
     pub max_bad_share: f64,
+    /// Whether a TSV, CSV or pipe file starts with a header row: auto (the usual
+    /// column names, or a first row unlike every row after it; said in the summary),
+    /// yes or no.
+    #[arg(long, default_value = "auto", value_parser = clap::value_parser!(HeaderMode))]
+    pub header: HeaderMode,
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -85,6 +90,7 @@ pub fn run(config: Config, args: LoadArgs) -> anyhow::Result<()> {
         strict: args.strict,
         progress: !args.quiet,
         max_bad_share: args.max_bad_share,
+        header: args.header,
         ..LoadOptions::default()
     };
     let started = Instant::now();
@@ -176,6 +182,9 @@ fn print_summary(
     if report.repaired_line_count > 0 {
         println!("repaired   {} lines", report.repaired_line_count);
     }
+    for header in &report.headers {
+        println!("header     {header} (--header no loads it as a triple)");
+    }
     println!("written    {written}");
     println!(
         "time       {:.2} s (read and index {:.2} s)",
@@ -218,6 +227,7 @@ mod tests {
             into: format!("embedded:{}", snapshot_path.display()),
             strict: false,
             max_bad_share: 0.5,
+            header: HeaderMode::Auto,
             quiet: true,
             batch_size: 100,
             replace: false,
@@ -233,6 +243,7 @@ mod tests {
             into: format!("embedded:{}", snapshot_path.display()),
             strict: true,
             max_bad_share: 0.5,
+            header: HeaderMode::Auto,
             quiet: true,
             batch_size: 100,
             replace: false,
@@ -264,6 +275,7 @@ mod tests {
             into: server.uri(),
             strict: false,
             max_bad_share: 0.5,
+            header: HeaderMode::Auto,
             quiet: true,
             batch_size: 1,
             replace: true,

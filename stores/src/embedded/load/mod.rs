@@ -109,6 +109,59 @@ pub struct LoadOptions {
     /// A file more than this share of whose lines are bad is refused (it is most likely
     /// not a KG, or not in the format it was read as); `1.0` accepts any.
     pub max_bad_share: f64,
+    /// Whether a triple file (TSV, CSV, pipe) starts with a header row.
+    pub header: HeaderMode,
+}
+
+/// Whether the first row of a triple file (TSV, CSV, pipe) is a header.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HeaderMode {
+    /// Decided per file: the usual column names (`head,relation,tail`,
+    /// `subject,predicate,object`, …), or a first row whose relation and names appear
+    /// in none of the rows after it while theirs repeat. Each row read as a header is
+    /// named in the load report.
+    #[default]
+    Auto,
+    /// The first row is a header.
+    Present,
+    /// The first row is a triple.
+    Absent,
+}
+
+impl FromStr for HeaderMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "auto" => Ok(HeaderMode::Auto),
+            "yes" | "true" | "present" => Ok(HeaderMode::Present),
+            "no" | "false" | "absent" => Ok(HeaderMode::Absent),
+            other => Err(format!(
+                "unknown header setting `{other}` (expected auto, yes or no)"
+            )),
+        }
+    }
+}
+
+/// A first row that was read as a header, not loaded as a triple.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderRow {
+    pub file: PathBuf,
+    pub fields: Vec<String>,
+    /// Why it was taken for a header.
+    pub why: String,
+}
+
+impl fmt::Display for HeaderRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: the first row ({}) was read as a header, not a triple: {}",
+            self.file.display(),
+            self.fields.join(", "),
+            self.why
+        )
+    }
 }
 
 /// What an N-Triples literal object (`"1995"^^xsd:gYear`, `"Heat"@en`) becomes.
@@ -154,6 +207,7 @@ impl Default for LoadOptions {
             max_reported_bad_lines: 100,
             literals: LiteralMode::default(),
             max_bad_share: 0.5,
+            header: HeaderMode::Auto,
         }
     }
 }
@@ -185,6 +239,8 @@ pub struct LoadReport {
     pub bad_lines: Vec<BadLine>,
     /// Lines loaded after a repair the input's mapping asked for.
     pub repaired_line_count: u64,
+    /// First rows read as headers rather than triples (see [`HeaderMode`]).
+    pub headers: Vec<HeaderRow>,
     pub elapsed: Duration,
 }
 
@@ -266,6 +322,7 @@ pub fn load_graph(path: &Path, options: &LoadOptions) -> StoreResult<(EmbeddedGr
                 bad_line_count: 0,
                 bad_lines: Vec::new(),
                 repaired_line_count: 0,
+                headers: Vec::new(),
                 elapsed: started.elapsed(),
             };
             return Ok((graph, report));
@@ -366,6 +423,7 @@ pub(crate) struct LoadSink<'o> {
     bad_line_count: u64,
     bad_lines: Vec<BadLine>,
     repaired_line_count: u64,
+    headers: Vec<HeaderRow>,
     started: Instant,
     last_print: Instant,
     last_print_lines: u64,
@@ -382,6 +440,7 @@ impl<'o> LoadSink<'o> {
             bad_line_count: 0,
             bad_lines: Vec::new(),
             repaired_line_count: 0,
+            headers: Vec::new(),
             started: now,
             last_print: now,
             last_print_lines: 0,
@@ -426,6 +485,22 @@ impl<'o> LoadSink<'o> {
         if self.options.progress {
             eprintln!("{message}");
         }
+    }
+
+    /// How the files' first rows are to be read.
+    pub(crate) fn header_mode(&self) -> HeaderMode {
+        self.options.header
+    }
+
+    /// Records a first row read as a header.
+    pub(crate) fn header(&mut self, file: &Path, fields: Vec<String>, why: String) {
+        let row = HeaderRow {
+            file: file.to_path_buf(),
+            fields,
+            why,
+        };
+        self.note(&row.to_string());
+        self.headers.push(row);
     }
 
     pub(crate) fn repaired(&mut self) {
@@ -473,6 +548,7 @@ impl<'o> LoadSink<'o> {
             bad_line_count: self.bad_line_count,
             bad_lines: self.bad_lines,
             repaired_line_count: self.repaired_line_count,
+            headers: self.headers,
             elapsed,
         }
     }

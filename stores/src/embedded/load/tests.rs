@@ -244,6 +244,73 @@ fn a_file_that_is_no_kg_is_refused_and_extra_fields_are_bad_lines() {
 }
 
 #[test]
+fn a_header_row_is_told_from_the_triples_under_it_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let org = "Bob,reports_to,Alice\nCarol,reports_to,Alice\nAlice,works_in,Berlin\nBob,works_in,Berlin\nCarol,works_in,Paris\n";
+    // Column names no list knows, unlike every row under them.
+    let path = write(
+        &dir,
+        "org.csv",
+        &format!("employee,reports to,manager\n{org}"),
+    );
+    let (graph, report) = load_graph(&path, &quiet()).unwrap();
+    assert_eq!(graph.edge_count(), 5, "the header is no edge");
+    assert!(graph.lookup_exact("employee").is_empty());
+    assert_eq!(report.headers.len(), 1, "{:?}", report.headers);
+    assert_eq!(
+        report.headers[0].fields,
+        ["employee", "reports to", "manager"]
+    );
+    assert!(
+        report.headers[0].to_string().contains("read as a header"),
+        "{}",
+        report.headers[0]
+    );
+    // The same in a TSV file, and the usual names even with nothing under them to
+    // compare.
+    let tsv = write(
+        &dir,
+        "org.tsv",
+        &format!("who\tlink\twhom\n{}", org.replace(',', "\t")),
+    );
+    let (graph, report) = load_graph(&tsv, &quiet()).unwrap();
+    assert_eq!((graph.edge_count(), report.headers.len()), (5, 1));
+    let usual = write(
+        &dir,
+        "one.tsv",
+        "head\trelation\ttail\nHeat\tdirected_by\tMichael Mann\n",
+    );
+    let (graph, report) = load_graph(&usual, &quiet()).unwrap();
+    assert_eq!((graph.edge_count(), report.headers.len()), (1, 1));
+    // Told there is none, the row is a triple.
+    let options = LoadOptions {
+        header: HeaderMode::Absent,
+        ..quiet()
+    };
+    let (graph, report) = load_graph(&path, &options).unwrap();
+    assert_eq!((graph.edge_count(), report.headers.len()), (6, 0));
+    // A first triple whose relation recurs, or whose names recur, stays a triple; so
+    // does one with a number in it, and one over rows whose relations do not repeat.
+    for first in [
+        "Dan,reports_to,Alice\n",
+        "Alice,born_in,Berlin\n",
+        "Dan,age,41\n",
+    ] {
+        let path = write(&dir, "kb.csv", &format!("{first}{org}"));
+        let (graph, report) = load_graph(&path, &quiet()).unwrap();
+        assert_eq!(graph.edge_count(), 6, "{first}");
+        assert!(report.headers.is_empty(), "{first}: {:?}", report.headers);
+    }
+    let path = write(
+        &dir,
+        "few.csv",
+        "Heat,directed_by,Michael Mann\nTop Gun,starred_actors,Tom Cruise\nTop Gun,release_year,1986\n",
+    );
+    let (graph, report) = load_graph(&path, &quiet()).unwrap();
+    assert_eq!((graph.edge_count(), report.headers.len()), (3, 0));
+}
+
+#[test]
 fn property_csv_mapping_reports_dangling_keys_and_bad_cells() {
     let dir = tempfile::tempdir().unwrap();
     write(
