@@ -2,10 +2,11 @@
 //!
 //! One binary, many jobs: `ask` (embedded, every role in-process), `serve` (coordinator
 //! and HTTP API), `agent --role R` (one role as a NATS service), `load`, `eval`,
-//! `cache warm`, `cache feedback`, `config check`.
+//! `cache warm`, `cache feedback`, `config check`, `config reference`.
 
 mod cmd;
 mod config;
+mod config_reference;
 mod eval;
 mod vectors;
 

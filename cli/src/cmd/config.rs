@@ -1,4 +1,4 @@
-//! `kgmesh config check|show`.
+//! `kgmesh config check|show|reference`.
 
 use crate::config::Config;
 
@@ -14,6 +14,9 @@ enum ConfigAction {
     Check,
     /// Print the effective configuration as TOML.
     Show,
+    /// Print every configuration key with its default, environment variable and
+    /// meaning, as Markdown (docs/configuration.md).
+    Reference,
 }
 
 pub fn run(config: Config, args: ConfigArgs) -> anyhow::Result<()> {
@@ -36,6 +39,10 @@ pub fn run(config: Config, args: ConfigArgs) -> anyhow::Result<()> {
                     println!("#   {key}");
                 }
             }
+            Ok(())
+        }
+        ConfigAction::Reference => {
+            print!("{}", crate::config_reference::reference()?);
             Ok(())
         }
     }

@@ -1,0 +1,517 @@
+//! `kgmesh config reference`: every configuration key with its default, its environment
+//! variable and what it means, as Markdown (the text of docs/configuration.md).
+//!
+//! The keys and defaults come from [`Config::default`]; only the meanings are written
+//! here, in [`KEYS`], and a test fails when a key has no meaning or a meaning no key.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::Context as _;
+use serde_json::Value;
+
+use crate::config::Config;
+
+/// Prefix of the environment variables that set configuration keys.
+const ENV_PREFIX: &str = "KGMESH__";
+
+/// What every configuration key means, as (`section.key`, one sentence), in the order
+/// the reference lists them.
+const KEYS: &[(&str, &str)] = &[
+    // bus
+    (
+        "bus.kind",
+        "Where `kgmesh serve` finds the roles: `local` (every role in the serve process, on \
+         the in-process bus) or `nats` (roles in any process, as `kgmesh agent` on NATS); \
+         `serve --nats` and `serve --embedded` override it.",
+    ),
+    (
+        "bus.nats_url",
+        "NATS server of `kgmesh serve`, `kgmesh agent` and `kgmesh cache --nats` when the \
+         command line names none.",
+    ),
+    (
+        "bus.nats_credentials_env",
+        "Name of an environment variable holding a NATS token or `user:password`; unset for \
+         no credentials.",
+    ),
+    (
+        "bus.request_timeout_ms",
+        "Longest wait for one bus call from the coordinator to a role, in milliseconds; the \
+         question's deadline cuts it shorter.",
+    ),
+    (
+        "bus.retries",
+        "Retries of a bus call that timed out or found no responders, never beyond the \
+         question's deadline.",
+    ),
+    // graph
+    (
+        "graph.backend",
+        "Where the graph is: `embedded` (a KG file, directory or snapshot read into the \
+         process) or `bolt` (a graph database over Bolt at `graph.bolt_uri`).",
+    ),
+    (
+        "graph.path",
+        "KG file, directory or snapshot of the embedded backend, used when the command line \
+         gives no `--kg`.",
+    ),
+    (
+        "graph.mapping",
+        "TOML mapping of a property-graph CSV directory; unset means `kgmesh-mapping.toml` \
+         inside that directory ([property-graphs.md](property-graphs.md)).",
+    ),
+    (
+        "graph.bolt_uri",
+        "`bolt://host:port` of the graph database; required with `graph.backend = \"bolt\"`.",
+    ),
+    ("graph.bolt_user", "User name on the Bolt server."),
+    (
+        "graph.bolt_password_env",
+        "Name of the environment variable that holds the Bolt password (never the password \
+         itself).",
+    ),
+    (
+        "graph.bolt_database",
+        "Database on the Bolt server; unset for the server's default database.",
+    ),
+    (
+        "graph.query_timeout_ms",
+        "Bound on connecting to the Bolt server and on each query, in milliseconds (at least \
+         30 s while `kgmesh load` writes).",
+    ),
+    // llm
+    (
+        "llm.base_url",
+        "OpenAI-compatible chat endpoint (`http://host:port/v1`), else `OPENAI_BASE_URL`; with \
+         neither, every role runs its LLM-free strategy.",
+    ),
+    ("llm.model", "Model name sent to the chat endpoint."),
+    (
+        "llm.api_key_env",
+        "Name of the environment variable holding the API key, sent as `Authorization: Bearer` \
+         when that variable is set.",
+    ),
+    (
+        "llm.timeout_ms",
+        "Limit on one attempt of a model call (connect, prompt processing and generation), in \
+         milliseconds.",
+    ),
+    (
+        "llm.max_retries",
+        "Attempts after the first for a model call answered 429 or 5xx or timed out.",
+    ),
+    (
+        "llm.max_concurrency",
+        "Model calls in flight at once from one process.",
+    ),
+    (
+        "llm.requests_per_minute",
+        "Model calls started per rolling minute; unset for no limit.",
+    ),
+    (
+        "llm.temperature",
+        "Shown in `kgmesh eval` reports only; every prompt is sent with temperature 0.",
+    ),
+    (
+        "llm.max_tokens",
+        "Shown in `kgmesh eval` reports only; every prompt sets its own completion-token limit.",
+    ),
+    (
+        "llm.breaker_failures",
+        "After this many calls in a row find the model down (unreachable, timed out, 5xx), \
+         calls fail at once for `llm.breaker_cooldown_ms` and the roles answer LLM-free; 0 \
+         turns this off.",
+    ),
+    (
+        "llm.breaker_cooldown_ms",
+        "How long model calls fail at once after the breaker opens, in milliseconds.",
+    ),
+    (
+        "llm.roles",
+        "Roles that use the model, any of `kg-linker`, `judge`, `summarizer`, \
+         `cache-manager`, `agentic-traverser`, `pattern-matcher`; the others run their \
+         LLM-free strategy.",
+    ),
+    // embedder
+    (
+        "embedder.kind",
+        "`auto` (all-MiniLM-L6-v2 when its files are found in `embedder.model_dir`, else \
+         `KGMESH_MINILM_DIR`, else `models-cache/all-MiniLM-L6-v2`; otherwise lexical scoring \
+         only), `none` (lexical scoring only), `minilm` (all-MiniLM-L6-v2 from \
+         `embedder.model_dir`) or `openai` (the `/v1/embeddings` endpoint at \
+         `embedder.base_url`).",
+    ),
+    (
+        "embedder.model_dir",
+        "Folder with `model.safetensors`, `config.json` and `tokenizer.json`; required with \
+         `minilm`, looked in first by `auto`.",
+    ),
+    (
+        "embedder.base_url",
+        "OpenAI-compatible embeddings endpoint (`http://host:port/v1`); required with \
+         `embedder.kind = \"openai\"`.",
+    ),
+    (
+        "embedder.model",
+        "Model name sent to the `openai` endpoint; for `minilm` only a label in reports.",
+    ),
+    (
+        "embedder.batch_size",
+        "Names embedded per batch while a vector index is filled, and texts per request to \
+         the `openai` endpoint.",
+    ),
+    // vectors
+    (
+        "vectors.backend",
+        "Index of entity-name embeddings for the entity linker, filled from the graph when \
+         empty: `none` (entities linked by name only), `embedded` (in the process) or \
+         `qdrant` (a Qdrant collection shared by every replica); other than `none` it needs \
+         an embedder.",
+    ),
+    (
+        "vectors.path",
+        "Index file of the `embedded` backend, read when it exists and written once filled \
+         (conventionally `graph.kgv` beside a snapshot); unset keeps the index in memory.",
+    ),
+    (
+        "vectors.qdrant_url",
+        "Qdrant gRPC endpoint (`http://host:6334`), else `QDRANT_URL`.",
+    ),
+    (
+        "vectors.qdrant_api_key_env",
+        "Name of the environment variable holding a Qdrant API key; unset for none.",
+    ),
+    (
+        "vectors.collection",
+        "Qdrant collection, created on first use with the embedder's dimension.",
+    ),
+    (
+        "vectors.timeout_ms",
+        "Bound on every Qdrant call, in milliseconds.",
+    ),
+    // budget
+    (
+        "budget.rounds",
+        "Refinement rounds per question, at least 1.",
+    ),
+    (
+        "budget.depth",
+        "Deepest path any tool may follow, 1 to 3 hops.",
+    ),
+    (
+        "budget.breadth",
+        "Neighbours kept per frontier node in a breadth scan.",
+    ),
+    (
+        "budget.depth_expansions",
+        "Depth expansions the judge may order per question.",
+    ),
+    ("budget.llm_calls", "Language-model calls per question."),
+    (
+        "budget.tokens",
+        "Prompt and completion tokens per question.",
+    ),
+    (
+        "budget.result_rows",
+        "Rows any single graph operation may return.",
+    ),
+    (
+        "budget.timeout_ms",
+        "Time a question may take, in milliseconds; `kgmesh ask --timeout-ms` and a \
+         request's `timeout_ms` override it.",
+    ),
+    // retrieval
+    (
+        "retrieval.top_metapaths",
+        "Relation paths the LLM-free KG-Linker proposes per question, 1 to 50.",
+    ),
+    (
+        "retrieval.scoring_top_k",
+        "Triplets the scoring retriever returns at most, 1 to 1000.",
+    ),
+    (
+        "retrieval.embed_questions",
+        "With an embedder, the path follower, the scoring retriever and the traverser score \
+         evidence by whole-question embedding similarity instead of lexically.",
+    ),
+    (
+        "retrieval.pattern_matcher",
+        "Start the pattern-matcher retriever in embedded mode; in distributed mode it runs as \
+         `kgmesh agent --role pattern-matcher`.",
+    ),
+    // http
+    (
+        "http.listen",
+        "`host:port` the HTTP API of `kgmesh serve` listens on; `serve --listen` overrides it.",
+    ),
+    (
+        "http.max_question_chars",
+        "Longest question accepted, in characters.",
+    ),
+    (
+        "http.max_body_bytes",
+        "Largest HTTP request body accepted, in bytes.",
+    ),
+    (
+        "http.max_concurrent_questions",
+        "Questions the HTTP API works on at once; one more is answered 429.",
+    ),
+    // cache
+    (
+        "cache.path",
+        "JSON-lines file of the plan cache in embedded mode (`ask`, `serve --embedded`); unset \
+         keeps the cache only as long as the process.",
+    ),
+    (
+        "cache.kv_bucket",
+        "JetStream KV bucket shared by every cache-manager replica in distributed mode \
+         (letters, digits, `-` and `_`).",
+    ),
+    // telemetry
+    (
+        "telemetry.log",
+        "Log filter in `RUST_LOG` syntax, which wins when set; with the default, interactive \
+         commands log warnings only.",
+    ),
+    (
+        "telemetry.log_json",
+        "Write log lines as JSON instead of text.",
+    ),
+    (
+        "telemetry.metrics_listen",
+        "Address of the `/metrics`, `/healthz` and `/readyz` listener of `kgmesh agent`; \
+         unset for none.",
+    ),
+    (
+        "telemetry.otlp_endpoint",
+        "OTLP collector to send spans to, `http://host:4318` (HTTP) or `http://host:4317` \
+         (gRPC); unset for no export; `OTEL_EXPORTER_OTLP_ENDPOINT` wins.",
+    ),
+    (
+        "telemetry.otlp_protocol",
+        "`http/protobuf` (when unset) or `grpc`; `OTEL_EXPORTER_OTLP_PROTOCOL` wins.",
+    ),
+    (
+        "telemetry.service_name",
+        "`service.name` of the process's spans; unset means `kgmesh-<role>` for agents, \
+         `kgmesh-serve` or `kgmesh`; `OTEL_SERVICE_NAME` wins.",
+    ),
+    (
+        "telemetry.record_prompts",
+        "Put LLM prompts and completions on trace spans; off by default because prompts \
+         carry users' questions and graph data.",
+    ),
+];
+
+/// The text before the tables: how the layers combine and where this page comes from.
+const INTRO: &str = "\
+# Configuration reference
+
+Every kgmesh process reads one configuration tree in three layers, a later layer winning:
+the built-in defaults (the `default` column), then the TOML file given with `--config` (or
+`KGMESH_CONFIG`; the key `bus.kind` is `kind` under `[bus]`), then environment variables
+`KGMESH__SECTION__KEY` (the `environment` column; a list is written
+`KGMESH__LLM__ROLES='[\"judge\", \"summarizer\"]'`). Unknown keys are rejected, each with
+the key it most likely meant, and values are checked before any command runs: `kgmesh
+config check` validates the configuration and `kgmesh config show` prints the effective
+tree. `unset` marks an optional key with no default. This page is the output of `kgmesh
+config reference`.
+";
+
+/// The configuration reference as Markdown: [`INTRO`], then one table per section.
+pub fn reference() -> anyhow::Result<String> {
+    let defaults = default_values()?;
+    let keys = ordered_keys(&defaults);
+    let mut out = String::from(INTRO);
+    for section in sections(&keys) {
+        write_section(&mut out, section, &keys, &defaults)?;
+    }
+    Ok(out)
+}
+
+/// [`Config::default`] flattened to `section.key` → value (unset options as `null`).
+fn default_values() -> anyhow::Result<BTreeMap<String, Value>> {
+    let tree = serde_json::to_value(Config::default())
+        .context("cannot serialize the default configuration")?;
+    let mut out = BTreeMap::new();
+    flatten(&tree, "", &mut out);
+    Ok(out)
+}
+
+/// Every leaf of `value` under its dotted path; objects are sections, not leaves.
+fn flatten(value: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
+    match value.as_object() {
+        Some(map) => {
+            for (key, child) in map {
+                let child_path = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                flatten(child, &child_path, out);
+            }
+        }
+        None => {
+            out.insert(path.to_owned(), value.clone());
+        }
+    }
+}
+
+/// The keys of `defaults` in the order of [`KEYS`]; keys it lacks come last.
+fn ordered_keys(defaults: &BTreeMap<String, Value>) -> Vec<&str> {
+    let position = |key: &str| {
+        KEYS.iter()
+            .position(|(described, _)| *described == key)
+            .unwrap_or(KEYS.len())
+    };
+    let mut keys: Vec<&str> = defaults.keys().map(String::as_str).collect();
+    keys.sort_by_key(|key| (position(key), *key));
+    keys
+}
+
+/// The section of a `section.key`.
+fn section_of(key: &str) -> &str {
+    key.split_once('.').map_or(key, |(section, _)| section)
+}
+
+/// The sections of `keys`, each once, in the order they first appear.
+fn sections<'a>(keys: &[&'a str]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for key in keys {
+        let section = section_of(key);
+        if !out.contains(&section) {
+            out.push(section);
+        }
+    }
+    out
+}
+
+/// One section's heading and table.
+fn write_section(
+    out: &mut String,
+    section: &str,
+    keys: &[&str],
+    defaults: &BTreeMap<String, Value>,
+) -> std::fmt::Result {
+    writeln!(out, "\n## `{section}`\n")?;
+    writeln!(out, "| key | default | environment | meaning |")?;
+    writeln!(out, "|---|---|---|---|")?;
+    for key in keys.iter().filter(|key| section_of(key) == section) {
+        let default = defaults.get(*key).map_or_else(String::new, format_default);
+        writeln!(
+            out,
+            "| `{key}` | {} | `{}` | {} |",
+            cell(&default),
+            env_var(key),
+            cell(meaning(key))
+        )?;
+    }
+    Ok(())
+}
+
+/// What `key` means, from [`KEYS`].
+fn meaning(key: &str) -> &'static str {
+    KEYS.iter()
+        .find(|(described, _)| *described == key)
+        .map_or("(not described)", |(_, meaning)| meaning)
+}
+
+/// The environment variable that sets `key`: `bus.kind` → `KGMESH__BUS__KIND`.
+fn env_var(key: &str) -> String {
+    format!("{ENV_PREFIX}{}", key.to_uppercase().replace('.', "__"))
+}
+
+/// A default as the reference shows it: `unset`, a string in backticks, a list as JSON.
+fn format_default(value: &Value) -> String {
+    match value {
+        Value::Null => "unset".to_owned(),
+        Value::String(text) if text.is_empty() => "`\"\"`".to_owned(),
+        Value::String(text) => format!("`{text}`"),
+        Value::Array(_) | Value::Object(_) => format!("`{value}`"),
+        Value::Bool(_) | Value::Number(_) => value.to_string(),
+    }
+}
+
+/// `text` made safe inside a Markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn every_configuration_key_has_a_meaning_and_every_meaning_a_key() {
+        let keys: BTreeSet<String> = default_values().unwrap().into_keys().collect();
+        let described: BTreeSet<String> = KEYS.iter().map(|(key, _)| (*key).to_owned()).collect();
+        let missing: Vec<&String> = keys.difference(&described).collect();
+        let extra: Vec<&String> = described.difference(&keys).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "KEYS in cli/src/config_reference.rs is out of step with Config:\n  \
+             missing (keys without a meaning): {missing:?}\n  \
+             extra (meanings of no key): {extra:?}"
+        );
+    }
+
+    #[test]
+    fn every_key_is_described_once_in_one_line() {
+        let mut seen = BTreeSet::new();
+        for (key, meaning) in KEYS {
+            assert!(seen.insert(*key), "{key} is described twice");
+            assert!(
+                !meaning.is_empty() && !meaning.contains('\n'),
+                "{key}: a meaning is one non-empty line"
+            );
+        }
+    }
+
+    #[test]
+    fn defaults_and_environment_variables_are_shown_as_documented() {
+        assert_eq!(format_default(&Value::Null), "unset");
+        assert_eq!(format_default(&serde_json::json!("local")), "`local`");
+        assert_eq!(
+            format_default(&serde_json::json!(["a", "b"])),
+            "`[\"a\",\"b\"]`"
+        );
+        assert_eq!(format_default(&serde_json::json!(5000)), "5000");
+        assert_eq!(format_default(&serde_json::json!(false)), "false");
+        assert_eq!(env_var("llm.base_url"), "KGMESH__LLM__BASE_URL");
+        let text = reference().unwrap();
+        assert!(
+            text.contains("| `bus.kind` | `local` | `KGMESH__BUS__KIND` |"),
+            "{text}"
+        );
+        assert!(text.contains("| `graph.path` | unset |"), "{text}");
+    }
+
+    #[test]
+    fn docs_configuration_md_is_the_generated_reference() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+        let fix = "run `cargo run -p kgmesh -- config reference > docs/configuration.md`";
+        let written = std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("cannot read {}: {error}; {fix}", path.display()));
+        let generated = reference().unwrap();
+        if written != generated {
+            let lines = written.lines().count().max(generated.lines().count());
+            let (line, (old, new)) = written
+                .lines()
+                .chain(std::iter::repeat(""))
+                .zip(generated.lines().chain(std::iter::repeat("")))
+                .take(lines)
+                .enumerate()
+                .find(|(_, (old, new))| old != new)
+                .unwrap_or((0, ("", "")));
+            panic!(
+                "docs/configuration.md differs from `kgmesh config reference` (first at line \
+                 {}):\n  written:   {old}\n  generated: {new}\n{fix}",
+                line + 1
+            );
+        }
+    }
+}
