@@ -518,16 +518,22 @@ impl EmbeddedGraph {
             }
             keys.sort_unstable();
             keys.dedup();
+            let mut property_keys: Vec<String> = keys
+                .into_iter()
+                .map(|key| {
+                    self.property_key_name(super::graph::PropertyKeyId(key))
+                        .to_owned()
+                })
+                .collect();
+            // Every node answers to `name` in Cypher (its name when no property is
+            // called that), so a query checked against this schema may read it.
+            if !property_keys.iter().any(|key| key == "name") {
+                property_keys.insert(0, "name".to_owned());
+            }
             labels.push(LabelSchema {
                 name: name.to_owned(),
                 count: nodes.len() as u64,
-                property_keys: keys
-                    .into_iter()
-                    .map(|key| {
-                        self.property_key_name(super::graph::PropertyKeyId(key))
-                            .to_owned()
-                    })
-                    .collect(),
+                property_keys,
             });
         }
         labels.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));

@@ -135,9 +135,10 @@ fn labels_and_typed_properties_of_a_property_graph() {
 
     let schema = graph.schema_sync();
     assert_eq!(schema.label("Product").unwrap().count, 2);
+    // Every node answers to `name` in Cypher, so the schema lists it first.
     assert_eq!(
         schema.label("Product").unwrap().property_keys,
-        vec!["unitPrice", "discontinued"]
+        vec!["name", "unitPrice", "discontinued"]
     );
     assert_eq!(
         schema.relation("ORDERS").unwrap().endpoints,
