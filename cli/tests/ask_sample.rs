@@ -248,6 +248,12 @@ fn a_csv_directory_needs_its_mapping_and_answers_with_it() {
         &["--kg", kg, "--mapping", mapping.to_str().expect("utf-8")],
     );
     assert_eq!(answer_texts(&reply), ["Beverages"], "{reply}");
+    // A property the question names is an answer too, without a model.
+    let reply = ask_json(
+        "what is the unit price of Tofu",
+        &["--kg", kg, "--mapping", mapping.to_str().expect("utf-8")],
+    );
+    assert_eq!(answer_texts(&reply), ["23.25"], "{reply}");
     let (code, stdout, stderr) = kgmesh_run(&[
         "cypher",
         "MATCH (p:Product {productName: 'Tofu'}) RETURN p.unitPrice AS price",

@@ -331,6 +331,108 @@ pub async fn graph_relations(store: &dyn GraphStore) -> Arc<[String]> {
     }
 }
 
+/// Named entities whose properties are looked up at most.
+const PROPERTY_ENTITIES: usize = 3;
+/// Property keys looked up per question at most.
+const PROPERTY_KEYS: usize = 2;
+
+/// Read-only Cypher reading the properties a question asks for of its named entities
+/// ("what is the *unit price* of Chai" → `MATCH (n {name: 'Chai'}) RETURN
+/// n.`unitPrice``), so that a node's property values can be answers, as its
+/// neighbours are. A property key is asked for when the words of its name
+/// (`unitPrice` → "unit", "price") are the question's: the keys explaining the most
+/// question words, then the largest share of their own words, win; none when no key
+/// explains a word, or when more than [`PROPERTY_KEYS`] tie. Keys of every label are
+/// candidates (an entity's label is not known here); the query executor runs the
+/// queries, and a key the entity lacks gives no row.
+pub async fn property_lookups(
+    store: &dyn GraphStore,
+    relevance: &Relevance,
+    linked: &[ScoredEntity],
+) -> Vec<String> {
+    use crate::scoring::text::{content_stems, relation_words, CLAIM_MIN};
+
+    let Ok(schema) = store.schema().await else {
+        return Vec::new();
+    };
+    let mut keys: Vec<&str> = schema
+        .labels
+        .iter()
+        .flat_map(|label| label.property_keys.iter().map(String::as_str))
+        .filter(|key| !matches!(*key, "name" | "iri" | "id"))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let terms = relevance.terms();
+    // (question words explained, share of the key's words explained) per key.
+    let mut scored: Vec<((usize, u32), &str)> = keys
+        .into_iter()
+        .filter_map(|key| {
+            let stems = content_stems(&relation_words(key).join(" "));
+            if stems.is_empty() {
+                return None;
+            }
+            let mut used = vec![false; terms.stems().len()];
+            let mut explained = 0;
+            for stem in &stems {
+                if let Some((similarity, index)) = terms.best_match(stem, &used) {
+                    if similarity >= CLAIM_MIN {
+                        used[index] = true;
+                        explained += 1;
+                    }
+                }
+            }
+            let share = (explained * 1000 / stems.len()) as u32;
+            (explained > 0).then_some(((explained, share), key))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let Some(&(best, _)) = scored.first() else {
+        return Vec::new();
+    };
+    let chosen: Vec<&str> = scored
+        .iter()
+        .filter(|(score, _)| *score == best)
+        .map(|(_, key)| *key)
+        .collect();
+    if chosen.len() > PROPERTY_KEYS {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for scored in linked {
+        if !names.contains(&scored.entity.name.as_str()) && names.len() < PROPERTY_ENTITIES {
+            names.push(&scored.entity.name);
+        }
+    }
+    names
+        .iter()
+        .flat_map(|name| {
+            chosen.iter().map(move |key| {
+                format!(
+                    "MATCH (n {{name: {}}}) RETURN n.`{}`",
+                    cypher_string(name),
+                    key.replace('`', "``")
+                )
+            })
+        })
+        .collect()
+}
+
+/// `text` as a Cypher string literal.
+fn cypher_string(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('\'');
+    for c in text.chars() {
+        match c {
+            '\\' => quoted.push_str("\\\\"),
+            '\'' => quoted.push_str("\\'"),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
+}
+
 /// The whole LLM-free KG-Linker step.
 pub async fn link_without_llm(
     store: &dyn GraphStore,
@@ -353,6 +455,7 @@ pub async fn link_without_llm(
     if vectors_opt.is_some() {
         relevance = relevance.with_graph_relations(graph_relations(store).await);
     }
+    let cypher = property_lookups(store, &relevance, &linked).await;
     let entities: Vec<Entity> = linked.iter().map(|s| s.entity.clone()).collect();
     let ranked = rank_metapaths(
         store,
@@ -366,7 +469,7 @@ pub async fn link_without_llm(
         mentions,
         linked,
         metapaths: ranked.into_iter().map(|s| s.metapath).collect(),
-        cypher: Vec::new(),
+        cypher,
         draft_answers: Vec::new(),
         finish: false,
     })

@@ -389,3 +389,56 @@ async fn a_strongly_cued_word_left_unexplained_costs_the_shorter_path() {
         "{ranked:?}"
     );
 }
+
+#[tokio::test]
+async fn a_property_the_question_names_is_looked_up_for_its_entity() {
+    use kgmesh_schemas::graph::Value;
+    use kgmesh_stores::embedded::GraphBuilder;
+
+    let mut builder = GraphBuilder::new();
+    let chai = builder.node("Chai");
+    builder.add_label(chai, "Product");
+    builder.set_property(chai, "unitPrice", Value::Float(18.0));
+    builder.set_property(chai, "unitsInStock", Value::Int(39));
+    let tea = builder.node("Beverages");
+    builder.add_label(tea, "Category");
+    builder.set_property(
+        tea,
+        "description",
+        Value::String("Soft drinks, teas".into()),
+    );
+    builder.add_edge(chai, "PART_OF", tea);
+    let graph = builder.finish();
+    let index = build_name_index(&graph).await.unwrap();
+    let link = |question: &'static str| {
+        let (graph, index) = (&graph, &index);
+        async move {
+            link_without_llm(graph, index, None, question, &[], &LinkerConfig::default())
+                .await
+                .unwrap()
+                .cypher
+        }
+    };
+    // Both words of `unitPrice` beat the one of `unitsInStock`.
+    assert_eq!(
+        link("what is the unit price of Chai").await,
+        ["MATCH (n {name: 'Chai'}) RETURN n.`unitPrice`"]
+    );
+    assert_eq!(
+        link("how many units in stock does Chai have").await,
+        ["MATCH (n {name: 'Chai'}) RETURN n.`unitsInStock`"]
+    );
+    // No key named: no query.
+    assert!(link("what category is Chai part of").await.is_empty());
+    // The queries the linker writes pass the executor's checks and answer.
+    let limits = kgmesh_stores::QueryLimits::default();
+    let rows = crate::query_executor::core::execute(
+        &graph,
+        &link("what is the unit price of Chai").await[0],
+        &[],
+        &limits,
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.rows, vec![vec![Value::Float(18.0)]]);
+}

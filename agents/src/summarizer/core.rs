@@ -31,7 +31,7 @@ use std::{
 };
 
 use kgmesh_schemas::{
-    graph::{Entity, Metapath, Value},
+    graph::{Direction, Entity, Metapath, RelationStep, Value},
     messages::{
         context::{Context, EvidenceItem},
         summarizer::{Answer, SummarizeReply, SummarizeRequest},
@@ -86,7 +86,7 @@ const MAX_ANCHORS: usize = 8;
 const PASSED_MARGIN: f32 = -0.15;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum CandidateKey {
+pub(crate) enum CandidateKey {
     Node(NodeId),
     Text(String),
 }
@@ -113,6 +113,16 @@ struct Candidate {
     first: usize,
     /// Every evidence line that proposes the candidate, with its normalized score.
     evidence: Vec<(u32, f32)>,
+}
+
+impl Candidate {
+    /// What the candidate is known by: its node, else its text as a row gave it.
+    fn key(&self) -> CandidateKey {
+        match &self.entity {
+            Some(entity) => CandidateKey::Node(entity.id),
+            None => CandidateKey::Text(self.text.trim().to_lowercase()),
+        }
+    }
 }
 
 pub fn summarize(request: &SummarizeRequest, rule: &SummaryRule) -> SummarizeReply {
@@ -180,7 +190,12 @@ pub fn summarize_scored(
         })
         .collect();
     let found = kept.len();
-    let counts = asks_how_many(&request.question);
+    // A number the graph stores for what the question names ("how many units in
+    // stock …": `unitsInStock`) is the count itself.
+    let stored_number = kept
+        .first()
+        .is_some_and(|c| c.entity.is_none() && c.explained && c.text.parse::<f64>().is_ok());
+    let counts = asks_how_many(&request.question) && !stored_number;
     let mut answers: Vec<Answer> = kept
         .into_iter()
         .take(max_answers.saturating_sub(usize::from(counts)).max(1))
@@ -542,18 +557,15 @@ fn prefer_explained(
         return HashSet::new();
     };
     // The best-explaining paths: their evidence lines, and the nodes they end at.
-    let (explaining_lines, explained): (HashSet<u32>, HashSet<NodeId>) = lines
+    let (explaining_lines, explained): (HashSet<u32>, HashSet<CandidateKey>) = lines
         .iter()
         .zip(&ends)
         .zip(&scores)
         .filter(|(_, &score)| score >= best - EXPLAINED_TIE)
-        .map(|((line, end), _)| (*line, *end))
+        .map(|((line, end), _)| (*line, end.clone()))
         .unzip();
     for candidate in candidates.iter_mut() {
-        candidate.explained = candidate
-            .entity
-            .as_ref()
-            .is_some_and(|e| explained.contains(&e.id));
+        candidate.explained = explained.contains(&candidate.key());
     }
     candidates.sort_by(|a, b| {
         b.anchored
@@ -586,21 +598,64 @@ fn citations(mut lines: Vec<(u32, f32)>, explaining: &HashSet<u32>, most: usize)
 }
 
 /// The relation sequence of every path in the evidence, in evidence order, with the
-/// node the path ends at and the path's index among the evidence lines.
-pub fn path_evidence(request: &SummarizeRequest) -> (Vec<NodeId>, Vec<Metapath>, Vec<u32>) {
-    let mut ends: Vec<NodeId> = Vec::new();
+/// candidate the path ends at and the path's index among the evidence lines. A query
+/// returning one property (`RETURN n.unitPrice`) counts as a one-hop path along that
+/// property to each value it returned, so that a property the question names is
+/// weighed against the relations that also reach candidates.
+pub(crate) fn path_evidence(
+    request: &SummarizeRequest,
+) -> (Vec<CandidateKey>, Vec<Metapath>, Vec<u32>) {
+    let mut ends: Vec<CandidateKey> = Vec::new();
     let mut metapaths: Vec<Metapath> = Vec::new();
     let mut lines: Vec<u32> = Vec::new();
     for (index, evidence) in request.context.evidence.iter().enumerate() {
-        if let EvidenceItem::Path(path) = &evidence.item {
-            if let Some(metapath) = metapath_of(path) {
-                ends.push(path.end().id);
-                metapaths.push(metapath);
-                lines.push(index as u32);
+        match &evidence.item {
+            EvidenceItem::Path(path) => {
+                if let Some(metapath) = metapath_of(path) {
+                    ends.push(CandidateKey::Node(path.end().id));
+                    metapaths.push(metapath);
+                    lines.push(index as u32);
+                }
             }
+            EvidenceItem::Query { rows, .. } => {
+                let [column] = rows.columns.as_slice() else {
+                    continue;
+                };
+                let Some(key) = returned_property(column) else {
+                    continue;
+                };
+                let metapath = Metapath {
+                    steps: vec![RelationStep {
+                        relation: key.to_owned(),
+                        direction: Direction::Out,
+                    }],
+                };
+                for value in rows.rows.iter().filter_map(|row| row.first()) {
+                    if let Some((end, _, _)) = row_candidate(value) {
+                        ends.push(end);
+                        metapaths.push(metapath.clone());
+                        lines.push(index as u32);
+                    }
+                }
+            }
+            EvidenceItem::Triple(_) => {}
         }
     }
     (ends, metapaths, lines)
+}
+
+/// The property key a query column returns (`n.unitPrice`, ``n.`unit price` ``), if
+/// the column is a property access.
+fn returned_property(column: &str) -> Option<&str> {
+    let (variable, key) = column.split_once('.')?;
+    let key = key.trim();
+    let key = key
+        .strip_prefix('`')
+        .and_then(|k| k.strip_suffix('`'))
+        .unwrap_or(key);
+    let plain =
+        |text: &str| !text.is_empty() && text.chars().all(|c| c.is_alphanumeric() || c == '_');
+    (plain(variable.trim()) && !key.is_empty() && !key.contains('.')).then_some(key)
 }
 
 /// Path scores this close to the best count as explaining the question as well.

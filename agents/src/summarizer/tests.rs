@@ -795,3 +795,38 @@ fn how_many_is_answered_with_the_count_then_what_was_counted() {
     let reply = summarize(&request, &SummaryRule::default());
     assert_eq!(reply.answers.len(), 3);
 }
+
+#[test]
+fn a_property_the_question_names_outranks_the_neighbours_a_path_reaches() {
+    let chai = entity(1, "Chai");
+    let orders: Vec<Evidence> = (10..13)
+        .map(|id| path(&chai, "ORDERS", &entity(id, &format!("order {id}")), 0.9))
+        .collect();
+    let lookup = |key: &str, value: Value| Evidence {
+        source: "query-executor".into(),
+        score: 1.0,
+        item: EvidenceItem::Query {
+            cypher: format!("MATCH (n {{name: 'Chai'}}) RETURN n.`{key}`"),
+            rows: Rows {
+                columns: vec![format!("n.`{key}`")],
+                rows: vec![vec![value]],
+                truncated: false,
+            },
+        },
+    };
+    let mut evidence = orders.clone();
+    evidence.push(lookup("unitPrice", Value::Float(18.0)));
+    let mut asked = request(evidence, vec![chai.clone()]);
+    asked.question = "what is the unit price of Chai".into();
+    let reply = summarize(&asked, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts.first(), Some(&"18"), "{texts:?}");
+    // "How many" of a number the graph stores is that number, not a count of answers.
+    let mut evidence = orders;
+    evidence.push(lookup("unitsInStock", Value::Int(39)));
+    let mut asked = request(evidence, vec![chai]);
+    asked.question = "how many units in stock does Chai have".into();
+    let reply = summarize(&asked, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts.first(), Some(&"39"), "{texts:?}");
+}
