@@ -73,6 +73,27 @@ fn a_possessive_names_the_entity_and_an_unknown_name_is_not_guessed() {
 }
 
 #[test]
+fn a_name_written_without_its_accents_names_the_entity() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kg = dir.path().join("films.tsv");
+    std::fs::write(
+        &kg,
+        "Amélie\tdirected_by\tJean-Pierre Jeunet\nAmélie\trelease_year\t2001\n\
+         Delicatessen\tdirected_by\tJean-Pierre Jeunet\n",
+    )
+    .expect("write");
+    let kg = kg.to_str().expect("utf-8 path");
+    for question in ["who directed Amelie", "who directed Amélie"] {
+        let reply = ask_json(question, &["--kg", kg]);
+        assert_eq!(
+            answer_texts(&reply),
+            ["Jean-Pierre Jeunet"],
+            "{question}: {reply}"
+        );
+    }
+}
+
+#[test]
 fn without_kg_the_bundled_sample_is_used_and_text_output_shows_answers_and_costs() {
     let (code, stdout, stderr) = kgmesh_run(&["ask", "who directed Heat"]);
     assert_eq!(code, 0, "{stderr}");
