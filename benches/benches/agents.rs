@@ -11,7 +11,7 @@
 //! ```
 //! `--embed` embeds every node name with MiniLM (`scripts/fetch-minilm`) and times
 //! embedding links and the union too. That is slow on a CPU (about 340 names/s on two
-//! cores: 45 minutes for the 10M-edge graph's 875k names, and 47 for their HNSW), so the
+//! cores: 45 minutes for the 10M-edge graph's 875k names), so the
 //! name-vector index is kept in `KGMESH_BENCH_VECTOR_CACHE` (default
 //! `target/bench-cache`; empty: not kept), one file per graph, and read back by later
 //! runs.
@@ -495,7 +495,7 @@ impl NameVectors {
 }
 
 /// MiniLM name vectors for embedding links: every name embedded (batched, progress on
-/// stderr) and indexed with HNSW, each phase timed. With `cache`, the index is read from
+/// stderr) and indexed (inverted lists), each phase timed. With `cache`, the index is read from
 /// that file when it holds one vector per name, and written there after a build, so the
 /// long embedding of a million-name graph on a small CPU is paid once.
 async fn embeddings(index: &Gazetteer, cache: Option<PathBuf>) -> Option<NameVectors> {
@@ -560,9 +560,9 @@ async fn embeddings(index: &Gazetteer, cache: Option<PathBuf>) -> Option<NameVec
     }
     let embedded = started.elapsed();
     let started = Instant::now();
-    vectors.build_hnsw();
+    vectors.build_index();
     println!(
-        "  name vectors: {names} names embedded in {:.1} s ({:.0} names/s), HNSW built in {:.1} s",
+        "  name vectors: {names} names embedded in {:.1} s ({:.0} names/s), inverted lists built in {:.1} s",
         embedded.as_secs_f64(),
         names as f64 / embedded.as_secs_f64().max(1e-3),
         started.elapsed().as_secs_f64()

@@ -1,4 +1,4 @@
-//! One contract for every [`VectorIndex`] backend — the embedded index (exact and HNSW)
+//! One contract for every [`VectorIndex`] backend — the embedded index (exact and inverted lists)
 //! and the Qdrant backend — plus the Qdrant backend's failure modes.
 //!
 //! The Qdrant backend runs against `kgmesh_testkit::qdrant_standin`, an in-memory server
@@ -184,10 +184,10 @@ async fn payload_contract(index: &dyn VectorIndex) {
     assert!(hits[1].payload.is_empty());
 }
 
-fn embedded(dim: usize, metric: Metric, hnsw: bool) -> EmbeddedVectorIndex {
+fn embedded(dim: usize, metric: Metric, lists: bool) -> EmbeddedVectorIndex {
     let index = EmbeddedVectorIndex::new(dim, metric);
-    if hnsw {
-        index.with_hnsw_threshold(1)
+    if lists {
+        index.with_index_threshold(1)
     } else {
         index
     }
@@ -217,12 +217,12 @@ async fn embedded_exact_index_meets_the_contract() {
 }
 
 #[tokio::test]
-async fn embedded_hnsw_index_meets_the_contract() {
+async fn embedded_inverted_lists_meet_the_contract() {
     let index = embedded(3, Metric::Cosine, true);
     contract(&index).await;
     assert!(
-        index.hnsw_is_fresh(),
-        "unfiltered searches went through HNSW"
+        index.index_is_fresh(),
+        "unfiltered searches went through the inverted lists"
     );
     l2_contract(&embedded(2, Metric::L2, true)).await;
     payload_contract(&embedded(3, Metric::Cosine, true)).await;

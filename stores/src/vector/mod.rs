@@ -1,16 +1,20 @@
 //! The embedded vector index: exact search over contiguous `f32` rows for small or
-//! filtered searches, and an HNSW graph (`instant-distance`) for large collections.
+//! filtered searches, and an inverted-file index ([`ivf`]: k-means lists, the nearest
+//! lists scanned exactly) for large collections.
 //!
 //! Rows live in one `Vec<f32>` (`dim` floats per item, row-major), so exact search is a
 //! straight pass the compiler vectorizes. Cosine vectors are stored normalized, making
-//! cosine a dot product. The HNSW graph is built lazily: after writes it is stale, and
+//! cosine a dot product. The lists are built lazily: after writes they are stale, and
 //! the next unfiltered search on a collection of at least
-//! [`EmbeddedVectorIndex::hnsw_threshold`] items rebuilds it on the blocking pool;
-//! smaller collections and filtered searches (`only`) are answered exactly.
+//! [`EmbeddedVectorIndex::index_threshold`] items rebuilds them on the blocking pool
+//! (every core; seconds for a million MiniLM vectors, where the HNSW graph used before
+//! took most of an hour); smaller collections and filtered searches (`only`) are
+//! answered exactly.
 //!
-//! [`EmbeddedVectorIndex::save`] writes everything, HNSW graph included, to one
-//! checksummed file that is conventionally placed next to the graph snapshot
-//! (`graph.kgs` → `graph.kgv`).
+//! [`EmbeddedVectorIndex::save`] writes everything, lists included, to one checksummed
+//! file that is conventionally placed next to the graph snapshot (`graph.kgs` →
+//! `graph.kgv`). Files of the previous version (with an HNSW graph) are still read:
+//! their rows are kept and the lists built on first use.
 //!
 //! The Qdrant backend ([`QdrantIndex`], in [`qdrant`]) implements the same trait over gRPC.
 //!
@@ -33,37 +37,21 @@
 use std::{collections::HashMap, path::Path, sync::Arc};
 
 use async_trait::async_trait;
-use instant_distance::{Builder, HnswMap, Search};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use crate::{Metric, StoreError, StoreResult, VectorHit, VectorIndex, VectorItem};
 
+mod ivf;
 pub mod qdrant;
+use ivf::{dot, squared_l2, Ivf};
 pub use qdrant::{QdrantIndex, QdrantOptions};
 
 const FILE_MAGIC: &[u8; 8] = b"KGMVECS\0";
-const FILE_VERSION: u32 = 1;
+/// 2: inverted lists; 1: an HNSW graph (still read, the graph dropped).
+const FILE_VERSION: u32 = 2;
 /// Collections smaller than this are always searched exactly.
-pub const DEFAULT_HNSW_THRESHOLD: usize = 20_000;
-
-/// A stored row as an HNSW point. Distances: `1 - dot` for (normalized) cosine,
-/// Euclidean for L2.
-#[derive(Clone, Serialize, Deserialize)]
-struct Row {
-    values: Vec<f32>,
-    cosine: bool,
-}
-
-impl instant_distance::Point for Row {
-    fn distance(&self, other: &Self) -> f32 {
-        if self.cosine {
-            1.0 - dot(&self.values, &other.values)
-        } else {
-            squared_l2(&self.values, &other.values).sqrt()
-        }
-    }
-}
+pub const DEFAULT_INDEX_THRESHOLD: usize = 20_000;
 
 #[derive(Default, Serialize, Deserialize)]
 struct State {
@@ -71,9 +59,45 @@ struct State {
     /// `ids.len() * dim` floats.
     rows: Vec<f32>,
     payloads: Vec<Vec<(String, String)>>,
-    /// HNSW over the rows as they were at the last build; values are ids.
-    hnsw: Option<HnswMap<Row, u64>>,
+    /// Inverted lists over the rows as they were at the last build.
+    ivf: Option<Ivf>,
+    ivf_fresh: bool,
+}
+
+/// A version-1 file: the same rows, and an HNSW graph this version does not use.
+#[derive(Deserialize)]
+struct LegacyPersisted {
+    dim: usize,
+    cosine: bool,
+    state: LegacyState,
+}
+
+#[derive(Deserialize)]
+struct LegacyState {
+    ids: Vec<u64>,
+    rows: Vec<f32>,
+    payloads: Vec<Vec<(String, String)>>,
+    #[allow(dead_code)]
+    hnsw: Option<instant_distance::HnswMap<LegacyRow, u64>>,
+    #[allow(dead_code)]
     hnsw_fresh: bool,
+}
+
+/// A point of a version-1 HNSW graph, read only to be dropped.
+#[derive(Clone, Serialize, Deserialize)]
+struct LegacyRow {
+    values: Vec<f32>,
+    cosine: bool,
+}
+
+impl instant_distance::Point for LegacyRow {
+    fn distance(&self, other: &Self) -> f32 {
+        if self.cosine {
+            1.0 - dot(&self.values, &other.values)
+        } else {
+            squared_l2(&self.values, &other.values).sqrt()
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -87,7 +111,7 @@ struct Persisted {
 pub struct EmbeddedVectorIndex {
     dim: usize,
     metric: Metric,
-    hnsw_threshold: usize,
+    index_threshold: usize,
     state: Arc<RwLock<State>>,
     /// id → row, rebuilt from `state.ids` when loaded.
     positions: Arc<RwLock<HashMap<u64, usize>>>,
@@ -98,20 +122,20 @@ impl EmbeddedVectorIndex {
         Self {
             dim,
             metric,
-            hnsw_threshold: DEFAULT_HNSW_THRESHOLD,
+            index_threshold: DEFAULT_INDEX_THRESHOLD,
             state: Arc::default(),
             positions: Arc::default(),
         }
     }
 
-    /// Size from which unfiltered searches use HNSW (tests lower it).
-    pub fn with_hnsw_threshold(mut self, threshold: usize) -> Self {
-        self.hnsw_threshold = threshold;
+    /// Size from which unfiltered searches use the inverted lists (tests lower it).
+    pub fn with_index_threshold(mut self, threshold: usize) -> Self {
+        self.index_threshold = threshold;
         self
     }
 
-    pub fn hnsw_threshold(&self) -> usize {
-        self.hnsw_threshold
+    pub fn index_threshold(&self) -> usize {
+        self.index_threshold
     }
 
     /// The conventional vector file beside a graph snapshot.
@@ -204,13 +228,35 @@ impl EmbeddedVectorIndex {
             .collect()
     }
 
-    /// Builds the HNSW graph now if it is stale (normally done by the first search).
-    pub fn build_hnsw(&self) {
+    /// Builds the inverted lists now if they are stale (normally done by the first
+    /// large search).
+    pub fn build_index(&self) {
         let mut state = self.state.write();
-        rebuild(&mut state, self.dim, self.metric == Metric::Cosine);
+        let mut positions = self.positions.write();
+        rebuild(
+            &mut state,
+            &mut positions,
+            self.dim,
+            self.metric == Metric::Cosine,
+        );
     }
 
-    /// Writes the index (rows, payloads, HNSW graph when built) to `path`.
+    /// The exact top `k` over every row, whatever the collection's size (the baseline
+    /// the inverted lists are measured against).
+    pub fn exact_search(&self, query: &[f32], k: usize) -> StoreResult<Vec<VectorHit>> {
+        self.check_vector(query)?;
+        let query = self.prepared(query);
+        let state = self.state.read();
+        let positions = self.positions.read();
+        Ok(self.exact(&state, &positions, &query, k, None))
+    }
+
+    /// How many inverted lists the index has (0 before they are built).
+    pub fn list_count(&self) -> usize {
+        self.state.read().ivf.as_ref().map_or(0, Ivf::lists)
+    }
+
+    /// Writes the index (rows, payloads, lists when built) to `path`.
     pub fn save(&self, path: &Path) -> StoreResult<()> {
         let state = self.state.read();
         let persisted = PersistedRef {
@@ -247,10 +293,10 @@ impl EmbeddedVectorIndex {
         let word = |at: usize| {
             u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
         };
-        if word(8) != FILE_VERSION {
+        let version = word(8);
+        if version != FILE_VERSION && version != 1 {
             return Err(corrupt(format!(
-                "vector index version {}, expected {FILE_VERSION}",
-                word(8)
+                "vector index version {version}, expected {FILE_VERSION} or 1"
             )));
         }
         let mut length = [0u8; 8];
@@ -264,14 +310,42 @@ impl EmbeddedVectorIndex {
                 "checksum mismatch: the file was altered or damaged".to_owned(),
             ));
         }
-        let (persisted, _): (Persisted, usize) =
+        let decode_error =
+            |error: bincode::error::DecodeError| corrupt(format!("does not decode: {error}"));
+        let persisted: Persisted = if version == 1 {
+            let (legacy, _): (LegacyPersisted, usize) =
+                bincode::serde::decode_from_slice(body, bincode::config::standard())
+                    .map_err(decode_error)?;
+            Persisted {
+                dim: legacy.dim,
+                cosine: legacy.cosine,
+                state: State {
+                    ids: legacy.state.ids,
+                    rows: legacy.state.rows,
+                    payloads: legacy.state.payloads,
+                    ivf: None,
+                    ivf_fresh: false,
+                },
+            }
+        } else {
             bincode::serde::decode_from_slice(body, bincode::config::standard())
-                .map_err(|error| corrupt(format!("does not decode: {error}")))?;
+                .map_err(decode_error)?
+                .0
+        };
         let state = persisted.state;
         let dim = persisted.dim;
         if state.rows.len() != state.ids.len() * dim || state.payloads.len() != state.ids.len() {
             return Err(corrupt(
                 "rows, ids and payloads disagree in length".to_owned(),
+            ));
+        }
+        if state
+            .ivf
+            .as_ref()
+            .is_some_and(|ivf| !ivf.covers(state.ids.len(), dim))
+        {
+            return Err(corrupt(
+                "the inverted lists do not cover the rows".to_owned(),
             ));
         }
         let positions = state
@@ -287,16 +361,16 @@ impl EmbeddedVectorIndex {
             } else {
                 Metric::L2
             },
-            hnsw_threshold: DEFAULT_HNSW_THRESHOLD,
+            index_threshold: DEFAULT_INDEX_THRESHOLD,
             state: Arc::new(RwLock::new(state)),
             positions: Arc::new(RwLock::new(positions)),
         })
     }
 
-    /// Whether the HNSW graph reflects every write (for tests and status pages).
-    pub fn hnsw_is_fresh(&self) -> bool {
+    /// Whether the inverted lists reflect every write (for tests and status pages).
+    pub fn index_is_fresh(&self) -> bool {
         let state = self.state.read();
-        state.hnsw_fresh && state.hnsw.is_some()
+        state.ivf_fresh && state.ivf.is_some()
     }
 }
 
@@ -307,24 +381,36 @@ struct PersistedRef<'a> {
     state: &'a State,
 }
 
-fn rebuild(state: &mut State, dim: usize, cosine: bool) {
-    if state.hnsw_fresh && state.hnsw.is_some() {
+/// Builds the inverted lists over the rows and stores the rows list by list
+/// (`positions` follows the moved rows).
+fn rebuild(state: &mut State, positions: &mut HashMap<u64, usize>, dim: usize, cosine: bool) {
+    if state.ivf_fresh && state.ivf.is_some() {
         return;
     }
-    let points: Vec<Row> = state
-        .rows
-        .chunks_exact(dim.max(1))
-        .map(|values| Row {
-            values: values.to_vec(),
-            cosine,
-        })
+    let (ivf, order) = Ivf::build(&state.rows, dim, cosine);
+    let mut rows = Vec::with_capacity(state.rows.len());
+    for &old in &order {
+        let old = old as usize;
+        rows.extend_from_slice(&state.rows[old * dim..(old + 1) * dim]);
+    }
+    state.rows = rows;
+    state.ids = order.iter().map(|&old| state.ids[old as usize]).collect();
+    let mut payloads: Vec<Option<Vec<(String, String)>>> = std::mem::take(&mut state.payloads)
+        .into_iter()
+        .map(Some)
         .collect();
-    // A fixed seed keeps builds (and therefore results) reproducible.
-    let map = Builder::default()
-        .seed(0x6b67_6d65_7368)
-        .build(points, state.ids.clone());
-    state.hnsw = Some(map);
-    state.hnsw_fresh = true;
+    state.payloads = order
+        .iter()
+        .map(|&old| payloads[old as usize].take().unwrap_or_default())
+        .collect();
+    *positions = state
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(row, id)| (*id, row))
+        .collect();
+    state.ivf = Some(ivf);
+    state.ivf_fresh = true;
 }
 
 fn io_error(path: &Path, error: std::io::Error) -> StoreError {
@@ -332,14 +418,6 @@ fn io_error(path: &Path, error: std::io::Error) -> StoreError {
         path: path.display().to_string(),
         detail: error.to_string(),
     }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-fn squared_l2(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
 
 fn normalized(vector: &[f32]) -> Vec<f32> {
@@ -387,7 +465,7 @@ impl VectorIndex for EmbeddedVectorIndex {
                 }
             }
         }
-        state.hnsw_fresh = false;
+        state.ivf_fresh = false;
         Ok(())
     }
 
@@ -399,7 +477,7 @@ impl VectorIndex for EmbeddedVectorIndex {
     ) -> StoreResult<Vec<VectorHit>> {
         self.check_vector(query)?;
         let query = self.prepared(query);
-        let large = self.state.read().ids.len() >= self.hnsw_threshold;
+        let large = self.state.read().ids.len() >= self.index_threshold;
         if only.is_some() || !large {
             let state = self.state.read();
             let positions = self.positions.read();
@@ -411,39 +489,46 @@ impl VectorIndex for EmbeddedVectorIndex {
         let cosine = self.metric == Metric::Cosine;
         let metric = self.metric;
         tokio::task::spawn_blocking(move || {
-            {
-                let needs_build = {
-                    let state = state.read();
-                    !(state.hnsw_fresh && state.hnsw.is_some())
-                };
-                if needs_build {
-                    rebuild(&mut state.write(), dim, cosine);
-                }
+            let needs_build = {
+                let state = state.read();
+                !(state.ivf_fresh && state.ivf.is_some())
+            };
+            if needs_build {
+                // Both locks in the order writers take them.
+                let mut state = state.write();
+                rebuild(&mut state, &mut positions.write(), dim, cosine);
             }
             let state = state.read();
-            let positions = positions.read();
-            let Some(map) = state.hnsw.as_ref() else {
+            let Some(ivf) = state.ivf.as_ref() else {
                 return Vec::new();
             };
-            let point = Row {
-                values: query.clone(),
-                cosine,
-            };
-            let mut search = Search::default();
-            map.search(&point, &mut search)
-                .take(k)
-                .filter_map(|item| {
-                    let row = *positions.get(item.value)?;
+            let mut scored: Vec<(f32, usize)> = ivf
+                .candidates(&query)
+                .flatten()
+                .map(|row| {
                     let values = &state.rows[row * dim..(row + 1) * dim];
                     let score = match metric {
                         Metric::Cosine => dot(&query, values),
                         Metric::L2 => -squared_l2(&query, values).sqrt(),
                     };
-                    Some(VectorHit {
-                        id: *item.value,
-                        score,
-                        payload: state.payloads[row].clone(),
-                    })
+                    (score, row)
+                })
+                .collect();
+            let k = k.min(scored.len());
+            if k == 0 {
+                return Vec::new();
+            }
+            let by_score =
+                |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+            scored.select_nth_unstable_by(k - 1, by_score);
+            scored.truncate(k);
+            scored.sort_by(by_score);
+            scored
+                .into_iter()
+                .map(|(score, row)| VectorHit {
+                    id: state.ids[row],
+                    score,
+                    payload: state.payloads[row].clone(),
                 })
                 .collect()
         })
@@ -476,7 +561,7 @@ impl VectorIndex for EmbeddedVectorIndex {
             let new_length = state.ids.len() * self.dim;
             state.rows.truncate(new_length);
         }
-        state.hnsw_fresh = false;
+        state.ivf_fresh = false;
         Ok(())
     }
 

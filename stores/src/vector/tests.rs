@@ -1,5 +1,5 @@
-//! Tests of the embedded index's own behaviour: HNSW recall against exact search and
-//! persistence. The contract every backend meets is in `stores/tests/vector_index.rs`.
+//! Tests of the embedded index's own behaviour: recall of the inverted lists against
+//! exact search, and persistence. The contract every backend meets is in `stores/tests/vector_index.rs`.
 
 use std::time::Duration;
 
@@ -22,19 +22,21 @@ fn item(id: u64, vector: Vec<f32>) -> VectorItem {
 }
 
 #[tokio::test]
-async fn hnsw_recall_matches_exact_search_on_random_vectors() {
-    let dim = 16;
-    let vectors = lcg_vectors(1_000, dim, 11);
+async fn inverted_lists_recall_matches_exact_search_on_clustered_vectors() {
+    // Embeddings of names cluster (by topic, by kind of thing); 4,000 vectors around
+    // 40 centres, as such embeddings do, and queries near the same centres.
+    let dim = 32;
+    let vectors = clustered_vectors(4_000, dim, 40, 11);
     let items: Vec<VectorItem> = vectors
         .iter()
         .enumerate()
         .map(|(id, v)| item(id as u64, v.clone()))
         .collect();
     let exact = EmbeddedVectorIndex::new(dim, Metric::Cosine);
-    let approximate = EmbeddedVectorIndex::new(dim, Metric::Cosine).with_hnsw_threshold(1);
+    let approximate = EmbeddedVectorIndex::new(dim, Metric::Cosine).with_index_threshold(1);
     within(exact.upsert(items.clone())).await.unwrap();
     within(approximate.upsert(items)).await.unwrap();
-    let queries = lcg_vectors(50, dim, 99);
+    let queries = clustered_vectors(100, dim, 40, 99);
     let mut found = 0;
     for query in &queries {
         let truth: Vec<u64> = within(exact.search(query, 10, None))
@@ -46,28 +48,97 @@ async fn hnsw_recall_matches_exact_search_on_random_vectors() {
         let hits = within(approximate.search(query, 10, None)).await.unwrap();
         found += hits.iter().filter(|hit| truth.contains(&hit.id)).count();
     }
+    assert!(
+        approximate.index_is_fresh(),
+        "the searches went through the lists"
+    );
+    assert_eq!(approximate.list_count(), ivf::list_count(4_000));
     let recall = found as f64 / (queries.len() * 10) as f64;
-    assert!(recall >= 0.9, "HNSW recall@10 {recall:.3} below 0.9");
+    assert!(recall >= 0.9, "recall@10 {recall:.3} below 0.9");
+    // A write makes the lists stale; the next search rebuilds them.
+    within(approximate.upsert(vec![item(9_999, queries[0].clone())]))
+        .await
+        .unwrap();
+    assert!(!approximate.index_is_fresh());
+    let hits = within(approximate.search(&queries[0], 1, None))
+        .await
+        .unwrap();
+    assert_eq!(hits[0].id, 9_999);
 }
 
 #[tokio::test]
-async fn saved_indexes_reopen_with_their_hnsw_graph_and_reject_damage() {
+async fn a_version_1_file_with_an_hnsw_graph_is_read_and_indexed_anew() {
+    #[derive(Serialize)]
+    struct V1 {
+        dim: usize,
+        cosine: bool,
+        state: V1State,
+    }
+    #[derive(Serialize)]
+    struct V1State {
+        ids: Vec<u64>,
+        rows: Vec<f32>,
+        payloads: Vec<Vec<(String, String)>>,
+        hnsw: Option<instant_distance::HnswMap<LegacyRow, u64>>,
+        hnsw_fresh: bool,
+    }
+    let rows = [[1.0f32, 0.0], [0.0, 1.0], [0.6, 0.8]];
+    let points: Vec<LegacyRow> = rows
+        .iter()
+        .map(|r| LegacyRow {
+            values: r.to_vec(),
+            cosine: true,
+        })
+        .collect();
+    let hnsw = instant_distance::Builder::default().build(points, vec![1u64, 2, 3]);
+    let v1 = V1 {
+        dim: 2,
+        cosine: true,
+        state: V1State {
+            ids: vec![1, 2, 3],
+            rows: rows.concat(),
+            payloads: vec![Vec::new(); 3],
+            hnsw: Some(hnsw),
+            hnsw_fresh: true,
+        },
+    };
+    let body = bincode::serde::encode_to_vec(&v1, bincode::config::standard()).unwrap();
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(FILE_MAGIC);
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&body);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.kgv");
+    std::fs::write(&path, &bytes).unwrap();
+    let index = EmbeddedVectorIndex::open(&path)
+        .unwrap()
+        .with_index_threshold(1);
+    assert_eq!(within(index.len()).await.unwrap(), 3);
+    let hits = within(index.search(&[0.5, 0.9], 1, None)).await.unwrap();
+    assert_eq!(hits[0].id, 3);
+    assert!(index.index_is_fresh());
+}
+
+#[tokio::test]
+async fn saved_indexes_reopen_with_their_lists_and_reject_damage() {
     let dir = tempfile::tempdir().unwrap();
     let snapshot = dir.path().join("graph.kgs");
     let path = EmbeddedVectorIndex::path_beside(&snapshot);
     assert!(path.ends_with("graph.kgv"));
-    let index = EmbeddedVectorIndex::new(3, Metric::L2).with_hnsw_threshold(1);
+    let index = EmbeddedVectorIndex::new(3, Metric::L2).with_index_threshold(1);
     within(index.upsert(vec![
         item(7, vec![1.0, 2.0, 3.0]),
         item(8, vec![-1.0, 0.0, 0.0]),
     ]))
     .await
     .unwrap();
-    index.build_hnsw();
+    index.build_index();
     index.save(&path).unwrap();
     let reopened = EmbeddedVectorIndex::open(&path).unwrap();
     assert_eq!(reopened.metric(), Metric::L2);
-    assert!(reopened.hnsw_is_fresh());
+    assert!(reopened.index_is_fresh());
     let hits = within(reopened.search(&[1.0, 2.0, 2.5], 1, None))
         .await
         .unwrap();
@@ -100,6 +171,21 @@ fn lcg_vectors(count: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
                     (value >> 40) as f32 / (1u64 << 23) as f32 - 1.0
                 })
                 .collect()
+        })
+        .collect()
+}
+
+/// `count` vectors scattered around `centres` random centres (noise a fifth of a
+/// centre's length), deterministically.
+fn clustered_vectors(count: usize, dim: usize, centres: usize, seed: u64) -> Vec<Vec<f32>> {
+    let centre_vectors = lcg_vectors(centres, dim, 7);
+    let noise = lcg_vectors(count, dim, seed);
+    noise
+        .into_iter()
+        .enumerate()
+        .map(|(i, noise)| {
+            let centre = &centre_vectors[(i * 7919 + seed as usize) % centres];
+            centre.iter().zip(noise).map(|(c, n)| c + 0.2 * n).collect()
         })
         .collect()
 }
