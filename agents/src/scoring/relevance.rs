@@ -483,6 +483,12 @@ impl Relevance {
     ) -> Vec<f32> {
         // Few distinct relations, many sequences: stem each relation once.
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
+        for relation in self.relation_names(sequences) {
+            stems
+                .entry(relation)
+                .or_insert_with(|| super::text::content_stems(relation));
+        }
+        let unknown = self.unknown_words(&stems, &[]);
         sequences
             .iter()
             .enumerate()
@@ -497,8 +503,43 @@ impl Relevance {
                     })
                     .collect();
                 let relations = with_return_tokens(relations, returns.get(index));
-                self.terms
-                    .sequence_score_learned(&relations, None, self.learned(hop_words, index))
+                self.terms.sequence_score_open(
+                    &relations,
+                    None,
+                    self.learned(hop_words, index),
+                    Some(&unknown),
+                )
+            })
+            .collect()
+    }
+
+    /// The relations question words may be explained by: the graph's
+    /// ([`Self::with_graph_relations`]), else those of the sequences scored.
+    fn relation_names<'a>(&'a self, sequences: &'a [Vec<String>]) -> Vec<&'a str> {
+        let mut names: Vec<&str> = match &self.graph_relations {
+            Some(graph) => graph.iter().map(String::as_str).collect(),
+            None => sequences.iter().flatten().map(String::as_str).collect(),
+        };
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Per question word: no relation explains it, by the stems of its name
+    /// (`stems`), a cue learned from verified plans, or an embedding (`named[i]`).
+    fn unknown_words(&self, stems: &HashMap<&str, Vec<String>>, named: &[bool]) -> Vec<bool> {
+        use super::text::stem_similarity;
+        self.terms
+            .stems()
+            .iter()
+            .enumerate()
+            .map(|(index, word)| {
+                !named.get(index).copied().unwrap_or(false)
+                    && !self.learned_word(index)
+                    && !stems
+                        .values()
+                        .flatten()
+                        .any(|token| stem_similarity(token, word) >= CLAIM_MIN)
             })
             .collect()
     }
@@ -598,6 +639,16 @@ impl Relevance {
         let nearest = self
             .nearest_relations(sequences, vectors, min_cosine, &matched)
             .await?;
+        let unknown = {
+            let mut all_stems: HashMap<&str, Vec<String>> = HashMap::new();
+            for relation in self.relation_names(sequences) {
+                all_stems
+                    .entry(relation)
+                    .or_insert_with(|| content_stems(relation));
+            }
+            let named: Vec<bool> = nearest.iter().map(Option::is_some).collect();
+            self.unknown_words(&all_stems, &named)
+        };
         let extra = |token: &str, index: usize| -> f32 {
             match token.strip_prefix(RELATION_TOKEN) {
                 Some(relation)
@@ -621,10 +672,11 @@ impl Relevance {
                     })
                     .collect();
                 let relations = with_return_tokens(relations, returns.get(index));
-                self.terms.sequence_score_learned(
+                self.terms.sequence_score_open(
                     &relations,
                     Some(&extra),
                     self.learned(hop_words, index),
+                    Some(&unknown),
                 )
             })
             .collect())

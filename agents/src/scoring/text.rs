@@ -72,6 +72,10 @@ pub struct QuestionTerms {
     /// ([`SHARED_VALUE_WORDS`]), so a hop that walks the previous relation back may
     /// claim it.
     shared: Vec<bool>,
+    /// Per stem: the word is a link of a possessive or "of" chain ("X 's *mother* 's
+    /// *heir*", "the *son* of …"): each such word is one hop of the chain, whether or
+    /// not a relation's name says so.
+    linked: Vec<bool>,
     /// Per stem: the index of its word among the question's [`words`].
     positions: Vec<usize>,
 }
@@ -89,6 +93,11 @@ pub struct LearnedCues<'a> {
 /// a sequence that leaves it unexplained loses [`UNEXPLAINED_PENALTY`] times it.
 const STRONG_CUE: f32 = 0.5;
 const UNEXPLAINED_PENALTY: f32 = 0.5;
+/// What a hop standing for a chain link no relation's name explains costs (a hop that
+/// explains nothing costs [`UNMATCHED_PENALTY`]).
+const WILDCARD_COST: f32 = 0.25;
+/// What a hop that explains no question word costs.
+const UNMATCHED_PENALTY: f32 = 0.5;
 /// Credit for each further question word a relation's name explains beyond the one it
 /// claims (`plays_in_club` for "the *club* that X *plays* for", where
 /// `plays_for_country` explains "plays" alone): a tie-breaker between sequences that
@@ -242,6 +251,14 @@ impl QuestionTerms {
             })
             .collect();
         // A marker inside an entity's name ("[Two Rode Together]") marks nothing.
+        let linked = content
+            .iter()
+            .map(|&(i, _)| {
+                let previous = if i > 0 { all[i - 1].as_str() } else { "" };
+                let next = all.get(i + 1).map_or("", String::as_str);
+                (previous == "s" || next == "of") && !asks_a_kind(i)
+            })
+            .collect();
         let shared = content
             .iter()
             .map(|&(i, _)| {
@@ -270,6 +287,7 @@ impl QuestionTerms {
             answers_class,
             order,
             shared,
+            linked,
         }
     }
 
@@ -421,7 +439,20 @@ impl QuestionTerms {
         extra_opt: Option<ExtraSimilarity<'_>>,
         learned_opt: Option<LearnedCues<'_>>,
     ) -> f32 {
-        const UNMATCHED_PENALTY: f32 = 0.5;
+        self.sequence_score_open(relations, extra_opt, learned_opt, None)
+    }
+
+    /// [`Self::sequence_score_learned`], where `unknown[i]` says that no relation of
+    /// the graph explains question word `i` (by its letters or by embedding): such a
+    /// word that is a link of a possessive chain ("X 's mother 's *heir* 's child") is
+    /// still one hop of the chain, and a hop that explains nothing may stand for it.
+    pub fn sequence_score_open(
+        &self,
+        relations: &[Vec<String>],
+        extra_opt: Option<ExtraSimilarity<'_>>,
+        learned_opt: Option<LearnedCues<'_>>,
+        unknown: Option<&[bool]>,
+    ) -> f32 {
         let mut used = vec![false; self.stems.len()];
         let mut claimed: Vec<Option<usize>> = vec![None; relations.len()];
         let mut total = 0.0;
@@ -468,6 +499,37 @@ impl QuestionTerms {
                 }
                 None => total -= UNMATCHED_PENALTY,
             }
+        }
+        // A hop no word explains stands for a chain link no relation of the graph
+        // explains ("X 's mother 's *heir* 's child": `parents`, some relation,
+        // `children`): the links left over go to such hops in chain order, at a smaller
+        // cost than a hop that stands for nothing. Without this the chain's length is
+        // lost with its unknown word, and the shorter sequence wins. A word some
+        // relation explains ("X 's father 's *cause* of death") is never such a link:
+        // a sequence that leaves it unexplained lacks that relation.
+        let mut open: Vec<usize> = (0..self.stems.len())
+            .filter(|&i| {
+                !used[i]
+                    && unknown.is_some_and(|unknown| unknown.get(i).copied().unwrap_or(false))
+                    && self.linked.get(i).copied().unwrap_or(false)
+                    && !self.names_a_class(i)
+                    && !self.marks_shared_value(i)
+            })
+            .collect();
+        open.sort_by_key(|&i| (self.order.get(i).copied().flatten(), i));
+        let mut open = open.into_iter();
+        // A hop walking the previous one back returns to where the chain was: it
+        // stands for no link ("the *type* of religion of X": not the religion's other
+        // believers).
+        for (slot, _) in claimed
+            .iter_mut()
+            .zip(relations)
+            .filter(|(slot, tokens)| slot.is_none() && !tokens.iter().any(|t| t == RETURN_TOKEN))
+        {
+            let Some(word) = open.next() else { break };
+            *slot = Some(word);
+            used[word] = true;
+            total += UNMATCHED_PENALTY - WILDCARD_COST;
         }
         if let Some(last) = relations.last() {
             // The word naming the answer, or the wh-word asking for its kind.
@@ -646,6 +708,58 @@ mod tests {
         let border = |back| hops(&[("shares_border_with", false), ("shares_border_with", back)]);
         let one = terms.sequence_score_stems(&hops(&[("shares_border_with", false)]));
         assert!(one > terms.sequence_score_stems(&border(true)));
+    }
+
+    #[test]
+    fn a_chain_link_no_relation_explains_is_still_a_hop() {
+        let question = "what is the ada 's mother 's heir 's child";
+        let terms = QuestionTerms::new(question, &["ada"]);
+        // "heir" is explained by no relation of the graph; "mother" and "child" are.
+        let unknown: Vec<bool> = terms.stems().iter().map(|s| *s == stem("heir")).collect();
+        let score = |relations: &[&str], unknown: Option<&[bool]>| {
+            let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
+            let extra = |token: &str, index: usize| {
+                // "mother" names `parents`, as an embedding would.
+                if token == "parent" && terms.raw_words()[index] == "mother" {
+                    0.8
+                } else {
+                    0.0
+                }
+            };
+            terms.sequence_score_open(&relations, Some(&extra), None, unknown)
+        };
+        let three = ["parents", "spouse", "children"];
+        let two = ["parents", "children"];
+        assert!(
+            score(&three, Some(&unknown)) > score(&two, Some(&unknown)),
+            "{} vs {}",
+            score(&three, Some(&unknown)),
+            score(&two, Some(&unknown))
+        );
+        // Without knowing which words no relation explains, the shorter chain wins.
+        assert!(score(&two, None) > score(&three, None));
+        // A word some relation explains is no open link: "X 's father 's cause of
+        // death" lacks `cause_of_death`, not a hop.
+        let terms = QuestionTerms::new("what is ada 's father 's cause of death", &["ada"]);
+        let known = vec![false; terms.stems().len()];
+        let score = |relations: &[&str]| {
+            let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
+            terms.sequence_score_open(&relations, None, None, Some(&known))
+        };
+        assert!(
+            score(&["father", "cause_of_death"]) > score(&["father", "father", "place_of_death"])
+        );
+        // A hop that walks the previous one back stands for no link: "the *type* of
+        // religion of X 's daughter" is the religion, not its other believers.
+        let terms = QuestionTerms::new("the type of religion of ada 's daughter", &["ada"]);
+        let unknown: Vec<bool> = terms.stems().iter().map(|s| *s == stem("type")).collect();
+        let score = |relations: &[(&str, bool)]| {
+            terms.sequence_score_open(&hops(relations), None, None, Some(&unknown))
+        };
+        assert!(
+            score(&[("daughter", false), ("religion", false)])
+                > score(&[("daughter", false), ("religion", false), ("religion", true)])
+        );
     }
 
     #[test]
