@@ -94,7 +94,8 @@ pub struct LearnedCues<'a> {
 const STRONG_CUE: f32 = 0.5;
 const UNEXPLAINED_PENALTY: f32 = 0.5;
 /// What a hop standing for a chain link no relation's name explains costs (a hop that
-/// explains nothing costs [`UNMATCHED_PENALTY`]).
+/// explains nothing costs [`UNMATCHED_PENALTY`]), and what such a link that no hop
+/// stands for costs.
 const WILDCARD_COST: f32 = 0.25;
 /// What a hop that explains no question word costs.
 const UNMATCHED_PENALTY: f32 = 0.5;
@@ -531,6 +532,9 @@ impl QuestionTerms {
             used[word] = true;
             total += UNMATCHED_PENALTY - WILDCARD_COST;
         }
+        // A link no hop stands for costs as much: the sequence is a hop short ("the
+        // *son* of mom of X" is not answered by the mother).
+        total -= WILDCARD_COST * open.count() as f32;
         if let Some(last) = relations.last() {
             // The word naming the answer, or the wh-word asking for its kind.
             let reaches = |focus_index: usize| {
@@ -738,6 +742,14 @@ mod tests {
         );
         // Without knowing which words no relation explains, the shorter chain wins.
         assert!(score(&two, None) > score(&three, None));
+        // A link no hop stands for costs: "the *son* of mom of X" is not the mother.
+        let terms = QuestionTerms::new("the son of mom of ada", &["ada"]);
+        let unknown: Vec<bool> = terms.stems().iter().map(|s| *s == stem("son")).collect();
+        let score = |relations: &[&str]| {
+            let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
+            terms.sequence_score_open(&relations, None, None, Some(&unknown))
+        };
+        assert!(score(&["mom", "children"]) > score(&["mom"]));
         // A word some relation explains is no open link: "X 's father 's cause of
         // death" lacks `cause_of_death`, not a hop.
         let terms = QuestionTerms::new("what is ada 's father 's cause of death", &["ada"]);
