@@ -273,8 +273,8 @@ fn all_runs(terms: &QuestionTerms, in_names: &HashSet<usize>) -> Vec<Run> {
 const RELATIVE_PRONOUNS: &[&str] = &["that", "which", "who", "whom", "whose"];
 
 /// The position of the relative pronoun opening a clause that holds a named entity:
-/// the last such word before the first name's first word, with no other name between
-/// (the question's opening wh-word is no relative pronoun).
+/// the last such word before the first name's first word (the question's opening
+/// wh-word is no relative pronoun).
 fn relative_clause_around(all: &[String], in_names: &HashSet<usize>) -> Option<usize> {
     let first_name = (0..all.len()).find(|p| in_names.contains(p))?;
     (1..first_name)

@@ -251,7 +251,6 @@ impl QuestionTerms {
                     || (after_next == "by" && !is_stop_word(next))
             })
             .collect();
-        // A marker inside an entity's name ("[Two Rode Together]") marks nothing.
         let linked = content
             .iter()
             .map(|&(i, _)| {
@@ -260,6 +259,7 @@ impl QuestionTerms {
                 (previous == "s" || next == "of") && !asks_a_kind(i)
             })
             .collect();
+        // A marker inside an entity's name ("[Two Rode Together]") marks nothing.
         let shared = content
             .iter()
             .map(|&(i, _)| {
@@ -444,9 +444,10 @@ impl QuestionTerms {
     }
 
     /// [`Self::sequence_score_learned`], where `unknown[i]` says that no relation of
-    /// the graph explains question word `i` (by its letters or by embedding): such a
-    /// word that is a link of a possessive chain ("X 's mother 's *heir* 's child") is
-    /// still one hop of the chain, and a hop that explains nothing may stand for it.
+    /// the graph explains question word `i` (by its letters, an embedding or a learned
+    /// cue): such a word that is a link of a possessive or "of" chain ("X 's mother 's
+    /// *heir* 's child", "the *son* of mom of X") is still one hop of the chain, and a
+    /// hop that explains nothing may stand for it.
     pub fn sequence_score_open(
         &self,
         relations: &[Vec<String>],
