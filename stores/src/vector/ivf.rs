@@ -45,42 +45,34 @@ pub(super) fn probe_count(lists: usize) -> usize {
     (lists / 4).max(MIN_PROBES).min(lists)
 }
 
-/// Dot product with eight running sums, which the compiler turns into vector
-/// instructions (a plain sum of products must keep its order and cannot).
-pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
+/// `Σ term(a[i], b[i])` with eight running sums, which the compiler turns into vector
+/// instructions (a plain sum must keep its order and cannot).
+#[inline(always)]
+fn lane_sum(a: &[f32], b: &[f32], term: impl Fn(f32, f32) -> f32) -> f32 {
     let mut sums = [0.0f32; 8];
     let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = a_chunks
         .remainder()
         .iter()
         .zip(b_chunks.remainder())
-        .map(|(x, y)| x * y)
+        .map(|(&x, &y)| term(x, y))
         .sum();
     for (x, y) in a_chunks.zip(b_chunks) {
         for lane in 0..8 {
-            sums[lane] += x[lane] * y[lane];
+            sums[lane] += term(x[lane], y[lane]);
         }
     }
     sums.iter().sum::<f32>() + tail
 }
 
-/// Squared Euclidean distance, summed as [`dot`] is.
+/// Dot product ([`lane_sum`]).
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    lane_sum(a, b, |x, y| x * y)
+}
+
+/// Squared Euclidean distance ([`lane_sum`]).
 pub(super) fn squared_l2(a: &[f32], b: &[f32]) -> f32 {
-    let mut sums = [0.0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a_chunks
-        .remainder()
-        .iter()
-        .zip(b_chunks.remainder())
-        .map(|(x, y)| (x - y) * (x - y))
-        .sum();
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for lane in 0..8 {
-            let d = x[lane] - y[lane];
-            sums[lane] += d * d;
-        }
-    }
-    sums.iter().sum::<f32>() + tail
+    lane_sum(a, b, |x, y| (x - y) * (x - y))
 }
 
 impl Ivf {
@@ -192,14 +184,10 @@ impl Ivf {
     }
 
     fn nearest(&self, vector: &[f32]) -> usize {
-        (0..self.lists_len())
+        (0..self.lists())
             .map(|list| (self.closeness(vector, list), list))
             .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
             .map_or(0, |(_, list)| list)
-    }
-
-    fn lists_len(&self) -> usize {
-        self.centroids.len() / self.dim.max(1)
     }
 
     /// The row ranges of the [`probe_count`] lists nearest to `query`, nearest first.
@@ -207,7 +195,7 @@ impl Ivf {
         &self,
         query: &[f32],
     ) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-        let mut ranked: Vec<(f32, usize)> = (0..self.lists_len())
+        let mut ranked: Vec<(f32, usize)> = (0..self.lists())
             .map(|list| (self.closeness(query, list), list))
             .collect();
         let probes = probe_count(ranked.len());
@@ -224,14 +212,14 @@ impl Ivf {
     /// Whether the index was built over `rows` rows of `dim` floats.
     pub(super) fn covers(&self, rows: usize, dim: usize) -> bool {
         self.dim == dim
-            && self.starts.len() == self.lists_len() + 1
+            && self.starts.len() == self.lists() + 1
             && self.starts.windows(2).all(|w| w[0] <= w[1])
             && self.starts.last().map(|&end| end as usize) == Some(rows)
     }
 
     /// How many lists there are.
     pub(super) fn lists(&self) -> usize {
-        self.lists_len()
+        self.centroids.len() / self.dim.max(1)
     }
 }
 

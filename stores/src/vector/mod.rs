@@ -171,10 +171,7 @@ impl EmbeddedVectorIndex {
     }
 
     fn score(&self, query: &[f32], row: &[f32]) -> f32 {
-        match self.metric {
-            Metric::Cosine => dot(query, row),
-            Metric::L2 => -squared_l2(query, row).sqrt(),
-        }
+        score(self.metric, query, row)
     }
 
     /// Exact top-k over all rows or over the rows of `only`.
@@ -186,7 +183,7 @@ impl EmbeddedVectorIndex {
         k: usize,
         only: Option<&[u64]>,
     ) -> Vec<VectorHit> {
-        let mut scored: Vec<(f32, usize)> = match only {
+        let scored: Vec<(f32, usize)> = match only {
             Some(ids) => {
                 let mut rows: Vec<usize> = ids
                     .iter()
@@ -210,22 +207,7 @@ impl EmbeddedVectorIndex {
                 .map(|(row, values)| (self.score(query, values), row))
                 .collect(),
         };
-        let k = k.min(scored.len());
-        if k == 0 {
-            return Vec::new();
-        }
-        let by_score = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        scored.select_nth_unstable_by(k - 1, by_score);
-        scored.truncate(k);
-        scored.sort_by(by_score);
-        scored
-            .into_iter()
-            .map(|(score, row)| VectorHit {
-                id: state.ids[row],
-                score,
-                payload: state.payloads[row].clone(),
-            })
-            .collect()
+        top_hits(state, scored, k)
     }
 
     /// Builds the inverted lists now if they are stale (normally done by the first
@@ -413,6 +395,35 @@ fn rebuild(state: &mut State, positions: &mut HashMap<u64, usize>, dim: usize, c
     state.ivf_fresh = true;
 }
 
+/// How near `row` is to `query` under `metric` (higher is nearer).
+fn score(metric: Metric, query: &[f32], row: &[f32]) -> f32 {
+    match metric {
+        Metric::Cosine => dot(query, row),
+        Metric::L2 => -squared_l2(query, row).sqrt(),
+    }
+}
+
+/// The `k` best of `scored` (score, row position), best first (ties by position), as
+/// hits.
+fn top_hits(state: &State, mut scored: Vec<(f32, usize)>, k: usize) -> Vec<VectorHit> {
+    let k = k.min(scored.len());
+    if k == 0 {
+        return Vec::new();
+    }
+    let by_score = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    scored.select_nth_unstable_by(k - 1, by_score);
+    scored.truncate(k);
+    scored.sort_by(by_score);
+    scored
+        .into_iter()
+        .map(|(score, row)| VectorHit {
+            id: state.ids[row],
+            score,
+            payload: state.payloads[row].clone(),
+        })
+        .collect()
+}
+
 fn io_error(path: &Path, error: std::io::Error) -> StoreError {
     StoreError::Io {
         path: path.display().to_string(),
@@ -502,35 +513,17 @@ impl VectorIndex for EmbeddedVectorIndex {
             let Some(ivf) = state.ivf.as_ref() else {
                 return Vec::new();
             };
-            let mut scored: Vec<(f32, usize)> = ivf
+            let scored: Vec<(f32, usize)> = ivf
                 .candidates(&query)
                 .flatten()
                 .map(|row| {
-                    let values = &state.rows[row * dim..(row + 1) * dim];
-                    let score = match metric {
-                        Metric::Cosine => dot(&query, values),
-                        Metric::L2 => -squared_l2(&query, values).sqrt(),
-                    };
-                    (score, row)
+                    (
+                        score(metric, &query, &state.rows[row * dim..(row + 1) * dim]),
+                        row,
+                    )
                 })
                 .collect();
-            let k = k.min(scored.len());
-            if k == 0 {
-                return Vec::new();
-            }
-            let by_score =
-                |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-            scored.select_nth_unstable_by(k - 1, by_score);
-            scored.truncate(k);
-            scored.sort_by(by_score);
-            scored
-                .into_iter()
-                .map(|(score, row)| VectorHit {
-                    id: state.ids[row],
-                    score,
-                    payload: state.payloads[row].clone(),
-                })
-                .collect()
+            top_hits(&state, scored, k)
         })
         .await
         .map_err(|error| StoreError::Backend {
