@@ -22,7 +22,7 @@
 
 use std::time::{Duration, Instant};
 
-use kgmesh_benches::{percentiles, splitmix64};
+use kgmesh_benches::{percentiles, splitmix64, Percentiles};
 use kgmesh_stores::{vector::EmbeddedVectorIndex, Metric, VectorIndex, VectorItem};
 
 const DIM: usize = 384;
@@ -124,23 +124,7 @@ async fn minilm(query_count: usize) {
     let started = Instant::now();
     index.build_index();
     let build = started.elapsed();
-    let (mut fast, mut exact) = (Vec::new(), Vec::new());
-    let mut found = 0usize;
-    for query in &queries {
-        let started = Instant::now();
-        let hits = index.search(query, K, None).await.expect("search");
-        fast.push(started.elapsed());
-        let started = Instant::now();
-        let truth: Vec<u64> = index
-            .exact_search(query, K)
-            .expect("exact search")
-            .iter()
-            .map(|hit| hit.id)
-            .collect();
-        exact.push(started.elapsed());
-        found += hits.iter().filter(|hit| truth.contains(&hit.id)).count();
-    }
-    let (fast, exact) = (percentiles(fast), percentiles(exact));
+    let (fast, exact, recall) = compare(&index, &queries).await;
     println!(
         "| {} MiniLM names (MetaQA; embedded in {:.0} s) | {} | {:.1} s | {} / {} | {} / {} | {:.3} | |",
         names.len(),
@@ -151,7 +135,7 @@ async fn minilm(query_count: usize) {
         ms(fast.p99),
         ms(exact.p50),
         ms(exact.p99),
-        found as f64 / (queries.len() * K) as f64,
+        recall,
     );
 }
 
@@ -175,13 +159,36 @@ async fn measure(size: usize, query_count: usize) {
     index.build_index();
     let build = started.elapsed();
     let queries = clustered(query_count, 2);
+    let (fast, exact, recall) = compare(&index, &queries).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bench.kgv");
+    index.save(&path).expect("save");
+    let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+    println!(
+        "| {size} | {} | {:.1} s | {} / {} | {} / {} | {:.3} | {:.0} MB |",
+        index.list_count(),
+        build.as_secs_f64(),
+        ms(fast.p50),
+        ms(fast.p99),
+        ms(exact.p50),
+        ms(exact.p99),
+        recall,
+        bytes as f64 / 1e6
+    );
+}
+
+/// Each query searched through the index and exactly (the same index, every row
+/// scored): the latencies of both, and recall@K of the first against the second.
+async fn compare(
+    index: &EmbeddedVectorIndex,
+    queries: &[Vec<f32>],
+) -> (Percentiles, Percentiles, f64) {
     let (mut fast, mut exact) = (Vec::new(), Vec::new());
     let mut found = 0usize;
-    for query in &queries {
+    for query in queries {
         let started = Instant::now();
         let hits = index.search(query, K, None).await.expect("search");
         fast.push(started.elapsed());
-        // Exact: the same index, every row scored.
         let started = Instant::now();
         let truth: Vec<u64> = index
             .exact_search(query, K)
@@ -192,22 +199,8 @@ async fn measure(size: usize, query_count: usize) {
         exact.push(started.elapsed());
         found += hits.iter().filter(|hit| truth.contains(&hit.id)).count();
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("bench.kgv");
-    index.save(&path).expect("save");
-    let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
-    let (fast, exact) = (percentiles(fast), percentiles(exact));
-    println!(
-        "| {size} | {} | {:.1} s | {} / {} | {} / {} | {:.3} | {:.0} MB |",
-        index.list_count(),
-        build.as_secs_f64(),
-        ms(fast.p50),
-        ms(fast.p99),
-        ms(exact.p50),
-        ms(exact.p99),
-        found as f64 / (queries.len() * K) as f64,
-        bytes as f64 / 1e6
-    );
+    let recall = found as f64 / (queries.len() * K).max(1) as f64;
+    (percentiles(fast), percentiles(exact), recall)
 }
 
 fn ms(duration: Duration) -> String {
