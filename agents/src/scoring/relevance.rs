@@ -483,12 +483,7 @@ impl Relevance {
     ) -> Vec<f32> {
         // Few distinct relations, many sequences: stem each relation once.
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
-        for relation in self.relation_names(sequences) {
-            stems
-                .entry(relation)
-                .or_insert_with(|| super::text::content_stems(relation));
-        }
-        let unknown = self.unknown_words(&stems, &[]);
+        let unknown = self.unknown_words(sequences, &[]);
         sequences
             .iter()
             .enumerate()
@@ -525,10 +520,16 @@ impl Relevance {
         names
     }
 
-    /// Per question word: no relation explains it, by the stems of its name
-    /// (`stems`), a cue learned from verified plans, or an embedding (`named[i]`).
-    fn unknown_words(&self, stems: &HashMap<&str, Vec<String>>, named: &[bool]) -> Vec<bool> {
-        use super::text::stem_similarity;
+    /// Per question word: no relation ([`Self::relation_names`]) explains it, by the
+    /// stems of its name, a cue learned from verified plans, or an embedding
+    /// (`named[i]`).
+    fn unknown_words(&self, sequences: &[Vec<String>], named: &[bool]) -> Vec<bool> {
+        use super::text::{content_stems, stem_similarity};
+        let stems: Vec<String> = self
+            .relation_names(sequences)
+            .into_iter()
+            .flat_map(content_stems)
+            .collect();
         self.terms
             .stems()
             .iter()
@@ -537,8 +538,7 @@ impl Relevance {
                 !named.get(index).copied().unwrap_or(false)
                     && !self.learned_word(index)
                     && !stems
-                        .values()
-                        .flatten()
+                        .iter()
                         .any(|token| stem_similarity(token, word) >= CLAIM_MIN)
             })
             .collect()
@@ -560,12 +560,7 @@ impl Relevance {
         min_cosine: f32,
         matched: &[bool],
     ) -> Result<Vec<Option<String>>, EmbedError> {
-        let mut relations: Vec<&str> = match &self.graph_relations {
-            Some(graph) => graph.iter().map(String::as_str).collect(),
-            None => sequences.iter().flatten().map(String::as_str).collect(),
-        };
-        relations.sort_unstable();
-        relations.dedup();
+        let relations = self.relation_names(sequences);
         let labels: Vec<String> = relations
             .iter()
             .map(|r| super::text::relation_words(r).join(" "))
@@ -639,16 +634,8 @@ impl Relevance {
         let nearest = self
             .nearest_relations(sequences, vectors, min_cosine, &matched)
             .await?;
-        let unknown = {
-            let mut all_stems: HashMap<&str, Vec<String>> = HashMap::new();
-            for relation in self.relation_names(sequences) {
-                all_stems
-                    .entry(relation)
-                    .or_insert_with(|| content_stems(relation));
-            }
-            let named: Vec<bool> = nearest.iter().map(Option::is_some).collect();
-            self.unknown_words(&all_stems, &named)
-        };
+        let named: Vec<bool> = nearest.iter().map(Option::is_some).collect();
+        let unknown = self.unknown_words(sequences, &named);
         let extra = |token: &str, index: usize| -> f32 {
             match token.strip_prefix(RELATION_TOKEN) {
                 Some(relation)
