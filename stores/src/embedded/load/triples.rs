@@ -72,15 +72,10 @@ fn header_reason(first: &[String], rest: &[Vec<String>]) -> Option<String> {
     ))
 }
 
-/// Decides, per [`HeaderMode`], whether `first` (the file's first row, `rest` the rows
-/// after it) is a header; records the decision in `sink` and returns it.
-fn is_header(
-    path: &Path,
-    first: Option<&Vec<String>>,
-    rest: &[Vec<String>],
-    sink: &mut LoadSink<'_>,
-) -> bool {
-    let Some(first) = first else {
+/// Decides, per [`HeaderMode`], whether the first of the file's first `rows` is a
+/// header; records the decision in `sink` and returns it.
+fn is_header(path: &Path, rows: &[Vec<String>], sink: &mut LoadSink<'_>) -> bool {
+    let Some((first, rest)) = rows.split_first() else {
         return false;
     };
     let reason = match sink.header_mode() {
@@ -152,7 +147,7 @@ pub(super) fn load_separated(
 ) -> StoreResult<()> {
     sink.start_file(path);
     let rows = separated_rows(path, separator, HEADER_SAMPLE + 1)?;
-    let mut skip_header = is_header(path, rows.first(), rows.get(1..).unwrap_or(&[]), sink);
+    let mut skip_header = is_header(path, &rows, sink);
     let file = File::open(path).map_err(|error| io_error(path, error))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut buffer = Vec::with_capacity(256);
@@ -221,7 +216,7 @@ pub(super) fn load_csv(
 ) -> StoreResult<()> {
     sink.start_file(path);
     let rows = csv_rows(path, HEADER_SAMPLE + 1)?;
-    let mut skip_header = is_header(path, rows.first(), rows.get(1..).unwrap_or(&[]), sink);
+    let mut skip_header = is_header(path, &rows, sink);
     let file = File::open(path).map_err(|error| io_error(path, error))?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
