@@ -45,7 +45,8 @@ pub struct BusConfig {
     /// Name of an environment variable holding a NATS token or `user:password`.
     pub nats_credentials_env: Option<String>,
     pub request_timeout_ms: u64,
-    /// Retries of a request that timed out or found no responders.
+    /// Retries of a request that found no responders or an unavailable role (a timeout
+    /// is not retried).
     pub retries: u32,
 }
 

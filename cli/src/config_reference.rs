@@ -42,8 +42,8 @@ const KEYS: &[(&str, &str)] = &[
     ),
     (
         "bus.retries",
-        "Retries of a bus call that timed out or found no responders, never beyond the \
-         question's deadline.",
+        "Retries of a bus call that found no responders or an unavailable role, never \
+         beyond the question's deadline; a call that timed out is not retried.",
     ),
     // graph
     (
