@@ -153,6 +153,13 @@ pub async fn link(
                 .total_cmp(&a.score)
                 .then(a.entity.id.cmp(&b.entity.id))
         });
+        // A mention that names a node exactly names that node (or its namesakes): a
+        // near name ("john_carradine" for "david carradine") is another entity, and
+        // taking it as one of the question's own would hide it as an answer and send
+        // the retrievers walking from it.
+        if candidates.first().is_some_and(|c| c.score >= EXACT_SCORE) {
+            candidates.retain(|c| c.score >= EXACT_SCORE);
+        }
         candidates.truncate(top_m);
         out.push(MentionLinks {
             mention: mention.clone(),

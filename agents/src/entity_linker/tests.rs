@@ -98,6 +98,40 @@ async fn a_batch_keeps_request_order_and_top_m() {
 }
 
 #[tokio::test]
+async fn a_mention_naming_a_node_exactly_links_no_near_names() {
+    // Relatives share family names: "david carradine" names one node, and his father
+    // is another entity, not a second reading of the mention.
+    let index = index_of(&[
+        "david_carradine",
+        "john_carradine",
+        "keith_carradine",
+        "Cargo",
+        "cargo",
+    ]);
+    let mentions = vec![
+        "David Carradine".to_owned(),
+        "Cargo".to_owned(),
+        "Dave Carradine".to_owned(),
+    ];
+    let links = link(&mentions, &index, None, LinkMode::Fuzzy, 5)
+        .await
+        .unwrap();
+    let names = |i: usize| -> Vec<&str> {
+        links[i]
+            .candidates
+            .iter()
+            .map(|c| c.entity.name.as_str())
+            .collect()
+    };
+    assert_eq!(names(0), ["david_carradine"]);
+    // Namesakes are all exact: both stay.
+    assert_eq!(names(1), ["Cargo", "cargo"]);
+    // A mention no node is named by keeps its near names to choose from.
+    assert!(names(2).len() > 1, "{:?}", names(2));
+    assert!(names(2).contains(&"david_carradine"), "{:?}", names(2));
+}
+
+#[tokio::test]
 async fn embedding_mode_without_embeddings_is_a_typed_error() {
     let index = index_of(&["Heat"]);
     let result = link(&["Heat".to_owned()], &index, None, LinkMode::Embedding, 3).await;
