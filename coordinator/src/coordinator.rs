@@ -278,6 +278,7 @@ impl Coordinator {
             seen_metapaths: HashSet::new(),
             seen_cypher: HashSet::new(),
             plan: Plan::default(),
+            trusted_metapaths: Vec::new(),
             repair_hints: Vec::new(),
             examples: Vec::new(),
             cues: Vec::new(),
@@ -362,6 +363,9 @@ struct Run<'a> {
     seen_cypher: HashSet<String>,
     /// What retrieved the evidence, for the plan cache.
     plan: Plan,
+    /// Relation paths the summarizer's rule trusts over its own reading: those a
+    /// model chose and the graph confirmed, or a replayed verified plan's.
+    trusted_metapaths: Vec<Metapath>,
     repair_hints: Vec<String>,
     examples: Vec<FewShotExample>,
     /// What the question's words meant in past verified plans (the cache's lexicon).
@@ -481,6 +485,9 @@ impl Run<'_> {
         self.plan.entities = self.topic.iter().map(|s| s.entity.clone()).collect();
         let mut work = RoundWork::default();
         for metapath in plan.metapaths {
+            if !self.trusted_metapaths.contains(&metapath) {
+                self.trusted_metapaths.push(metapath.clone());
+            }
             if self.seen_metapaths.insert(metapath.clone()) {
                 self.plan.metapaths.push(metapath.clone());
                 work.metapaths.push(metapath);
@@ -563,6 +570,9 @@ impl Run<'_> {
         for metapath in link.metapaths {
             if metapath.steps.is_empty() {
                 continue;
+            }
+            if link.model_plan && !self.trusted_metapaths.contains(&metapath) {
+                self.trusted_metapaths.push(metapath.clone());
             }
             if self.seen_metapaths.insert(metapath.clone()) {
                 self.plan.metapaths.push(metapath.clone());
@@ -888,6 +898,7 @@ impl Run<'_> {
             topic_entities: self.topic.iter().map(|s| s.entity.clone()).collect(),
             max_answers: self.max_answers,
             cues: self.cues.clone(),
+            plan: self.trusted_metapaths.clone(),
         };
         let mut meta = self.ledger.meta(self.rounds_run);
         let grace = self.config().finalize_grace;

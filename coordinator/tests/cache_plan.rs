@@ -11,7 +11,7 @@ use kgmesh_schemas::{
     graph::{Direction, Metapath, Path, PathStep, RelationStep},
     messages::{
         ask::{AskOptions, AskRequest},
-        cache::{CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply},
+        cache::{CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, Plan},
         context::{Evidence, EvidenceItem},
         judge::{JudgeReply, JudgeRequest, Verdict},
         kg_linker::{KgLinkReply, KgLinkRequest},
@@ -231,5 +231,92 @@ async fn an_answer_citing_no_tried_piece_stores_nothing() {
     assert!(
         stored.lock().unwrap().is_empty(),
         "nothing replayable produced the answer"
+    );
+}
+
+/// Runs "who directed Heat" with a kg-linker proposing `directed_by` (a model's plan
+/// when `model_plan`) and a cache that replays `replay`, and returns the plan the
+/// summarizer was told to trust.
+async fn plan_sent_to_the_summarizer(model_plan: bool, replay: Option<Plan>) -> Vec<Metapath> {
+    let bus = Arc::new(LocalBus::new());
+    let directed_by = Metapath {
+        steps: vec![step("directed_by", Direction::Out)],
+    };
+    let linker = serve::<KgLinkRequest, _, _>(&bus, Role::KG_LINKER, RoleKind::Core, move |_| {
+        let directed_by = directed_by.clone();
+        async move {
+            Reply::ok(
+                KgLinkReply {
+                    linked: vec![scored(1, "Heat")],
+                    metapaths: vec![directed_by],
+                    model_plan,
+                    ..KgLinkReply::default()
+                },
+                Cost::default(),
+            )
+        }
+    })
+    .await;
+    let judge = serve::<JudgeRequest, _, _>(&bus, Role::JUDGE, RoleKind::Core, |_| async {
+        Reply::ok(
+            JudgeReply {
+                verdict: Verdict::Complete,
+                reason: "test".into(),
+            },
+            Cost::default(),
+        )
+    })
+    .await;
+    let lookup = serve::<CacheLookup, _, _>(&bus, Role::CACHE_MANAGER, RoleKind::Core, move |_| {
+        let replay = replay.clone();
+        async move {
+            Reply::ok(
+                CacheLookupReply {
+                    replay,
+                    ..CacheLookupReply::default()
+                },
+                Cost::default(),
+            )
+        }
+    })
+    .await;
+    let _retriever = retriever(&bus).await;
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let seen = told.clone();
+    let summarizer =
+        serve::<SummarizeRequest, _, _>(&bus, Role::SUMMARIZER, RoleKind::Core, move |r| {
+            *seen.lock().unwrap() = r.body.plan.clone();
+            async { Reply::ok(SummarizeReply::default(), Cost::default()) }
+        })
+        .await;
+    bounded(coordinator(&bus, test_config()).ask(ask("who directed Heat")))
+        .await
+        .unwrap();
+    drop((linker, judge, lookup, summarizer));
+    let told = told.lock().unwrap().clone();
+    told
+}
+
+#[tokio::test]
+async fn the_summarizer_trusts_a_models_confirmed_plan_and_a_replayed_one_only() {
+    let directed_by = Metapath {
+        steps: vec![step("directed_by", Direction::Out)],
+    };
+    assert_eq!(plan_sent_to_the_summarizer(false, None).await, vec![]);
+    assert_eq!(
+        plan_sent_to_the_summarizer(true, None).await,
+        vec![directed_by.clone()]
+    );
+    let has_tags = Metapath {
+        steps: vec![step("has_tags", Direction::Out)],
+    };
+    let replayed = Plan {
+        entities: vec![entity(1, "Heat")],
+        metapaths: vec![has_tags.clone()],
+        cypher: Vec::new(),
+    };
+    assert_eq!(
+        plan_sent_to_the_summarizer(false, Some(replayed)).await,
+        vec![has_tags]
     );
 }

@@ -177,6 +177,7 @@ fn recordings() -> Vec<Recording> {
         topic_entities: vec![mann.clone()],
         max_answers: 5,
         cues: vec![],
+        plan: vec![],
     };
     let frontier_names: Vec<String> = judge.frontier.iter().map(|e| e.name.clone()).collect();
     vec![

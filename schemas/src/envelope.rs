@@ -10,7 +10,7 @@ use crate::{budget::Cost, AgentError, Budget, QuestionId};
 
 /// The wire schema version this build speaks. Bump on any incompatible change to a
 /// message in this crate; the golden-bytes test fails until you do.
-pub const SCHEMA_VERSION: u16 = 2;
+pub const SCHEMA_VERSION: u16 = 3;
 
 /// Header names. NATS headers are case-sensitive; these are the canonical spellings.
 pub mod headers {

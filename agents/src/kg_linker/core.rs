@@ -472,5 +472,6 @@ pub async fn link_without_llm(
         cypher,
         draft_answers: Vec::new(),
         finish: false,
+        model_plan: false,
     })
 }

@@ -204,6 +204,7 @@ fn merge(
         .filter(|metapath| leaving.contains(*metapath))
         .cloned()
         .collect();
+    let model_plan = !confirmed.is_empty();
     let metapaths = if confirmed.is_empty() {
         let mut metapaths = model.metapaths;
         for metapath in free.metapaths {
@@ -228,6 +229,7 @@ fn merge(
         cypher: model.cypher,
         draft_answers: model.draft_answers,
         finish,
+        model_plan,
     })
 }
 

@@ -528,7 +528,8 @@ fn anchor_reach(
 
 /// Marks the candidates that end a path whose relation sequence explains the question
 /// best (by the words of its relation names and, when the plan cache's lexicon sent
-/// them, what the question's words meant in verified plans), and ranks them first
+/// them, what the question's words meant in verified plans; or, when the request
+/// carries a trusted plan, by following one of its paths), and ranks them first
 /// after the anchored ones and those nearest to most named entities. A path that
 /// explains every hop the question asks for is stronger evidence than a retriever's
 /// vote that ignores the question's words: without this, "the languages of the films
@@ -540,7 +541,14 @@ fn prefer_explained(
     candidates: &mut [Candidate],
 ) -> HashSet<u32> {
     let (ends, metapaths, lines) = path_evidence(request);
+    // A plan the rule trusts over its own reading (a model's that the graph confirmed,
+    // a replayed verified plan) explains the question wherever evidence follows it.
+    let trusted: Vec<f32> = metapaths
+        .iter()
+        .map(|metapath| f32::from(u8::from(request.plan.contains(metapath))))
+        .collect();
     let scores = match path_scores {
+        _ if trusted.contains(&1.0) => trusted,
         Some(scores) if scores.len() == metapaths.len() => scores.to_vec(),
         _ => {
             let names: Vec<&str> = request

@@ -2,7 +2,9 @@ use std::{sync::Arc, time::Duration};
 
 use kgmesh_bus::LocalBus;
 use kgmesh_schemas::{
-    graph::{Entity, NodeValue, Path, PathStep, Rows, Triple, Value},
+    graph::{
+        Direction, Entity, Metapath, NodeValue, Path, PathStep, RelationStep, Rows, Triple, Value,
+    },
     messages::{
         context::{Context, Evidence, EvidenceItem},
         summarizer::SummarizeRequest,
@@ -74,6 +76,7 @@ fn request(evidence: Vec<Evidence>, topic: Vec<Entity>) -> SummarizeRequest {
         topic_entities: topic,
         max_answers: 10,
         cues: Vec::new(),
+        plan: Vec::new(),
     }
 }
 
@@ -638,6 +641,54 @@ fn the_path_that_explains_every_hop_outranks_a_shorter_one_two_retrievers_agree_
     let reply = summarize(&request, &SummaryRule::default());
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["English"], "{reply:?}");
+}
+
+#[test]
+fn a_trusted_plan_names_the_answer_where_the_rule_cannot_read_the_question() {
+    // "what does X's kid do": the rule reads "kid" as `children` and nothing as
+    // `profession`, and two retrievers agree on the child; the model's plan, which the
+    // graph confirmed, walks on to the child's profession.
+    let senior = entity(1, "Marvin Gay Sr");
+    let son = entity(2, "Marvin Gaye");
+    let composer = entity(3, "composer");
+    let evidence = vec![
+        triple("agentic-traverser", &senior, "children", &son, 1.0),
+        Evidence {
+            source: "pattern-matcher".into(),
+            ..path(&senior, "children", &son, 1.0)
+        },
+        walk(
+            &senior,
+            vec![
+                step("children", false, &son),
+                step("profession", false, &composer),
+            ],
+            1.0,
+        ),
+    ];
+    let mut request = request(evidence, vec![senior]);
+    request.question = "what does Marvin Gay Sr 's kid do".into();
+    let untrusted = summarize(&request, &SummaryRule::default());
+    assert_eq!(untrusted.answers[0].text, "Marvin Gaye", "{untrusted:?}");
+    request.plan = vec![Metapath {
+        steps: vec![
+            RelationStep {
+                relation: "children".into(),
+                direction: Direction::Out,
+            },
+            RelationStep {
+                relation: "profession".into(),
+                direction: Direction::Out,
+            },
+        ],
+    }];
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["composer"], "{reply:?}");
+    assert_eq!(reply.answers[0].evidence, vec![2]);
+    // A plan no evidence follows changes nothing.
+    request.plan[0].steps[1].relation = "religion".into();
+    assert_eq!(summarize(&request, &SummaryRule::default()), untrusted);
 }
 
 #[tokio::test]

@@ -99,6 +99,7 @@ pub fn parse(reply: &str, relation_names: &[String]) -> KgLinkReply {
         cypher,
         draft_answers,
         finish,
+        model_plan: false,
     }
 }
 

@@ -59,6 +59,7 @@ mod tests {
             }],
             max_answers: 3,
             cues: vec![],
+            plan: vec![],
         };
         let user = build(&request, 500).messages[1].content.clone();
         assert!(user.contains("at most 3"));

@@ -38,6 +38,11 @@ pub struct KgLinkReply {
     pub draft_answers: Vec<String>,
     /// The linker considers the context sufficient.
     pub finish: bool,
+    /// `metapaths` are a language model's, each confirmed by the graph from the linked
+    /// entities (not the LLM-free ranking): the summarizer's rule answers with the ends
+    /// of the paths that follow them.
+    #[serde(default)]
+    pub model_plan: bool,
 }
 
 impl Rpc for KgLinkRequest {

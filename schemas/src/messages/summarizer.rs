@@ -3,7 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{cache::RelationCue, context::Context, Rpc};
-use crate::{graph::Entity, Role};
+use crate::{
+    graph::{Entity, Metapath},
+    Role,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummarizeRequest {
@@ -15,6 +18,11 @@ pub struct SummarizeRequest {
     /// What the question's words meant in past verified plans (the plan cache's
     /// lexicon): the LLM-free rule prefers the ends of the paths they explain best.
     pub cues: Vec<RelationCue>,
+    /// Relation paths chosen for this question that the rule trusts over its own
+    /// reading: a language model's that the graph confirmed, or a replayed verified
+    /// plan's. The ends of the evidence paths that follow one of them rank first.
+    #[serde(default)]
+    pub plan: Vec<Metapath>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
