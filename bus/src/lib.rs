@@ -12,12 +12,12 @@ pub mod nats;
 pub mod typed;
 
 pub use local::{LocalBus, LocalBusOptions, Selection};
-pub use nats::{NatsBus, NatsOptions};
+pub use nats::{redacted_url, NatsAuth, NatsBus, NatsOptions};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use kgmesh_schemas::RoleInfo;
+use kgmesh_schemas::{ContentType, RoleInfo};
 
 /// Message headers (NATS headers, or a map on the local bus). Single-valued.
 pub type Headers = BTreeMap<String, String>;
@@ -102,6 +102,9 @@ pub struct ServiceSpec {
 pub struct ServiceInstance {
     pub info: RoleInfo,
     pub instance_id: String,
+    /// Wire formats the instance reads (the `kgmesh.codecs` metadata, mime types or
+    /// `bincode` / `json`); bincode alone when it announces none.
+    pub codecs: Vec<ContentType>,
     /// Requests served so far, when the implementation reports it.
     pub requests: u64,
     pub errors: u64,

@@ -16,7 +16,7 @@ use std::{
 
 use async_trait::async_trait;
 use futures::future::select_ok;
-use kgmesh_schemas::{envelope::headers, RoleInfo};
+use kgmesh_schemas::{envelope::headers, ContentType, RoleInfo};
 use parking_lot::RwLock;
 use rand::Rng;
 use tokio::sync::Notify;
@@ -299,6 +299,8 @@ impl Bus for LocalBus {
             .map(|instance| ServiceInstance {
                 info: instance.info.clone(),
                 instance_id: instance.id.clone(),
+                // Roles in this process are served through `typed`, which reads both.
+                codecs: vec![ContentType::Bincode, ContentType::Json],
                 requests: instance.requests.load(Ordering::Relaxed),
                 errors: instance.errors.load(Ordering::Relaxed),
             })

@@ -8,6 +8,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
+    path::PathBuf,
     sync::{
         atomic::{AtomicU64, AtomicUsize, Ordering},
         Arc,
@@ -21,7 +22,7 @@ use async_nats::{
 };
 use async_trait::async_trait;
 use futures::StreamExt;
-use kgmesh_schemas::{envelope::headers, Role, RoleInfo, RoleKind};
+use kgmesh_schemas::{envelope::headers, ContentType, Role, RoleInfo, RoleKind};
 use tokio::sync::{watch, Notify};
 
 use crate::{
@@ -32,6 +33,9 @@ use crate::{
 /// the service name and version.
 pub mod metadata {
     pub const KIND: &str = "kgmesh.kind";
+    /// Wire formats the role reads, comma-separated (`bincode,json`); an agent from
+    /// outside kgmesh announces `json`.
+    pub const CODECS: &str = "kgmesh.codecs";
     pub const OPS: &str = "kgmesh.ops";
     pub const ROLE: &str = "kgmesh.role";
 }
@@ -68,8 +72,10 @@ pub struct NatsOptions {
     pub connect_timeout: Duration,
     /// Shown in the server's connection list (`kgmesh agent echo@host`).
     pub client_name: Option<String>,
-    /// A token, or `user:password`.
-    pub credentials: Option<String>,
+    pub auth: NatsAuth,
+    /// A PEM file of the certificate authorities that sign the server's certificate:
+    /// the connection then requires TLS and trusts these (besides the system's).
+    pub tls_ca_file: Option<PathBuf>,
 }
 
 impl Default for NatsOptions {
@@ -77,9 +83,75 @@ impl Default for NatsOptions {
         Self {
             connect_timeout: Duration::from_secs(5),
             client_name: None,
-            credentials: None,
+            auth: NatsAuth::None,
+            tls_ca_file: None,
         }
     }
+}
+
+/// How a process proves to nats-server who it is. `Debug` never shows a secret.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum NatsAuth {
+    #[default]
+    None,
+    Token(String),
+    UserPassword {
+        user: String,
+        password: String,
+    },
+    /// An NKey seed (`SU…`): the client signs the server's nonce with it.
+    NKeySeed(String),
+    /// A `.creds` file (user JWT and NKey seed) of a decentralized-auth account.
+    CredsFile(PathBuf),
+}
+
+impl NatsAuth {
+    /// A token, or `user:password` (the form the configuration's variable holds).
+    pub fn from_secret(secret: &str) -> Self {
+        match secret.split_once(':') {
+            Some((user, password)) => Self::UserPassword {
+                user: user.to_owned(),
+                password: password.to_owned(),
+            },
+            None => Self::Token(secret.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Debug for NatsAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::None => f.write_str("None"),
+            Self::Token(_) => f.write_str("Token(<redacted>)"),
+            Self::UserPassword { user, .. } => f
+                .debug_struct("UserPassword")
+                .field("user", user)
+                .field("password", &"<redacted>")
+                .finish(),
+            Self::NKeySeed(_) => f.write_str("NKeySeed(<redacted>)"),
+            Self::CredsFile(path) => f.debug_tuple("CredsFile").field(path).finish(),
+        }
+    }
+}
+
+/// `url` with any password or token in it replaced, for logs and error messages
+/// (`nats://user:secret@host:4222` → `nats://user:***@host:4222`).
+pub fn redacted_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let userinfo = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => "***".to_owned(),
+    };
+    format!("{scheme}://{userinfo}@{host}{path}")
 }
 
 /// [`Bus`] over NATS. Cheap to clone (one connection, shared).
@@ -91,6 +163,10 @@ pub struct NatsBus {
 impl NatsBus {
     /// Connects to `url`, giving up after `options.connect_timeout`.
     pub async fn connect(url: &str, options: NatsOptions) -> Result<Self, BusError> {
+        // rustls needs one crypto provider per process, and cannot choose one itself in
+        // a binary whose dependencies enable two (ring and aws-lc-rs, as kgmesh's do):
+        // a TLS connection would panic. The first caller's choice (ring) stands.
+        let _ = async_nats::rustls::crypto::ring::default_provider().install_default();
         let mut connect = async_nats::ConnectOptions::new()
             .connection_timeout(options.connect_timeout)
             // Without a bound a request to a dead server would wait forever on the
@@ -103,25 +179,41 @@ impl NatsBus {
         if let Some(name) = &options.client_name {
             connect = connect.name(name);
         }
-        if let Some(credentials) = options.credentials {
-            connect = match credentials.split_once(':') {
-                Some((user, password)) => {
-                    connect.user_and_password(user.to_owned(), password.to_owned())
-                }
-                None => connect.token(credentials),
-            };
+        let shown = redacted_url(url);
+        connect = match options.auth {
+            NatsAuth::None => connect,
+            NatsAuth::Token(token) => connect.token(token),
+            NatsAuth::UserPassword { user, password } => connect.user_and_password(user, password),
+            NatsAuth::NKeySeed(seed) => connect.nkey(seed),
+            NatsAuth::CredsFile(path) => {
+                connect.credentials_file(&path).await.map_err(|error| {
+                    BusError::Other(format!(
+                        "cannot read the NATS credentials file {}: {error}",
+                        path.display()
+                    ))
+                })?
+            }
+        };
+        if let Some(ca) = options.tls_ca_file {
+            if !ca.is_file() {
+                return Err(BusError::Other(format!(
+                    "the NATS TLS certificate authority file {} does not exist",
+                    ca.display()
+                )));
+            }
+            connect = connect.require_tls(true).add_root_certificates(ca);
         }
         let connecting = connect.connect(url);
         let client = match tokio::time::timeout(options.connect_timeout, connecting).await {
             Ok(Ok(client)) => client,
             Ok(Err(error)) => {
                 return Err(BusError::Other(format!(
-                    "cannot connect to NATS at {url}: {error}"
+                    "cannot connect to NATS at {shown}: {error}"
                 )))
             }
             Err(_elapsed) => {
                 return Err(BusError::Other(format!(
-                    "cannot connect to NATS at {url}: no connection within {:?}",
+                    "cannot connect to NATS at {shown}: no connection within {:?}",
                     options.connect_timeout
                 )))
             }
@@ -167,6 +259,29 @@ fn from_nats_headers(headers: Option<&HeaderMap>) -> Headers {
         }
     }
     map
+}
+
+/// The wire formats a `kgmesh.codecs` value names (`bincode`, `json` or their mime
+/// types); bincode when there is none or none is known.
+pub fn parse_codecs(value: Option<&str>) -> Vec<ContentType> {
+    let mut codecs: Vec<ContentType> = Vec::new();
+    for name in value.unwrap_or_default().split(',').map(str::trim) {
+        let codec = match name.to_ascii_lowercase().as_str() {
+            "bincode" => ContentType::Bincode,
+            "json" => ContentType::Json,
+            mime => match ContentType::from_mime(mime) {
+                Ok(codec) => codec,
+                Err(_) => continue,
+            },
+        };
+        if !codecs.contains(&codec) {
+            codecs.push(codec);
+        }
+    }
+    if codecs.is_empty() {
+        codecs.push(ContentType::Bincode);
+    }
+    codecs
 }
 
 fn closed_or_other(error: impl std::fmt::Display) -> BusError {
@@ -267,6 +382,8 @@ impl Bus for NatsBus {
             (metadata::ROLE.to_owned(), role.clone()),
             (metadata::KIND.to_owned(), info.kind.as_str().to_owned()),
             (metadata::OPS.to_owned(), info.ops.join(",")),
+            // kgmesh's roles are served through `typed`, which reads both formats.
+            (metadata::CODECS.to_owned(), "bincode,json".to_owned()),
         ]);
         let errors_for_stats = agent_errors.clone();
         let service = self
@@ -419,6 +536,7 @@ impl Bus for NatsBus {
                     ops,
                 },
                 instance_id: id,
+                codecs: parse_codecs(info["metadata"][metadata::CODECS].as_str()),
                 requests,
                 errors,
             });
@@ -577,5 +695,63 @@ impl ServiceHandle for NatsServiceHandle {
 
     fn instance_id(&self) -> &str {
         &self.instance_id
+    }
+}
+
+#[cfg(test)]
+mod secret_tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_passwords_and_tokens() {
+        assert_eq!(
+            redacted_url("nats://kgmesh:s3cret@nats:4222"),
+            "nats://kgmesh:***@nats:4222"
+        );
+        assert_eq!(
+            redacted_url("tls://t0ken@nats:4222/x"),
+            "tls://***@nats:4222/x"
+        );
+        assert_eq!(redacted_url("nats://nats:4222"), "nats://nats:4222");
+        assert_eq!(redacted_url("nats:4222"), "nats:4222");
+    }
+
+    #[test]
+    fn debug_output_never_shows_a_secret() {
+        let options = NatsOptions {
+            auth: NatsAuth::from_secret("kgmesh:s3cret"),
+            ..NatsOptions::default()
+        };
+        let shown = format!("{options:?}");
+        assert!(
+            shown.contains("kgmesh") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+        for auth in [
+            NatsAuth::from_secret("t0ken"),
+            NatsAuth::NKeySeed("SUAseed".to_owned()),
+        ] {
+            let shown = format!("{auth:?}");
+            assert!(
+                !shown.contains("t0ken") && !shown.contains("SUAseed"),
+                "{shown}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod codec_tests {
+    use super::*;
+
+    #[test]
+    fn announced_codecs_are_read_by_name_or_mime_and_default_to_bincode() {
+        use ContentType::{Bincode, Json};
+        assert_eq!(parse_codecs(None), [Bincode]);
+        assert_eq!(parse_codecs(Some("")), [Bincode]);
+        assert_eq!(parse_codecs(Some("json")), [Json]);
+        assert_eq!(parse_codecs(Some(" JSON , bincode ,json")), [Json, Bincode]);
+        assert_eq!(parse_codecs(Some("application/json")), [Json]);
+        assert_eq!(parse_codecs(Some("msgpack")), [Bincode]);
     }
 }

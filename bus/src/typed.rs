@@ -210,7 +210,8 @@ pub fn decode_reply<R: Rpc>(
     }
 }
 
-/// Calls `role`'s operation `R::OP` with `body` and waits up to `timeout`.
+/// Calls `role`'s operation `R::OP` with `body`, encoded as `content_type`, and waits
+/// up to `timeout`.
 ///
 /// Returns the reply body and what the work cost, or a [`CallError`] that says whether
 /// the transport or the agent failed.
@@ -220,9 +221,10 @@ pub async fn call<R: Rpc>(
     meta: Meta,
     body: R,
     timeout: Duration,
+    content_type: ContentType,
 ) -> Result<(R::Reply, kgmesh_schemas::budget::Cost), CallError> {
     let subject = role.subject(R::OP);
-    let message = encode_request(ContentType::Bincode, meta, body)?;
+    let message = encode_request(content_type, meta, body)?;
     let reply_message = bus.request(&subject, message, timeout).await?;
     decode_reply::<R>(role, &subject, &reply_message)
 }

@@ -44,10 +44,20 @@ pub struct BusConfig {
     pub nats_url: String,
     /// Name of an environment variable holding a NATS token or `user:password`.
     pub nats_credentials_env: Option<String>,
+    /// Name of an environment variable holding an NKey seed.
+    pub nats_nkey_env: Option<String>,
+    /// A NATS `.creds` file (user JWT and NKey seed).
+    pub nats_creds_file: Option<PathBuf>,
+    /// PEM certificate authorities of the server's TLS certificate; set, the connection
+    /// requires TLS.
+    pub nats_tls_ca_file: Option<PathBuf>,
     pub request_timeout_ms: u64,
     /// Retries of a request that found no responders or an unavailable role (a timeout
     /// is not retried).
     pub retries: u32,
+    /// Roles besides the built-in ones that the coordinator calls (agents from outside
+    /// this repository); `"*"` allows any role that announces itself.
+    pub allowed_roles: Vec<String>,
 }
 
 impl Default for BusConfig {
@@ -56,8 +66,12 @@ impl Default for BusConfig {
             kind: BusKind::Local,
             nats_url: "nats://127.0.0.1:4222".to_owned(),
             nats_credentials_env: None,
+            nats_nkey_env: None,
+            nats_creds_file: None,
+            nats_tls_ca_file: None,
             request_timeout_ms: 10_000,
             retries: 2,
+            allowed_roles: Vec::new(),
         }
     }
 }
@@ -584,6 +598,18 @@ impl Config {
         }
         if self.bus.request_timeout_ms == 0 {
             problems.push("bus.request_timeout_ms must be positive".to_owned());
+        }
+        let ways = [
+            self.bus.nats_credentials_env.is_some(),
+            self.bus.nats_nkey_env.is_some(),
+            self.bus.nats_creds_file.is_some(),
+        ];
+        if ways.iter().filter(|set| **set).count() > 1 {
+            problems.push(
+                "bus.nats_credentials_env, bus.nats_nkey_env and bus.nats_creds_file are \
+                 three ways to authenticate to NATS; set one"
+                    .to_owned(),
+            );
         }
         if self.graph.backend == GraphBackend::Bolt && self.graph.bolt_uri.is_none() {
             problems.push("graph.backend = \"bolt\" needs graph.bolt_uri".to_owned());

@@ -33,7 +33,22 @@ const KEYS: &[(&str, &str)] = &[
     (
         "bus.nats_credentials_env",
         "Name of an environment variable holding a NATS token or `user:password`; unset for \
-         no credentials.",
+         no credentials. One of this, `bus.nats_nkey_env` and `bus.nats_creds_file` at most.",
+    ),
+    (
+        "bus.nats_nkey_env",
+        "Name of an environment variable holding an NKey seed (`SU…`) to log in to NATS \
+         with; the server knows its public key.",
+    ),
+    (
+        "bus.nats_creds_file",
+        "A NATS `.creds` file (user JWT and NKey seed) of a decentralized-auth account.",
+    ),
+    (
+        "bus.nats_tls_ca_file",
+        "PEM file of the certificate authorities that sign nats-server's certificate; set, \
+         every connection requires TLS and trusts them besides the system's. A login refused \
+         or a certificate not verified ends the process at once, saying which.",
     ),
     (
         "bus.request_timeout_ms",
@@ -44,6 +59,13 @@ const KEYS: &[(&str, &str)] = &[
         "bus.retries",
         "Retries of a bus call that found no responders or an unavailable role, never \
          beyond the question's deadline; a call that timed out is not retried.",
+    ),
+    (
+        "bus.allowed_roles",
+        "Roles besides the built-in ones that the coordinator calls, such as a retriever \
+         run from outside this repository (docs/agents.md); any other role that announces \
+         itself on the bus is left out, logged once and counted in \
+         `kgmesh_refused_roles_total`. `[\"*\"]` calls every role that announces itself.",
     ),
     // graph
     (

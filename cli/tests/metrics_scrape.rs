@@ -329,9 +329,16 @@ fn agent_metrics_count_the_requests_its_role_serves() {
             top_m: 3,
             mode: LinkMode::Fuzzy,
         };
-        let (links, _cost) = call::<LinkRequest>(&bus, &role, meta, request, STEP_TIMEOUT)
-            .await
-            .expect("the entity linker answers");
+        let (links, _cost) = call::<LinkRequest>(
+            &bus,
+            &role,
+            meta,
+            request,
+            STEP_TIMEOUT,
+            kgmesh_schemas::ContentType::Bincode,
+        )
+        .await
+        .expect("the entity linker answers");
         // A payload without the envelope's headers is refused with a typed error.
         let refused = bus
             .request(

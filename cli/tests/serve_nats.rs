@@ -118,3 +118,99 @@ fn nats_deployment_answers_like_the_embedded_mode() {
         questions.len()
     );
 }
+
+/// `command` logging in to the test's nats-server with `login` over TLS, the way a
+/// deployment's configuration would say it: the variable holding the login and the
+/// certificate authority of the server's certificate.
+fn with_login(mut command: std::process::Command, login: &str) -> std::process::Command {
+    command
+        .env(
+            "KGMESH__BUS__NATS_CREDENTIALS_ENV",
+            "KGMESH_TEST_NATS_LOGIN",
+        )
+        .env("KGMESH_TEST_NATS_LOGIN", login)
+        .env(
+            "KGMESH__BUS__NATS_TLS_CA_FILE",
+            kgmesh_testkit::nats::tls_fixture("ca.pem"),
+        );
+    command
+}
+
+#[test]
+fn a_cluster_behind_nats_passwords_and_tls_answers_and_a_wrong_password_fails_fast() {
+    let cert = kgmesh_testkit::nats::tls_fixture("server.pem");
+    let key = kgmesh_testkit::nats::tls_fixture("server-key.pem");
+    let nats = NatsServer::start_with(&[
+        "--user",
+        "kgmesh",
+        "--pass",
+        "cluster-s3cret",
+        "--tls",
+        "--tlscert",
+        cert.to_str().unwrap(),
+        "--tlskey",
+        key.to_str().unwrap(),
+    ]);
+    let kg = sample_kg();
+
+    // A wrong password ends the agent at once, saying the login was refused.
+    let started = std::time::Instant::now();
+    let mut command = with_login(kgmesh(), "kgmesh:not-the-password");
+    command.args(["agent", "--role", "judge", "--nats", &nats.url()]);
+    let (status, _, stderr) = run(command);
+    assert_ne!(status, 0, "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(stderr.contains("refused the login"), "{stderr}");
+    assert!(!stderr.contains("not-the-password"), "{stderr}");
+
+    let roles = [
+        "kg-linker",
+        "entity-linker",
+        "path-follower",
+        "judge",
+        "summarizer",
+    ];
+    let mut agents = Vec::new();
+    for role in roles {
+        let mut command = with_login(kgmesh(), "kgmesh:cluster-s3cret");
+        command.args(["agent", "--role", role, "--nats", &nats.url(), "--kg"]);
+        command.arg(&kg);
+        agents.push(Process::spawn(
+            &format!("kgmesh agent --role {role}"),
+            command,
+        ));
+    }
+    let mut command = with_login(kgmesh(), "kgmesh:cluster-s3cret");
+    command.args([
+        "serve",
+        "--nats",
+        &nats.url(),
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+    ]);
+    let mut server = Process::spawn("kgmesh serve --nats", command);
+    let address = server.listening_address();
+    let deadline = std::time::Instant::now() + STEP_TIMEOUT;
+    loop {
+        let present = role_names(address);
+        if roles.iter().all(|r| present.contains(*r)) {
+            break;
+        }
+        for agent in &mut agents {
+            assert!(agent.is_running(), "{} exited", agent.name);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "roles never all appeared: have {present:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let reply = ask(address, "who directed Heat");
+    assert_eq!(answer_texts(&reply), ["Michael Mann"], "{reply}");
+}

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use kgmesh_schemas::{messages::entity_linker::LinkMode, Budget, Deadline};
 
+use crate::directory::AllowedRoles;
+
 /// Most refinement rounds a request may ask for.
 pub const MAX_ROUNDS: u8 = 10;
 
@@ -17,8 +19,8 @@ pub struct CoordinatorConfig {
     pub question_timeout: Duration,
     /// Longest wait for one bus call; the question's deadline cuts it shorter.
     pub call_timeout: Duration,
-    /// Retries of a call that timed out or found no responders (another replica may
-    /// answer). Never beyond the deadline.
+    /// Retries of a call that found no responders or an unavailable role (another
+    /// replica may answer); a timeout is not retried. Never beyond the deadline.
     pub retries: u32,
     /// Candidates kept per mention by the entity linker (ByoKG's m).
     pub top_m: u8,
@@ -46,6 +48,9 @@ pub struct CoordinatorConfig {
     /// The graph the roles answer from, in words, named in every reply (`None` when this
     /// process does not know it).
     pub graph: Option<String>,
+    /// The roles this coordinator calls: the built-in ones, plus those configured
+    /// (`bus.allowed_roles`). Other roles announcing themselves are refused.
+    pub allowed_roles: AllowedRoles,
 }
 
 impl Default for CoordinatorConfig {
@@ -67,6 +72,7 @@ impl Default for CoordinatorConfig {
             max_question_chars: 2_000,
             recent_questions: 10_000,
             graph: None,
+            allowed_roles: AllowedRoles::default(),
         }
     }
 }

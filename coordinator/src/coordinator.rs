@@ -36,7 +36,7 @@ use kgmesh_schemas::{
         retrieve::{RetrieveReply, RetrieveRequest},
         summarizer::{SummarizeReply, SummarizeRequest},
     },
-    AgentError, Deadline, Meta, QuestionId, Role, Rpc, TraceContext,
+    AgentError, ContentType, Deadline, Meta, QuestionId, Role, Rpc, TraceContext,
 };
 use tracing::Instrument;
 
@@ -97,8 +97,12 @@ pub struct Coordinator {
 
 impl Coordinator {
     pub fn new(bus: Arc<dyn Bus>, config: CoordinatorConfig) -> Self {
-        let directory =
-            RoleDirectory::new(bus.clone(), config.discovery_ttl, config.discovery_wait);
+        let directory = RoleDirectory::new(
+            bus.clone(),
+            config.discovery_ttl,
+            config.discovery_wait,
+            config.allowed_roles.clone(),
+        );
         let recent = RecentQuestions::new(config.recent_questions);
         Self {
             bus,
@@ -115,14 +119,18 @@ impl Coordinator {
     /// Fails with `MissingRoles` unless some replica of `role` serves `op`. The cached
     /// discovery may predate the role; these requests are rare enough to look again
     /// before refusing them.
-    pub(crate) async fn require_role(&self, role: &str, op: &str) -> Result<(), CoordinatorError> {
+    pub(crate) async fn require_role(
+        &self,
+        role: &str,
+        op: &str,
+    ) -> Result<ContentType, CoordinatorError> {
         let snapshot = self
             .directory()
             .snapshot()
             .await
             .map_err(CoordinatorError::Discovery)?;
         if snapshot.serves(role, op) {
-            return Ok(());
+            return Ok(snapshot.codec(role));
         }
         let snapshot = self
             .directory()
@@ -130,7 +138,7 @@ impl Coordinator {
             .await
             .map_err(CoordinatorError::Discovery)?;
         if snapshot.serves(role, op) {
-            Ok(())
+            Ok(snapshot.codec(role))
         } else {
             Err(CoordinatorError::MissingRoles(vec![role.to_owned()]))
         }
@@ -315,7 +323,7 @@ fn new_trace() -> TraceContext {
 /// would only be slower twice.
 pub(crate) async fn send<R: Rpc + Clone>(
     bus: &dyn Bus,
-    role: &Role,
+    (role, codec): (&Role, ContentType),
     mut meta: Meta,
     body: R,
     timeout: Duration,
@@ -326,7 +334,7 @@ pub(crate) async fn send<R: Rpc + Clone>(
     let started = Instant::now();
     let mut attempt = 0;
     loop {
-        let result = call::<R>(bus, role, meta.clone(), body.clone(), timeout).await;
+        let result = call::<R>(bus, role, meta.clone(), body.clone(), timeout, codec).await;
         match result {
             Err(CallError::Bus(BusError::NoResponders { .. }))
             | Err(CallError::Agent {
@@ -697,7 +705,8 @@ impl Run<'_> {
             })
             .collect();
         let calls = retrievers.iter().zip(&spans).map(|(role, span)| {
-            send::<RetrieveRequest>(bus, role, meta.clone(), body.clone(), timeout, retries)
+            let to = (role, snapshot.codec(role.as_str()));
+            send::<RetrieveRequest>(bus, to, meta.clone(), body.clone(), timeout, retries)
                 .instrument(span.clone())
         });
         let results = join_all(calls).await;
@@ -926,7 +935,7 @@ impl Run<'_> {
         );
         let result = send(
             self.coordinator.bus.as_ref(),
-            &role,
+            (&role, self.snapshot.codec(role.as_str())),
             meta,
             request,
             timeout,
@@ -1020,7 +1029,7 @@ impl Run<'_> {
         );
         let result = send(
             self.coordinator.bus.as_ref(),
-            role,
+            (role, self.snapshot.codec(role.as_str())),
             meta,
             body,
             timeout,

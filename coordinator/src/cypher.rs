@@ -27,7 +27,8 @@ impl Coordinator {
                 "the query is longer than {MAX_QUERY_CHARS} characters"
             )));
         }
-        self.require_role(Role::QUERY_EXECUTOR, QueryRequest::OP)
+        let codec = self
+            .require_role(Role::QUERY_EXECUTOR, QueryRequest::OP)
             .await?;
         // The call waits as long as the query may run, and at least the usual call.
         let timeout = self
@@ -39,7 +40,7 @@ impl Coordinator {
         let role = Role::well_known(Role::QUERY_EXECUTOR);
         let (reply, _cost) = send(
             self.bus().as_ref(),
-            &role,
+            (&role, codec),
             Meta::new(QuestionId::new_random(), 0, budget),
             request,
             timeout,

@@ -1,13 +1,18 @@
 //! Which roles are on the bus right now, discovered rather than configured, so that a
 //! new retriever is used the moment it announces itself.
 //!
+//! Only allowed roles are called ([`AllowedRoles`]): the built-in ones and those the
+//! configuration names. Anything else that announces itself on the bus (a stray or
+//! hostile process claiming to be a retriever) is left out of every snapshot, logged
+//! once and counted in `kgmesh_refused_roles_total`.
+//!
 //! Discovery on NATS listens for a while; asking on every question would add that wait
 //! to each one. A snapshot is reused for `ttl`; once it is stale the next caller still
 //! gets it while one background task refreshes it (only the very first discovery is
 //! waited for).
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -16,8 +21,52 @@ use std::{
 };
 
 use kgmesh_bus::{Bus, BusError, ServiceInstance};
-use kgmesh_schemas::{Role, RoleKind};
+use kgmesh_schemas::{ContentType, Role, RoleKind};
 use serde::Serialize;
+
+fn codec_name<S: serde::Serializer>(codec: &ContentType, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(match codec {
+        ContentType::Bincode => "bincode",
+        ContentType::Json => "json",
+    })
+}
+
+/// The roles a coordinator calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowedRoles {
+    /// Any role that announces itself.
+    Any,
+    /// The built-in roles ([`Role::BUILT_IN`]) and these.
+    BuiltInAnd(BTreeSet<String>),
+}
+
+impl Default for AllowedRoles {
+    fn default() -> Self {
+        Self::BuiltInAnd(BTreeSet::new())
+    }
+}
+
+impl AllowedRoles {
+    /// The built-in roles and `extra`; `"*"` among them allows any role.
+    pub fn built_in_and<S: AsRef<str>>(extra: &[S]) -> Self {
+        if extra.iter().any(|role| role.as_ref().trim() == "*") {
+            return Self::Any;
+        }
+        Self::BuiltInAnd(
+            extra
+                .iter()
+                .map(|role| role.as_ref().trim().to_owned())
+                .collect(),
+        )
+    }
+
+    pub fn allows(&self, role: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::BuiltInAnd(extra) => Role::BUILT_IN.contains(&role) || extra.contains(role),
+        }
+    }
+}
 
 /// One role as seen on the bus: what it announces and how many instances serve it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -26,6 +75,10 @@ pub struct RoleSummary {
     pub kind: String,
     pub version: String,
     pub ops: Vec<String>,
+    /// The wire format the coordinator speaks to this role: bincode when every replica
+    /// reads it, else JSON (an agent from outside kgmesh).
+    #[serde(serialize_with = "codec_name")]
+    pub codec: ContentType,
     pub replicas: usize,
     pub requests: u64,
     pub errors: u64,
@@ -54,6 +107,7 @@ impl RoleSnapshot {
                 kind: instance.info.kind.as_str().to_owned(),
                 version: instance.info.version.clone(),
                 ops: Vec::new(),
+                codec: ContentType::Bincode,
                 replicas: 0,
                 requests: 0,
                 errors: 0,
@@ -67,10 +121,28 @@ impl RoleSnapshot {
                 }
             }
         }
+        for summary in roles.values_mut() {
+            let replicas = instances
+                .iter()
+                .filter(|i| i.info.role.as_str() == summary.role);
+            let every = |codec: ContentType| replicas.clone().all(|i| i.codecs.contains(&codec));
+            summary.codec = if every(ContentType::Bincode) || !every(ContentType::Json) {
+                ContentType::Bincode
+            } else {
+                ContentType::Json
+            };
+        }
         Self {
             roles,
             gone_retrievers: Vec::new(),
         }
+    }
+
+    /// The wire format to call `role` in (bincode for a role not on the bus).
+    pub fn codec(&self, role: &str) -> ContentType {
+        self.roles
+            .get(role)
+            .map_or(ContentType::Bincode, |summary| summary.codec)
     }
 
     /// Retrievers seen on the bus recently that are gone now, in name order.
@@ -134,6 +206,9 @@ struct Inner {
     bus: Arc<dyn Bus>,
     ttl: Duration,
     wait: Duration,
+    allowed: AllowedRoles,
+    /// Refused roles already logged (each is logged once, counted every discovery).
+    refused: std::sync::Mutex<BTreeSet<String>>,
     cached: tokio::sync::Mutex<Option<Cached>>,
     refreshing: AtomicBool,
     /// Roles with a replica gauge, so a role that leaves is set to zero.
@@ -149,12 +224,14 @@ pub struct RoleDirectory {
 }
 
 impl RoleDirectory {
-    pub fn new(bus: Arc<dyn Bus>, ttl: Duration, wait: Duration) -> Self {
+    pub fn new(bus: Arc<dyn Bus>, ttl: Duration, wait: Duration, allowed: AllowedRoles) -> Self {
         Self {
             inner: Arc::new(Inner {
                 bus,
                 ttl,
                 wait,
+                allowed,
+                refused: std::sync::Mutex::new(BTreeSet::new()),
                 cached: tokio::sync::Mutex::new(None),
                 refreshing: AtomicBool::new(false),
                 published: std::sync::Mutex::new(std::collections::BTreeSet::new()),
@@ -192,7 +269,8 @@ impl RoleDirectory {
     }
 
     async fn discover(&self) -> Result<RoleSnapshot, BusError> {
-        let instances = self.inner.bus.discover(self.inner.wait).await?;
+        let mut instances = self.inner.bus.discover(self.inner.wait).await?;
+        self.refuse_unlisted(&mut instances);
         let mut snapshot = RoleSnapshot::from_instances(&instances);
         crate::metrics::record_replicas(&self.inner.published, &snapshot);
         let now = Instant::now();
@@ -207,6 +285,36 @@ impl RoleDirectory {
             .cloned()
             .collect();
         Ok(snapshot)
+    }
+
+    /// Drops the instances of roles the coordinator does not call; logs each such role
+    /// the first time, counts it every time.
+    fn refuse_unlisted(&self, instances: &mut Vec<ServiceInstance>) {
+        let mut refused: BTreeMap<String, (String, usize)> = BTreeMap::new();
+        instances.retain(|instance| {
+            let role = instance.info.role.as_str();
+            if self.inner.allowed.allows(role) {
+                return true;
+            }
+            let entry = refused
+                .entry(role.to_owned())
+                .or_insert_with(|| (instance.info.kind.as_str().to_owned(), 0));
+            entry.1 += 1;
+            false
+        });
+        let mut logged = self.inner.refused.lock().expect("refused lock");
+        for (role, (kind, replicas)) in refused {
+            crate::metrics::record_refused(&role);
+            if logged.insert(role.clone()) {
+                tracing::warn!(
+                    %role,
+                    %kind,
+                    replicas,
+                    "a role announced itself on the bus that the coordinator does not call: \
+                     it is not built in and bus.allowed_roles does not name it"
+                );
+            }
+        }
     }
 
     fn refresh_in_background(&self) {
@@ -228,5 +336,55 @@ impl RoleDirectory {
             }
             directory.inner.refreshing.store(false, Ordering::Release);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kgmesh_bus::ServiceInstance;
+    use kgmesh_schemas::{ContentType, Role, RoleInfo, RoleKind};
+
+    use super::{AllowedRoles, RoleSnapshot};
+
+    fn instance(role: &str, id: &str, codecs: &[ContentType]) -> ServiceInstance {
+        ServiceInstance {
+            info: RoleInfo {
+                role: Role::new(role).unwrap(),
+                version: "1".to_owned(),
+                kind: RoleKind::Retriever,
+                ops: vec!["retrieve".to_owned()],
+            },
+            instance_id: id.to_owned(),
+            codecs: codecs.to_vec(),
+            requests: 0,
+            errors: 0,
+        }
+    }
+
+    #[test]
+    fn a_role_is_called_in_bincode_unless_a_replica_reads_only_json() {
+        use ContentType::{Bincode, Json};
+        let snapshot = RoleSnapshot::from_instances(&[
+            instance("path-follower", "a", &[Bincode, Json]),
+            instance("csv-retriever", "b", &[Json]),
+            instance("mixed", "c", &[Bincode, Json]),
+            instance("mixed", "d", &[Json]),
+            instance("old", "e", &[Bincode]),
+        ]);
+        assert_eq!(snapshot.codec("path-follower"), Bincode);
+        assert_eq!(snapshot.codec("csv-retriever"), Json);
+        assert_eq!(snapshot.codec("mixed"), Json, "every replica reads JSON");
+        assert_eq!(snapshot.codec("old"), Bincode);
+        assert_eq!(snapshot.codec("absent"), Bincode);
+    }
+
+    #[test]
+    fn the_allow_list_holds_the_built_in_roles_and_the_named_ones() {
+        let allowed = AllowedRoles::built_in_and(&["csv-retriever"]);
+        assert!(allowed.allows("path-follower"));
+        assert!(allowed.allows("csv-retriever"));
+        assert!(!allowed.allows("evidence-injector"));
+        assert!(!AllowedRoles::default().allows("csv-retriever"));
+        assert!(AllowedRoles::built_in_and(&[" * "]).allows("anything"));
     }
 }

@@ -79,7 +79,8 @@ impl Coordinator {
                 (None, question)
             }
         };
-        self.require_role(Role::CACHE_MANAGER, CacheFeedback::OP)
+        let codec = self
+            .require_role(Role::CACHE_MANAGER, CacheFeedback::OP)
             .await?;
         let timeout = self.config().call_timeout;
         let mut budget = self.config().budget;
@@ -97,7 +98,7 @@ impl Coordinator {
         };
         let (reply, _cost) = send(
             self.bus().as_ref(),
-            &role,
+            (&role, codec),
             Meta::new(meta_id, 0, budget),
             body,
             timeout.max(Duration::from_millis(1)),

@@ -35,6 +35,6 @@ pub use config::CoordinatorConfig;
 pub use coordinator::{
     Coordinator, CoordinatorError, MAX_ANSWERS, MAX_ROUNDS, MAX_TIMEOUT_MS, REQUIRED_ROLES,
 };
-pub use directory::{RoleDirectory, RoleSnapshot, RoleSummary};
+pub use directory::{AllowedRoles, RoleDirectory, RoleSnapshot, RoleSummary};
 pub use feedback::{FeedbackReply, FeedbackRequest, FeedbackSubject};
 pub use recent::RecentQuestions;

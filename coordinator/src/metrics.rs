@@ -22,6 +22,7 @@ pub(crate) const ROLE_CALLS_TOTAL: &str = "kgmesh_role_calls_total";
 pub(crate) const ROLE_CALL_DURATION_SECONDS: &str = "kgmesh_role_call_duration_seconds";
 pub(crate) const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
 pub(crate) const DEGRADED_TOTAL: &str = "kgmesh_degraded_total";
+pub(crate) const REFUSED_ROLES_TOTAL: &str = "kgmesh_refused_roles_total";
 
 /// Counts a question as in flight until dropped, so a cancelled question (a client that
 /// hung up) leaves the gauge too.
@@ -147,6 +148,11 @@ pub(crate) fn budget_label(limit: Limit) -> &'static str {
 /// Sets the replica gauge of every role in `snapshot`, and zero for the roles an
 /// earlier snapshot had that this one lacks (a gauge left at its last value would
 /// claim replicas that are gone). `published` remembers which roles have a gauge.
+/// Counts one discovery's announcements of a role the coordinator does not call.
+pub(crate) fn record_refused(role: &str) {
+    metrics::counter!(REFUSED_ROLES_TOTAL, "role" => role.to_owned()).increment(1);
+}
+
 pub(crate) fn record_replicas(published: &Mutex<BTreeSet<String>>, snapshot: &RoleSnapshot) {
     let mut published = published
         .lock()
@@ -186,6 +192,7 @@ mod tests {
                 ops: vec!["judge".to_owned()],
             },
             instance_id: id.to_owned(),
+            codecs: vec![kgmesh_schemas::ContentType::Bincode],
             requests: 0,
             errors: 0,
         }

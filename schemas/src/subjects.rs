@@ -28,6 +28,22 @@ impl Role {
     pub const CACHE_MANAGER: &'static str = "cache-manager";
     pub const ECHO: &'static str = "echo";
 
+    /// Every role kgmesh itself provides: the roles a coordinator calls unless its
+    /// configuration names more (an agent from outside the repository).
+    pub const BUILT_IN: &'static [&'static str] = &[
+        Self::KG_LINKER,
+        Self::ENTITY_LINKER,
+        Self::PATH_FOLLOWER,
+        Self::QUERY_EXECUTOR,
+        Self::AGENTIC_TRAVERSER,
+        Self::SCORING_RETRIEVER,
+        Self::PATTERN_MATCHER,
+        Self::JUDGE,
+        Self::SUMMARIZER,
+        Self::CACHE_MANAGER,
+        Self::ECHO,
+    ];
+
     /// A role name, or an error naming the offending character.
     pub fn new(name: &str) -> Result<Self, String> {
         if name.is_empty() || name.len() > 64 {

@@ -55,6 +55,9 @@ pub const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
 /// Questions answered with a role failed, timed out, missing, or answering without
 /// its model, by `role` and `reason`.
 pub const DEGRADED_TOTAL: &str = "kgmesh_degraded_total";
+/// Role instances discovery saw on the bus that the coordinator will not call (not
+/// built in and not allowed by `bus.allowed_roles`), by `role`.
+pub const REFUSED_ROLES_TOTAL: &str = "kgmesh_refused_roles_total";
 /// NATS connection events since the metrics started, by `event`.
 pub const BUS_CONNECTION_EVENTS_TOTAL: &str = "kgmesh_bus_connection_events_total";
 /// Failed bus operations, by `kind`.
@@ -234,6 +237,11 @@ pub fn describe() {
         DEGRADED_TOTAL,
         Unit::Count,
         "Questions answered degraded, once per role and reason: failed, timeout, missing, or model_fallback (the role's model reply was unusable and its LLM-free strategy answered)"
+    );
+    describe_counter!(
+        REFUSED_ROLES_TOTAL,
+        Unit::Count,
+        "Announcements of roles the coordinator does not call (neither built in nor allowed by bus.allowed_roles), once per discovery and role"
     );
     describe_counter!(
         BUS_CONNECTION_EVENTS_TOTAL,

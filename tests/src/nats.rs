@@ -32,6 +32,8 @@ pub struct NatsServer {
     /// greeting: a connection that succeeds on the port is not proof that *this*
     /// server bound it (another test's listener may hold it while ours failed to bind).
     name: String,
+    /// Further command-line options (authentication, TLS).
+    extra: Vec<String>,
 }
 
 impl NatsServer {
@@ -41,6 +43,12 @@ impl NatsServer {
     /// Panics (failing the test) when the binary is missing or the server does not
     /// come up; a test never silently runs without its server.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// [`NatsServer::start`] with further nats-server options, such as `--user u
+    /// --pass p` or `--tls --tlscert F --tlskey F` (see [`tls_fixture`]).
+    pub fn start_with(extra: &[&str]) -> Self {
         let binary = find_binary().unwrap_or_else(|| panic!("{INSTALL_HINT}"));
         let store_dir = tempfile::Builder::new()
             .prefix("kgmesh-nats-")
@@ -58,6 +66,7 @@ impl NatsServer {
             binary,
             store_dir,
             name,
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
         };
         server.spawn_on_free_port();
         server
@@ -120,6 +129,7 @@ impl NatsServer {
             .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
             .arg(self.store_dir.path())
             .args(["--server_name", &self.name])
+            .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -152,6 +162,14 @@ impl Drop for NatsServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A file of the test-only TLS material in `tests/fixtures/tls` (see its README):
+/// `ca.pem`, `server.pem`, `server-key.pem`.
+pub fn tls_fixture(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/tls")
+        .join(file)
 }
 
 /// The nats-server binary: `$NATS_SERVER_BIN`, then `PATH`, then the Debian location.

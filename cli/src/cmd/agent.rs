@@ -6,7 +6,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use kgmesh_agents::runtime::{registry, AgentDeps, StartOptions};
-use kgmesh_bus::{Bus, NatsBus, NatsOptions};
+use kgmesh_bus::{Bus, NatsBus};
 use kgmesh_stores::GraphStore;
 
 use crate::config::Config;
@@ -56,20 +56,7 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
         .nats
         .clone()
         .unwrap_or_else(|| config.bus.nats_url.clone());
-    let credentials = match &config.bus.nats_credentials_env {
-        Some(variable) => Some(std::env::var(variable).with_context(|| {
-            format!("bus.nats_credentials_env names {variable}, which is not set")
-        })?),
-        None => None,
-    };
-    let options = NatsOptions {
-        connect_timeout: Duration::from_secs(5),
-        client_name: Some(format!("kgmesh agent {}", entry.name)),
-        credentials,
-    };
-    let nats = NatsBus::connect(&url, options)
-        .await
-        .with_context(|| format!("is nats-server running at {url}?"))?;
+    let nats = super::connect_nats(&config, &url, &format!("kgmesh agent {}", entry.name)).await?;
     let nats_client = nats.client().clone();
     let bus: Arc<dyn Bus> = Arc::new(nats);
 

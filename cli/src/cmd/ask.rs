@@ -16,7 +16,7 @@ use kgmesh_agents::runtime::{
     registry, start_role_with, AgentDeps, RoleBuildError, RoleHandle, StartOptions,
 };
 use kgmesh_bus::{Bus, LocalBus};
-use kgmesh_coordinator::{Coordinator, CoordinatorConfig};
+use kgmesh_coordinator::{AllowedRoles, Coordinator, CoordinatorConfig};
 use kgmesh_models::{
     minilm::MiniLm,
     openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder},
@@ -155,6 +155,7 @@ pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
         call_timeout: Duration::from_millis(config.bus.request_timeout_ms),
         retries: config.bus.retries,
         max_question_chars: config.http.max_question_chars,
+        allowed_roles: AllowedRoles::built_in_and(&config.bus.allowed_roles),
         ..CoordinatorConfig::default()
     }
 }

@@ -26,7 +26,6 @@ use kgmesh_agents::cache_manager::{
     CacheConfig as PlanCacheConfig, PlanCache,
 };
 use kgmesh_agents::qa::QaFormat;
-use kgmesh_bus::{NatsBus, NatsOptions};
 use kgmesh_models::LanguageModel;
 use kgmesh_schemas::messages::cache::{Feedback, FeedbackOutcome, Isr};
 use kgmesh_stores::GraphStore;
@@ -193,20 +192,7 @@ async fn open_store(config: &Config, args: &StoreArgs) -> anyhow::Result<Target>
         } else {
             url.clone()
         };
-        let credentials = match &config.bus.nats_credentials_env {
-            Some(variable) => Some(std::env::var(variable).with_context(|| {
-                format!("bus.nats_credentials_env names {variable}, which is not set")
-            })?),
-            None => None,
-        };
-        let options = NatsOptions {
-            connect_timeout: Duration::from_secs(5),
-            client_name: Some("kgmesh cache".to_owned()),
-            credentials,
-        };
-        let nats = NatsBus::connect(&url, options)
-            .await
-            .with_context(|| format!("is nats-server running at {url}?"))?;
+        let nats = super::connect_nats(config, &url, "kgmesh cache").await?;
         let bucket = &config.cache.kv_bucket;
         let store = KvPlanStore::open(nats.client().clone(), bucket)
             .await

@@ -11,9 +11,56 @@ pub mod fold;
 pub mod load;
 pub mod serve;
 
+use anyhow::Context as _;
+use kgmesh_bus::{redacted_url, NatsAuth, NatsBus, NatsOptions};
 use kgmesh_telemetry::{Settings, TelemetryGuard};
 
 use crate::config::Config;
+
+/// Connects to nats-server at `url` as the `bus` section says (credentials from the
+/// variable it names, an NKey seed, a `.creds` file, TLS with a certificate
+/// authority). A variable named but not set, a refused login or an unreachable server
+/// is an error that says which, without the secret.
+pub async fn connect_nats(config: &Config, url: &str, client: &str) -> anyhow::Result<NatsBus> {
+    let secret = |key: &str, variable: &str| {
+        std::env::var(variable)
+            .with_context(|| format!("bus.{key} names {variable}, which is not set"))
+    };
+    let bus = &config.bus;
+    let auth = if let Some(variable) = &bus.nats_credentials_env {
+        NatsAuth::from_secret(&secret("nats_credentials_env", variable)?)
+    } else if let Some(variable) = &bus.nats_nkey_env {
+        NatsAuth::NKeySeed(secret("nats_nkey_env", variable)?)
+    } else if let Some(path) = &bus.nats_creds_file {
+        NatsAuth::CredsFile(path.clone())
+    } else {
+        NatsAuth::None
+    };
+    let options = NatsOptions {
+        client_name: Some(client.to_owned()),
+        auth,
+        tls_ca_file: bus.nats_tls_ca_file.clone(),
+        ..NatsOptions::default()
+    };
+    let shown = redacted_url(url);
+    NatsBus::connect(url, options).await.map_err(|error| {
+        let text = error.to_string();
+        let hint = if text.contains("authorization") {
+            format!(
+                "nats-server at {shown} refused the login: check the credentials that \
+                 bus.nats_credentials_env, bus.nats_nkey_env or bus.nats_creds_file give"
+            )
+        } else if text.to_lowercase().contains("certificate") || text.contains("tls") {
+            format!(
+                "the TLS connection to nats-server at {shown} failed: does \
+                 bus.nats_tls_ca_file name the authority that signed the server's certificate?"
+            )
+        } else {
+            format!("is nats-server running at {shown}?")
+        };
+        anyhow::Error::new(error).context(hint)
+    })
+}
 
 /// Logs go to stderr so that stdout stays clean for answers and JSON. `interactive`
 /// commands log warnings only, unless `RUST_LOG` or a non-default `telemetry.log` asks

@@ -9,7 +9,7 @@ use std::{path::PathBuf, sync::Arc};
 
 use actix_web::{App, HttpServer};
 use anyhow::Context as _;
-use kgmesh_bus::{Bus, LocalBus, NatsBus, NatsOptions};
+use kgmesh_bus::{Bus, LocalBus};
 use kgmesh_coordinator::{
     http::{routes, ApiLimits, ApiState, RenderMetrics},
     Coordinator,
@@ -54,19 +54,8 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             .nats
             .clone()
             .unwrap_or_else(|| config.bus.nats_url.clone());
-        let options = NatsOptions {
-            client_name: Some("kgmesh serve".to_owned()),
-            credentials: config
-                .bus
-                .nats_credentials_env
-                .as_ref()
-                .and_then(|name| std::env::var(name).ok()),
-            ..NatsOptions::default()
-        };
-        let bus = NatsBus::connect(&url, options)
-            .await
-            .with_context(|| format!("cannot connect to NATS at {url}"))?;
-        tracing::info!(%url, "coordinator on NATS");
+        let bus = super::connect_nats(&config, &url, "kgmesh serve").await?;
+        tracing::info!(url = %kgmesh_bus::redacted_url(&url), "coordinator on NATS");
         // The agents answer from the graph the shared configuration names, if it does.
         if config.graph.path.is_some() || config.graph.backend == GraphBackend::Bolt {
             settings.graph = Some(GraphSource::from_args(&config, None, None)?.describe());

@@ -17,7 +17,7 @@ use kgmesh_bus::{
     typed::{decode_request, encode_reply},
     Bus, Endpoint, LocalBus, Message, ServiceHandle, ServiceSpec,
 };
-use kgmesh_coordinator::{Coordinator, CoordinatorConfig};
+use kgmesh_coordinator::{AllowedRoles, Coordinator, CoordinatorConfig};
 use kgmesh_schemas::{
     budget::Cost,
     graph::{Entity, Path, PathStep, ScoredEntity},
@@ -252,11 +252,19 @@ pub fn coordinator(bus: &Arc<LocalBus>, config: CoordinatorConfig) -> Coordinato
     Coordinator::new(bus, config)
 }
 
-/// Config for tests: short discovery, generous deadlines.
+/// Config for tests: short discovery, generous deadlines, and the test retrievers'
+/// role names allowed beside the built-in ones.
 pub fn test_config() -> CoordinatorConfig {
     CoordinatorConfig {
         discovery_ttl: Duration::from_millis(1),
         discovery_wait: Duration::from_millis(10),
+        allowed_roles: AllowedRoles::built_in_and(&[
+            "paths",
+            "leaving-retriever",
+            "slow-retriever",
+            "toy-retriever",
+            "broken-retriever",
+        ]),
         ..CoordinatorConfig::default()
     }
 }
