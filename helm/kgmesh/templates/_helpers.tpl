@@ -122,6 +122,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- range $key, $value := .src -}}
 {{- if and (kindIs "map" $value) (kindIs "map" (get $dst $key)) -}}
 {{- include "kgmesh.deepMerge" (dict "dst" (get $dst $key) "src" $value) -}}
+{{- else if kindIs "invalid" $value -}}
+{{- /* null: the key is left out (a probe an agent does not serve) */ -}}
+{{- $_ := unset $dst $key -}}
 {{- else -}}
 {{- $_ := set $dst $key (deepCopy $value) -}}
 {{- end -}}
@@ -138,6 +141,20 @@ app.kubernetes.io/component: {{ .component }}
 -}}
 {{- if .Values.secrets.natsCredentials.existingSecret -}}
 {{- $_ := set $owned.bus "nats_credentials_env" .Values.secrets.natsCredentials.envVar -}}
+{{- end -}}
+{{- /* Roles of the chart that kgmesh does not build in (agents from outside it) are
+       allowed, so that one `roles` entry is all an external agent needs. Keep the list
+       equal to Role::BUILT_IN (schemas/src/subjects.rs). */ -}}
+{{- $builtIn := list "kg-linker" "entity-linker" "path-follower" "query-executor" "agentic-traverser" "scoring-retriever" "pattern-matcher" "judge" "summarizer" "cache-manager" "echo" -}}
+{{- $allowed := list -}}
+{{- with $config.bus -}}{{- $allowed = default list .allowed_roles -}}{{- end -}}
+{{- range $role, $overrides := .Values.roles -}}
+{{- if and (not (has $role $builtIn)) (or (not (kindIs "map" $overrides)) (not (hasKey $overrides "enabled")) $overrides.enabled) -}}
+{{- $allowed = append $allowed $role -}}
+{{- end -}}
+{{- end -}}
+{{- if $allowed -}}
+{{- $_ := set $owned.bus "allowed_roles" (uniq $allowed) -}}
 {{- end -}}
 {{- $boltUri := include "kgmesh.boltUri" . -}}
 {{- if $boltUri -}}
