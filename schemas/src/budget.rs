@@ -14,6 +14,7 @@ pub const MAX_DEPTH: u8 = 3;
 
 /// A traversal depth in `1..=MAX_DEPTH`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 #[serde(try_from = "u8", into = "u8")]
 pub struct Depth(u8);
 
@@ -55,6 +56,7 @@ impl From<Depth> for u8 {
 /// A wall-clock instant, in milliseconds since the Unix epoch, after which work on a
 /// question is pointless. Absolute so that it survives hops between processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Deadline {
     pub unix_ms: u64,
 }
@@ -92,6 +94,7 @@ impl Deadline {
 
 /// The limits of one question. A request carries what is *left*, not the original.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Budget {
     /// Refinement rounds (ByoKG-RAG's T; default 2).
     pub rounds: u8,
@@ -171,6 +174,7 @@ impl Default for Budget {
 
 /// Which limit ran out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum Limit {
     Rounds,
     Depth,
@@ -197,6 +201,7 @@ impl std::fmt::Display for Limit {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum BudgetError {
     #[error("depth {requested} is outside 1..={MAX_DEPTH}")]
     DepthOutOfRange { requested: u8 },
@@ -206,6 +211,7 @@ pub enum BudgetError {
 
 /// What one reply cost; summed by the coordinator and reported with the answer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Cost {
     pub llm_calls: u32,
     pub prompt_tokens: u64,

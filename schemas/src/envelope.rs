@@ -29,6 +29,7 @@ pub mod headers {
 
 /// W3C trace context (`traceparent` / `tracestate`), carried in headers and in [`Meta`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct TraceContext {
     pub traceparent: String,
     pub tracestate: String,
@@ -50,6 +51,7 @@ impl TraceContext {
 
 /// What every request says about the question it serves.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Meta {
     pub schema_version: u16,
     pub question_id: QuestionId,
@@ -73,6 +75,7 @@ impl Meta {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Request<T> {
     pub meta: Meta,
     pub body: T,
@@ -81,6 +84,7 @@ pub struct Request<T> {
 /// A reply: what the work cost, and its result or a typed error. Never a failure
 /// dressed up as a successful body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Reply<T> {
     pub cost: Cost,
     pub result: Result<T, AgentError>,

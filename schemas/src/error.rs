@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::budget::Limit;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum AgentError {
     /// The agent gave up because the question's deadline passed.
     #[error("timed out: {detail}")]

@@ -7,6 +7,7 @@ use crate::NodeId;
 
 /// A node with its display name (what a person or a model reads).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Entity {
     pub id: NodeId,
     pub name: String,
@@ -14,6 +15,7 @@ pub struct Entity {
 
 /// An entity with a relevance score (link confidence, similarity, rank).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct ScoredEntity {
     pub entity: Entity,
     pub score: f32,
@@ -21,6 +23,7 @@ pub struct ScoredEntity {
 
 /// Which way an edge is followed relative to its stored direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum Direction {
     /// head → tail, as stored.
     Out,
@@ -32,6 +35,7 @@ pub enum Direction {
 
 /// One stored edge.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Triple {
     pub head: Entity,
     pub relation: String,
@@ -40,6 +44,7 @@ pub struct Triple {
 
 /// One relation of a metapath and the direction to follow it in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct RelationStep {
     pub relation: String,
     pub direction: Direction,
@@ -47,12 +52,14 @@ pub struct RelationStep {
 
 /// A sequence of relations (`r1 -> r2 -> r3`), at most [`crate::budget::MAX_DEPTH`] long.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Metapath {
     pub steps: Vec<RelationStep>,
 }
 
 /// One hop of a concrete path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct PathStep {
     pub relation: String,
     /// `true` when the edge was followed tail → head.
@@ -62,6 +69,7 @@ pub struct PathStep {
 
 /// A concrete path through the graph, with every intermediate entity.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Path {
     pub start: Entity,
     pub steps: Vec<PathStep>,
@@ -83,6 +91,7 @@ impl Path {
 
 /// A typed value in a query result (openCypher's value model).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum Value {
     Null,
     Bool(bool),
@@ -160,6 +169,7 @@ impl Value {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct NodeValue {
     pub id: NodeId,
     pub labels: Vec<String>,
@@ -167,6 +177,7 @@ pub struct NodeValue {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct RelationshipValue {
     pub start: NodeId,
     pub end: NodeId,
@@ -175,6 +186,7 @@ pub struct RelationshipValue {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct PathValue {
     pub nodes: Vec<NodeValue>,
     pub relationships: Vec<RelationshipValue>,
@@ -182,6 +194,7 @@ pub struct PathValue {
 
 /// A query result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Rows {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Value>>,
@@ -207,6 +220,7 @@ impl Rows {
 
 /// How often a relation connects which node labels (sampled).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct RelationSchema {
     pub name: String,
     pub count: u64,
@@ -217,6 +231,7 @@ pub struct RelationSchema {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct LabelSchema {
     pub name: String,
     pub count: u64,
@@ -225,6 +240,7 @@ pub struct LabelSchema {
 
 /// The graph's schema: what validators check Cypher against and what models are shown.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct GraphSchema {
     pub labels: Vec<LabelSchema>,
     pub relations: Vec<RelationSchema>,

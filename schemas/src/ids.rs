@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// One question's identity, shared by every message and span that works on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct QuestionId(pub uuid::Uuid);
 
 impl QuestionId {
@@ -26,6 +27,7 @@ impl fmt::Display for QuestionId {
 /// node id. Ids are only meaningful for the store that produced them, which is why
 /// every message that carries one also carries the node's display name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct NodeId(pub u64);
 
 impl fmt::Display for NodeId {

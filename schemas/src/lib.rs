@@ -19,6 +19,8 @@ pub mod envelope;
 pub mod error;
 pub mod graph;
 pub mod ids;
+#[cfg(feature = "json-schema")]
+pub mod json_schema;
 pub mod messages;
 pub mod subjects;
 

@@ -13,6 +13,7 @@ pub const PREFIX: &str = "kgmesh";
 /// A role's name: lowercase ASCII letters, digits and `-` (a valid NATS service name
 /// and subject token).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Role(String);
 
 impl Role {
@@ -88,6 +89,7 @@ impl std::fmt::Display for Role {
 
 /// What a role is for, so the coordinator knows whom to fan out to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum RoleKind {
     /// Serves [`crate::messages::retrieve::RetrieveRequest`] on its `retrieve` op;
     /// the coordinator calls every retriever it discovers in each round.
@@ -115,6 +117,7 @@ impl RoleKind {
 
 /// What a role announces about itself (NATS service metadata, or the LocalBus registry).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct RoleInfo {
     pub role: Role,
     pub version: String,

@@ -7,6 +7,7 @@ use crate::budget::Cost;
 
 /// Options a user may set per question; unset fields take the configured defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct AskOptions {
     pub max_rounds: Option<u8>,
@@ -17,6 +18,7 @@ pub struct AskOptions {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AskRequest {
     pub question: String,
@@ -26,6 +28,7 @@ pub struct AskRequest {
 
 /// One line of evidence as shown to people: the verbalized text and its producer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct EvidenceLine {
     pub source: String,
     pub text: String,
@@ -33,6 +36,7 @@ pub struct EvidenceLine {
 
 /// Time spent per stage, in microseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Timings {
     pub total_us: u64,
     /// (stage name, microseconds), in the order they ran.
@@ -40,6 +44,7 @@ pub struct Timings {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct AskReply {
     pub question_id: String,
     /// Best first; empty when kgmesh does not know.
@@ -75,6 +80,7 @@ pub struct AskReply {
 
 /// One role's part that did not happen as configured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Degradation {
     /// The role, as on the bus (`summarizer`, `kg-linker`, ...).
     pub role: String,

@@ -10,6 +10,7 @@ use crate::{
 
 /// Intermediate semantic representation of a question (CacheRAG's ISR).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Isr {
     pub topic_entities: Vec<String>,
     /// Constraints in the user's words.
@@ -20,6 +21,7 @@ pub struct Isr {
 
 /// What retrieved a verified answer, replayable without a model.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Plan {
     pub entities: Vec<Entity>,
     pub metapaths: Vec<Metapath>,
@@ -27,6 +29,7 @@ pub struct Plan {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct CacheEntry {
     pub question: String,
     /// The question with its entity mentions masked (what replay matching compares).
@@ -41,6 +44,7 @@ pub struct CacheEntry {
 
 /// A past plan shown to the KG-Linker as an example.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct FewShotExample {
     pub question: String,
     pub plan: Plan,
@@ -49,6 +53,7 @@ pub struct FewShotExample {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct CacheLookup {
     pub question: String,
     /// Entities linked in the question, when the caller already knows them; the cache
@@ -59,6 +64,7 @@ pub struct CacheLookup {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct CacheLookupReply {
     pub isr: Isr,
     /// MMR-selected examples, most relevant first; empty when nothing is relevant.
@@ -74,6 +80,7 @@ pub struct CacheLookupReply {
 /// verified plans whose question used `word`, the share (smoothed) whose relation path
 /// followed `relation` in this direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct RelationCue {
     /// The word's stem, as the shared text toolkit stems it.
     pub word: String,
@@ -85,11 +92,13 @@ pub struct RelationCue {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct CacheStore {
     pub entry: CacheEntry,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct CacheStoreReply {
     pub stored: bool,
 }
@@ -110,6 +119,7 @@ impl Rpc for CacheStore {
 /// question's template (masked as lookups mask it) and counts the verdict for or
 /// against it, or learns the plan a correction verifies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct CacheFeedback {
     pub question: String,
     pub verdict: Feedback,
@@ -117,6 +127,7 @@ pub struct CacheFeedback {
 
 /// A user's verdict on an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum Feedback {
     /// The answer was right: the plan counts one more success.
     Correct,
@@ -159,6 +170,7 @@ impl Feedback {
 
 /// What feedback did to the plan cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FeedbackOutcome {
     /// The cached plan counted one more success.
@@ -211,6 +223,7 @@ impl std::fmt::Display for FeedbackOutcome {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct CacheFeedbackReply {
     pub outcome: FeedbackOutcome,
     /// The cache key of the question's template (`None` when the question has no

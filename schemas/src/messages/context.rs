@@ -6,6 +6,7 @@ use crate::graph::{Path, Rows, Triple};
 
 /// One piece of retrieved evidence and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Evidence {
     /// Role that produced it.
     pub source: String,
@@ -15,6 +16,7 @@ pub struct Evidence {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum EvidenceItem {
     Triple(Triple),
     Path(Path),
@@ -23,6 +25,7 @@ pub enum EvidenceItem {
 
 /// Everything retrieved for a question so far, plus notes about what failed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Context {
     pub evidence: Vec<Evidence>,
     /// Human-readable notes (a retriever timed out, a query was refused, …). Never

@@ -6,11 +6,13 @@ use super::Rpc;
 use crate::Role;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct EchoRequest {
     pub text: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct EchoReply {
     pub text: String,
     /// Which process answered (for load-spreading tests and debugging).

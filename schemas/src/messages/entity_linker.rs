@@ -6,6 +6,7 @@ use super::Rpc;
 use crate::{graph::ScoredEntity, Role};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum LinkMode {
     Fuzzy,
     Embedding,
@@ -14,6 +15,7 @@ pub enum LinkMode {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct LinkRequest {
     /// All mentions of a round (entities and draft answers), linked in one batch.
     pub mentions: Vec<String>,
@@ -23,6 +25,7 @@ pub struct LinkRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct MentionLinks {
     pub mention: String,
     /// Best first.
@@ -30,6 +33,7 @@ pub struct MentionLinks {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct LinkReply {
     /// One entry per requested mention, in request order.
     pub links: Vec<MentionLinks>,

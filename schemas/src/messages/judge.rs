@@ -10,6 +10,7 @@ use crate::{
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct JudgeRequest {
     pub question: String,
     pub context: Context,
@@ -20,6 +21,7 @@ pub struct JudgeRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum Verdict {
     Complete,
     ExpandDepth {
@@ -35,6 +37,7 @@ pub enum Verdict {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct JudgeReply {
     pub verdict: Verdict,
     pub reason: String,

@@ -14,6 +14,7 @@ use crate::{
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct KgLinkRequest {
     pub question: String,
     /// Verbalized context from earlier rounds (empty in round 1).
@@ -27,6 +28,7 @@ pub struct KgLinkRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct KgLinkReply {
     /// Entity mentions as written in the question (to be linked).
     pub mentions: Vec<String>,

@@ -10,6 +10,7 @@ use crate::{
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub enum Expansion {
     /// σ_depth: follow one relation from the frontier.
     Depth {
@@ -22,6 +23,7 @@ pub enum Expansion {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct ExpandRequest {
     pub question: String,
     pub frontier: Vec<Entity>,
@@ -29,6 +31,7 @@ pub struct ExpandRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct ExpandReply {
     pub evidence: Vec<Evidence>,
     /// The new frontier (tails reached).

@@ -9,6 +9,7 @@ use crate::{
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct QueryRequest {
     pub cypher: String,
     pub params: Vec<(String, Value)>,
@@ -19,6 +20,7 @@ pub struct QueryRequest {
 
 /// A query's rows, or why it was refused (`AgentError::InvalidQuery` with a repair hint).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct QueryReply {
     pub outcome: Result<Rows, AgentError>,
 }

@@ -11,6 +11,7 @@ use crate::{
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct RetrieveRequest {
     pub question: String,
     /// Question entities linked to the graph.
@@ -27,6 +28,7 @@ pub struct RetrieveRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct RetrieveReply {
     pub evidence: Vec<Evidence>,
     /// Hints for the next KG-Linker call (e.g. how to repair refused Cypher).

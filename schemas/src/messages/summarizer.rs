@@ -9,6 +9,7 @@ use crate::{
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct SummarizeRequest {
     pub question: String,
     pub context: Context,
@@ -26,6 +27,7 @@ pub struct SummarizeRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Answer {
     pub text: String,
     /// The graph entity the answer names, when it is one.
@@ -36,6 +38,7 @@ pub struct Answer {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct SummarizeReply {
     /// Best first; empty when the context does not answer the question.
     pub answers: Vec<Answer>,

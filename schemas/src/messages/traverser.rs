@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::graph::Entity;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct TraversalStep {
     pub frontier: Vec<Entity>,
     pub relations_chosen: Vec<String>,
