@@ -420,3 +420,15 @@ async fn a_server_down_for_several_calls_is_skipped_until_the_cool_down_ends() {
     assert_eq!(reply.text, "back");
     assert_eq!(server.received().len(), 3);
 }
+
+#[test]
+fn debug_output_leaves_the_api_key_out() {
+    let mut config = OpenAiConfig::new("http://127.0.0.1:1/v1", "m");
+    config.api_key = Some("sk-secret-key".into());
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("sk-secret-key"), "{shown}");
+    assert!(
+        shown.contains("<redacted>") && shown.contains("http://127.0.0.1:1/v1"),
+        "{shown}"
+    );
+}

@@ -35,8 +35,8 @@ pub use chat::OpenAiChat;
 pub use embeddings::OpenAiEmbedder;
 pub use transport::{Clock, SystemClock};
 
-/// Where the server is and how politely to use it.
-#[derive(Debug, Clone, PartialEq)]
+/// Where the server is and how politely to use it. `Debug` leaves the API key out.
+#[derive(Clone, PartialEq)]
 pub struct OpenAiConfig {
     /// Ends in `/v1`, e.g. `http://127.0.0.1:8080/v1`.
     pub base_url: String,
@@ -69,6 +69,25 @@ pub struct OpenAiConfig {
 }
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("backoff_base", &self.backoff_base)
+            .field("backoff_max", &self.backoff_max)
+            .field("max_concurrency", &self.max_concurrency)
+            .field("requests_per_minute", &self.requests_per_minute)
+            .field("record_prompts", &self.record_prompts)
+            .field("breaker_failures", &self.breaker_failures)
+            .field("breaker_cooldown", &self.breaker_cooldown)
+            .finish()
+    }
+}
 
 impl OpenAiConfig {
     /// Defaults for a server at `base_url`.

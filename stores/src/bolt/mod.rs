@@ -59,8 +59,8 @@ pub const NAME_PROPERTY: &str = "name";
 /// Property holding [`normalize_name`] of the name (written by [`write_graph`]).
 pub const NORMALIZED_PROPERTY: &str = "kgmesh_norm";
 
-/// How to reach a Bolt server.
-#[derive(Debug, Clone)]
+/// How to reach a Bolt server. `Debug` leaves the password out.
+#[derive(Clone)]
 pub struct BoltSettings {
     /// `bolt://host:port` (or `host:port`).
     pub uri: String,
@@ -69,6 +69,18 @@ pub struct BoltSettings {
     pub database: Option<String>,
     /// Bound on connecting and on each query.
     pub timeout: Duration,
+}
+
+impl std::fmt::Debug for BoltSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoltSettings")
+            .field("uri", &self.uri)
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .field("database", &self.database)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// A Bolt database as a [`GraphStore`].
@@ -1106,5 +1118,36 @@ mod tests {
     #[test]
     fn names_are_backtick_quoted() {
         assert_eq!(quote_name("directed`by"), "`directed``by`");
+    }
+}
+
+#[cfg(test)]
+mod secret_tests {
+    use std::time::Duration;
+
+    use super::BoltSettings;
+    use crate::vector::qdrant::QdrantOptions;
+
+    #[test]
+    fn debug_output_leaves_passwords_and_keys_out() {
+        let bolt = BoltSettings {
+            uri: "bolt://db:7687".into(),
+            user: "neo4j".into(),
+            password: "hunter2-password".into(),
+            database: None,
+            timeout: Duration::from_secs(1),
+        };
+        let shown = format!("{bolt:?}");
+        assert!(
+            !shown.contains("hunter2") && shown.contains("neo4j"),
+            "{shown}"
+        );
+        let mut qdrant = QdrantOptions::new("http://q:6334", "names", 384, crate::Metric::Cosine);
+        qdrant.api_key = Some("qdrant-api-key".into());
+        let shown = format!("{qdrant:?}");
+        assert!(
+            !shown.contains("qdrant-api-key") && shown.contains("names"),
+            "{shown}"
+        );
     }
 }

@@ -58,8 +58,9 @@ use crate::{Metric, StoreError, StoreResult, VectorHit, VectorIndex, VectorItem}
 /// Payload field holding the keys of a point's pairs in their original order.
 pub const ORDER_FIELD: &str = "_kgmesh_order";
 
-/// How to reach and shape the collection behind a [`QdrantIndex`].
-#[derive(Debug, Clone, PartialEq)]
+/// How to reach and shape the collection behind a [`QdrantIndex`]. `Debug` leaves the
+/// API key out.
+#[derive(Clone, PartialEq)]
 pub struct QdrantOptions {
     /// gRPC endpoint: `http://host:6334`, `https://…`, or `qdrant://host:6334`
     /// (read as `http://`).
@@ -74,6 +75,21 @@ pub struct QdrantOptions {
     /// Points per upsert request.
     pub batch_size: usize,
     pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for QdrantOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QdrantOptions")
+            .field("url", &self.url)
+            .field("collection", &self.collection)
+            .field("dim", &self.dim)
+            .field("metric", &self.metric)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("batch_size", &self.batch_size)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl QdrantOptions {
