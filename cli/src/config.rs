@@ -23,9 +23,83 @@ pub struct Config {
     pub vectors: VectorsConfig,
     pub budget: BudgetConfig,
     pub retrieval: RetrievalConfig,
+    pub judge: JudgeConfig,
+    pub summarizer: SummarizerConfig,
+    pub traverser: TraverserConfig,
     pub http: HttpConfig,
     pub cache: CacheConfig,
     pub telemetry: TelemetryConfig,
+}
+
+/// The judge's rule (without a model, or when its reply is unusable).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JudgeConfig {
+    /// Evidence scoring at least this answers the question (no further round).
+    pub complete_score: f32,
+    /// Evidence scoring below this is ignored when choosing a relation to follow.
+    pub min_relation_score: f32,
+}
+
+impl Default for JudgeConfig {
+    fn default() -> Self {
+        let rule = kgmesh_agents::judge::core::JudgeRule::default();
+        Self {
+            complete_score: rule.complete_score,
+            min_relation_score: rule.min_relation_score,
+        }
+    }
+}
+
+/// The summarizer's rule (without a model, or when its reply is unusable).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SummarizerConfig {
+    /// Answers scoring within this of the best (normalized, per retriever) are kept.
+    pub keep_within: f32,
+    /// Evidence lines cited per answer at most.
+    pub max_citations: usize,
+}
+
+impl Default for SummarizerConfig {
+    fn default() -> Self {
+        let rule = kgmesh_agents::summarizer::core::SummaryRule::default();
+        Self {
+            keep_within: rule.keep_within,
+            max_citations: rule.max_citations,
+        }
+    }
+}
+
+/// The agentic traverser's limits per step (its steps and model calls come from the
+/// question's budget, at most `max_steps`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TraverserConfig {
+    pub max_steps: u8,
+    pub max_llm_calls: u32,
+    pub fanout_cap: usize,
+    pub offered_relations: usize,
+    pub max_relations: usize,
+    pub max_triplets: usize,
+    pub max_next_entities: usize,
+    pub min_relevance: f32,
+}
+
+impl Default for TraverserConfig {
+    fn default() -> Self {
+        let limits = kgmesh_agents::traverser::core::TraverseConfig::default();
+        Self {
+            max_steps: limits.max_steps,
+            max_llm_calls: limits.max_llm_calls,
+            fanout_cap: limits.fanout_cap,
+            offered_relations: limits.offered_relations,
+            max_relations: limits.max_relations,
+            max_triplets: limits.max_triplets,
+            max_next_entities: limits.max_next_entities,
+            min_relevance: limits.min_relevance,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -397,13 +471,26 @@ pub struct CacheConfig {
     pub path: Option<PathBuf>,
     /// JetStream KV bucket shared by every cache-manager replica in distributed mode.
     pub kv_bucket: String,
+    /// Few-shot examples a lookup returns (k).
+    pub examples: usize,
+    /// MMR trade-off between relevance (1.0) and diversity (0.0).
+    pub mmr_lambda: f32,
+    /// Below this normalized relevance (0 to 1) a past plan is not returned.
+    pub min_relevance: f32,
+    /// Verifications a plan needs before it is replayed without a model.
+    pub replay_min_hits: u32,
 }
 
 impl Default for CacheConfig {
     fn default() -> Self {
+        let cache = kgmesh_agents::cache_manager::core::CacheConfig::default();
         Self {
             path: None,
             kv_bucket: "kgmesh-plans".to_owned(),
+            examples: cache.k,
+            mmr_lambda: cache.lambda,
+            min_relevance: cache.min_relevance,
+            replay_min_hits: cache.replay_min_hits,
         }
     }
 }
@@ -599,6 +686,52 @@ impl Config {
         if self.bus.request_timeout_ms == 0 {
             problems.push("bus.request_timeout_ms must be positive".to_owned());
         }
+        let unit = |key: &str, value: f32, problems: &mut Vec<String>| {
+            if !(0.0..=1.0).contains(&value) {
+                problems.push(format!("{key} = {value} must be between 0 and 1"));
+            }
+        };
+        unit(
+            "judge.complete_score",
+            self.judge.complete_score,
+            &mut problems,
+        );
+        unit(
+            "judge.min_relation_score",
+            self.judge.min_relation_score,
+            &mut problems,
+        );
+        unit(
+            "summarizer.keep_within",
+            self.summarizer.keep_within,
+            &mut problems,
+        );
+        unit(
+            "traverser.min_relevance",
+            self.traverser.min_relevance,
+            &mut problems,
+        );
+        unit("cache.mmr_lambda", self.cache.mmr_lambda, &mut problems);
+        unit(
+            "cache.min_relevance",
+            self.cache.min_relevance,
+            &mut problems,
+        );
+        let t = &self.traverser;
+        for (key, value) in [
+            ("summarizer.max_citations", self.summarizer.max_citations),
+            ("traverser.max_steps", usize::from(t.max_steps)),
+            ("traverser.fanout_cap", t.fanout_cap),
+            ("traverser.offered_relations", t.offered_relations),
+            ("traverser.max_relations", t.max_relations),
+            ("traverser.max_triplets", t.max_triplets),
+            ("traverser.max_next_entities", t.max_next_entities),
+            ("cache.examples", self.cache.examples),
+        ] {
+            if value == 0 {
+                problems.push(format!("{key} must be at least 1"));
+            }
+        }
         let ways = [
             self.bus.nats_credentials_env.is_some(),
             self.bus.nats_nkey_env.is_some(),
@@ -720,6 +853,43 @@ impl Config {
             top_metapaths: self.retrieval.top_metapaths,
             scoring_top_k: self.retrieval.scoring_top_k,
             embed_questions: self.retrieval.embed_questions,
+        }
+    }
+
+    /// The roles' knobs ([`kgmesh_agents::runtime::RoleTuning`]).
+    pub fn tuning(&self) -> kgmesh_agents::runtime::RoleTuning {
+        use kgmesh_agents::{
+            cache_manager::core::CacheConfig as Cache, judge::core::JudgeRule,
+            summarizer::core::SummaryRule, traverser::core::TraverseConfig,
+        };
+        let t = &self.traverser;
+        kgmesh_agents::runtime::RoleTuning {
+            judge: JudgeRule {
+                complete_score: self.judge.complete_score,
+                min_relation_score: self.judge.min_relation_score,
+            },
+            summarizer: SummaryRule {
+                keep_within: self.summarizer.keep_within,
+                max_citations: self.summarizer.max_citations,
+            },
+            traverser: TraverseConfig {
+                max_steps: t.max_steps,
+                max_llm_calls: t.max_llm_calls,
+                fanout_cap: t.fanout_cap,
+                offered_relations: t.offered_relations,
+                max_relations: t.max_relations,
+                max_triplets: t.max_triplets,
+                max_next_entities: t.max_next_entities,
+                min_relevance: t.min_relevance,
+                deadline_opt: None,
+            },
+            cache: Cache {
+                k: self.cache.examples,
+                lambda: self.cache.mmr_lambda,
+                min_relevance: self.cache.min_relevance,
+                replay_min_hits: self.cache.replay_min_hits,
+                ..Cache::default()
+            },
         }
     }
 

@@ -262,6 +262,62 @@ const KEYS: &[(&str, &str)] = &[
         "Start the pattern-matcher retriever in embedded mode; in distributed mode it runs as \
          `kgmesh agent --role pattern-matcher`.",
     ),
+    // judge
+    (
+        "judge.complete_score",
+        "The judge's rule (no model, or an unusable reply): evidence scoring at least this \
+         answers the question, so no further round is run.",
+    ),
+    (
+        "judge.min_relation_score",
+        "The judge's rule: evidence scoring below this is not used to choose a relation to \
+         follow in the next round.",
+    ),
+    // summarizer
+    (
+        "summarizer.keep_within",
+        "The summarizer's rule: answers whose strength is within this of the best \
+         (normalized per retriever) are kept beside it.",
+    ),
+    (
+        "summarizer.max_citations",
+        "Evidence lines an answer cites at most.",
+    ),
+    // traverser
+    (
+        "traverser.max_steps",
+        "Steps of the agentic traverser at most (the question's depth budget may allow fewer).",
+    ),
+    (
+        "traverser.max_llm_calls",
+        "Model calls of the agentic traverser per question at most, when llm.roles lists it \
+         (two per step; the question's budget may allow fewer).",
+    ),
+    (
+        "traverser.fanout_cap",
+        "Edges the traverser reads around its frontier per step at most.",
+    ),
+    (
+        "traverser.offered_relations",
+        "Relations offered to the model per step, the most relevant first.",
+    ),
+    (
+        "traverser.max_relations",
+        "Relations the traverser follows per step.",
+    ),
+    (
+        "traverser.max_triplets",
+        "Triplets the traverser keeps per step (the request's evidence limit may be lower).",
+    ),
+    (
+        "traverser.max_next_entities",
+        "Entities the traverser explores from in its next step.",
+    ),
+    (
+        "traverser.min_relevance",
+        "Relevance under which no relation is followed without a model (when none reaches \
+         it in the first step, the first step keeps them all).",
+    ),
     // http
     (
         "http.listen",
@@ -289,6 +345,23 @@ const KEYS: &[(&str, &str)] = &[
         "cache.kv_bucket",
         "JetStream KV bucket shared by every cache-manager replica in distributed mode \
          (letters, digits, `-` and `_`).",
+    ),
+    (
+        "cache.examples",
+        "Past verified plans a lookup returns as few-shot examples (CacheRAG's k).",
+    ),
+    (
+        "cache.mmr_lambda",
+        "Trade-off of the examples' MMR selection between relevance (1) and diversity (0).",
+    ),
+    (
+        "cache.min_relevance",
+        "Normalized relevance (0 to 1) under which a past plan is not returned at all.",
+    ),
+    (
+        "cache.replay_min_hits",
+        "Verifications a plan needs before it is replayed without a model (plans warmed \
+         against gold answers and plans a model judged complete start at 1).",
     ),
     // telemetry
     (

@@ -323,3 +323,33 @@ fn the_auto_embedder_uses_minilm_where_its_files_are_and_says_lexical_elsewhere(
         "MiniLM found and used: {stdout}"
     );
 }
+
+/// The roles' knobs come from the configuration: the summarizer cites as many lines as
+/// `summarizer.max_citations` allows, and an out-of-range knob is refused.
+#[test]
+fn role_knobs_in_the_configuration_reach_the_roles() {
+    let cited = |extra_env: Option<(&str, &str)>| -> usize {
+        let mut command = kgmesh();
+        command.args(["ask", "who directed Heat", "--json"]);
+        if let Some((key, value)) = extra_env {
+            command.env(key, value);
+        }
+        let reply = run_json(command);
+        reply["answers"][0]["evidence"]
+            .as_array()
+            .expect("cited lines")
+            .len()
+    };
+    assert!(cited(None) >= 2, "the default cites every supporting line");
+    assert_eq!(cited(Some(("KGMESH__SUMMARIZER__MAX_CITATIONS", "1"))), 1);
+    let mut command = kgmesh();
+    command
+        .args(["ask", "who directed Heat"])
+        .env("KGMESH__JUDGE__COMPLETE_SCORE", "2");
+    let (status, _, stderr) = run(command);
+    assert_ne!(status, 0);
+    assert!(
+        stderr.contains("judge.complete_score = 2 must be between 0 and 1"),
+        "{stderr}"
+    );
+}

@@ -327,7 +327,7 @@ fn apply_change(cache: &Mutex<PlanCache>, key: &str, entry: Option<CacheEntry>) 
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let manager = Arc::new(
         CacheManager::new(
-            CacheConfig::default(),
+            deps.tuning.cache.clone(),
             deps.plan_store.clone(),
             deps.graph.clone(),
             deps.llm_for(Role::CACHE_MANAGER),

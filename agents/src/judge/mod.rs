@@ -32,7 +32,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let judge = Arc::new(Judge {
         llm: deps.llm_for(Role::JUDGE),
         graph: deps.graph.clone(),
-        rule: JudgeRule::default(),
+        rule: deps.tuning.judge,
     });
     Ok(
         RoleSpec::new(Role::well_known(Role::JUDGE), RoleKind::Core).op(

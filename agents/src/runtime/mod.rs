@@ -101,6 +101,20 @@ pub struct AgentDeps {
     pub names: Arc<crate::entity_linker::names::SharedNames>,
     /// How much the LLM-free retrieval tools return.
     pub retrieval: RetrievalSettings,
+    /// The judge's, summarizer's, traverser's and cache manager's knobs.
+    pub tuning: RoleTuning,
+}
+
+/// The knobs of the roles that have some, as the configuration sets them (`[judge]`,
+/// `[summarizer]`, `[traverser]`, `[cache]`); the defaults are each role's own.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RoleTuning {
+    pub judge: crate::judge::core::JudgeRule,
+    pub summarizer: crate::summarizer::core::SummaryRule,
+    /// The traverser's limits per step; its step count and model calls come from the
+    /// question's budget.
+    pub traverser: crate::traverser::core::TraverseConfig,
+    pub cache: crate::cache_manager::core::CacheConfig,
 }
 
 /// How much the LLM-free retrieval tools return per call. Larger values retrieve more
@@ -136,6 +150,7 @@ impl std::fmt::Debug for AgentDeps {
             .field("embedder", &self.embedder.is_some())
             .field("names", &self.names)
             .field("retrieval", &self.retrieval)
+            .field("tuning", &self.tuning)
             .finish()
     }
 }
@@ -153,11 +168,17 @@ impl AgentDeps {
             plan_store: None,
             names: Arc::default(),
             retrieval: RetrievalSettings::default(),
+            tuning: RoleTuning::default(),
         }
     }
 
     pub fn with_retrieval(mut self, retrieval: RetrievalSettings) -> Self {
         self.retrieval = retrieval;
+        self
+    }
+
+    pub fn with_tuning(mut self, tuning: RoleTuning) -> Self {
+        self.tuning = tuning;
         self
     }
 

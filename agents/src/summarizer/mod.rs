@@ -41,7 +41,7 @@ const CONTEXT_TOKENS: usize = 4_000;
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let summarizer = Arc::new(Summarizer {
         llm: deps.llm_for(Role::SUMMARIZER),
-        rule: SummaryRule::default(),
+        rule: deps.tuning.summarizer,
         vectors_opt: text_vectors(deps),
         graph_opt: deps.graph.clone(),
     });

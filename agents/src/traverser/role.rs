@@ -26,6 +26,9 @@ struct Traverser {
     graph: Arc<dyn GraphStore>,
     llm_opt: Option<Arc<dyn LanguageModel>>,
     vectors_opt: Option<Arc<TextVectors>>,
+    /// The configured limits; steps, model calls, triplets and the deadline are
+    /// narrowed per request.
+    limits: TraverseConfig,
 }
 
 impl Traverser {
@@ -46,14 +49,11 @@ impl Traverser {
             .as_deref()
             .filter(|_| budget.check_llm(2).is_ok());
         let config = TraverseConfig {
-            max_steps: budget.depth.get(),
-            max_llm_calls: budget
-                .llm_calls
-                .min(TraverseConfig::default().max_llm_calls),
-            max_triplets: (request.max_evidence.max(1) as usize)
-                .min(TraverseConfig::default().max_triplets),
+            max_steps: budget.depth.get().min(self.limits.max_steps),
+            max_llm_calls: budget.llm_calls.min(self.limits.max_llm_calls),
+            max_triplets: (request.max_evidence.max(1) as usize).min(self.limits.max_triplets),
             deadline_opt: Some(ctx.deadline()),
-            ..TraverseConfig::default()
+            ..self.limits
         };
         let names: Vec<&str> = request
             .entities
@@ -121,6 +121,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         graph: deps.require_graph(Role::AGENTIC_TRAVERSER)?,
         llm_opt: deps.llm_for(Role::AGENTIC_TRAVERSER),
         vectors_opt: question_vectors(deps),
+        limits: deps.tuning.traverser,
     });
     Ok(RoleSpec::new(
         Role::well_known(Role::AGENTIC_TRAVERSER),

@@ -60,7 +60,9 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     let nats_client = nats.client().clone();
     let bus: Arc<dyn Bus> = Arc::new(nats);
 
-    let mut deps = AgentDeps::new(bus.clone()).with_retrieval(config.retrieval());
+    let mut deps = AgentDeps::new(bus.clone())
+        .with_retrieval(config.retrieval())
+        .with_tuning(config.tuning());
     if let Some(graph) = load_graph_if_configured(&config, args.kg.clone()).await? {
         deps = deps.with_graph(graph);
     }

@@ -289,7 +289,8 @@ impl EmbeddedRoles {
         let graph = source.open(config).await?;
         let mut deps = AgentDeps::new(bus.clone())
             .with_graph(graph)
-            .with_retrieval(config.retrieval());
+            .with_retrieval(config.retrieval())
+            .with_tuning(config.tuning());
         if let Some(llm) = language_model(config)? {
             deps = deps.with_llm(llm).with_llm_roles(config.llm.roles.clone());
         }
