@@ -265,17 +265,11 @@ fn from_nats_headers(headers: Option<&HeaderMap>) -> Headers {
 /// types); bincode when there is none or none is known.
 pub fn parse_codecs(value: Option<&str>) -> Vec<ContentType> {
     let mut codecs: Vec<ContentType> = Vec::new();
-    for name in value.unwrap_or_default().split(',').map(str::trim) {
-        let codec = match name.to_ascii_lowercase().as_str() {
-            "bincode" => ContentType::Bincode,
-            "json" => ContentType::Json,
-            mime => match ContentType::from_mime(mime) {
-                Ok(codec) => codec,
-                Err(_) => continue,
-            },
-        };
-        if !codecs.contains(&codec) {
-            codecs.push(codec);
+    for name in value.unwrap_or_default().split(',') {
+        if let Ok(codec) = ContentType::from_name_or_mime(name) {
+            if !codecs.contains(&codec) {
+                codecs.push(codec);
+            }
         }
     }
     if codecs.is_empty() {
@@ -383,7 +377,12 @@ impl Bus for NatsBus {
             (metadata::KIND.to_owned(), info.kind.as_str().to_owned()),
             (metadata::OPS.to_owned(), info.ops.join(",")),
             // kgmesh's roles are served through `typed`, which reads both formats.
-            (metadata::CODECS.to_owned(), "bincode,json".to_owned()),
+            (
+                metadata::CODECS.to_owned(),
+                [ContentType::Bincode, ContentType::Json]
+                    .map(ContentType::name)
+                    .join(","),
+            ),
         ]);
         let errors_for_stats = agent_errors.clone();
         let service = self

@@ -25,10 +25,7 @@ use kgmesh_schemas::{ContentType, Role, RoleKind};
 use serde::Serialize;
 
 fn codec_name<S: serde::Serializer>(codec: &ContentType, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(match codec {
-        ContentType::Bincode => "bincode",
-        ContentType::Json => "json",
-    })
+    serializer.serialize_str(codec.name())
 }
 
 /// The roles a coordinator calls.

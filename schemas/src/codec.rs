@@ -26,6 +26,23 @@ impl ContentType {
         }
     }
 
+    /// The short name agents announce in `kgmesh.codecs`: `bincode` or `json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContentType::Bincode => "bincode",
+            ContentType::Json => "json",
+        }
+    }
+
+    /// A short name ([`Self::name`], any case) or a mime type.
+    pub fn from_name_or_mime(text: &str) -> Result<Self, CodecError> {
+        let text = text.trim();
+        [ContentType::Bincode, ContentType::Json]
+            .into_iter()
+            .find(|codec| codec.name().eq_ignore_ascii_case(text))
+            .map_or_else(|| Self::from_mime(text), Ok)
+    }
+
     pub fn from_mime(mime: &str) -> Result<Self, CodecError> {
         match mime.trim() {
             Self::BINCODE_MIME => Ok(ContentType::Bincode),

@@ -545,7 +545,13 @@ fn prefer_explained(
     // a replayed verified plan) explains the question wherever evidence follows it.
     let trusted: Vec<f32> = metapaths
         .iter()
-        .map(|metapath| f32::from(u8::from(request.plan.contains(metapath))))
+        .map(|metapath| {
+            if request.plan.contains(metapath) {
+                1.0
+            } else {
+                0.0
+            }
+        })
         .collect();
     let scores = match path_scores {
         _ if trusted.contains(&1.0) => trusted,
