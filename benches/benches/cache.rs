@@ -6,6 +6,7 @@
 //! ```text
 //! cargo bench -p kgmesh-benches --bench cache                    # figures, then criterion
 //! cargo bench -p kgmesh-benches --bench cache -- --figures-only
+//! cargo bench -p kgmesh-benches --bench cache -- --file-store     # the file log only
 //! KGMESH_BENCH_CACHE_SIZES=10000,100000 cargo bench -p kgmesh-benches --bench cache -- --figures-only
 //! ```
 //! Lookups come in two kinds, each timed over many random questions: a question whose
@@ -336,7 +337,63 @@ fn figures(size: usize, aspects: bool) -> PlanCache {
     cache
 }
 
+/// The embedded mode's plan-cache file: synced appends per second, and the load of a
+/// log that needs compacting (20 writes of each of 2,000 entries), on this machine's
+/// disk.
+fn file_store_figures() {
+    use kgmesh_agents::cache_manager::persist::{FilePlanStore, PlanStore};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("plans.jsonl");
+    let mut state = 11u64;
+    let entries: Vec<CacheEntry> = (0..2_000)
+        .map(|id| entry(&synthetic(&mut state), id, true))
+        .collect();
+    let store = FilePlanStore::new(&path);
+    let started = Instant::now();
+    runtime.block_on(async {
+        for (id, entry) in entries.iter().enumerate() {
+            store.put(&format!("k{id}"), entry).await.expect("put");
+        }
+    });
+    let appends = started.elapsed();
+    println!(
+        "\nplan cache file: {} synced appends in {:.2} s ({:.0} per second)",
+        entries.len(),
+        appends.as_secs_f64(),
+        entries.len() as f64 / appends.as_secs_f64()
+    );
+    // 20 versions of every entry: the load compacts 40,000 lines into 2,000.
+    let mut log = String::new();
+    for round in 0..20 {
+        for (id, entry) in entries.iter().enumerate() {
+            let mut entry = entry.clone();
+            entry.hits = round;
+            let line = serde_json::json!({"op": "put", "key": format!("k{id}"), "entry": entry});
+            log.push_str(&line.to_string());
+            log.push('\n');
+        }
+    }
+    std::fs::write(&path, log).expect("write the log");
+    let started = Instant::now();
+    let loaded = runtime
+        .block_on(FilePlanStore::new(&path).load_all())
+        .expect("load");
+    println!(
+        "plan cache file: load with compaction of 40,000 lines into {} entries: {:.0} ms",
+        loaded.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+}
+
 fn main() {
+    if std::env::args().any(|arg| arg == "--file-store") {
+        file_store_figures();
+        return;
+    }
     let figures_only = std::env::args().any(|arg| arg == "--figures-only");
     let sizes: Vec<usize> = std::env::var("KGMESH_BENCH_CACHE_SIZES")
         .ok()

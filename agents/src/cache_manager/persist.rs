@@ -47,7 +47,9 @@ enum LogLine {
 /// synced before it returns, so an acknowledged entry survives a crash. A torn last
 /// line (a crash mid-write) is skipped with a warning; other bad lines are reported
 /// and kept out of the cache, never silently dropped from the file until compaction
-/// has written every good entry.
+/// has written every good entry. File work (writes, syncs, compaction) runs on
+/// tokio's blocking threads, never on the thread that serves requests; compaction
+/// writes the live entries through one buffer and syncs once, then swaps the file in.
 pub struct FilePlanStore {
     path: PathBuf,
     file: tokio::sync::Mutex<Option<std::fs::File>>,
@@ -97,77 +99,104 @@ impl FilePlanStore {
         Ok((entries, lines))
     }
 
-    fn append(&self, file: &mut std::fs::File, line: &LogLine) -> Result<(), PersistError> {
-        let mut text = serde_json::to_string(line).map_err(|e| Self::io_error(&self.path, e))?;
+    fn write_line(out: &mut impl Write, path: &Path, line: &LogLine) -> Result<(), PersistError> {
+        let mut text = serde_json::to_string(line).map_err(|e| Self::io_error(path, e))?;
         text.push('\n');
-        file.write_all(text.as_bytes())
-            .map_err(|e| Self::io_error(&self.path, e))?;
-        file.sync_data().map_err(|e| Self::io_error(&self.path, e))
+        out.write_all(text.as_bytes())
+            .map_err(|e| Self::io_error(path, e))
     }
 
-    async fn with_file<T>(
-        &self,
-        work: impl FnOnce(&Self, &mut std::fs::File) -> Result<T, PersistError>,
-    ) -> Result<T, PersistError> {
-        let mut guard = self.file.lock().await;
-        if guard.is_none() {
-            if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(|e| Self::io_error(&self.path, e))?;
-            }
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)
-                .map_err(|e| Self::io_error(&self.path, e))?;
-            *guard = Some(file);
+    fn open_for_append(path: &Path) -> Result<std::fs::File, PersistError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| Self::io_error(path, e))?;
         }
-        let file = guard
-            .as_mut()
-            .ok_or_else(|| Self::io_error(&self.path, "not open"))?;
-        work(self, file)
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Self::io_error(path, e))
+    }
+
+    /// Appends `line` and syncs it, on a blocking thread; the file stays open between
+    /// writes (and is opened again after a failed one).
+    async fn append(&self, line: LogLine) -> Result<(), PersistError> {
+        let mut guard = self.file.lock().await;
+        let open = guard.take();
+        let path = self.path.clone();
+        let (file, result) = tokio::task::spawn_blocking(move || {
+            let mut file = match open {
+                Some(file) => file,
+                None => match Self::open_for_append(&path) {
+                    Ok(file) => file,
+                    Err(error) => return (None, Err(error)),
+                },
+            };
+            let written = Self::write_line(&mut file, &path, &line)
+                .and_then(|()| file.sync_data().map_err(|e| Self::io_error(&path, e)));
+            match written {
+                Ok(()) => (Some(file), Ok(())),
+                Err(error) => (None, Err(error)),
+            }
+        })
+        .await
+        .map_err(|e| Self::io_error(&self.path, e))?;
+        *guard = file;
+        result
+    }
+
+    /// Writes `entries` to a new file with one sync, then swaps it in for the log.
+    fn compact(path: &Path, entries: &BTreeMap<String, CacheEntry>) -> Result<(), PersistError> {
+        let temporary = path.with_extension("compact");
+        let file = std::fs::File::create(&temporary).map_err(|e| Self::io_error(&temporary, e))?;
+        let mut out = std::io::BufWriter::new(file);
+        for (key, entry) in entries {
+            let line = LogLine::Put {
+                key: key.clone(),
+                entry: Box::new(entry.clone()),
+            };
+            Self::write_line(&mut out, &temporary, &line)?;
+        }
+        let file = out
+            .into_inner()
+            .map_err(|e| Self::io_error(&temporary, e.error()))?;
+        file.sync_all().map_err(|e| Self::io_error(&temporary, e))?;
+        std::fs::rename(&temporary, path).map_err(|e| Self::io_error(path, e))
     }
 }
 
 #[async_trait]
 impl PlanStore for FilePlanStore {
     async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
-        let (entries, lines) = Self::read(&self.path)?;
-        if lines > 2 * entries.len() + 64 {
-            // Compact: write the live entries to a new file and swap it in atomically.
-            let mut guard = self.file.lock().await;
-            *guard = None;
-            let temporary = self.path.with_extension("compact");
-            let mut out =
-                std::fs::File::create(&temporary).map_err(|e| Self::io_error(&temporary, e))?;
-            for (key, entry) in &entries {
-                self.append(
-                    &mut out,
-                    &LogLine::Put {
-                        key: key.clone(),
-                        entry: Box::new(entry.clone()),
-                    },
-                )?;
+        // Writers wait while the log is read and perhaps replaced; the open handle
+        // would point at the old file after a compaction, so it is dropped.
+        let mut guard = self.file.lock().await;
+        *guard = None;
+        let path = self.path.clone();
+        let entries = tokio::task::spawn_blocking(move || {
+            let (entries, lines) = Self::read(&path)?;
+            if lines > 2 * entries.len() + 64 {
+                Self::compact(&path, &entries)?;
             }
-            std::fs::rename(&temporary, &self.path).map_err(|e| Self::io_error(&self.path, e))?;
-        }
+            Ok::<_, PersistError>(entries)
+        })
+        .await
+        .map_err(|e| Self::io_error(&self.path, e))??;
         Ok(entries.into_iter().collect())
     }
 
     async fn put(&self, key: &str, entry: &CacheEntry) -> Result<(), PersistError> {
-        let line = LogLine::Put {
+        self.append(LogLine::Put {
             key: key.to_owned(),
             entry: Box::new(entry.clone()),
-        };
-        self.with_file(|store, file| store.append(file, &line))
-            .await
+        })
+        .await
     }
 
     async fn delete(&self, key: &str) -> Result<(), PersistError> {
-        let line = LogLine::Del {
+        self.append(LogLine::Del {
             key: key.to_owned(),
-        };
-        self.with_file(|store, file| store.append(file, &line))
-            .await
+        })
+        .await
     }
 }
 
