@@ -8,12 +8,13 @@
 use std::collections::{HashMap, HashSet};
 
 use kgmesh_schemas::{
+    codec,
     graph::{Entity, Value},
     messages::{
         ask::EvidenceLine,
         context::{Context, Evidence, EvidenceItem},
     },
-    NodeId,
+    ContentType, NodeId,
 };
 
 #[derive(Debug, Default)]
@@ -53,6 +54,64 @@ impl ContextState {
 
     pub fn context(&self) -> &Context {
         &self.context
+    }
+
+    /// The context to send in a request that may take `max_bytes` encoded as `codec`:
+    /// all of it when it fits; else the best-scored evidence (each line's score
+    /// divided by the best of its source, since retrievers score on their own scales)
+    /// that fits, in the original order, with a note saying what was cut. The second
+    /// value maps each sent line to its index in the whole context (`None`: nothing
+    /// was cut), so that a reply citing the sent lines can be read against the whole.
+    pub fn to_send(&self, max_bytes: usize, codec: ContentType) -> (Context, Option<Vec<usize>>) {
+        let size =
+            |context: &Context| codec::encode(codec, context).map_or(usize::MAX, |b| b.len());
+        if size(&self.context) <= max_bytes {
+            return (self.context.clone(), None);
+        }
+        let mut best: HashMap<&str, f32> = HashMap::new();
+        for evidence in &self.context.evidence {
+            let entry = best.entry(evidence.source.as_str()).or_insert(f32::MIN);
+            *entry = entry.max(evidence.score);
+        }
+        let normalized = |evidence: &Evidence| match best.get(evidence.source.as_str()) {
+            Some(&top) if top > 0.0 => evidence.score / top,
+            _ => evidence.score,
+        };
+        let mut ranked: Vec<usize> = (0..self.context.evidence.len()).collect();
+        ranked.sort_by(|&a, &b| {
+            normalized(&self.context.evidence[b])
+                .total_cmp(&normalized(&self.context.evidence[a]))
+                .then(a.cmp(&b))
+        });
+        let keep = |count: usize| -> (Context, Vec<usize>) {
+            let mut kept: Vec<usize> = ranked[..count].to_vec();
+            kept.sort_unstable();
+            let context = Context {
+                evidence: kept
+                    .iter()
+                    .map(|&i| self.context.evidence[i].clone())
+                    .collect(),
+                notes: self.context.notes.clone(),
+            };
+            (context, kept)
+        };
+        // The most lines that fit (sizes grow with the count).
+        let (mut low, mut high) = (0, ranked.len());
+        while low < high {
+            let middle = (low + high).div_ceil(2);
+            if size(&keep(middle).0) <= max_bytes {
+                low = middle;
+            } else {
+                high = middle - 1;
+            }
+        }
+        let (mut context, kept) = keep(low);
+        context.notes.push(format!(
+            "the context was cut to its {low} best-scored of {} evidence lines to fit a \
+             {max_bytes}-byte message",
+            self.context.evidence.len()
+        ));
+        (context, Some(kept))
     }
 
     pub fn len(&self) -> usize {

@@ -29,6 +29,7 @@ use kgmesh_schemas::{
     messages::{
         ask::{AskReply, AskRequest, Degradation},
         cache::{CacheEntry, CacheLookup, CacheStore, FewShotExample, Isr, Plan, RelationCue},
+        context::Context,
         entity_linker::LinkRequest,
         judge::{JudgeRequest, Verdict},
         kg_linker::{KgLinkReply, KgLinkRequest},
@@ -442,9 +443,10 @@ impl Run<'_> {
     /// ByoKG-RAG's round: link, retrieve, judge. Returns whether another round may
     /// help.
     async fn linker_round(&mut self, round: u8) -> bool {
+        let (context, _) = self.context_for(Role::KG_LINKER);
         let request = KgLinkRequest {
             question: self.question.clone(),
-            context: self.context.context().clone(),
+            context,
             repair_hints: std::mem::take(&mut self.repair_hints),
             examples: self.examples.clone(),
             cues: self.cues.clone(),
@@ -750,9 +752,10 @@ impl Run<'_> {
             if self.ledger.is_exhausted() {
                 return;
             }
+            let (context, _) = self.context_for(Role::JUDGE);
             let request = JudgeRequest {
                 question: self.question.clone(),
-                context: self.context.context().clone(),
+                context,
                 frontier: frontier.clone(),
                 depth_expansions_left: self.ledger.budget().depth_expansions,
             };
@@ -898,12 +901,28 @@ impl Run<'_> {
         }
     }
 
+    /// The context to send to `role`: whole, or cut to its best-scored evidence when
+    /// it would not fit in a bus message (three quarters of the bus's payload limit,
+    /// leaving room for the rest of the request); a cut is noted in the reply. The map
+    /// reads the sent lines' indices as the whole context's.
+    fn context_for(&mut self, role: &str) -> (Context, Option<Vec<usize>>) {
+        let max_bytes = self.coordinator.bus.max_payload() / 4 * 3;
+        let (context, kept) = self.context.to_send(max_bytes, self.snapshot.codec(role));
+        if kept.is_some() {
+            if let Some(cut) = context.notes.last() {
+                self.context.note(format!("{role}: {cut}"));
+            }
+        }
+        (context, kept)
+    }
+
     /// The summarizer always gets a chance, even past the deadline: it then works
     /// without a model (its budget says no LLM calls are left) on what was retrieved.
     async fn summarize(&mut self) -> SummarizeReply {
+        let (context, kept) = self.context_for(Role::SUMMARIZER);
         let request = SummarizeRequest {
             question: self.question.clone(),
-            context: self.context.context().clone(),
+            context,
             topic_entities: self.topic.iter().map(|s| s.entity.clone()).collect(),
             max_answers: self.max_answers,
             cues: self.cues.clone(),
@@ -946,8 +965,18 @@ impl Run<'_> {
         self.ledger
             .record_stage("summarizer".to_owned(), started.elapsed());
         match result {
-            Ok((reply, cost)) => {
+            Ok((mut reply, cost)) => {
                 self.charge(&role, self.rounds_run, &cost);
+                if let Some(kept) = kept {
+                    // Citations of the sent lines, read as the whole context's lines.
+                    for answer in &mut reply.answers {
+                        answer.evidence = answer
+                            .evidence
+                            .iter()
+                            .filter_map(|&line| kept.get(line as usize).map(|&i| i as u32))
+                            .collect();
+                    }
+                }
                 reply
             }
             Err(error) => {
