@@ -132,6 +132,9 @@ pub struct BusConfig {
     /// Roles besides the built-in ones that the coordinator calls (agents from outside
     /// this repository); `"*"` allows any role that announces itself.
     pub allowed_roles: Vec<String>,
+    /// Requests one `kgmesh agent` process serves at once; more are answered at once
+    /// with a typed Overloaded error, and the coordinator tries another replica.
+    pub max_in_flight: usize,
 }
 
 impl Default for BusConfig {
@@ -146,6 +149,7 @@ impl Default for BusConfig {
             request_timeout_ms: 10_000,
             retries: 2,
             allowed_roles: Vec::new(),
+            max_in_flight: 256,
         }
     }
 }
@@ -685,6 +689,9 @@ impl Config {
         }
         if self.bus.request_timeout_ms == 0 {
             problems.push("bus.request_timeout_ms must be positive".to_owned());
+        }
+        if self.bus.max_in_flight == 0 {
+            problems.push("bus.max_in_flight must be at least 1".to_owned());
         }
         let unit = |key: &str, value: f32, problems: &mut Vec<String>| {
             if !(0.0..=1.0).contains(&value) {

@@ -61,6 +61,12 @@ const KEYS: &[(&str, &str)] = &[
          beyond the question's deadline; a call that timed out is not retried.",
     ),
     (
+        "bus.max_in_flight",
+        "Requests one `kgmesh agent` process serves at once; one more is answered at once \
+         with a typed `overloaded` error, which the coordinator takes as a reason to try \
+         another replica (within `bus.retries` and the question's deadline).",
+    ),
+    (
         "bus.allowed_roles",
         "Roles besides the built-in ones that the coordinator calls, such as a retriever \
          run from outside this repository (docs/agents.md); any other role that announces \

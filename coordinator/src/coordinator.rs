@@ -339,7 +339,7 @@ pub(crate) async fn send<R: Rpc + Clone>(
         match result {
             Err(CallError::Bus(BusError::NoResponders { .. }))
             | Err(CallError::Agent {
-                error: AgentError::Unavailable { .. },
+                error: AgentError::Unavailable { .. } | AgentError::Overloaded { .. },
                 ..
             }) if attempt < retries && !meta.budget.deadline.is_past() => {
                 attempt += 1;

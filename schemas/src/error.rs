@@ -37,6 +37,10 @@ pub enum AgentError {
     /// A bug on the agent's side.
     #[error("internal error: {detail}")]
     Internal { detail: String },
+    /// The agent already serves as many requests as it may (`bus.max_in_flight`);
+    /// another replica may take this one.
+    #[error("overloaded: {in_flight} requests in flight")]
+    Overloaded { in_flight: u32 },
 }
 
 impl AgentError {
@@ -52,6 +56,7 @@ impl AgentError {
             AgentError::BadRequest { .. } => "bad_request",
             AgentError::Unavailable { .. } => "unavailable",
             AgentError::Internal { .. } => "internal",
+            AgentError::Overloaded { .. } => "overloaded",
         }
     }
 
@@ -62,6 +67,7 @@ impl AgentError {
             AgentError::Timeout { .. }
                 | AgentError::NoResponders { .. }
                 | AgentError::Unavailable { .. }
+                | AgentError::Overloaded { .. }
         )
     }
 }

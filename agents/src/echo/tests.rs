@@ -41,6 +41,7 @@ async fn echo_role_answers_on_the_local_bus() {
     let deps = AgentDeps::new(bus.clone());
     let options = StartOptions {
         instance_name: Some("echo-a".into()),
+        ..StartOptions::default()
     };
     let handle = tokio::time::timeout(WAIT, registry::start(Role::ECHO, &deps, options))
         .await

@@ -19,6 +19,10 @@ pub struct StartOptions {
     /// A readable instance name (e.g. the pod name); a random id when `None`. It shows
     /// in logs and in [`super::CallContext::served_by`].
     pub instance_name: Option<String>,
+    /// Requests served at once at most; one more is answered at once with
+    /// [`AgentError::Overloaded`], which callers take as "try another replica".
+    /// `None`: no limit.
+    pub max_in_flight: Option<usize>,
 }
 
 /// A running role. Dropping it leaves the role running; [`RoleHandle::stop`] drains
@@ -114,6 +118,12 @@ pub async fn start_role_with(
     };
     let bridge = Arc::new(Bridge {
         actor: addr.clone(),
+        in_flight: options.max_in_flight.map(|most| {
+            (
+                Arc::new(tokio::sync::Semaphore::new(most.max(1))),
+                most.max(1),
+            )
+        }),
     });
     let service = match bus.serve(service_spec, bridge).await {
         Ok(service) => service,
@@ -168,16 +178,35 @@ async fn spawn_actor(
     Ok((addr, Some(system)))
 }
 
-/// The bus handler of a role: forwards each request to the role's actor.
+/// The bus handler of a role: forwards each request to the role's actor, refusing
+/// those beyond its in-flight limit.
 struct Bridge {
     actor: Addr<RoleActor>,
+    /// Permits for requests in flight, and how many there are.
+    in_flight: Option<(Arc<tokio::sync::Semaphore>, usize)>,
 }
 
 impl Handler for Bridge {
     fn handle(&self, subject: String, message: Message) -> BoxFuture<'static, Message> {
         let content_type = reply_content_type(&message);
+        let permit = match &self.in_flight {
+            Some((permits, most)) => match permits.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    let refused = error_reply(
+                        content_type,
+                        AgentError::Overloaded {
+                            in_flight: u32::try_from(*most).unwrap_or(u32::MAX),
+                        },
+                    );
+                    return Box::pin(async move { refused });
+                }
+            },
+            None => None,
+        };
         let sent = self.actor.send(Invoke { subject, message });
         Box::pin(async move {
+            let _permit = permit;
             match sent.await {
                 Ok(reply) => reply,
                 Err(mailbox_error) => error_reply(

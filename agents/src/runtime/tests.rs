@@ -248,3 +248,57 @@ fn only_the_listed_roles_get_the_language_model() {
         .llm_for(Role::SUMMARIZER)
         .is_none());
 }
+
+#[tokio::test]
+async fn a_request_beyond_the_in_flight_limit_is_refused_at_once_as_overloaded() {
+    let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let options = super::StartOptions {
+        max_in_flight: Some(1),
+        ..super::StartOptions::default()
+    };
+    let handle = bounded(super::start_role_with(
+        bus.clone(),
+        tester(calls.clone()),
+        options,
+    ))
+    .await
+    .unwrap();
+    let client = Client::new(bus.clone()).with_retries(0);
+    let busy = {
+        let client = client.clone();
+        tokio::spawn(async move { call(&client, &meta(), "slow").await })
+    };
+    // The slow request holds the only permit.
+    while calls.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let started = std::time::Instant::now();
+    let refused = call(&client, &meta(), "quick").await.unwrap_err();
+    assert!(
+        matches!(
+            &refused,
+            CallError::Agent {
+                error: AgentError::Overloaded { in_flight: 1 },
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "not at once"
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the refused request never ran"
+    );
+    assert!(
+        bounded(busy).await.unwrap().is_ok(),
+        "the admitted request is served"
+    );
+    // Once the permit is back, requests are served again.
+    assert!(call(&client, &meta(), "again").await.is_ok());
+    bounded(handle.stop(Duration::from_secs(5))).await;
+}

@@ -107,6 +107,7 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     let spec = (entry.build)(&deps).with_context(|| format!("cannot build role {}", entry.name))?;
     let start = StartOptions {
         instance_name: args.instance_name.clone(),
+        max_in_flight: Some(config.bus.max_in_flight),
     };
     let handle = kgmesh_agents::runtime::start_role_with(bus, spec, start)
         .await
