@@ -135,6 +135,8 @@ pub struct BusConfig {
     /// Requests one `kgmesh agent` process serves at once; more are answered at once
     /// with a typed Overloaded error, and the coordinator tries another replica.
     pub max_in_flight: usize,
+    /// Threads serving a `kgmesh agent` process's role; 0: one per CPU core.
+    pub agent_workers: usize,
 }
 
 impl Default for BusConfig {
@@ -150,6 +152,7 @@ impl Default for BusConfig {
             retries: 2,
             allowed_roles: Vec::new(),
             max_in_flight: 256,
+            agent_workers: 0,
         }
     }
 }

@@ -67,6 +67,13 @@ const KEYS: &[(&str, &str)] = &[
          another replica (within `bus.retries` and the question's deadline).",
     ),
     (
+        "bus.agent_workers",
+        "Threads serving the role of a `kgmesh agent` process, each with its own copy of \
+         the role, taking requests in turn, so that a CPU-bound role uses that many cores; \
+         0 means one per CPU core. Embedded mode (`ask`, `serve --embedded`) runs one per \
+         role.",
+    ),
+    (
         "bus.allowed_roles",
         "Roles besides the built-in ones that the coordinator calls, such as a retriever \
          run from outside this repository (docs/agents.md); any other role that announces \

@@ -3,8 +3,9 @@
 //! One actor per started role. A call arrives as an [`Invoke`] message; the actor
 //! decodes it in its own context and returns the handler's work as a `ResponseFuture`,
 //! which actix runs on the actor's arbiter concurrently with other calls (so a slow
-//! call does not block the mailbox). CPU-heavy handlers move their work to
-//! `tokio::task::spawn_blocking`.
+//! call does not block the mailbox). A role started with several workers
+//! ([`super::StartOptions::workers`]) has one actor per worker, each on its own thread,
+//! so that CPU-bound handlers use as many cores.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -14,6 +15,7 @@ use kgmesh_schemas::{AgentError, Role};
 
 use super::spec::{error_reply, reply_content_type, CallSite, OpHandler};
 
+#[derive(Clone)]
 pub(crate) struct RoleActor {
     pub role: Role,
     pub instance_id: Arc<str>,

@@ -23,6 +23,10 @@ pub struct StartOptions {
     /// [`AgentError::Overloaded`], which callers take as "try another replica".
     /// `None`: no limit.
     pub max_in_flight: Option<usize>,
+    /// Threads serving the role's requests, each with its own copy of the role's
+    /// actor, taking requests in turn; 0 and 1 mean one (on the caller's actix system
+    /// when there is one). A CPU-bound role uses as many cores as it has workers.
+    pub workers: usize,
 }
 
 /// A running role. Dropping it leaves the role running; [`RoleHandle::stop`] drains
@@ -31,9 +35,9 @@ pub struct RoleHandle {
     info: RoleInfo,
     instance_id: Arc<str>,
     service: Box<dyn ServiceHandle>,
-    actor: Addr<RoleActor>,
-    /// The actix system this role runs on when the caller had none.
-    own_system: Option<actix::System>,
+    /// One actor per worker, and the actix system each runs on when the role started
+    /// its own.
+    actors: Vec<(Addr<RoleActor>, Option<actix::System>)>,
 }
 
 impl std::fmt::Debug for RoleHandle {
@@ -64,10 +68,12 @@ impl RoleHandle {
     /// then stops the actor.
     pub async fn stop(self, grace: Duration) {
         self.service.stop(grace).await;
-        // The actor may already be gone if its system stopped; nothing left to do then.
-        let _ = self.actor.send(Shutdown).await;
-        if let Some(system) = self.own_system {
-            system.stop();
+        for (actor, own_system) in self.actors {
+            // The actor may already be gone if its system stopped; nothing left to do.
+            let _ = actor.send(Shutdown).await;
+            if let Some(system) = own_system {
+                system.stop();
+            }
         }
         tracing::info!(role = %self.info.role, instance = %self.instance_id, "role stopped");
     }
@@ -111,13 +117,21 @@ pub async fn start_role_with(
         instance_id: instance_id.clone(),
         ops: routes,
     };
-    let (addr, own_system) = spawn_actor(actor).await?;
+    let mut actors = Vec::new();
+    if options.workers <= 1 {
+        actors.push(spawn_actor(actor).await?);
+    } else {
+        for _ in 0..options.workers {
+            actors.push(spawn_actor_thread(actor.clone()).await?);
+        }
+    }
     let service_spec = ServiceSpec {
         info: info.clone(),
         endpoints,
     };
     let bridge = Arc::new(Bridge {
-        actor: addr.clone(),
+        actors: actors.iter().map(|(addr, _)| addr.clone()).collect(),
+        next: std::sync::atomic::AtomicUsize::new(0),
         in_flight: options.max_in_flight.map(|most| {
             (
                 Arc::new(tokio::sync::Semaphore::new(most.max(1))),
@@ -128,9 +142,11 @@ pub async fn start_role_with(
     let service = match bus.serve(service_spec, bridge).await {
         Ok(service) => service,
         Err(error) => {
-            let _ = addr.send(Shutdown).await;
-            if let Some(system) = own_system {
-                system.stop();
+            for (addr, own_system) in actors {
+                let _ = addr.send(Shutdown).await;
+                if let Some(system) = own_system {
+                    system.stop();
+                }
             }
             return Err(RuntimeError::Bus(error));
         }
@@ -140,23 +156,31 @@ pub async fn start_role_with(
         instance = %instance_id,
         bus_instance = %service.instance_id(),
         ops = ?info.ops,
+        workers = actors.len(),
         "role started"
     );
     Ok(RoleHandle {
         info,
         instance_id,
         service,
-        actor: addr,
-        own_system,
+        actors,
     })
 }
 
+/// The actor on the caller's arbiter, or on a thread of its own when there is none.
 async fn spawn_actor(
     actor: RoleActor,
 ) -> Result<(Addr<RoleActor>, Option<actix::System>), RuntimeError> {
     if let Some(arbiter) = actix::Arbiter::try_current() {
         return Ok((RoleActor::start_in_arbiter(&arbiter, |_| actor), None));
     }
+    spawn_actor_thread(actor).await
+}
+
+/// The actor on a dedicated thread with its own actix system.
+async fn spawn_actor_thread(
+    actor: RoleActor,
+) -> Result<(Addr<RoleActor>, Option<actix::System>), RuntimeError> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let thread_name = format!("kgmesh-{}", actor.role);
     std::thread::Builder::new()
@@ -181,7 +205,9 @@ async fn spawn_actor(
 /// The bus handler of a role: forwards each request to the role's actor, refusing
 /// those beyond its in-flight limit.
 struct Bridge {
-    actor: Addr<RoleActor>,
+    /// One actor per worker, taking requests in turn.
+    actors: Vec<Addr<RoleActor>>,
+    next: std::sync::atomic::AtomicUsize,
     /// Permits for requests in flight, and how many there are.
     in_flight: Option<(Arc<tokio::sync::Semaphore>, usize)>,
 }
@@ -204,7 +230,9 @@ impl Handler for Bridge {
             },
             None => None,
         };
-        let sent = self.actor.send(Invoke { subject, message });
+        let turn = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let actor = &self.actors[turn % self.actors.len()];
+        let sent = actor.send(Invoke { subject, message });
         Box::pin(async move {
             let _permit = permit;
             match sent.await {

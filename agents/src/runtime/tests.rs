@@ -302,3 +302,55 @@ async fn a_request_beyond_the_in_flight_limit_is_refused_at_once_as_overloaded()
     assert!(call(&client, &meta(), "again").await.is_ok());
     bounded(handle.stop(Duration::from_secs(5))).await;
 }
+
+/// The most requests a role with `workers` workers had in its handler at once, over
+/// two concurrent requests whose handler blocks its thread (CPU-bound work).
+async fn most_at_once(workers: usize) -> usize {
+    let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
+    let inside = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (now, peak) = (inside.clone(), most.clone());
+    let spec =
+        RoleSpec::new(role(), RoleKind::Core).op(move |ctx: CallContext, request: EchoRequest| {
+            let (now, peak) = (now.clone(), peak.clone());
+            async move {
+                let current = now.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(current, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(300));
+                now.fetch_sub(1, Ordering::SeqCst);
+                Ok(EchoReply {
+                    text: request.text,
+                    served_by: ctx.served_by(),
+                })
+            }
+        });
+    let options = super::StartOptions {
+        workers,
+        ..super::StartOptions::default()
+    };
+    let handle = bounded(super::start_role_with(bus.clone(), spec, options))
+        .await
+        .unwrap();
+    let client = Client::new(bus.clone());
+    let calls: Vec<_> = (0..2)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move { call(&client, &meta(), &format!("work {i}")).await })
+        })
+        .collect();
+    for call in calls {
+        assert!(bounded(call).await.unwrap().is_ok());
+    }
+    bounded(handle.stop(Duration::from_secs(5))).await;
+    most.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn workers_serve_cpu_bound_requests_side_by_side() {
+    assert_eq!(
+        most_at_once(1).await,
+        1,
+        "one worker serves one blocking call at a time"
+    );
+    assert_eq!(most_at_once(2).await, 2, "two workers serve two at once");
+}

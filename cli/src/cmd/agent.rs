@@ -108,6 +108,10 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     let start = StartOptions {
         instance_name: args.instance_name.clone(),
         max_in_flight: Some(config.bus.max_in_flight),
+        workers: match config.bus.agent_workers {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            workers => workers,
+        },
     };
     let handle = kgmesh_agents::runtime::start_role_with(bus, spec, start)
         .await
