@@ -11,9 +11,8 @@ use kgmesh_schemas::{
     graph::{Direction, Metapath, Path, PathStep, RelationStep},
     messages::{
         ask::{AskOptions, AskRequest},
-        cache::{CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, Plan},
+        cache::{CacheStore, Plan},
         context::{Evidence, EvidenceItem},
-        judge::{JudgeReply, JudgeRequest, Verdict},
         kg_linker::{KgLinkReply, KgLinkRequest},
         retrieve::{RetrieveReply, RetrieveRequest},
         summarizer::{Answer, SummarizeReply, SummarizeRequest},
@@ -30,11 +29,13 @@ fn step(relation: &str, direction: Direction) -> RelationStep {
 }
 
 /// Stands up every role but the retriever and the summarizer: a kg-linker proposing
-/// `metapaths` for Heat, a judge saying COMPLETE, and a cache manager that records
-/// what it is asked to store.
+/// `metapaths` for Heat (as a model's confirmed plan when `model_plan`), a judge saying
+/// COMPLETE, and a cache manager that replays `replay` and records what it is asked to
+/// store.
 async fn roles(
     bus: &Arc<LocalBus>,
-    metapaths: Vec<Metapath>,
+    (metapaths, model_plan): (Vec<Metapath>, bool),
+    replay: Option<Plan>,
     stored: Arc<Mutex<Vec<CacheStore>>>,
 ) -> Vec<Box<dyn kgmesh_bus::ServiceHandle>> {
     let linker = serve::<KgLinkRequest, _, _>(bus, Role::KG_LINKER, RoleKind::Core, move |_| {
@@ -44,6 +45,7 @@ async fn roles(
                 KgLinkReply {
                     linked: vec![scored(1, "Heat")],
                     metapaths,
+                    model_plan,
                     ..KgLinkReply::default()
                 },
                 Cost::default(),
@@ -51,26 +53,9 @@ async fn roles(
         }
     })
     .await;
-    let judge = serve::<JudgeRequest, _, _>(bus, Role::JUDGE, RoleKind::Core, |_| async {
-        Reply::ok(
-            JudgeReply {
-                verdict: Verdict::Complete,
-                reason: "test".into(),
-            },
-            Cost::default(),
-        )
-    })
-    .await;
-    let lookup = serve::<CacheLookup, _, _>(bus, Role::CACHE_MANAGER, RoleKind::Core, |_| async {
-        Reply::ok(CacheLookupReply::default(), Cost::default())
-    })
-    .await;
-    let store = serve::<CacheStore, _, _>(bus, Role::CACHE_MANAGER, RoleKind::Core, move |r| {
-        stored.lock().unwrap().push(r.body);
-        async { Reply::ok(CacheStoreReply { stored: true }, Cost::default()) }
-    })
-    .await;
-    vec![linker, judge, lookup, store]
+    let mut handles = vec![linker, recording_judge(bus, Arc::default(), 0).await];
+    handles.extend(cache_manager(bus, replay, stored).await);
+    handles
 }
 
 /// A retriever with one path per requested metapath it knows: `directed_by` reaches
@@ -168,7 +153,7 @@ async fn only_the_metapaths_behind_the_answer_are_cached() {
             steps: vec![step("directed_by", Direction::Out)],
         },
     ];
-    let _roles = roles(&bus, tried, stored.clone()).await;
+    let _roles = roles(&bus, (tried, false), None, stored.clone()).await;
     let _retriever = retriever(&bus).await;
     let _summarizer = director_summarizer(&bus).await;
 
@@ -205,7 +190,7 @@ async fn an_answer_citing_no_tried_piece_stores_nothing() {
     let tried = vec![Metapath {
         steps: vec![step("written_by", Direction::Out)],
     }];
-    let _roles = roles(&bus, tried, stored.clone()).await;
+    let _roles = roles(&bus, (tried, false), None, stored.clone()).await;
     let _retriever = retriever(&bus).await;
     let _summarizer =
         serve::<SummarizeRequest, _, _>(&bus, Role::SUMMARIZER, RoleKind::Core, |_| async move {
@@ -242,43 +227,12 @@ async fn plan_sent_to_the_summarizer(model_plan: bool, replay: Option<Plan>) -> 
     let directed_by = Metapath {
         steps: vec![step("directed_by", Direction::Out)],
     };
-    let linker = serve::<KgLinkRequest, _, _>(&bus, Role::KG_LINKER, RoleKind::Core, move |_| {
-        let directed_by = directed_by.clone();
-        async move {
-            Reply::ok(
-                KgLinkReply {
-                    linked: vec![scored(1, "Heat")],
-                    metapaths: vec![directed_by],
-                    model_plan,
-                    ..KgLinkReply::default()
-                },
-                Cost::default(),
-            )
-        }
-    })
-    .await;
-    let judge = serve::<JudgeRequest, _, _>(&bus, Role::JUDGE, RoleKind::Core, |_| async {
-        Reply::ok(
-            JudgeReply {
-                verdict: Verdict::Complete,
-                reason: "test".into(),
-            },
-            Cost::default(),
-        )
-    })
-    .await;
-    let lookup = serve::<CacheLookup, _, _>(&bus, Role::CACHE_MANAGER, RoleKind::Core, move |_| {
-        let replay = replay.clone();
-        async move {
-            Reply::ok(
-                CacheLookupReply {
-                    replay,
-                    ..CacheLookupReply::default()
-                },
-                Cost::default(),
-            )
-        }
-    })
+    let _roles = roles(
+        &bus,
+        (vec![directed_by], model_plan),
+        replay,
+        Arc::default(),
+    )
     .await;
     let _retriever = retriever(&bus).await;
     let told = Arc::new(Mutex::new(Vec::new()));
@@ -292,7 +246,7 @@ async fn plan_sent_to_the_summarizer(model_plan: bool, replay: Option<Plan>) -> 
     bounded(coordinator(&bus, test_config()).ask(ask("who directed Heat")))
         .await
         .unwrap();
-    drop((linker, judge, lookup, summarizer));
+    drop(summarizer);
     let told = told.lock().unwrap().clone();
     told
 }

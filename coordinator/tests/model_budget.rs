@@ -9,68 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use kgmesh_bus::LocalBus;
 use kgmesh_schemas::{
-    budget::Cost,
     messages::{
         ask::{AskOptions, AskRequest, Degradation},
-        cache::{CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, Plan},
-        judge::{JudgeReply, JudgeRequest, Verdict},
+        cache::Plan,
     },
-    Reply, Role, RoleKind,
+    Role, RoleKind,
 };
 use support::*;
-
-/// A judge saying COMPLETE that records the model calls each request allowed, and
-/// reports `fallbacks` model fallbacks in its cost.
-async fn judge(
-    bus: &Arc<LocalBus>,
-    allowed: Arc<Mutex<Vec<u32>>>,
-    fallbacks: u32,
-) -> Box<dyn kgmesh_bus::ServiceHandle> {
-    serve::<JudgeRequest, _, _>(bus, Role::JUDGE, RoleKind::Core, move |request| {
-        allowed.lock().unwrap().push(request.meta.budget.llm_calls);
-        async move {
-            Reply::ok(
-                JudgeReply {
-                    verdict: Verdict::Complete,
-                    reason: "test".into(),
-                },
-                Cost {
-                    model_fallbacks: fallbacks,
-                    ..Cost::default()
-                },
-            )
-        }
-    })
-    .await
-}
-
-/// A cache manager replaying `replay` (when given) that records what it is asked to
-/// store.
-async fn cache(
-    bus: &Arc<LocalBus>,
-    replay: Option<Plan>,
-    stored: Arc<Mutex<Vec<CacheStore>>>,
-) -> Vec<Box<dyn kgmesh_bus::ServiceHandle>> {
-    let lookup = serve::<CacheLookup, _, _>(bus, Role::CACHE_MANAGER, RoleKind::Core, move |_| {
-        let replay = replay.clone();
-        async move {
-            Reply::ok(
-                CacheLookupReply {
-                    replay,
-                    ..CacheLookupReply::default()
-                },
-                Cost::default(),
-            )
-        }
-    })
-    .await;
-    let store = serve::<CacheStore, _, _>(bus, Role::CACHE_MANAGER, RoleKind::Core, move |r| {
-        stored.lock().unwrap().push(r.body);
-        async { Reply::ok(CacheStoreReply { stored: true }, Cost::default()) }
-    })
-    .await;
-    vec![lookup, store]
-}
 
 fn question() -> AskRequest {
     AskRequest {
@@ -93,8 +38,8 @@ async fn a_replayed_plan_leaves_the_judge_no_model_call() {
         linker_linking_heat(&bus, counter()).await,
         path_retriever(&bus, "paths").await,
         ends_summarizer(&bus).await,
-        judge(&bus, allowed.clone(), 0).await,
-        cache(&bus, Some(replay), stored).await,
+        recording_judge(&bus, allowed.clone(), 0).await,
+        cache_manager(&bus, Some(replay), stored).await,
     );
     let reply = bounded(coordinator(&bus, test_config()).ask(question()))
         .await
@@ -118,8 +63,8 @@ async fn a_cold_question_gives_the_judge_its_model_and_a_fallback_is_degraded() 
         linker_linking_heat(&bus, counter()).await,
         path_retriever(&bus, "paths").await,
         ends_summarizer(&bus).await,
-        judge(&bus, allowed.clone(), 1).await,
-        cache(&bus, None, stored.clone()).await,
+        recording_judge(&bus, allowed.clone(), 1).await,
+        cache_manager(&bus, None, stored.clone()).await,
     );
     let reply = bounded(coordinator(&bus, test_config()).ask(question()))
         .await
@@ -167,8 +112,8 @@ async fn a_failed_retriever_is_degraded_and_nothing_is_learned() {
         linker_linking_heat(&bus, counter()).await,
         path_retriever(&bus, "paths").await,
         ends_summarizer(&bus).await,
-        judge(&bus, Arc::default(), 0).await,
-        cache(&bus, None, stored.clone()).await,
+        recording_judge(&bus, Arc::default(), 0).await,
+        cache_manager(&bus, None, stored.clone()).await,
     );
     let reply = bounded(coordinator(&bus, test_config()).ask(question()))
         .await
@@ -197,8 +142,8 @@ async fn a_retriever_that_left_the_bus_is_reported_missing() {
         linker_linking_heat(&bus, counter()).await,
         path_retriever(&bus, "paths").await,
         ends_summarizer(&bus).await,
-        judge(&bus, Arc::default(), 0).await,
-        cache(&bus, None, stored.clone()).await,
+        recording_judge(&bus, Arc::default(), 0).await,
+        cache_manager(&bus, None, stored.clone()).await,
     );
     let coordinator = coordinator(&bus, test_config());
     let first = bounded(coordinator.ask(question()))
@@ -249,8 +194,8 @@ async fn a_failed_summarizer_makes_the_answer_partial() {
         broken,
         linker_linking_heat(&bus, counter()).await,
         path_retriever(&bus, "paths").await,
-        judge(&bus, Arc::default(), 0).await,
-        cache(&bus, None, Arc::default()).await,
+        recording_judge(&bus, Arc::default(), 0).await,
+        cache_manager(&bus, None, Arc::default()).await,
     );
     let reply = bounded(coordinator(&bus, test_config()).ask(question()))
         .await

@@ -10,7 +10,7 @@ use kgmesh_schemas::{
     budget::Cost,
     messages::{
         ask::{AskOptions, AskRequest},
-        retrieve::{RetrieveReply, RetrieveRequest},
+        retrieve::RetrieveRequest,
     },
     AgentError, Reply, Role, RoleKind,
 };
@@ -31,20 +31,7 @@ async fn an_overloaded_retriever_is_asked_again() {
                 if first {
                     return Reply::err(AgentError::Overloaded { in_flight: 8 });
                 }
-                let heat = request.body.entities[0].entity.clone();
-                Reply::ok(
-                    RetrieveReply {
-                        evidence: vec![hop(
-                            "paths",
-                            &heat,
-                            "directed_by",
-                            &entity(2, "Michael Mann"),
-                            1.0,
-                        )],
-                        ..RetrieveReply::default()
-                    },
-                    Cost::default(),
-                )
+                Reply::ok(directed_by_mann(&request.body), Cost::default())
             }
         },
     )

@@ -538,20 +538,7 @@ async fn a_question_past_its_deadline_still_gets_the_summarizer() {
         |request| async move {
             // Answers, but only after the question's deadline.
             tokio::time::sleep(Duration::from_millis(400)).await;
-            let heat = request.body.entities[0].entity.clone();
-            Reply::ok(
-                RetrieveReply {
-                    evidence: vec![hop(
-                        "paths",
-                        &heat,
-                        "directed_by",
-                        &entity(2, "Michael Mann"),
-                        1.0,
-                    )],
-                    ..RetrieveReply::default()
-                },
-                Cost::default(),
-            )
+            Reply::ok(directed_by_mann(&request.body), Cost::default())
         },
     )
     .await;

@@ -7,7 +7,7 @@ use std::{
     future::Future,
     sync::{
         atomic::{AtomicUsize, Ordering},
-        Arc,
+        Arc, Mutex,
     },
     time::Duration,
 };
@@ -22,7 +22,9 @@ use kgmesh_schemas::{
     budget::Cost,
     graph::{Entity, Path, PathStep, ScoredEntity},
     messages::{
+        cache::{CacheLookup, CacheLookupReply, CacheStore, CacheStoreReply, Plan},
         context::{Evidence, EvidenceItem},
+        judge::{JudgeReply, JudgeRequest, Verdict},
         kg_linker::{KgLinkReply, KgLinkRequest},
         retrieve::{RetrieveReply, RetrieveRequest},
         summarizer::{Answer, SummarizeReply, SummarizeRequest},
@@ -175,28 +177,32 @@ pub fn metapath(relation: &str) -> kgmesh_schemas::graph::Metapath {
     }
 }
 
+/// Evidence that every entity of `request` was directed by Michael Mann.
+pub fn directed_by_mann(request: &RetrieveRequest) -> RetrieveReply {
+    let evidence = request
+        .entities
+        .iter()
+        .map(|e| {
+            hop(
+                "paths",
+                &e.entity,
+                "directed_by",
+                &entity(2, "Michael Mann"),
+                1.0,
+            )
+        })
+        .collect();
+    RetrieveReply {
+        evidence,
+        ..RetrieveReply::default()
+    }
+}
+
 /// A retriever answering `Heat -directed_by-> Michael Mann`.
 pub async fn path_retriever(bus: &Arc<LocalBus>, role: &str) -> Box<dyn ServiceHandle> {
     serve::<RetrieveRequest, _, _>(bus, role, RoleKind::Retriever, |request| async move {
-        let evidence = request
-            .body
-            .entities
-            .iter()
-            .map(|e| {
-                hop(
-                    "paths",
-                    &e.entity,
-                    "directed_by",
-                    &entity(2, "Michael Mann"),
-                    1.0,
-                )
-            })
-            .collect();
         Reply::ok(
-            RetrieveReply {
-                evidence,
-                ..RetrieveReply::default()
-            },
+            directed_by_mann(&request.body),
             Cost {
                 graph_rows: 1,
                 ..Cost::default()
@@ -267,4 +273,57 @@ pub fn test_config() -> CoordinatorConfig {
         ]),
         ..CoordinatorConfig::default()
     }
+}
+
+/// A judge saying COMPLETE that records the model calls each request allowed, and
+/// reports `fallbacks` model fallbacks in its cost.
+pub async fn recording_judge(
+    bus: &Arc<LocalBus>,
+    allowed: Arc<Mutex<Vec<u32>>>,
+    fallbacks: u32,
+) -> Box<dyn kgmesh_bus::ServiceHandle> {
+    serve::<JudgeRequest, _, _>(bus, Role::JUDGE, RoleKind::Core, move |request| {
+        allowed.lock().unwrap().push(request.meta.budget.llm_calls);
+        async move {
+            Reply::ok(
+                JudgeReply {
+                    verdict: Verdict::Complete,
+                    reason: "test".into(),
+                },
+                Cost {
+                    model_fallbacks: fallbacks,
+                    ..Cost::default()
+                },
+            )
+        }
+    })
+    .await
+}
+
+/// A cache manager replaying `replay` (when given) that records what it is asked to
+/// store.
+pub async fn cache_manager(
+    bus: &Arc<LocalBus>,
+    replay: Option<Plan>,
+    stored: Arc<Mutex<Vec<CacheStore>>>,
+) -> Vec<Box<dyn kgmesh_bus::ServiceHandle>> {
+    let lookup = serve::<CacheLookup, _, _>(bus, Role::CACHE_MANAGER, RoleKind::Core, move |_| {
+        let replay = replay.clone();
+        async move {
+            Reply::ok(
+                CacheLookupReply {
+                    replay,
+                    ..CacheLookupReply::default()
+                },
+                Cost::default(),
+            )
+        }
+    })
+    .await;
+    let store = serve::<CacheStore, _, _>(bus, Role::CACHE_MANAGER, RoleKind::Core, move |r| {
+        stored.lock().unwrap().push(r.body);
+        async { Reply::ok(CacheStoreReply { stored: true }, Cost::default()) }
+    })
+    .await;
+    vec![lookup, store]
 }
