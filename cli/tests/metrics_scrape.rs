@@ -390,18 +390,7 @@ fn agent_metrics_count_the_requests_its_role_serves() {
 
     // The coordinator on the same bus sees the replica, and counts a question it cannot
     // answer (required roles missing) as an error.
-    let mut command = kgmesh();
-    command.args([
-        "serve",
-        "--nats",
-        &nats.url(),
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "1",
-    ]);
-    let mut server = Process::spawn("kgmesh serve --nats", command);
-    let address = server.listening_address();
+    let (mut server, address) = spawn_serve_nats(&nats.url(), |command| command);
     let deadline = Instant::now() + STEP_TIMEOUT;
     let seen = loop {
         let _ = http(address, "GET", "/readyz", None);

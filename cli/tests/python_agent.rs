@@ -41,71 +41,33 @@ fn ask(address: SocketAddr) -> serde_json::Value {
 fn run_cluster(allowed: &str) -> (serde_json::Value, Option<serde_json::Value>) {
     let nats = NatsServer::start();
     let example = repo_root().join("examples/python-retriever");
-    let mut processes = Vec::new();
-    for role in [
+    let mut roles = vec![
         "kg-linker",
         "entity-linker",
         "path-follower",
         "judge",
         "summarizer",
-    ] {
-        let mut command = kgmesh();
-        command.args(["agent", "--role", role, "--nats", &nats.url(), "--kg"]);
-        command.arg(sample_kg());
-        processes.push(Process::spawn(
-            &format!("kgmesh agent --role {role}"),
-            command,
-        ));
-    }
+    ];
+    let mut processes = spawn_agents(&nats.url(), &roles, &sample_kg(), |command| command);
     let mut agent = Command::new(python());
     agent
         .arg(example.join("csv_retriever.py"))
         .args(["--nats", &nats.url(), "--csv"])
         .arg(example.join("facts.csv"));
     processes.push(Process::spawn("csv_retriever.py", agent));
-    let mut command = kgmesh();
-    command
-        .args([
-            "serve",
-            "--nats",
-            &nats.url(),
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-        ])
-        .env("KGMESH__BUS__ALLOWED_ROLES", allowed);
-    let mut server = Process::spawn("kgmesh serve --nats", command);
-    let address = server.listening_address();
+    let (_server, address) = spawn_serve_nats(&nats.url(), |mut command| {
+        command.env("KGMESH__BUS__ALLOWED_ROLES", allowed);
+        command
+    });
 
-    // Every process has announced itself once the coordinator answers with the built-in
-    // roles present; the Python agent is checked for separately (it may be refused).
-    let deadline = std::time::Instant::now() + STEP_TIMEOUT;
-    loop {
-        let (_, body) = http(address, "GET", "/v1/agents", None);
-        let agents: serde_json::Value = serde_json::from_str(&body).expect("JSON");
-        let present: Vec<&str> = agents["roles"]
-            .as_array()
-            .expect("roles")
-            .iter()
-            .filter_map(|r| r["role"].as_str())
-            .collect();
-        let python_seen = present.contains(&"csv-retriever");
-        if present.len() >= 5 && (python_seen || allowed == "[]") {
-            // Give a refused agent time to announce itself too, so that refusing it is
-            // what keeps it out, not its start-up time.
-            std::thread::sleep(std::time::Duration::from_millis(1_500));
-            break;
-        }
-        for process in &mut processes {
-            assert!(process.is_running(), "{} exited", process.name);
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "agents never appeared: {present:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
+    // The Python agent is waited for only when it is allowed (a refused one is never
+    // listed); then a refused agent gets time to announce itself too, so that refusing
+    // it is what keeps it out, not its start-up time.
+    if allowed != "[]" {
+        roles.push("csv-retriever");
     }
+    wait_for_roles(address, &roles, &mut processes);
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
     let reply = ask(address);
     let (_, body) = http(address, "GET", "/v1/agents", None);
     let agents: serde_json::Value = serde_json::from_str(&body).expect("JSON");

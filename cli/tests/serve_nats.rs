@@ -4,7 +4,7 @@
 
 mod serve_support;
 
-use std::{collections::BTreeSet, net::SocketAddr};
+use std::net::SocketAddr;
 
 use kgmesh_testkit::nats::NatsServer;
 use serve_support::*;
@@ -17,18 +17,6 @@ fn ask(address: SocketAddr, question: &str) -> serde_json::Value {
     let (status, text) = http(address, "POST", "/v1/ask", Some(&body.to_string()));
     assert_eq!(status, 200, "{question}: {text}");
     serde_json::from_str(&text).expect("JSON reply")
-}
-
-fn role_names(address: SocketAddr) -> BTreeSet<String> {
-    let (status, body) = http(address, "GET", "/v1/agents", None);
-    assert_eq!(status, 200, "{body}");
-    let agents: serde_json::Value = serde_json::from_str(&body).expect("JSON");
-    agents["roles"]
-        .as_array()
-        .expect("roles")
-        .iter()
-        .map(|r| r["role"].as_str().expect("role").to_owned())
-        .collect()
 }
 
 #[test]
@@ -57,46 +45,11 @@ fn nats_deployment_answers_like_the_embedded_mode() {
 
     // Distributed: one process per role on a real NATS.
     let nats = NatsServer::start();
-    let mut agents = Vec::new();
-    for role in &roles {
-        let mut command = kgmesh();
-        command.args(["agent", "--role", role, "--nats", &nats.url(), "--kg"]);
-        command.arg(&kb);
-        agents.push(Process::spawn(
-            &format!("kgmesh agent --role {role}"),
-            command,
-        ));
-    }
-    let mut command = kgmesh();
-    command.args([
-        "serve",
-        "--nats",
-        &nats.url(),
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "1",
-    ]);
-    let mut server = Process::spawn("kgmesh serve --nats", command);
-    let address = server.listening_address();
-
+    let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+    let mut agents = spawn_agents(&nats.url(), &roles, &kb, |command| command);
+    let (_server, address) = spawn_serve_nats(&nats.url(), |command| command);
     // Ready once every role has announced itself.
-    let deadline = std::time::Instant::now() + STEP_TIMEOUT;
-    loop {
-        let (status, _) = http(address, "GET", "/readyz", None);
-        let present = role_names(address);
-        if status == 200 && roles.iter().all(|r| present.contains(r)) {
-            break;
-        }
-        for agent in &mut agents {
-            assert!(agent.is_running(), "{} exited", agent.name);
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "roles never all appeared: want {roles:?}, have {present:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
+    wait_for_roles(address, &roles, &mut agents);
 
     let mut correct = 0;
     for ((question, gold), expected) in questions.iter().zip(&expected) {
@@ -174,43 +127,10 @@ fn a_cluster_behind_nats_passwords_and_tls_answers_and_a_wrong_password_fails_fa
         "judge",
         "summarizer",
     ];
-    let mut agents = Vec::new();
-    for role in roles {
-        let mut command = with_login(kgmesh(), "kgmesh:cluster-s3cret");
-        command.args(["agent", "--role", role, "--nats", &nats.url(), "--kg"]);
-        command.arg(&kg);
-        agents.push(Process::spawn(
-            &format!("kgmesh agent --role {role}"),
-            command,
-        ));
-    }
-    let mut command = with_login(kgmesh(), "kgmesh:cluster-s3cret");
-    command.args([
-        "serve",
-        "--nats",
-        &nats.url(),
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "1",
-    ]);
-    let mut server = Process::spawn("kgmesh serve --nats", command);
-    let address = server.listening_address();
-    let deadline = std::time::Instant::now() + STEP_TIMEOUT;
-    loop {
-        let present = role_names(address);
-        if roles.iter().all(|r| present.contains(*r)) {
-            break;
-        }
-        for agent in &mut agents {
-            assert!(agent.is_running(), "{} exited", agent.name);
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "roles never all appeared: have {present:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
+    let login = |command| with_login(command, "kgmesh:cluster-s3cret");
+    let mut agents = spawn_agents(&nats.url(), &roles, &kg, login);
+    let (_server, address) = spawn_serve_nats(&nats.url(), login);
+    wait_for_roles(address, &roles, &mut agents);
     let reply = ask(address, "who directed Heat");
     assert_eq!(answer_texts(&reply), ["Michael Mann"], "{reply}");
 }

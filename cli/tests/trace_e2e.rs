@@ -9,7 +9,7 @@ mod serve_support;
 use std::{
     collections::{BTreeSet, HashMap},
     process::Command,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use kgmesh_testkit::{
@@ -47,18 +47,6 @@ fn exporting(mut command: Command, endpoint: &str, protocol: &str) -> Command {
     command
 }
 
-fn role_names(address: std::net::SocketAddr) -> BTreeSet<String> {
-    let (status, body) = http(address, "GET", "/v1/agents", None);
-    assert_eq!(status, 200, "{body}");
-    let agents: serde_json::Value = serde_json::from_str(&body).expect("JSON");
-    agents["roles"]
-        .as_array()
-        .expect("roles")
-        .iter()
-        .filter_map(|r| r["role"].as_str().map(str::to_owned))
-        .collect()
-}
-
 fn describe(spans: &[CollectedSpan]) -> String {
     spans
         .iter()
@@ -78,47 +66,13 @@ fn one_question_is_one_trace_across_processes() {
     let nats = NatsServer::start();
     let kg = sample_kg();
 
-    let mut agents = Vec::new();
-    for role in ROLES {
-        let mut command = kgmesh();
-        command.args(["agent", "--role", role, "--nats", &nats.url(), "--kg"]);
-        command.arg(&kg);
-        let command = exporting(command, &collector.http_endpoint(), "http/protobuf");
-        agents.push(Process::spawn(
-            &format!("kgmesh agent --role {role}"),
-            command,
-        ));
-    }
-    let mut command = kgmesh();
-    command.args([
-        "serve",
-        "--nats",
-        &nats.url(),
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "1",
-    ]);
-    let command = exporting(command, &collector.grpc_endpoint(), "grpc");
-    let mut server = Process::spawn("kgmesh serve --nats", command);
-    let address = server.listening_address();
-
-    let deadline = Instant::now() + STEP_TIMEOUT;
-    loop {
-        let (status, _) = http(address, "GET", "/readyz", None);
-        let present = role_names(address);
-        if status == 200 && ROLES.iter().all(|r| present.contains(*r)) {
-            break;
-        }
-        for agent in &mut agents {
-            assert!(agent.is_running(), "{} exited", agent.name);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "roles never all appeared: want {ROLES:?}, have {present:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let mut agents = spawn_agents(&nats.url(), &ROLES, &kg, |command| {
+        exporting(command, &collector.http_endpoint(), "http/protobuf")
+    });
+    let (mut server, address) = spawn_serve_nats(&nats.url(), |command| {
+        exporting(command, &collector.grpc_endpoint(), "grpc")
+    });
+    wait_for_roles(address, &ROLES, &mut agents);
 
     // An upstream caller's context: the question joins the caller's trace.
     let upstream_trace = "4bf92f3577b34da6a3ce929d0e0e4736";

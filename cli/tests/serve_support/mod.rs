@@ -335,3 +335,77 @@ pub fn read_questions(path: &std::path::Path, limit: usize) -> Vec<(String, Vec<
         })
         .collect()
 }
+
+/// One `kgmesh agent --role R --nats URL --kg KG` process per role, each command
+/// passed through `configure` (environment, exporters) before it starts.
+pub fn spawn_agents(
+    nats_url: &str,
+    roles: &[&str],
+    kg: &Path,
+    configure: impl Fn(Command) -> Command,
+) -> Vec<Process> {
+    roles
+        .iter()
+        .map(|role| {
+            let mut command = kgmesh();
+            command.args(["agent", "--role", role, "--nats", nats_url, "--kg"]);
+            command.arg(kg);
+            Process::spawn(&format!("kgmesh agent --role {role}"), configure(command))
+        })
+        .collect()
+}
+
+/// `kgmesh serve --nats URL` on a free port with one worker, its command passed
+/// through `configure`; the process and the address it listens on.
+pub fn spawn_serve_nats(
+    nats_url: &str,
+    configure: impl FnOnce(Command) -> Command,
+) -> (Process, SocketAddr) {
+    let mut command = kgmesh();
+    command.args([
+        "serve",
+        "--nats",
+        nats_url,
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+    ]);
+    let mut server = Process::spawn("kgmesh serve --nats", configure(command));
+    let address = server.listening_address();
+    (server, address)
+}
+
+/// The role names `GET /v1/agents` of the server at `address` lists.
+pub fn role_names(address: SocketAddr) -> std::collections::BTreeSet<String> {
+    let (status, body) = http(address, "GET", "/v1/agents", None);
+    assert_eq!(status, 200, "{body}");
+    let agents: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    agents["roles"]
+        .as_array()
+        .expect("roles")
+        .iter()
+        .map(|r| r["role"].as_str().expect("role").to_owned())
+        .collect()
+}
+
+/// Waits until the server at `address` is ready and lists every role of `roles`,
+/// failing when one of `processes` exits or [`STEP_TIMEOUT`] passes.
+pub fn wait_for_roles(address: SocketAddr, roles: &[&str], processes: &mut [Process]) {
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    loop {
+        let (status, _) = http(address, "GET", "/readyz", None);
+        let present = role_names(address);
+        if status == 200 && roles.iter().all(|r| present.contains(*r)) {
+            return;
+        }
+        for process in processes.iter_mut() {
+            assert!(process.is_running(), "{} exited", process.name);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "roles never all appeared: want {roles:?}, have {present:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
