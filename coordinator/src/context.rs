@@ -68,21 +68,9 @@ impl ContextState {
         if size(&self.context) <= max_bytes {
             return (self.context.clone(), None);
         }
-        let mut best: HashMap<&str, f32> = HashMap::new();
-        for evidence in &self.context.evidence {
-            let entry = best.entry(evidence.source.as_str()).or_insert(f32::MIN);
-            *entry = entry.max(evidence.score);
-        }
-        let normalized = |evidence: &Evidence| match best.get(evidence.source.as_str()) {
-            Some(&top) if top > 0.0 => evidence.score / top,
-            _ => evidence.score,
-        };
+        let normalized = self.context.normalized_scores();
         let mut ranked: Vec<usize> = (0..self.context.evidence.len()).collect();
-        ranked.sort_by(|&a, &b| {
-            normalized(&self.context.evidence[b])
-                .total_cmp(&normalized(&self.context.evidence[a]))
-                .then(a.cmp(&b))
-        });
+        ranked.sort_by(|&a, &b| normalized[b].total_cmp(&normalized[a]).then(a.cmp(&b)));
         let keep = |count: usize| -> (Context, Vec<usize>) {
             let mut kept: Vec<usize> = ranked[..count].to_vec();
             kept.sort_unstable();

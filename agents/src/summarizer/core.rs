@@ -267,19 +267,7 @@ fn collect(
     topic_names: &HashSet<String>,
     (anchors, named, written): (&HashSet<NodeId>, &[Vec<NodeId>], &[bool]),
 ) -> Vec<Candidate> {
-    let mut best_by_source: HashMap<&str, f32> = HashMap::new();
-    for evidence in &context.evidence {
-        let best = best_by_source
-            .entry(evidence.source.as_str())
-            .or_insert(f32::MIN);
-        *best = best.max(evidence.score);
-    }
-    let normalized = |source: &str, score: f32| -> f32 {
-        match best_by_source.get(source) {
-            Some(&best) if best > 0.0 => score / best,
-            _ => score,
-        }
-    };
+    let normalized = context.normalized_scores();
     let graph = EvidenceGraph::new(context);
     let distance = graph.distances(topic_ids);
     let mut by_key: HashMap<CandidateKey, usize> = HashMap::new();
@@ -325,7 +313,7 @@ fn collect(
     };
     for (index, evidence) in context.evidence.iter().enumerate() {
         let source = evidence.source.as_str();
-        let score = normalized(source, evidence.score);
+        let score = normalized[index];
         match &evidence.item {
             EvidenceItem::Path(path) => {
                 let anchored = std::iter::once(&path.start)
@@ -408,10 +396,9 @@ fn collect(
     // The best path through each node and beyond, per retriever: a retriever's own
     // scores compare, another's scale says nothing about them.
     let mut passed_at: HashMap<(NodeId, &str), f32> = HashMap::new();
-    for evidence in &context.evidence {
+    for (evidence, &score) in context.evidence.iter().zip(&normalized) {
         if let EvidenceItem::Path(path) = &evidence.item {
             let source = evidence.source.as_str();
-            let score = normalized(source, evidence.score);
             let end = path.end().id;
             // A walk may pass its own end on the way ("X's wife's husband's wife" is
             // X's wife): that node is where the path leads, not a step past it.

@@ -32,3 +32,23 @@ pub struct Context {
     /// passed off as evidence.
     pub notes: Vec<String>,
 }
+
+impl Context {
+    /// Each evidence line's score divided by the best score of its source (when that is
+    /// positive), in evidence order: retrievers score on their own scales, so only
+    /// these compare across sources.
+    pub fn normalized_scores(&self) -> Vec<f32> {
+        let mut best: std::collections::HashMap<&str, f32> = std::collections::HashMap::new();
+        for evidence in &self.evidence {
+            let top = best.entry(evidence.source.as_str()).or_insert(f32::MIN);
+            *top = top.max(evidence.score);
+        }
+        self.evidence
+            .iter()
+            .map(|evidence| match best.get(evidence.source.as_str()) {
+                Some(&top) if top > 0.0 => evidence.score / top,
+                _ => evidence.score,
+            })
+            .collect()
+    }
+}
