@@ -456,6 +456,8 @@ pub struct HttpConfig {
     pub max_question_chars: usize,
     pub max_body_bytes: usize,
     pub max_concurrent_questions: usize,
+    /// Serve the web console at `/`.
+    pub console: bool,
 }
 
 impl Default for HttpConfig {
@@ -465,6 +467,7 @@ impl Default for HttpConfig {
             max_question_chars: 2_000,
             max_body_bytes: 64 * 1024,
             max_concurrent_questions: 64,
+            console: true,
         }
     }
 }
@@ -521,6 +524,9 @@ pub struct TelemetryConfig {
     /// Put LLM prompts and completions on trace spans. Off: prompts carry users'
     /// questions and graph data.
     pub record_prompts: bool,
+    /// Jaeger's web UI (`http://host:16686`): the web console links each answer's
+    /// trace there.
+    pub jaeger_ui_url: Option<String>,
 }
 
 impl Default for TelemetryConfig {
@@ -533,6 +539,7 @@ impl Default for TelemetryConfig {
             otlp_protocol: None,
             service_name: None,
             record_prompts: false,
+            jaeger_ui_url: None,
         }
     }
 }
@@ -842,6 +849,13 @@ impl Config {
                  \"127.0.0.1:8080\" or \"0.0.0.0:8080\"",
                 self.http.listen
             ));
+        }
+        if let Some(url) = &self.telemetry.jaeger_ui_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                problems.push(format!(
+                    "telemetry.jaeger_ui_url must start with http:// or https://, not {url:?}"
+                ));
+            }
         }
         if self.http.max_concurrent_questions == 0 {
             problems.push("http.max_concurrent_questions must be positive".to_owned());

@@ -348,6 +348,11 @@ const KEYS: &[(&str, &str)] = &[
         "http.max_concurrent_questions",
         "Questions the HTTP API works on at once; one more is answered 429.",
     ),
+    (
+        "http.console",
+        "Serve the web console (ask, evidence graph, the question's life, roles, schema) at \
+         `/` of `kgmesh serve`.",
+    ),
     // cache
     (
         "cache.path",
@@ -404,6 +409,11 @@ const KEYS: &[(&str, &str)] = &[
         "telemetry.service_name",
         "`service.name` of the process's spans; unset means `kgmesh-<role>` for agents, \
          `kgmesh-serve` or `kgmesh`; `OTEL_SERVICE_NAME` wins.",
+    ),
+    (
+        "telemetry.jaeger_ui_url",
+        "Jaeger's web UI, `http://host:16686`; the web console links each answer's trace \
+         there. Unset: the console shows the trace id only.",
     ),
     (
         "telemetry.record_prompts",

@@ -178,6 +178,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
             .map(|text| EvidenceLine {
                 source: "path-follower".into(),
                 text: (*text).to_owned(),
+                edges: vec![],
             })
             .collect(),
         explanation: String::new(),
@@ -197,6 +198,8 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
         cache_hit: false,
         plan_replayed: false,
         trace_id: None,
+        topic_entities: vec![],
+        calls: vec![],
         notes: vec![],
         degraded: vec![],
         graph: None,

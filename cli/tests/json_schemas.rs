@@ -13,7 +13,7 @@ fn folder() -> PathBuf {
 #[test]
 fn committed_schemas_match_the_wire_types() {
     let schemas = wire_schemas();
-    assert_eq!(schemas.len(), 22, "a request and a reply per operation");
+    assert_eq!(schemas.len(), 24, "a request and a reply per operation");
     if std::env::var_os("KGMESH_WRITE_SCHEMAS").is_some() {
         std::fs::create_dir_all(folder()).unwrap();
         for (name, schema) in &schemas {

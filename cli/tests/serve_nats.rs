@@ -70,6 +70,26 @@ fn nats_deployment_answers_like_the_embedded_mode() {
         "only {correct} of {} questions answered correctly",
         questions.len()
     );
+    // The web console and the schema it shows work behind NATS too: the query executor
+    // agent describes the graph it holds.
+    let (status, page) = http(address, "GET", "/", None);
+    assert_eq!(status, 200);
+    assert!(page.contains("/console/console.js"), "{page}");
+    let (status, body) = http(address, "GET", "/v1/schema", None);
+    assert_eq!(status, 200, "{body}");
+    let schema: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert!(
+        schema["edge_count"].as_u64().unwrap() > 100_000,
+        "{body:.300}"
+    );
+    assert!(
+        schema["relations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "directed_by" && r["count"].as_u64().unwrap() > 1_000),
+        "{body:.300}"
+    );
 }
 
 /// `command` logging in to the test's nats-server with `login` over TLS, the way a

@@ -11,7 +11,7 @@ use kgmesh_schemas::{
     codec,
     graph::{Entity, Value},
     messages::{
-        ask::EvidenceLine,
+        ask::{EvidenceEdge, EvidenceLine},
         context::{Context, Evidence, EvidenceItem},
     },
     ContentType, NodeId,
@@ -137,20 +137,57 @@ impl ContextState {
         scored.into_iter().take(max).map(|(_, _, e)| e).collect()
     }
 
-    /// The evidence as people read it, in context order (answers' indices point here).
-    pub fn lines(&self) -> Vec<EvidenceLine> {
+    /// The evidence as people read it, in context order (answers' indices point here),
+    /// each line with the graph edges it stands on when `with_edges`.
+    pub fn lines(&self, with_edges: bool) -> Vec<EvidenceLine> {
         self.context
             .evidence
             .iter()
             .map(|evidence| EvidenceLine {
                 source: evidence.source.clone(),
                 text: verbalize(&evidence.item),
+                edges: if with_edges {
+                    edges(&evidence.item)
+                } else {
+                    Vec::new()
+                },
             })
             .collect()
     }
 
     pub fn into_context(self) -> Context {
         self.context
+    }
+}
+
+/// The graph edges an evidence item stands on, each as stored (head → tail).
+fn edges(item: &EvidenceItem) -> Vec<EvidenceEdge> {
+    match item {
+        EvidenceItem::Triple(triple) => vec![EvidenceEdge {
+            head: triple.head.clone(),
+            relation: triple.relation.clone(),
+            tail: triple.tail.clone(),
+        }],
+        EvidenceItem::Path(path) => {
+            let mut from = &path.start;
+            path.steps
+                .iter()
+                .map(|step| {
+                    let (head, tail) = if step.inverse {
+                        (&step.node, from)
+                    } else {
+                        (from, &step.node)
+                    };
+                    from = &step.node;
+                    EvidenceEdge {
+                        head: head.clone(),
+                        relation: step.relation.clone(),
+                        tail: tail.clone(),
+                    }
+                })
+                .collect()
+        }
+        EvidenceItem::Query { .. } => Vec::new(),
     }
 }
 
@@ -281,7 +318,46 @@ mod tests {
         assert_eq!(state.merge(vec![triple(1, "r", 2, 0.9)]), 0);
         assert_eq!(state.len(), 2);
         assert_eq!(state.context().evidence[0].score, 0.9);
-        assert_eq!(state.lines()[1].text, "n1 -> r -> n3");
+        assert_eq!(state.lines(false)[1].text, "n1 -> r -> n3");
+    }
+
+    #[test]
+    fn evidence_lines_carry_their_edges_as_stored() {
+        let mut state = ContextState::default();
+        // Michael Mann <-directed_by- Heat -starred_actors-> Al Pacino
+        state.merge(vec![Evidence {
+            source: "p".into(),
+            score: 1.0,
+            item: EvidenceItem::Path(Path {
+                start: entity(1, "Michael Mann"),
+                steps: vec![
+                    PathStep {
+                        relation: "directed_by".into(),
+                        inverse: true,
+                        node: entity(2, "Heat"),
+                    },
+                    PathStep {
+                        relation: "starred_actors".into(),
+                        inverse: false,
+                        node: entity(3, "Al Pacino"),
+                    },
+                ],
+            }),
+        }]);
+        state.merge(vec![triple(4, "r", 5, 0.5)]);
+        let lines = state.lines(true);
+        assert!(state.lines(false).iter().all(|line| line.edges.is_empty()));
+        let edges: Vec<(u64, &str, u64)> = lines[0]
+            .edges
+            .iter()
+            .map(|e| (e.head.id.0, e.relation.as_str(), e.tail.id.0))
+            .collect();
+        assert_eq!(edges, [(2, "directed_by", 1), (2, "starred_actors", 3)]);
+        assert_eq!(lines[1].edges.len(), 1);
+        assert_eq!(
+            (lines[1].edges[0].head.id.0, lines[1].edges[0].tail.id.0),
+            (4, 5)
+        );
     }
 
     #[test]
@@ -303,7 +379,7 @@ mod tests {
         let frontier = state.frontier(0, &[entity(1, "n1")], 10);
         let ids: Vec<u64> = frontier.iter().map(|e| e.id.0).collect();
         assert_eq!(ids, vec![3, 2, 4]);
-        assert_eq!(state.lines()[2].text, "n1 <- s <- n4");
+        assert_eq!(state.lines(false)[2].text, "n1 <- s <- n4");
         // Nothing new from position 3 on: the topic entities are the frontier.
         assert_eq!(state.frontier(3, &[entity(1, "n1")], 10)[0].id.0, 1);
     }

@@ -275,6 +275,7 @@ impl Coordinator {
             snapshot,
             question: request.question.trim().to_owned(),
             no_cache: request.options.no_cache,
+            evidence_edges: request.options.evidence_edges,
             max_answers: request
                 .options
                 .max_answers
@@ -359,6 +360,7 @@ struct Run<'a> {
     snapshot: Arc<RoleSnapshot>,
     question: String,
     no_cache: bool,
+    evidence_edges: bool,
     max_answers: u16,
     ledger: Ledger,
     context: ContextState,
@@ -708,14 +710,21 @@ impl Run<'_> {
             .collect();
         let calls = retrievers.iter().zip(&spans).map(|(role, span)| {
             let to = (role, snapshot.codec(role.as_str()));
-            send::<RetrieveRequest>(bus, to, meta.clone(), body.clone(), timeout, retries)
-                .instrument(span.clone())
+            let sent =
+                send::<RetrieveRequest>(bus, to, meta.clone(), body.clone(), timeout, retries)
+                    .instrument(span.clone());
+            async move {
+                let started = Instant::now();
+                let result = sent.await;
+                (result, started.elapsed())
+            }
         });
         let results = join_all(calls).await;
         self.ledger
             .record_stage(format!("round{round}.retrieve"), started.elapsed());
         // Merged in role-name order, whatever order the replies arrived in.
-        for ((role, result), span) in retrievers.iter().zip(results).zip(spans) {
+        for ((role, (result, elapsed)), span) in retrievers.iter().zip(results).zip(spans) {
+            self.record_call(round, role, RetrieveRequest::OP, elapsed, &result);
             match result {
                 Ok((reply, cost)) => {
                     span.record("kgmesh.retrieved.evidence", reply.evidence.len());
@@ -878,7 +887,7 @@ impl Run<'_> {
                 self.cache_store(&answers).await;
             }
         }
-        let evidence = self.context.lines();
+        let evidence = self.context.lines(self.evidence_edges);
         let question_span = tracing::Span::current();
         question_span.record("kgmesh.rounds_run", self.rounds_run);
         question_span.record("kgmesh.answers", answers.len());
@@ -898,6 +907,8 @@ impl Run<'_> {
             notes: self.context.context().notes.clone(),
             degraded: std::mem::take(&mut self.degraded),
             graph: self.config().graph.clone(),
+            topic_entities: self.topic.iter().map(|s| s.entity.clone()).collect(),
+            calls: self.ledger.take_calls(),
         }
     }
 
@@ -964,6 +975,13 @@ impl Run<'_> {
         .await;
         self.ledger
             .record_stage("summarizer".to_owned(), started.elapsed());
+        self.record_call(
+            self.rounds_run,
+            &role,
+            SummarizeRequest::OP,
+            started.elapsed(),
+            &result,
+        );
         match result {
             Ok((mut reply, cost)) => {
                 self.charge(&role, self.rounds_run, &cost);
@@ -1072,6 +1090,7 @@ impl Run<'_> {
             format!("round{round}.{stage}")
         };
         self.ledger.record_stage(stage, started.elapsed());
+        self.record_call(round, role, R::OP, started.elapsed(), &result);
         match result {
             Ok((reply, cost)) => {
                 self.charge(role, round, &cost);
@@ -1082,6 +1101,23 @@ impl Run<'_> {
                 None
             }
         }
+    }
+
+    /// Adds a finished call to the question's life (`AskReply::calls`).
+    fn record_call<T>(
+        &mut self,
+        round: u8,
+        role: &Role,
+        op: &str,
+        elapsed: Duration,
+        result: &Result<(T, Cost), CallError>,
+    ) {
+        let outcome = match result {
+            Ok((_, cost)) => Ok(cost),
+            Err(error) => Err(error.to_agent_error(&role.subject(op)).kind()),
+        };
+        self.ledger
+            .record_call(round, role.as_str(), op, elapsed, outcome);
     }
 
     /// Charges a reply's cost; a role that answered without its model (the model's

@@ -1,11 +1,14 @@
-//! One read-only openCypher query, run by the query executor on the bus: what
-//! `POST /v1/cypher` serves, the same in embedded and distributed mode (the query
-//! executor holds the graph, and validates the query before it runs it).
+//! What the query executor on the bus answers for people outside a question: one
+//! read-only openCypher query (`POST /v1/cypher`) and the graph's schema
+//! (`GET /v1/schema`), the same in embedded and distributed mode (the query executor
+//! holds the graph, and validates a query before it runs it).
 
 use std::time::Duration;
 
 use kgmesh_schemas::{
-    graph::Rows, messages::query_executor::QueryRequest, Meta, QuestionId, Role, Rpc,
+    graph::{GraphSchema, Rows},
+    messages::query_executor::{QueryRequest, SchemaRequest},
+    Meta, QuestionId, Role, Rpc,
 };
 
 use crate::{coordinator::send, Coordinator, CoordinatorError};
@@ -55,5 +58,33 @@ impl Coordinator {
             role: role.to_string(),
             error,
         })
+    }
+}
+
+impl Coordinator {
+    /// The graph's labels and relations with their counts, as the query executor reads
+    /// them from its store.
+    pub async fn schema(&self) -> Result<GraphSchema, CoordinatorError> {
+        let codec = self
+            .require_role(Role::QUERY_EXECUTOR, SchemaRequest::OP)
+            .await?;
+        let timeout = self.config().call_timeout;
+        let mut budget = self.config().budget;
+        budget.deadline = kgmesh_schemas::Deadline::after(timeout);
+        let role = Role::well_known(Role::QUERY_EXECUTOR);
+        let (reply, _cost) = send(
+            self.bus().as_ref(),
+            (&role, codec),
+            Meta::new(QuestionId::new_random(), 0, budget),
+            SchemaRequest {},
+            timeout,
+            self.config().retries,
+        )
+        .await
+        .map_err(|error| CoordinatorError::RoleFailed {
+            role: role.to_string(),
+            error: error.to_agent_error(&role.subject(SchemaRequest::OP)),
+        })?;
+        Ok(reply.schema)
     }
 }

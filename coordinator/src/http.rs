@@ -1,7 +1,7 @@
 //! The HTTP API (actix-web): `POST /v1/ask`, `POST /v1/feedback`, `POST /v1/cypher`,
-//! `GET /healthz`,
-//! `GET /readyz`, `GET /v1/agents`, and `GET /metrics` (Prometheus) when the process
-//! exports metrics.
+//! `GET /v1/schema`, `GET /healthz`, `GET /readyz`, `GET /v1/agents`, `GET /metrics`
+//! (Prometheus) when the process exports metrics, and the web console at `/` when it
+//! is on (see [`crate::console`]).
 //!
 //! Every error is a JSON body `{"error": {"kind": "...", "message": "..."}}` with a
 //! 4xx/5xx status, so clients never parse text. Limits: request body size, question
@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use crate::{
+    console::{self, Console, ConsoleSettings},
     Coordinator, CoordinatorError, FeedbackRequest, FeedbackSubject, RoleSummary, REQUIRED_ROLES,
 };
 
@@ -57,6 +58,7 @@ pub struct ApiState {
     in_flight: Semaphore,
     limits: ApiLimits,
     metrics: Option<RenderMetrics>,
+    console: Option<Console>,
 }
 
 impl ApiState {
@@ -70,11 +72,22 @@ impl ApiState {
         limits: ApiLimits,
         metrics: Option<RenderMetrics>,
     ) -> web::Data<Self> {
+        Self::with_console(coordinator, limits, metrics, None)
+    }
+
+    /// With the web console at `/` too, when `console` is given (404 without one).
+    pub fn with_console(
+        coordinator: Arc<Coordinator>,
+        limits: ApiLimits,
+        metrics: Option<RenderMetrics>,
+        console: Option<ConsoleSettings>,
+    ) -> web::Data<Self> {
         web::Data::new(Self {
             coordinator,
             in_flight: Semaphore::new(limits.max_concurrent_questions),
             limits,
             metrics,
+            console: console.map(|settings| Console::new(&settings)),
         })
     }
 }
@@ -109,6 +122,10 @@ pub fn routes(state: web::Data<ApiState>) -> impl FnOnce(&mut web::ServiceConfig
             .route("/v1/feedback", web::post().to(feedback))
             .route("/v1/cypher", web::post().to(cypher))
             .route("/v1/agents", web::get().to(agents))
+            .route("/v1/schema", web::get().to(schema))
+            .route("/", web::get().to(console_page))
+            .route(console::SCRIPT_PATH, web::get().to(console_script))
+            .route(console::STYLE_PATH, web::get().to(console_style))
             .route("/healthz", web::get().to(healthz))
             .route("/readyz", web::get().to(readyz))
             .route("/metrics", web::get().to(metrics))
@@ -141,13 +158,20 @@ const ROUTES: &[(&str, &str)] = &[
     ("/v1/feedback", "POST"),
     ("/v1/cypher", "POST"),
     ("/v1/agents", "GET"),
+    ("/v1/schema", "GET"),
+    ("/", "GET"),
+    (console::SCRIPT_PATH, "GET"),
+    (console::STYLE_PATH, "GET"),
     ("/healthz", "GET"),
     ("/readyz", "GET"),
     ("/metrics", "GET"),
 ];
 
 async fn not_found(request: HttpRequest) -> HttpResponse {
-    if let Some((_, method)) = ROUTES.iter().find(|(path, _)| *path == request.path()) {
+    let known = ROUTES
+        .iter()
+        .find(|(path, method)| *path == request.path() && *method != request.method().as_str());
+    if let Some((_, method)) = known {
         return HttpResponse::build(StatusCode::METHOD_NOT_ALLOWED)
             .insert_header(("Allow", *method))
             .json(ErrorBody {
@@ -322,6 +346,35 @@ async fn cypher(state: web::Data<ApiState>, body: web::Json<CypherBody>) -> Http
             error_response(StatusCode::BAD_REQUEST, "invalid_query", message)
         }
         Err(error) => coordinator_error(&error),
+    }
+}
+
+/// `GET /v1/schema`: the graph's labels and relations with their counts.
+async fn schema(state: web::Data<ApiState>) -> HttpResponse {
+    match state.coordinator.schema().await {
+        Ok(schema) => HttpResponse::Ok().json(schema),
+        Err(error) => coordinator_error(&error),
+    }
+}
+
+async fn console_page(state: web::Data<ApiState>, request: HttpRequest) -> HttpResponse {
+    match &state.console {
+        Some(console) => console.page(),
+        None => not_found(request).await,
+    }
+}
+
+async fn console_script(state: web::Data<ApiState>, request: HttpRequest) -> HttpResponse {
+    match &state.console {
+        Some(_) => console::script(),
+        None => not_found(request).await,
+    }
+}
+
+async fn console_style(state: web::Data<ApiState>, request: HttpRequest) -> HttpResponse {
+    match &state.console {
+        Some(_) => console::style(),
+        None => not_found(request).await,
     }
 }
 

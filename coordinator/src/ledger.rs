@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use kgmesh_schemas::{
     budget::{Cost, Limit},
-    messages::ask::Timings,
+    messages::ask::{RoleCall, Timings},
     Budget, BudgetError, Meta, QuestionId, TraceContext,
 };
 
@@ -17,6 +17,7 @@ pub struct Ledger {
     exhausted: Option<Limit>,
     started: Instant,
     stages: Vec<(String, u64)>,
+    calls: Vec<RoleCall>,
 }
 
 impl Ledger {
@@ -29,6 +30,7 @@ impl Ledger {
             exhausted: None,
             started: Instant::now(),
             stages: Vec::new(),
+            calls: Vec::new(),
         }
     }
 
@@ -107,6 +109,33 @@ impl Ledger {
 
     pub fn record_stage(&mut self, name: String, elapsed: Duration) {
         self.stages.push((name, elapsed.as_micros() as u64));
+    }
+
+    /// Records one call to a role: what it reported spending, or the kind of its error.
+    pub fn record_call(
+        &mut self,
+        round: u8,
+        role: &str,
+        op: &str,
+        elapsed: Duration,
+        outcome: Result<&Cost, &str>,
+    ) {
+        self.calls.push(RoleCall {
+            round,
+            role: role.to_owned(),
+            op: op.to_owned(),
+            elapsed_us: elapsed.as_micros() as u64,
+            cost: outcome.ok().copied(),
+            outcome: match outcome {
+                Ok(_) => RoleCall::OK.to_owned(),
+                Err(kind) => kind.to_owned(),
+            },
+        });
+    }
+
+    /// Every call recorded so far, in order.
+    pub fn take_calls(&mut self) -> Vec<RoleCall> {
+        std::mem::take(&mut self.calls)
     }
 
     pub fn spent(&self) -> Cost {

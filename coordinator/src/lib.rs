@@ -21,6 +21,7 @@
 //! ```
 
 pub mod config;
+pub mod console;
 pub mod context;
 mod coordinator;
 mod cypher;

@@ -131,6 +131,32 @@ async fn a_failed_retriever_is_degraded_and_nothing_is_learned() {
         stored.lock().unwrap().is_empty(),
         "no plan from a degraded run"
     );
+    // The question's life lists every call, the failed one with its error's kind.
+    let calls: Vec<(u8, &str, &str, &str)> = reply
+        .calls
+        .iter()
+        .map(|c| (c.round, c.role.as_str(), c.op.as_str(), c.outcome.as_str()))
+        .collect();
+    for expected in [
+        (1, "kg-linker", "link", "ok"),
+        (1, "broken-retriever", "retrieve", "internal"),
+        (1, "paths", "retrieve", "ok"),
+        (1, "summarizer", "summarize", "ok"),
+    ] {
+        assert!(calls.contains(&expected), "{expected:?} not in {calls:?}");
+    }
+    let failed = reply
+        .calls
+        .iter()
+        .find(|c| c.role == "broken-retriever")
+        .unwrap();
+    assert!(failed.cost.is_none(), "{failed:?}");
+    assert!(reply
+        .calls
+        .iter()
+        .filter(|c| c.outcome == "ok")
+        .all(|c| c.cost.is_some()));
+    assert_eq!(reply.topic_entities[0].name, "Heat");
 }
 
 #[tokio::test]
@@ -220,6 +246,7 @@ fn request_options_beyond_their_bounds_are_refused_all_at_once() {
             timeout_ms: Some(1_000_000_000_000),
             max_answers: Some(0),
             no_cache: false,
+            evidence_edges: false,
         }))
         .unwrap_err();
     let message = error.to_string();
@@ -236,6 +263,7 @@ fn request_options_beyond_their_bounds_are_refused_all_at_once() {
         timeout_ms: Some(kgmesh_coordinator::MAX_TIMEOUT_MS),
         max_answers: Some(kgmesh_coordinator::MAX_ANSWERS),
         no_cache: true,
+        evidence_edges: true,
     };
     coordinator
         .validate(&asking(within))

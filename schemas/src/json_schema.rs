@@ -12,7 +12,7 @@ use crate::{
         judge::JudgeRequest,
         kg_linker::KgLinkRequest,
         path_follower::ExpandRequest,
-        query_executor::QueryRequest,
+        query_executor::{QueryRequest, SchemaRequest},
         retrieve::RetrieveRequest,
         summarizer::SummarizeRequest,
     },
@@ -47,6 +47,7 @@ pub fn wire_schemas() -> Vec<(String, serde_json::Value)> {
         pair::<LinkRequest>("LinkRequest"),
         pair::<QueryRequest>("QueryRequest"),
         pair::<RetrieveRequest>("RetrieveRequest"),
+        pair::<SchemaRequest>("SchemaRequest"),
         pair::<SummarizeRequest>("SummarizeRequest"),
     ]
     .into_iter()

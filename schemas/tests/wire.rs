@@ -12,7 +12,10 @@ use kgmesh_schemas::{
         Value,
     },
     messages::{
-        ask::{AskOptions, AskReply, AskRequest, Degradation, EvidenceLine, Timings},
+        ask::{
+            AskOptions, AskReply, AskRequest, Degradation, EvidenceEdge, EvidenceLine, RoleCall,
+            Timings,
+        },
         cache::{
             CacheEntry, CacheFeedback, CacheFeedbackReply, CacheLookup, CacheLookupReply,
             CacheStore, CacheStoreReply, Feedback, FeedbackOutcome, FewShotExample, Isr, Plan,
@@ -24,7 +27,7 @@ use kgmesh_schemas::{
         judge::{JudgeReply, JudgeRequest, Verdict},
         kg_linker::{KgLinkReply, KgLinkRequest},
         path_follower::{ExpandReply, ExpandRequest, Expansion},
-        query_executor::{QueryReply, QueryRequest},
+        query_executor::{QueryReply, QueryRequest, SchemaReply, SchemaRequest},
         retrieve::{RetrieveReply, RetrieveRequest},
         summarizer::{Answer, SummarizeReply, SummarizeRequest},
         traverser::TraversalStep,
@@ -353,6 +356,22 @@ fn every_rpc_round_trips_in_both_content_types() {
             QueryReply { outcome },
         );
     }
+    round_trip_rpc(
+        SchemaRequest {},
+        SchemaReply {
+            schema: GraphSchema {
+                relations: vec![RelationSchema {
+                    name: "directed_by".into(),
+                    count: 3,
+                    endpoints: vec![("Movie".into(), "Person".into(), 3)],
+                    examples: vec!["Heat -[directed_by]-> Michael Mann".into()],
+                }],
+                node_count: 4,
+                edge_count: 3,
+                ..GraphSchema::default()
+            },
+        },
+    );
     for verdict in [
         Verdict::Complete,
         Verdict::ExpandDepth {
@@ -469,6 +488,7 @@ fn every_rpc_round_trips_in_both_content_types() {
                 timeout_ms: None,
                 max_answers: Some(3),
                 no_cache: true,
+                evidence_edges: true,
             },
         },
         AskReply {
@@ -477,6 +497,11 @@ fn every_rpc_round_trips_in_both_content_types() {
             evidence: vec![EvidenceLine {
                 source: "path-follower".into(),
                 text: "Inception directed_by Christopher Nolan".into(),
+                edges: vec![EvidenceEdge {
+                    head: entity(1, "Inception"),
+                    relation: "directed_by".into(),
+                    tail: entity(2, "Christopher Nolan"),
+                }],
             }],
             explanation: "e".into(),
             rounds: 1,
@@ -496,6 +521,25 @@ fn every_rpc_round_trips_in_both_content_types() {
                 round: 1,
             }],
             graph: Some("movies.tsv".into()),
+            topic_entities: vec![entity(1, "Inception")],
+            calls: vec![
+                RoleCall {
+                    round: 1,
+                    role: "kg-linker".into(),
+                    op: "link".into(),
+                    elapsed_us: 1_200,
+                    cost: Some(sample_cost()),
+                    outcome: RoleCall::OK.into(),
+                },
+                RoleCall {
+                    round: 1,
+                    role: "path-follower".into(),
+                    op: "retrieve".into(),
+                    elapsed_us: 30_000,
+                    cost: None,
+                    outcome: "timeout".into(),
+                },
+            ],
         },
     );
 }

@@ -1,5 +1,6 @@
 //! The query-executor role: `retrieve` runs the round's Cypher as evidence or repair
-//! hints; `query` runs one query for whoever asks (rows or a typed refusal).
+//! hints; `query` runs one query for whoever asks (rows or a typed refusal); `schema`
+//! describes the graph (labels, relations, counts).
 
 use std::{
     sync::Arc,
@@ -8,7 +9,7 @@ use std::{
 
 use kgmesh_schemas::{
     messages::{
-        query_executor::{QueryReply, QueryRequest},
+        query_executor::{QueryReply, QueryRequest, SchemaReply, SchemaRequest},
         retrieve::{RetrieveReply, RetrieveRequest},
     },
     AgentError, Role, RoleKind,
@@ -94,6 +95,22 @@ impl QueryExecutor {
         ctx.record_graph(rows as u64, started.elapsed());
         Ok(QueryReply { outcome })
     }
+
+    async fn schema(&self, ctx: CallContext) -> Result<SchemaReply, AgentError> {
+        ctx.check_deadline()?;
+        let started = Instant::now();
+        let schema = self
+            .graph
+            .schema()
+            .await
+            .map_err(|error| AgentError::Unavailable {
+                detail: format!("the graph's schema could not be read: {error}"),
+            })?;
+        ctx.record_graph(0, started.elapsed());
+        Ok(SchemaReply {
+            schema: (*schema).clone(),
+        })
+    }
 }
 
 /// The role's factory (see [`crate::runtime::registry`]).
@@ -102,6 +119,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         graph: deps.require_graph(Role::QUERY_EXECUTOR)?,
     });
     let for_query = executor.clone();
+    let for_schema = executor.clone();
     Ok(
         RoleSpec::new(Role::well_known(Role::QUERY_EXECUTOR), RoleKind::Retriever)
             .op(move |ctx, request: RetrieveRequest| {
@@ -111,6 +129,10 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
             .op(move |ctx, request: QueryRequest| {
                 let executor = for_query.clone();
                 async move { executor.query(ctx, request).await }
+            })
+            .op(move |ctx, _request: SchemaRequest| {
+                let executor = for_schema.clone();
+                async move { executor.schema(ctx).await }
             }),
     )
 }

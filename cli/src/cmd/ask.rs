@@ -124,6 +124,7 @@ async fn ask(mut config: Config, args: AskArgs) -> anyhow::Result<()> {
             timeout_ms: args.timeout_ms,
             max_answers: args.max_answers,
             no_cache: false,
+            evidence_edges: false,
         },
     };
     let result = coordinator.ask(request).await;

@@ -372,6 +372,7 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
             timeout_ms: args.timeout_ms,
             max_answers: args.max_answers,
             no_cache: args.no_cache,
+            evidence_edges: false,
         },
         question_timeout: Duration::from_millis(
             args.question_timeout_ms

@@ -1,5 +1,6 @@
-//! `kgmesh serve`: the coordinator and its HTTP API (`POST /v1/ask`, `POST /v1/feedback`,
-//! `GET /healthz`, `GET /readyz`, `GET /v1/agents`, `GET /metrics`).
+//! `kgmesh serve`: the coordinator, its HTTP API (`POST /v1/ask`, `POST /v1/feedback`,
+//! `POST /v1/cypher`, `GET /v1/schema`, `GET /healthz`, `GET /readyz`, `GET /v1/agents`,
+//! `GET /metrics`) and the web console at `/` (`http.console`).
 //!
 //! With `--nats URL` (or `bus.kind = "nats"`) the roles are whatever `kgmesh agent`
 //! processes announce themselves on that NATS; with `--embedded` every role runs in
@@ -11,6 +12,7 @@ use actix_web::{App, HttpServer};
 use anyhow::Context as _;
 use kgmesh_bus::{Bus, LocalBus};
 use kgmesh_coordinator::{
+    console::ConsoleSettings,
     http::{routes, ApiLimits, ApiState, RenderMetrics},
     Coordinator,
 };
@@ -71,6 +73,12 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         bus
     };
 
+    let console = config.http.console.then(|| ConsoleSettings {
+        jaeger_ui_url: config.telemetry.jaeger_ui_url.clone(),
+        max_question_chars: settings.max_question_chars,
+        graph: settings.graph.clone(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    });
     let coordinator = Arc::new(Coordinator::new(bus, settings));
     let limits = ApiLimits {
         max_body_bytes: config.http.max_body_bytes,
@@ -78,7 +86,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         ..ApiLimits::default()
     };
     let render = metrics.map(|handle| Arc::new(move || handle.render()) as RenderMetrics);
-    let state = ApiState::with_metrics(coordinator, limits, render);
+    let state = ApiState::with_console(coordinator, limits, render, console);
     let listen = args
         .listen
         .clone()

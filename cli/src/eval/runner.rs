@@ -298,6 +298,8 @@ mod tests {
                 notes: vec![],
                 degraded: vec![],
                 graph: None,
+                topic_entities: vec![],
+                calls: vec![],
             })
         }
 

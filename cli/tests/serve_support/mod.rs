@@ -248,6 +248,23 @@ pub fn http_raw(
     body: &[u8],
     send_body: bool,
 ) -> (u16, String) {
+    let (status, _head, body) = http_full(address, method, path, content_type, body, send_body);
+    (status, body)
+}
+
+/// A `GET` of `path`: (status, the response head with its headers, body).
+pub fn http_get_with_head(address: SocketAddr, path: &str) -> (u16, String, String) {
+    http_full(address, "GET", path, "", b"", false)
+}
+
+fn http_full(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+    send_body: bool,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5)).expect("connect");
     stream
         .set_read_timeout(Some(STEP_TIMEOUT))
@@ -286,7 +303,7 @@ pub fn http_raw(
     } else {
         body.to_owned()
     };
-    (status, body)
+    (status, head.to_owned(), body)
 }
 
 fn dechunk(body: &str) -> String {

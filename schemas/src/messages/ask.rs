@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::summarizer::Answer;
-use crate::budget::Cost;
+use crate::{budget::Cost, graph::Entity};
 
 /// Options a user may set per question; unset fields take the configured defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -15,6 +15,9 @@ pub struct AskOptions {
     pub max_answers: Option<u16>,
     /// Skip the plan cache (lookup and store).
     pub no_cache: bool,
+    /// Give each evidence line the graph edges it stands on (`EvidenceLine::edges`),
+    /// what the web console draws. Off by default: it triples a reply's size.
+    pub evidence_edges: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,6 +35,42 @@ pub struct AskRequest {
 pub struct EvidenceLine {
     pub source: String,
     pub text: String,
+    /// The graph edges the line stands on, each as stored (head → tail): one for a
+    /// triple, one per step of a path, none for query rows. What a graph view draws;
+    /// empty unless the request's `options.evidence_edges` asked for them.
+    #[serde(default)]
+    pub edges: Vec<EvidenceEdge>,
+}
+
+/// One edge of the graph behind an evidence line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+pub struct EvidenceEdge {
+    pub head: Entity,
+    pub relation: String,
+    pub tail: Entity,
+}
+
+/// One call the coordinator made to a role while answering, in the order made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+pub struct RoleCall {
+    /// The round it belongs to (0: before the first round or while summarizing).
+    pub round: u8,
+    /// The role, as on the bus.
+    pub role: String,
+    /// The operation (`link`, `retrieve`, `judge`, ...).
+    pub op: String,
+    /// Wall time of the call as the coordinator saw it, retries included.
+    pub elapsed_us: u64,
+    /// What the role reported spending; `None` when the call failed.
+    pub cost: Option<Cost>,
+    /// `ok`, or the kind of the error (`timeout`, `unavailable`, ...).
+    pub outcome: String,
+}
+
+impl RoleCall {
+    pub const OK: &'static str = "ok";
 }
 
 /// Time spent per stage, in microseconds.
@@ -76,6 +115,12 @@ pub struct AskReply {
     /// the process knows it.
     #[serde(default)]
     pub graph: Option<String>,
+    /// The question's entities as linked in the graph (never answers themselves).
+    #[serde(default)]
+    pub topic_entities: Vec<Entity>,
+    /// Every role call made for the question, in order: the question's life.
+    #[serde(default)]
+    pub calls: Vec<RoleCall>,
 }
 
 /// One role's part that did not happen as configured.

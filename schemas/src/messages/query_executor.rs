@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Rpc;
 use crate::{
-    graph::{Rows, Value},
+    graph::{GraphSchema, Rows, Value},
     AgentError, Role,
 };
 
@@ -29,4 +29,22 @@ impl Rpc for QueryRequest {
     const OP: &'static str = "query";
     const DEFAULT_ROLE: &'static str = Role::QUERY_EXECUTOR;
     type Reply = QueryReply;
+}
+
+/// Asks for the graph's schema: its labels and relations with their counts (what the
+/// web console shows, and what tools outside the bus may read).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+pub struct SchemaRequest {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+pub struct SchemaReply {
+    pub schema: GraphSchema,
+}
+
+impl Rpc for SchemaRequest {
+    const OP: &'static str = "schema";
+    const DEFAULT_ROLE: &'static str = Role::QUERY_EXECUTOR;
+    type Reply = SchemaReply;
 }

@@ -1,0 +1,228 @@
+//! The web console of `kgmesh serve --embedded`, in a real headless Chromium (Debian's
+//! `chromium-headless-shell`, installed by `scripts/setup.d/70-chromium.sh`; another
+//! build through `KGMESH_CHROMIUM`). Chromium runs the page's script against the real
+//! server, then prints the page as it stands (`--dump-dom`) or takes a screenshot.
+//! Screenshots go to `KGMESH_SCREENSHOTS_DIR`, else `target/console-screenshots/`.
+
+mod serve_support;
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use serve_support::*;
+
+/// The Chromium to drive: `KGMESH_CHROMIUM`, else the first of Debian's builds on PATH.
+fn chromium() -> PathBuf {
+    if let Some(path) = std::env::var_os("KGMESH_CHROMIUM") {
+        return PathBuf::from(path);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for name in ["chromium-headless-shell", "chromium", "chromium-browser"] {
+        for dir in std::env::split_paths(&path) {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    panic!(
+        "no headless Chromium found: run scripts/setup.d/70-chromium.sh (Debian's \
+         chromium-headless-shell) or set KGMESH_CHROMIUM to a Chromium binary"
+    );
+}
+
+/// Chromium with its own profile directory (tests run side by side), no sandbox (CI
+/// runs as root), and virtual time: the page's requests and script finish before the
+/// page is printed or shot.
+fn browser(profile: &Path, width: u32, height: u32) -> Command {
+    let mut command = Command::new(chromium());
+    command
+        .arg("--headless")
+        .arg("--no-sandbox")
+        .arg("--disable-gpu")
+        .arg("--hide-scrollbars")
+        .arg("--no-first-run")
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--window-size={width},{height}"))
+        .arg("--virtual-time-budget=20000");
+    command
+}
+
+fn page_url(address: SocketAddr, question: &str) -> String {
+    let mut url = format!("http://{address}/?q=");
+    for byte in question.bytes() {
+        if byte.is_ascii_alphanumeric() {
+            url.push(byte as char);
+        } else {
+            url.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    url
+}
+
+/// The page after its script ran, as Chromium prints it.
+fn rendered(address: SocketAddr, question: &str) -> String {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let mut command = browser(profile.path(), 1280, 800);
+    command.arg("--dump-dom").arg(page_url(address, question));
+    let (code, dom, stderr) = run(command);
+    assert_eq!(code, 0, "chromium failed: {stderr}");
+    assert!(dom.contains("</html>"), "no page printed: {dom}\n{stderr}");
+    dom
+}
+
+fn screenshot(address: SocketAddr, question: &str, width: u32, height: u32, file: &Path) {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let mut command = browser(profile.path(), width, height);
+    command
+        .arg(format!("--screenshot={}", file.display()))
+        .arg(page_url(address, question));
+    let (code, _, stderr) = run(command);
+    assert_eq!(code, 0, "chromium failed: {stderr}");
+    let png = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} is not a screenshot of a page ({} bytes)",
+        file.display(),
+        png.len()
+    );
+}
+
+fn screenshots_dir() -> PathBuf {
+    let dir = std::env::var_os("KGMESH_SCREENSHOTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/console-screenshots"));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+/// The opening tag of the first element that carries every one of `needles`.
+fn element_with<'a>(dom: &'a str, needles: &[&str]) -> Option<&'a str> {
+    dom.split('<')
+        .map(|tag| tag.split('>').next().unwrap_or(tag))
+        .find(|tag| needles.iter().all(|needle| tag.contains(needle)))
+}
+
+#[test]
+fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
+    let (mut server, address) = start_ready("kgmesh serve", serve_embedded(&sample_kg(), 2));
+
+    // The page and its assets come from the binary, under a same-origin-only policy.
+    let (status, head, page) = http_get_with_head(address, "/");
+    assert_eq!(status, 200, "{page}");
+    let head = head.to_ascii_lowercase();
+    assert!(head.contains("content-type: text/html"), "{head}");
+    assert!(
+        head.contains("content-security-policy: default-src 'none'; script-src 'self'"),
+        "{head}"
+    );
+    for asset in ["/console/console.js", "/console/console.css"] {
+        assert!(page.contains(asset), "the page does not load {asset}");
+        let (status, body) = http(address, "GET", asset, None);
+        assert_eq!(status, 200, "{asset}: {body}");
+    }
+    assert!(page.contains("the bundled sample movie KG") || page.contains("kg.tsv"));
+
+    // A question asked through the page.
+    let dom = rendered(address, "who directed Heat");
+    assert!(
+        dom.contains(r#"<span class="answer-text">Michael Mann</span>"#),
+        "the answer is not on the page:\n{dom}"
+    );
+    // The graph view drew the cited edge between the question's entity and the answer,
+    // and says which retrievers found it.
+    let heat = element_with(&dom, &[r#"class="node topic""#, r#"data-name="Heat""#])
+        .unwrap_or_else(|| panic!("Heat is not drawn as the question's entity:\n{dom}"));
+    let mann = element_with(
+        &dom,
+        &[r#"class="node answer""#, r#"data-name="Michael Mann""#],
+    )
+    .unwrap_or_else(|| panic!("Michael Mann is not drawn as the answer:\n{dom}"));
+    let id = |tag: &str| {
+        tag.split(r#"data-id=""#)
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("a node has an id")
+            .to_owned()
+    };
+    let edge = element_with(
+        &dom,
+        &[
+            r#"class="edge cited""#,
+            r#"data-relation="directed_by""#,
+            &format!(r#"data-head="{}""#, id(heat)),
+            &format!(r#"data-tail="{}""#, id(mann)),
+        ],
+    )
+    .unwrap_or_else(|| panic!("no cited directed_by edge from Heat to Michael Mann:\n{dom}"));
+    assert!(edge.contains("data-sources=\""), "{edge}");
+    assert!(
+        dom.contains("<line "),
+        "the edges are not drawn as lines:\n{dom}"
+    );
+    // The question's life: the role calls, and the roles and schema panels.
+    for role in ["kg-linker", "summarizer", "path-follower"] {
+        assert!(
+            dom.contains(&format!("<td>{role}</td>")),
+            "{role} is missing from the page:\n{dom}"
+        );
+    }
+    assert!(
+        dom.contains(" nodes, ") && dom.contains(" relations, "),
+        "{dom}"
+    );
+    assert!(dom.contains("<code>directed_by</code>"), "schema: {dom}");
+    // No error box on a good answer.
+    assert!(
+        element_with(&dom, &[r#"id="error""#, "hidden"]).is_some(),
+        "an error is shown:\n{dom}"
+    );
+
+    // A question the server refuses (too long): its reason is shown, not a broken page.
+    let dom = rendered(address, &"why?".repeat(600));
+    let error = dom
+        .split(r#"id="error""#)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no error box:\n{dom}"));
+    let (tag_rest, text) = error.split_once('>').expect("the error box closes its tag");
+    assert!(!tag_rest.contains("hidden"), "the error is hidden:\n{dom}");
+    assert!(
+        text.starts_with("The question was refused (400 invalid_question):")
+            && text.contains("the question has 2400 characters"),
+        "{text}"
+    );
+
+    // Screenshots at desktop and phone sizes, for people to look at.
+    let dir = screenshots_dir();
+    let question = "who starred in the films directed by Michael Mann";
+    screenshot(
+        address,
+        question,
+        1280,
+        800,
+        &dir.join("console-desktop.png"),
+    );
+    screenshot(address, question, 390, 844, &dir.join("console-phone.png"));
+
+    assert!(server.is_running(), "the server died");
+    server.terminate();
+}
+
+#[test]
+fn the_console_can_be_turned_off() {
+    let mut command = serve_embedded(&sample_kg(), 1);
+    command.env("KGMESH__HTTP__CONSOLE", "false");
+    let (mut server, address) = start_ready("kgmesh serve", command);
+    let (status, body) = http(address, "GET", "/", None);
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("not_found"), "{body}");
+    let (status, _) = http(address, "GET", "/console/console.js", None);
+    assert_eq!(status, 404);
+    // The API itself is unchanged.
+    let (status, body) = http(address, "GET", "/v1/schema", None);
+    assert_eq!(status, 200, "{body}");
+    server.terminate();
+}
