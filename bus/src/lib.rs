@@ -83,6 +83,13 @@ where
     }
 }
 
+/// The subject on which one instance alone serves `subject`: every instance serves each
+/// of its endpoints there too, so that a caller can pick the replica (a hedged request
+/// goes to one the first request may not have reached).
+pub fn direct_subject(subject: &str, instance_id: &str) -> String {
+    format!("{subject}.{instance_id}")
+}
+
 /// An endpoint to serve: a subject in a queue group, announced as part of a role.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
@@ -131,7 +138,8 @@ pub trait Bus: Send + Sync + 'static {
     /// Fire-and-forget.
     async fn publish(&self, subject: &str, message: Message) -> Result<(), BusError>;
 
-    /// Serves every endpoint of `spec` with `handler`, in each endpoint's queue group.
+    /// Serves every endpoint of `spec` with `handler`, in each endpoint's queue group,
+    /// and on its [`direct_subject`] for this instance alone.
     async fn serve(
         &self,
         spec: ServiceSpec,

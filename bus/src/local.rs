@@ -83,6 +83,8 @@ struct Shared {
 struct Member {
     instance: Arc<Instance>,
     handler: Arc<dyn Handler>,
+    /// The endpoint's subject, what the handler is told (also on the direct subject).
+    subject: String,
 }
 
 /// One `serve` registration.
@@ -210,7 +212,7 @@ impl LocalBus {
         let tasks = members.iter().map(|member| {
             let task = member
                 .instance
-                .run(&member.handler, subject, message.clone());
+                .run(&member.handler, &member.subject, message.clone());
             Box::pin(async move {
                 task.await
                     .map_err(|e| BusError::Other(format!("handler failed: {e}")))
@@ -248,7 +250,7 @@ impl Bus for LocalBus {
             // Fire and forget: the reply, if any, goes nowhere.
             let _task = member
                 .instance
-                .run(&member.handler, subject, message.clone());
+                .run(&member.handler, &member.subject, message.clone());
         }
         Ok(())
     }
@@ -270,15 +272,23 @@ impl Bus for LocalBus {
         {
             let mut routes = self.shared.routes.write();
             for endpoint in &spec.endpoints {
+                let member = Member {
+                    instance: instance.clone(),
+                    handler: handler.clone(),
+                    subject: endpoint.subject.clone(),
+                };
                 routes
                     .entry(endpoint.subject.clone())
                     .or_default()
                     .entry(endpoint.queue_group.clone())
                     .or_default()
-                    .push(Member {
-                        instance: instance.clone(),
-                        handler: handler.clone(),
-                    });
+                    .push(member.clone());
+                routes
+                    .entry(crate::direct_subject(&endpoint.subject, &instance.id))
+                    .or_default()
+                    .entry(endpoint.queue_group.clone())
+                    .or_default()
+                    .push(member);
             }
         }
         self.shared

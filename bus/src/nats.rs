@@ -423,6 +423,25 @@ impl Bus for NatsBus {
                 agent_errors.clone(),
                 shutdown.clone(),
             )));
+            // The same operation on this instance's own subject (no other member).
+            let direct = crate::direct_subject(&endpoint.subject, &instance_id);
+            let direct_endpoint = service
+                .endpoint_builder()
+                .name(format!("{}_direct", endpoint_name(&endpoint.subject)))
+                .queue_group(direct.clone())
+                .add(direct.clone())
+                .await
+                .map_err(|e| {
+                    BusError::Other(format!("cannot add endpoint {direct} to {role}: {e}"))
+                })?;
+            loops.push(tokio::spawn(serve_endpoint(
+                direct_endpoint,
+                endpoint.subject.clone(),
+                handler.clone(),
+                tracker.clone(),
+                agent_errors.clone(),
+                shutdown.clone(),
+            )));
         }
         // `add` returns once the subscriptions are written, not once the server has
         // processed them, and a flush only empties the socket buffer. The server handles

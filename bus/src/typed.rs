@@ -223,7 +223,24 @@ pub async fn call<R: Rpc>(
     timeout: Duration,
     content_type: ContentType,
 ) -> Result<(R::Reply, kgmesh_schemas::budget::Cost), CallError> {
-    let subject = role.subject(R::OP);
+    call_instance(bus, role, None, meta, body, timeout, content_type).await
+}
+
+/// [`call`] sent to one instance of the role (its [`crate::direct_subject`]) when
+/// `instance` names one, else to any.
+pub async fn call_instance<R: Rpc>(
+    bus: &dyn Bus,
+    role: &Role,
+    instance: Option<&str>,
+    meta: Meta,
+    body: R,
+    timeout: Duration,
+    content_type: ContentType,
+) -> Result<(R::Reply, kgmesh_schemas::budget::Cost), CallError> {
+    let subject = match instance {
+        Some(instance) => crate::direct_subject(&role.subject(R::OP), instance),
+        None => role.subject(R::OP),
+    };
     let message = encode_request(content_type, meta, body)?;
     let reply_message = bus.request(&subject, message, timeout).await?;
     decode_reply::<R>(role, &subject, &reply_message)

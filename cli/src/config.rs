@@ -137,6 +137,14 @@ pub struct BusConfig {
     pub max_in_flight: usize,
     /// Threads serving a `kgmesh agent` process's role; 0: one per CPU core.
     pub agent_workers: usize,
+    /// Send a read-only call with no reply after the role's recent p95 latency to
+    /// another replica too (hedged calls); the first reply wins.
+    pub hedge: bool,
+    /// Least and longest wait before a hedge, and the wait while a role's p95 is not
+    /// known yet, in milliseconds.
+    pub hedge_min_ms: u64,
+    pub hedge_max_ms: u64,
+    pub hedge_first_ms: u64,
 }
 
 impl Default for BusConfig {
@@ -153,6 +161,10 @@ impl Default for BusConfig {
             allowed_roles: Vec::new(),
             max_in_flight: 256,
             agent_workers: 0,
+            hedge: true,
+            hedge_min_ms: 20,
+            hedge_max_ms: 5_000,
+            hedge_first_ms: 250,
         }
     }
 }
@@ -856,6 +868,12 @@ impl Config {
                     "telemetry.jaeger_ui_url must start with http:// or https://, not {url:?}"
                 ));
             }
+        }
+        if self.bus.hedge_min_ms > self.bus.hedge_max_ms {
+            problems.push(format!(
+                "bus.hedge_min_ms ({}) must not exceed bus.hedge_max_ms ({})",
+                self.bus.hedge_min_ms, self.bus.hedge_max_ms
+            ));
         }
         if self.http.max_concurrent_questions == 0 {
             problems.push("http.max_concurrent_questions must be positive".to_owned());

@@ -67,6 +67,26 @@ const KEYS: &[(&str, &str)] = &[
          another replica (within `bus.retries` and the question's deadline).",
     ),
     (
+        "bus.hedge",
+        "Hedged calls: a read-only call to a role with several replicas that has no reply \
+         after the role's recent p95 latency is sent to the other replicas in turn (on \
+         each one's own subject), and the first reply wins; a frozen or dead replica then \
+         costs a question that delay instead of `bus.request_timeout_ms`.",
+    ),
+    (
+        "bus.hedge_min_ms",
+        "Least wait before a hedge, in milliseconds (a fast role is not hedged sooner).",
+    ),
+    (
+        "bus.hedge_max_ms",
+        "Longest wait before a hedge, in milliseconds (a slow role is hedged no later).",
+    ),
+    (
+        "bus.hedge_first_ms",
+        "Wait before a hedge while fewer than 8 calls of the role are known, in \
+         milliseconds.",
+    ),
+    (
         "bus.agent_workers",
         "Threads serving the role of a `kgmesh agent` process, each with its own copy of \
          the role, taking requests in turn, so that a CPU-bound role uses that many cores; \

@@ -51,6 +51,33 @@ pub struct CoordinatorConfig {
     /// The roles this coordinator calls: the built-in ones, plus those configured
     /// (`bus.allowed_roles`). Other roles announcing themselves are refused.
     pub allowed_roles: AllowedRoles,
+    /// When a call with no reply yet is sent again to another replica.
+    pub hedge: HedgePolicy,
+}
+
+/// Hedged calls: a call to a role with several replicas that has no reply after the
+/// role's recent p95 latency (held between `min_delay` and `max_delay`; `first_delay`
+/// while too few calls are known) is sent again to another replica, and again to the
+/// next one after as long, until every replica has it; the first reply wins. Only
+/// operations that change nothing are hedged. About one call in twenty of a healthy
+/// role is sent twice; a slow model role (p95 above `max_delay`) more often.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HedgePolicy {
+    pub enabled: bool,
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+    pub first_delay: Duration,
+}
+
+impl Default for HedgePolicy {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            min_delay: Duration::from_millis(20),
+            max_delay: Duration::from_secs(5),
+            first_delay: Duration::from_millis(250),
+        }
+    }
 }
 
 impl Default for CoordinatorConfig {
@@ -73,6 +100,7 @@ impl Default for CoordinatorConfig {
             recent_questions: 10_000,
             graph: None,
             allowed_roles: AllowedRoles::default(),
+            hedge: HedgePolicy::default(),
         }
     }
 }

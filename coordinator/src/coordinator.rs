@@ -20,7 +20,7 @@ use std::{
 
 use futures::future::join_all;
 use kgmesh_bus::{
-    typed::{call, CallError},
+    typed::{call_instance, CallError},
     Bus, BusError,
 };
 use kgmesh_schemas::{
@@ -45,6 +45,7 @@ use crate::{
     config::CoordinatorConfig,
     context::ContextState,
     directory::{RoleDirectory, RoleSnapshot},
+    hedge::{Hedge, Latencies},
     ledger::Ledger,
     recent::RecentQuestions,
 };
@@ -94,6 +95,8 @@ pub struct Coordinator {
     directory: RoleDirectory,
     /// What feedback by question id resolves against.
     recent: RecentQuestions,
+    /// Recent call latencies per role, what hedged calls wait for.
+    latencies: Latencies,
 }
 
 impl Coordinator {
@@ -110,6 +113,7 @@ impl Coordinator {
             config,
             directory,
             recent,
+            latencies: Latencies::default(),
         }
     }
 
@@ -321,8 +325,9 @@ fn new_trace() -> TraceContext {
 }
 
 /// Sends one typed request, retrying once more per `retries` when no replica
-/// answered (another may have come up); a timeout is not retried, since a slow role
-/// would only be slower twice.
+/// answered (another may have come up) or one was unavailable or overloaded; with a
+/// `hedge`, a request with no reply after its delay is also sent to the hedge's
+/// replicas in turn (see [`crate::hedge`]), and the first reply wins.
 pub(crate) async fn send<R: Rpc + Clone>(
     bus: &dyn Bus,
     (role, codec): (&Role, ContentType),
@@ -330,13 +335,53 @@ pub(crate) async fn send<R: Rpc + Clone>(
     body: R,
     timeout: Duration,
     retries: u32,
+    hedge: Option<Hedge>,
 ) -> Result<(R::Reply, Cost), CallError> {
     // The receiving agent's span becomes a child of the span this call is made in.
     meta.trace = kgmesh_telemetry::current_or(meta.trace);
     let started = Instant::now();
+    let to = (role, codec);
+    let result = match hedge.filter(|_| R::READ_ONLY) {
+        Some(hedge) => send_hedged(bus, to, meta, body, timeout, retries, hedge).await,
+        None => send_retrying(bus, to, None, meta, body, timeout, retries).await,
+    };
+    crate::metrics::record_call(role, R::OP, &result, started.elapsed());
+    result
+}
+
+/// Whether another replica may answer where this call failed.
+fn another_may_answer(error: &CallError) -> bool {
+    matches!(
+        error,
+        CallError::Bus(_)
+            | CallError::Agent {
+                error: AgentError::Unavailable { .. } | AgentError::Overloaded { .. },
+                ..
+            }
+    )
+}
+
+async fn send_retrying<R: Rpc + Clone>(
+    bus: &dyn Bus,
+    (role, codec): (&Role, ContentType),
+    instance: Option<&str>,
+    meta: Meta,
+    body: R,
+    timeout: Duration,
+    retries: u32,
+) -> Result<(R::Reply, Cost), CallError> {
     let mut attempt = 0;
     loop {
-        let result = call::<R>(bus, role, meta.clone(), body.clone(), timeout, codec).await;
+        let result = call_instance::<R>(
+            bus,
+            role,
+            instance,
+            meta.clone(),
+            body.clone(),
+            timeout,
+            codec,
+        )
+        .await;
         match result {
             Err(CallError::Bus(BusError::NoResponders { .. }))
             | Err(CallError::Agent {
@@ -346,10 +391,84 @@ pub(crate) async fn send<R: Rpc + Clone>(
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt))).await;
             }
-            other => {
-                crate::metrics::record_call(role, R::OP, &other, started.elapsed());
-                return other;
+            other => return other,
+        }
+    }
+}
+
+/// The request to any replica first; then, each time `hedge.after` passes with no
+/// reply, to the next of `hedge.instances` on its direct subject, all within
+/// `timeout`. The first reply wins; an agent's own error (a refused request) is final
+/// at once, since another replica would refuse it too.
+async fn send_hedged<R: Rpc + Clone>(
+    bus: &dyn Bus,
+    to: (&Role, ContentType),
+    meta: Meta,
+    body: R,
+    timeout: Duration,
+    retries: u32,
+    hedge: Hedge,
+) -> Result<(R::Reply, Cost), CallError> {
+    use futures::stream::{FuturesUnordered, StreamExt};
+
+    let role = to.0;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut pending = FuturesUnordered::new();
+    pending.push(Box::pin(send_retrying(
+        bus,
+        to,
+        None,
+        meta.clone(),
+        body.clone(),
+        timeout,
+        retries,
+    )));
+    let mut instances = hedge.instances.iter();
+    let mut more = true;
+    let mut first_error = None;
+    let next_hedge = tokio::time::sleep(hedge.after);
+    tokio::pin!(next_hedge);
+    loop {
+        let send_next = tokio::select! {
+            Some(result) = pending.next() => match result {
+                Ok(reply) => return Ok(reply),
+                Err(error) if !another_may_answer(&error) => return Err(error),
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                    // Nothing left in flight: the next replica at once, if any.
+                    pending.is_empty()
+                }
+            },
+            () = &mut next_hedge, if more => true,
+            else => false,
+        };
+        if send_next {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match instances.next() {
+                Some(instance) if !left.is_zero() => {
+                    crate::metrics::record_hedge(role, R::OP);
+                    tracing::debug!(role = role.as_str(), op = R::OP, %instance, "hedged call");
+                    pending.push(Box::pin(send_retrying(
+                        bus,
+                        to,
+                        Some(instance.as_str()),
+                        meta.clone(),
+                        body.clone(),
+                        left,
+                        0,
+                    )));
+                    next_hedge
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + hedge.after);
+                }
+                _ => more = false,
             }
+        }
+        if pending.is_empty() && !more {
+            return Err(first_error.unwrap_or(CallError::Bus(BusError::TimedOut {
+                subject: role.subject(R::OP),
+                timeout,
+            })));
         }
     }
 }
@@ -708,17 +827,32 @@ impl Run<'_> {
                 )
             })
             .collect();
-        let calls = retrievers.iter().zip(&spans).map(|(role, span)| {
-            let to = (role, snapshot.codec(role.as_str()));
-            let sent =
-                send::<RetrieveRequest>(bus, to, meta.clone(), body.clone(), timeout, retries)
-                    .instrument(span.clone());
-            async move {
-                let started = Instant::now();
-                let result = sent.await;
-                (result, started.elapsed())
-            }
-        });
+        let hedges: Vec<Option<Hedge>> = retrievers
+            .iter()
+            .map(|role| self.hedge_for(role, RetrieveRequest::OP))
+            .collect();
+        let calls = retrievers
+            .iter()
+            .zip(&spans)
+            .zip(hedges)
+            .map(|((role, span), hedge)| {
+                let to = (role, snapshot.codec(role.as_str()));
+                let sent = send::<RetrieveRequest>(
+                    bus,
+                    to,
+                    meta.clone(),
+                    body.clone(),
+                    timeout,
+                    retries,
+                    hedge,
+                )
+                .instrument(span.clone());
+                async move {
+                    let started = Instant::now();
+                    let result = sent.await;
+                    (result, started.elapsed())
+                }
+            });
         let results = join_all(calls).await;
         self.ledger
             .record_stage(format!("round{round}.retrieve"), started.elapsed());
@@ -970,6 +1104,7 @@ impl Run<'_> {
             request,
             timeout,
             self.config().retries,
+            self.hedge_for(&role, SummarizeRequest::OP),
         )
         .instrument(span)
         .await;
@@ -1081,6 +1216,7 @@ impl Run<'_> {
             body,
             timeout,
             self.config().retries,
+            self.hedge_for(role, R::OP),
         )
         .instrument(span)
         .await;
@@ -1103,15 +1239,31 @@ impl Run<'_> {
         }
     }
 
-    /// Adds a finished call to the question's life (`AskReply::calls`).
+    /// The hedge of a call to `role`'s `op` (see [`crate::hedge`]).
+    fn hedge_for(&self, role: &Role, op: &'static str) -> Option<Hedge> {
+        self.coordinator.latencies.hedge(
+            &self.config().hedge,
+            role.as_str(),
+            op,
+            self.snapshot.instances(role.as_str()),
+        )
+    }
+
+    /// Adds a finished call to the question's life (`AskReply::calls`), and a
+    /// successful one's latency to the role's recent ones (what hedges wait for).
     fn record_call<T>(
         &mut self,
         round: u8,
         role: &Role,
-        op: &str,
+        op: &'static str,
         elapsed: Duration,
         result: &Result<(T, Cost), CallError>,
     ) {
+        if result.is_ok() {
+            self.coordinator
+                .latencies
+                .record(role.as_str(), op, elapsed);
+        }
         let outcome = match result {
             Ok((_, cost)) => Ok(cost),
             Err(error) => Err(error.to_agent_error(&role.subject(op)).kind()),

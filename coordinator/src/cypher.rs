@@ -48,6 +48,7 @@ impl Coordinator {
             request,
             timeout,
             self.config().retries,
+            None,
         )
         .await
         .map_err(|error| CoordinatorError::RoleFailed {
@@ -79,6 +80,7 @@ impl Coordinator {
             SchemaRequest {},
             timeout,
             self.config().retries,
+            None,
         )
         .await
         .map_err(|error| CoordinatorError::RoleFailed {

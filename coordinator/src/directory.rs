@@ -77,6 +77,8 @@ pub struct RoleSummary {
     #[serde(serialize_with = "codec_name")]
     pub codec: ContentType,
     pub replicas: usize,
+    /// The replicas' instance ids (each serves on its own direct subject too).
+    pub instances: Vec<String>,
     pub requests: u64,
     pub errors: u64,
 }
@@ -106,10 +108,12 @@ impl RoleSnapshot {
                 ops: Vec::new(),
                 codec: ContentType::Bincode,
                 replicas: 0,
+                instances: Vec::new(),
                 requests: 0,
                 errors: 0,
             });
             summary.replicas += 1;
+            summary.instances.push(instance.instance_id.clone());
             summary.requests += instance.requests;
             summary.errors += instance.errors;
             for op in &instance.info.ops {
@@ -140,6 +144,13 @@ impl RoleSnapshot {
         self.roles
             .get(role)
             .map_or(ContentType::Bincode, |summary| summary.codec)
+    }
+
+    /// The instance ids of `role`'s replicas (none when it is not on the bus).
+    pub fn instances(&self, role: &str) -> &[String] {
+        self.roles
+            .get(role)
+            .map_or(&[][..], |summary| summary.instances.as_slice())
     }
 
     /// Retrievers seen on the bus recently that are gone now, in name order.

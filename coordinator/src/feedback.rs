@@ -103,6 +103,7 @@ impl Coordinator {
             body,
             timeout.max(Duration::from_millis(1)),
             self.config().retries,
+            None,
         )
         .await
         .map_err(|error| CoordinatorError::RoleFailed {

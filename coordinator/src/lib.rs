@@ -27,12 +27,13 @@ mod coordinator;
 mod cypher;
 pub mod directory;
 pub mod feedback;
+mod hedge;
 pub mod http;
 pub mod ledger;
 mod metrics;
 pub mod recent;
 
-pub use config::CoordinatorConfig;
+pub use config::{CoordinatorConfig, HedgePolicy};
 pub use coordinator::{
     Coordinator, CoordinatorError, MAX_ANSWERS, MAX_ROUNDS, MAX_TIMEOUT_MS, REQUIRED_ROLES,
 };

@@ -23,6 +23,7 @@ pub(crate) const ROLE_CALL_DURATION_SECONDS: &str = "kgmesh_role_call_duration_s
 pub(crate) const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
 pub(crate) const DEGRADED_TOTAL: &str = "kgmesh_degraded_total";
 pub(crate) const REFUSED_ROLES_TOTAL: &str = "kgmesh_refused_roles_total";
+pub(crate) const HEDGED_CALLS_TOTAL: &str = "kgmesh_hedged_calls_total";
 
 /// Counts a question as in flight until dropped, so a cancelled question (a client that
 /// hung up) leaves the gauge too.
@@ -103,6 +104,12 @@ pub(crate) fn record_call<T>(
     ];
     metrics::counter!(ROLE_CALLS_TOTAL, &labels).increment(1);
     metrics::histogram!(ROLE_CALL_DURATION_SECONDS, &labels).record(elapsed.as_secs_f64());
+}
+
+/// One more request sent for a call that had no reply yet (a hedge).
+pub(crate) fn record_hedge(role: &Role, op: &'static str) {
+    metrics::counter!(HEDGED_CALLS_TOTAL, "role" => role.as_str().to_owned(), "op" => op)
+        .increment(1);
 }
 
 pub(crate) fn record_round(round: u8, elapsed: Duration) {

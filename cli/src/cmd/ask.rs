@@ -155,6 +155,12 @@ pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
         question_timeout: Duration::from_millis(config.budget.timeout_ms),
         call_timeout: Duration::from_millis(config.bus.request_timeout_ms),
         retries: config.bus.retries,
+        hedge: kgmesh_coordinator::HedgePolicy {
+            enabled: config.bus.hedge,
+            min_delay: Duration::from_millis(config.bus.hedge_min_ms),
+            max_delay: Duration::from_millis(config.bus.hedge_max_ms),
+            first_delay: Duration::from_millis(config.bus.hedge_first_ms),
+        },
         max_question_chars: config.http.max_question_chars,
         allowed_roles: AllowedRoles::built_in_and(&config.bus.allowed_roles),
         ..CoordinatorConfig::default()

@@ -105,6 +105,15 @@ impl Process {
         }
     }
 
+    /// Sends `signal` (`STOP`, `CONT`, `KILL`, ...) to the process.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "cannot send SIG{signal} to {}", self.name);
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }

@@ -111,6 +111,7 @@ impl Rpc for CacheLookup {
 
 impl Rpc for CacheStore {
     const OP: &'static str = "store";
+    const READ_ONLY: bool = false;
     const DEFAULT_ROLE: &'static str = Role::CACHE_MANAGER;
     type Reply = CacheStoreReply;
 }
@@ -235,6 +236,7 @@ pub struct CacheFeedbackReply {
 
 impl Rpc for CacheFeedback {
     const OP: &'static str = "feedback";
+    const READ_ONLY: bool = false;
     const DEFAULT_ROLE: &'static str = Role::CACHE_MANAGER;
     type Reply = CacheFeedbackReply;
 }

@@ -24,5 +24,8 @@ pub trait Rpc: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// The role that serves this operation unless the caller names another (retrievers
     /// share one request type across many roles).
     const DEFAULT_ROLE: &'static str;
+    /// The request changes nothing (it only reads): sending it twice, to two
+    /// replicas, is harmless. Calls of such operations may be hedged.
+    const READ_ONLY: bool = true;
     type Reply: Serialize + DeserializeOwned + Send + Sync + 'static;
 }

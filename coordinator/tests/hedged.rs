@@ -1,0 +1,127 @@
+//! A frozen replica (it takes requests and never answers) costs a question one hedge
+//! delay, not the call timeout: the call is sent again to the other replica, whose
+//! reply wins. Without hedging the same question waits out the timeout.
+
+mod support;
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use kgmesh_bus::{LocalBus, LocalBusOptions, Selection};
+use kgmesh_coordinator::{CoordinatorConfig, HedgePolicy};
+use kgmesh_schemas::{
+    budget::Cost,
+    messages::{
+        ask::{AskOptions, AskRequest},
+        retrieve::RetrieveRequest,
+    },
+    Reply, Role, RoleKind,
+};
+use support::*;
+
+/// Two path-follower replicas, the first frozen; each request goes to one at random.
+async fn frozen_and_healthy(bus: &Arc<LocalBus>) -> Vec<Box<dyn kgmesh_bus::ServiceHandle>> {
+    let frozen = serve::<RetrieveRequest, _, _>(
+        bus,
+        Role::PATH_FOLLOWER,
+        RoleKind::Retriever,
+        |_request| async move {
+            std::future::pending::<()>().await;
+            unreachable!()
+        },
+    )
+    .await;
+    let healthy = serve::<RetrieveRequest, _, _>(
+        bus,
+        Role::PATH_FOLLOWER,
+        RoleKind::Retriever,
+        |request| async move { Reply::ok(directed_by_mann(&request.body), Cost::default()) },
+    )
+    .await;
+    vec![
+        frozen,
+        healthy,
+        linker_linking_heat(bus, counter()).await,
+        ends_summarizer(bus).await,
+        recording_judge(bus, Arc::default(), 0).await,
+    ]
+}
+
+fn config(hedge: bool) -> CoordinatorConfig {
+    CoordinatorConfig {
+        call_timeout: Duration::from_secs(3),
+        hedge: HedgePolicy {
+            enabled: hedge,
+            min_delay: Duration::from_millis(20),
+            max_delay: Duration::from_millis(100),
+            first_delay: Duration::from_millis(100),
+        },
+        ..test_config()
+    }
+}
+
+fn question() -> AskRequest {
+    AskRequest {
+        question: "who directed Heat".into(),
+        options: AskOptions {
+            no_cache: true,
+            ..AskOptions::default()
+        },
+    }
+}
+
+#[tokio::test]
+async fn a_frozen_replica_costs_one_hedge_delay_not_the_timeout() {
+    let bus = Arc::new(LocalBus::with_options(LocalBusOptions {
+        selection: Selection::Random,
+        ..LocalBusOptions::default()
+    }));
+    let _handles = frozen_and_healthy(&bus).await;
+    let coordinator = coordinator(&bus, config(true));
+    // Half the first requests go to the frozen replica.
+    for _ in 0..8 {
+        let started = Instant::now();
+        let reply = bounded(coordinator.ask(question()))
+            .await
+            .expect("answered");
+        let took = started.elapsed();
+        assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
+        assert!(reply.degraded.is_empty(), "{:?}", reply.degraded);
+        assert!(!reply.partial);
+        assert!(
+            took < Duration::from_secs(1),
+            "a question took {took:?} with a frozen replica"
+        );
+    }
+}
+
+#[tokio::test]
+async fn without_hedging_a_frozen_replica_costs_the_timeout() {
+    let bus = Arc::new(LocalBus::with_options(LocalBusOptions {
+        selection: Selection::Random,
+        ..LocalBusOptions::default()
+    }));
+    let _handles = frozen_and_healthy(&bus).await;
+    let coordinator = coordinator(&bus, config(false));
+    // Until a question's first request lands on the frozen replica (half of them do).
+    for _ in 0..12 {
+        let started = Instant::now();
+        let reply = bounded(coordinator.ask(question()))
+            .await
+            .expect("answered");
+        if started.elapsed() >= Duration::from_secs(3) {
+            assert!(
+                reply
+                    .degraded
+                    .iter()
+                    .any(|d| d.role == Role::PATH_FOLLOWER && d.reason == "timeout"),
+                "the wait was not reported as a degradation: {:?}",
+                reply.degraded
+            );
+            return;
+        }
+    }
+    panic!("no question of 12 waited for the frozen replica");
+}
