@@ -1246,11 +1246,12 @@ impl Run<'_> {
             role.as_str(),
             op,
             self.snapshot.instances(role.as_str()),
+            self.snapshot.recent_replicas(role.as_str()),
         )
     }
 
     /// Adds a finished call to the question's life (`AskReply::calls`), and a
-    /// successful one's latency to the role's recent ones (what hedges wait for).
+    /// successful one's time to the role's recent ones (what hedges wait for).
     fn record_call<T>(
         &mut self,
         round: u8,
@@ -1259,10 +1260,14 @@ impl Run<'_> {
         elapsed: Duration,
         result: &Result<(T, Cost), CallError>,
     ) {
-        if result.is_ok() {
-            self.coordinator
-                .latencies
-                .record(role.as_str(), op, elapsed);
+        if let Ok((_, cost)) = result {
+            // The role's own time, as it reports it: the wall time of a hedged call
+            // includes the wait before the hedge, and would raise the next delay.
+            let own = match cost.elapsed_us {
+                0 => elapsed,
+                us => Duration::from_micros(us),
+            };
+            self.coordinator.latencies.record(role.as_str(), op, own);
         }
         let outcome = match result {
             Ok((_, cost)) => Ok(cost),

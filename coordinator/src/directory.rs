@@ -90,7 +90,14 @@ pub struct RoleSnapshot {
     /// Retrievers an earlier discovery of this directory saw (within
     /// [`REMEMBER_ROLES`]) that are not on the bus now.
     gone_retrievers: Vec<String>,
+    /// Replicas per role seen by the discoveries of the last [`REMEMBER_REPLICAS`],
+    /// including those that did not answer the latest one (frozen, just killed): their
+    /// subscriptions may still take requests.
+    recent_replicas: BTreeMap<String, usize>,
 }
+
+/// How long a directory counts a replica it saw among a role's recent replicas.
+pub const REMEMBER_REPLICAS: Duration = Duration::from_secs(60);
 
 /// How long a directory remembers a retriever it saw: one that left within this time
 /// is reported missing (its evidence is absent from the answers) rather than forgotten.
@@ -136,6 +143,7 @@ impl RoleSnapshot {
         Self {
             roles,
             gone_retrievers: Vec::new(),
+            recent_replicas: BTreeMap::new(),
         }
     }
 
@@ -151,6 +159,16 @@ impl RoleSnapshot {
         self.roles
             .get(role)
             .map_or(&[][..], |summary| summary.instances.as_slice())
+    }
+
+    /// How many replicas of `role` were seen lately, those that stopped answering
+    /// discovery included; at least the number on the bus now.
+    pub fn recent_replicas(&self, role: &str) -> usize {
+        self.recent_replicas
+            .get(role)
+            .copied()
+            .unwrap_or(0)
+            .max(self.instances(role).len())
     }
 
     /// Retrievers seen on the bus recently that are gone now, in name order.
@@ -223,6 +241,8 @@ struct Inner {
     published: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// Retrievers seen by a discovery, and when last.
     retrievers_seen: std::sync::Mutex<BTreeMap<String, Instant>>,
+    /// Instances seen by a discovery: their role, and when last.
+    instances_seen: std::sync::Mutex<BTreeMap<String, (String, Instant)>>,
 }
 
 /// Cached, self-refreshing discovery of the roles on a bus. Cheap to clone.
@@ -244,6 +264,7 @@ impl RoleDirectory {
                 refreshing: AtomicBool::new(false),
                 published: std::sync::Mutex::new(std::collections::BTreeSet::new()),
                 retrievers_seen: std::sync::Mutex::new(BTreeMap::new()),
+                instances_seen: std::sync::Mutex::new(BTreeMap::new()),
             }),
         }
     }
@@ -292,6 +313,16 @@ impl RoleDirectory {
             .filter(|role| !snapshot.has(role))
             .cloned()
             .collect();
+        drop(seen);
+        let mut seen = self.inner.instances_seen.lock().expect("instances lock");
+        for instance in &instances {
+            let role = instance.info.role.as_str().to_owned();
+            seen.insert(instance.instance_id.clone(), (role, now));
+        }
+        seen.retain(|_, (_, last)| now.duration_since(*last) < REMEMBER_REPLICAS);
+        for (role, _) in seen.values() {
+            *snapshot.recent_replicas.entry(role.clone()).or_insert(0) += 1;
+        }
         Ok(snapshot)
     }
 

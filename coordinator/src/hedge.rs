@@ -1,5 +1,5 @@
 //! Hedged calls: a read-only call to a role with several replicas that has no reply
-//! after the role's recent p95 latency is sent again, to one replica after another on
+//! after the role's recent p95 time is sent again, to one replica after another on
 //! their direct subjects, and the first reply wins. A frozen or just-killed replica
 //! then costs a question one hedge delay instead of the whole call timeout.
 //!
@@ -22,7 +22,8 @@ const WINDOW: usize = 256;
 /// Calls seen before the p95 is trusted; until then the policy's first delay applies.
 const MIN_SAMPLES: usize = 8;
 
-/// Recent successful call latencies per role and operation (shared by all questions).
+/// Recent successful calls' times per role and operation, as the roles report them
+/// (`Cost::elapsed_us`, else the wall time), shared by all questions.
 #[derive(Default)]
 pub(crate) struct Latencies {
     recent: Mutex<HashMap<(String, &'static str), VecDeque<u32>>>,
@@ -55,16 +56,19 @@ impl Latencies {
         Some(Duration::from_micros(u64::from(sorted[rank])))
     }
 
-    /// The hedge of a call to `role`'s `op`, whose replicas are `instances`; `None`
-    /// when hedging is off or there is no other replica to ask.
+    /// The hedge of a call to `role`'s `op`, whose live replicas are `instances` and
+    /// which had `recent_replicas` replicas lately (a frozen one stops answering
+    /// discovery but may still take requests); `None` when hedging is off or the role
+    /// has had a single replica, where a hedge would only ask it twice.
     pub(crate) fn hedge(
         &self,
         policy: &HedgePolicy,
         role: &str,
         op: &'static str,
         instances: &[String],
+        recent_replicas: usize,
     ) -> Option<Hedge> {
-        if !policy.enabled || instances.len() < 2 {
+        if !policy.enabled || recent_replicas < 2 || instances.is_empty() {
             return None;
         }
         let after = self.p95(role, op).map_or(policy.first_delay, |p95| {
@@ -105,13 +109,13 @@ mod tests {
         for ms in 1..MIN_SAMPLES as u64 {
             latencies.record("r", "op", Duration::from_millis(ms));
         }
-        let hedge = latencies.hedge(&policy, "r", "op", &two).unwrap();
+        let hedge = latencies.hedge(&policy, "r", "op", &two, 2).unwrap();
         assert_eq!(hedge.after, Duration::from_millis(50));
         for _ in 0..WINDOW {
             latencies.record("r", "op", Duration::from_millis(500));
         }
         assert_eq!(
-            latencies.hedge(&policy, "r", "op", &two).unwrap().after,
+            latencies.hedge(&policy, "r", "op", &two, 2).unwrap().after,
             Duration::from_millis(100),
             "a slow role is hedged no later than the policy's longest delay"
         );
@@ -126,24 +130,27 @@ mod tests {
         }
         assert_eq!(latencies.p95("r", "op"), Some(Duration::from_millis(67)));
         assert_eq!(
-            latencies.hedge(&policy, "r", "op", &two).unwrap().after,
+            latencies.hedge(&policy, "r", "op", &two, 2).unwrap().after,
             latencies.p95("r", "op").unwrap()
         );
         for _ in 0..WINDOW {
             latencies.record("r", "op", Duration::from_millis(1));
         }
         assert_eq!(
-            latencies.hedge(&policy, "r", "op", &two).unwrap().after,
+            latencies.hedge(&policy, "r", "op", &two, 2).unwrap().after,
             Duration::from_millis(10),
             "a fast role is hedged no sooner than the policy's least delay"
         );
         // One replica, or hedging off: nothing to hedge.
-        assert!(latencies.hedge(&policy, "r", "op", &two[..1]).is_none());
+        assert!(latencies.hedge(&policy, "r", "op", &two[..1], 1).is_none());
+        // One live replica of two seen lately (the other frozen): hedged to the live one.
+        let hedge = latencies.hedge(&policy, "r", "op", &two[1..], 2).unwrap();
+        assert_eq!(hedge.instances, ["b"]);
         let off = HedgePolicy {
             enabled: false,
             ..policy
         };
-        assert!(latencies.hedge(&off, "r", "op", &two).is_none());
+        assert!(latencies.hedge(&off, "r", "op", &two, 2).is_none());
     }
 
     #[test]
@@ -153,7 +160,7 @@ mod tests {
         let firsts: Vec<String> = (0..3)
             .map(|_| {
                 latencies
-                    .hedge(&HedgePolicy::default(), "r", "op", &three)
+                    .hedge(&HedgePolicy::default(), "r", "op", &three, 3)
                     .unwrap()
                     .instances[0]
                     .clone()

@@ -125,3 +125,30 @@ async fn without_hedging_a_frozen_replica_costs_the_timeout() {
     }
     panic!("no question of 12 waited for the frozen replica");
 }
+
+/// A replica that stops answering discovery (frozen, or killed a moment ago) still
+/// counts among the role's recent replicas, so calls to the role stay hedged to the
+/// live one.
+#[tokio::test]
+async fn a_replica_gone_from_discovery_still_counts_for_hedging() {
+    let bus = Arc::new(LocalBus::new());
+    let first = path_retriever(&bus, Role::PATH_FOLLOWER).await;
+    let second = path_retriever(&bus, Role::PATH_FOLLOWER).await;
+    let directory = kgmesh_coordinator::RoleDirectory::new(
+        bus.clone(),
+        Duration::from_millis(1),
+        Duration::from_millis(10),
+        kgmesh_coordinator::AllowedRoles::default(),
+    );
+    let snapshot = bounded(directory.refresh()).await.expect("discovered");
+    assert_eq!(snapshot.instances(Role::PATH_FOLLOWER).len(), 2);
+    bounded(first.stop(Duration::from_secs(1))).await;
+    let snapshot = bounded(directory.refresh()).await.expect("discovered");
+    assert_eq!(
+        snapshot.instances(Role::PATH_FOLLOWER),
+        [second.instance_id().to_owned()]
+    );
+    assert_eq!(snapshot.recent_replicas(Role::PATH_FOLLOWER), 2);
+    // A role only ever seen with one replica is not hedged.
+    assert_eq!(snapshot.recent_replicas(Role::SUMMARIZER), 0);
+}
