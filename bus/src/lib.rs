@@ -9,10 +9,12 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 pub mod local;
 pub mod nats;
+pub mod retry;
 pub mod typed;
 
 pub use local::{LocalBus, LocalBusOptions, Selection};
 pub use nats::{redacted_url, NatsAuth, NatsBus, NatsOptions};
+pub use retry::RetryPolicy;
 
 use async_trait::async_trait;
 use bytes::Bytes;

@@ -126,8 +126,8 @@ pub struct BusConfig {
     /// requires TLS.
     pub nats_tls_ca_file: Option<PathBuf>,
     pub request_timeout_ms: u64,
-    /// Retries of a request that found no responders or an unavailable role (a timeout
-    /// is not retried).
+    /// Retries of a request, as `kgmesh_bus::RetryPolicy` says (no responders, a
+    /// closed bus, an unavailable or overloaded role, a timeout once).
     pub retries: u32,
     /// Roles besides the built-in ones that the coordinator calls (agents from outside
     /// this repository); `"*"` allows any role that announces itself.

@@ -57,8 +57,10 @@ const KEYS: &[(&str, &str)] = &[
     ),
     (
         "bus.retries",
-        "Retries of a bus call that found no responders or an unavailable role, never \
-         beyond the question's deadline; a call that timed out is not retried.",
+        "Retries of a bus call (one policy for every call: no responders, a closed or \
+         reconnecting bus, an unavailable or overloaded role, and a call with no reply in \
+         time once), with a pause doubling from 10 ms to at most 500 ms, never beyond the \
+         question's deadline; an agent's refusal is not retried.",
     ),
     (
         "bus.max_in_flight",

@@ -19,8 +19,9 @@ pub struct CoordinatorConfig {
     pub question_timeout: Duration,
     /// Longest wait for one bus call; the question's deadline cuts it shorter.
     pub call_timeout: Duration,
-    /// Retries of a call that found no responders or an unavailable role (another
-    /// replica may answer); a timeout is not retried. Never beyond the deadline.
+    /// Retries of a call, as [`kgmesh_bus::RetryPolicy`] says (no responders, a closed
+    /// bus, an unavailable or overloaded role, a timeout once). Never beyond the
+    /// deadline.
     pub retries: u32,
     /// Candidates kept per mention by the entity linker (ByoKG's m).
     pub top_m: u8,

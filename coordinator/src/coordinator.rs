@@ -21,7 +21,7 @@ use std::{
 use futures::future::join_all;
 use kgmesh_bus::{
     typed::{call_instance, CallError},
-    Bus, BusError,
+    Bus, BusError, RetryPolicy,
 };
 use kgmesh_schemas::{
     budget::{Cost, Limit},
@@ -349,18 +349,8 @@ pub(crate) async fn send<R: Rpc + Clone>(
     result
 }
 
-/// Whether another replica may answer where this call failed.
-fn another_may_answer(error: &CallError) -> bool {
-    matches!(
-        error,
-        CallError::Bus(_)
-            | CallError::Agent {
-                error: AgentError::Unavailable { .. } | AgentError::Overloaded { .. },
-                ..
-            }
-    )
-}
-
+/// One call, retried as [`RetryPolicy`] says, each attempt bounded by `timeout` and
+/// none past the request's deadline.
 async fn send_retrying<R: Rpc + Clone>(
     bus: &dyn Bus,
     (role, codec): (&Role, ContentType),
@@ -370,28 +360,27 @@ async fn send_retrying<R: Rpc + Clone>(
     timeout: Duration,
     retries: u32,
 ) -> Result<(R::Reply, Cost), CallError> {
+    let policy = RetryPolicy::with_retries(retries);
     let mut attempt = 0;
     loop {
-        let result = call_instance::<R>(
-            bus,
-            role,
-            instance,
-            meta.clone(),
-            body.clone(),
-            timeout,
-            codec,
-        )
-        .await;
-        match result {
-            Err(CallError::Bus(BusError::NoResponders { .. }))
-            | Err(CallError::Agent {
-                error: AgentError::Unavailable { .. } | AgentError::Overloaded { .. },
-                ..
-            }) if attempt < retries && !meta.budget.deadline.is_past() => {
+        let left = meta.budget.deadline.remaining();
+        let wait = if attempt == 0 {
+            timeout
+        } else {
+            timeout.min(left)
+        };
+        let result =
+            call_instance::<R>(bus, role, instance, meta.clone(), body.clone(), wait, codec).await;
+        let error = match result {
+            Ok(reply) => return Ok(reply),
+            Err(error) => error,
+        };
+        match policy.next(&error, attempt) {
+            Some(pause) if pause < meta.budget.deadline.remaining() => {
                 attempt += 1;
-                tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt))).await;
+                tokio::time::sleep(pause).await;
             }
-            other => return other,
+            _ => return Err(error),
         }
     }
 }
@@ -432,7 +421,7 @@ async fn send_hedged<R: Rpc + Clone>(
         let send_next = tokio::select! {
             Some(result) = pending.next() => match result {
                 Ok(reply) => return Ok(reply),
-                Err(error) if !another_may_answer(&error) => return Err(error),
+                Err(error) if !RetryPolicy::is_transient(&error) => return Err(error),
                 Err(error) => {
                     first_error.get_or_insert(error);
                     // Nothing left in flight: the next replica at once, if any.

@@ -4,7 +4,7 @@ use std::{sync::Arc, time::Duration};
 
 use kgmesh_bus::{
     typed::{decode_reply, encode_request_ref, CallError},
-    Bus, BusError,
+    Bus, BusError, RetryPolicy,
 };
 use kgmesh_schemas::{budget::Cost, ContentType, Meta, Role, Rpc};
 
@@ -12,16 +12,16 @@ use kgmesh_schemas::{budget::Cost, ContentType, Meta, Role, Rpc};
 /// timeout reply.
 const DEADLINE_GRACE: Duration = Duration::from_millis(250);
 
-/// Calls roles over a bus. Retries a request that timed out or found no responders
-/// (a replica may have died or be starting) up to `retries` more times, never past the
-/// question's deadline. Agent errors are returned as they are: the agent answered.
+/// Calls roles over a bus, retrying as [`RetryPolicy`] says (no responders, a closed
+/// bus, an unavailable or overloaded agent, a timeout once) up to `retries` more
+/// times, never past the question's deadline. An agent's refusal is returned as it is.
 #[derive(Clone)]
 pub struct Client {
     pub bus: Arc<dyn Bus>,
     /// Per-attempt timeout (shortened to what is left of the question's deadline).
     pub timeout: Duration,
     pub retries: u32,
-    /// Pause before retrying after `NoResponders`, doubled on each further retry.
+    /// Pause before the first retry, doubled on each further one (at most 500 ms).
     pub backoff: Duration,
     pub content_type: ContentType,
 }
@@ -79,7 +79,11 @@ impl Client {
             }
         };
         let message = encode_request_ref(self.content_type, meta, body)?;
-        let mut backoff = self.backoff;
+        let policy = RetryPolicy {
+            retries: self.retries,
+            backoff: self.backoff,
+            ..RetryPolicy::default()
+        };
         let mut attempt = 0;
         loop {
             let remaining = meta.budget.deadline.remaining();
@@ -92,20 +96,21 @@ impl Client {
             // The agent enforces the same deadline and answers a typed timeout (with
             // what it spent) when it passes; a little grace lets that answer arrive.
             let timeout = self.timeout.min(remaining + DEADLINE_GRACE);
-            let outcome = self.bus.request(&subject, message.clone(), timeout).await;
-            let error = match outcome {
-                Ok(reply) => return decode_reply::<R>(role, &subject, &reply),
+            let result = match self.bus.request(&subject, message.clone(), timeout).await {
+                Ok(reply) => decode_reply::<R>(role, &subject, &reply),
+                Err(error) => Err(CallError::Bus(error)),
+            };
+            let error = match result {
+                Ok(reply) => return Ok(reply),
                 Err(error) => error,
             };
-            if !error.is_retryable() || attempt >= self.retries {
-                return Err(CallError::Bus(error));
-            }
+            let pause = match policy.next(&error, attempt) {
+                Some(pause) if pause < meta.budget.deadline.remaining() => pause,
+                _ => return Err(error),
+            };
             attempt += 1;
             tracing::debug!(%subject, attempt, %error, "retrying call");
-            if matches!(error, BusError::NoResponders { .. }) {
-                tokio::time::sleep(backoff.min(meta.budget.deadline.remaining())).await;
-                backoff *= 2;
-            }
+            tokio::time::sleep(pause).await;
         }
     }
 
