@@ -223,25 +223,74 @@ pub async fn call<R: Rpc>(
     timeout: Duration,
     content_type: ContentType,
 ) -> Result<(R::Reply, kgmesh_schemas::budget::Cost), CallError> {
-    call_instance(bus, role, None, meta, body, timeout, content_type).await
+    call_to(bus, Target::role(role, content_type), meta, body, timeout).await
 }
 
-/// [`call`] sent to one instance of the role (its [`crate::direct_subject`]) when
-/// `instance` names one, else to any.
-pub async fn call_instance<R: Rpc>(
+/// Asks `instance` of `role` to stop the work of call `call_id` (fire and forget: an
+/// instance that finished it, or an agent that does not know the operation, ignores
+/// it).
+pub async fn cancel(
     bus: &dyn Bus,
     role: &Role,
-    instance: Option<&str>,
+    instance: &str,
+    call_id: &str,
+) -> Result<(), BusError> {
+    let mut message = Message::default();
+    message
+        .headers
+        .insert(headers::CALL_ID.to_owned(), call_id.to_owned());
+    let subject =
+        crate::direct_subject(&role.subject(kgmesh_schemas::envelope::CANCEL_OP), instance);
+    bus.publish(&subject, message).await
+}
+
+/// Where a typed call goes: a role (any replica, or one `instance` on its
+/// [`crate::direct_subject`]), in which wire format, and under which call id (the
+/// [`headers::CALL_ID`] a later [`cancel`] names).
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub role: &'a Role,
+    pub instance: Option<&'a str>,
+    pub content_type: ContentType,
+    pub call_id: Option<&'a str>,
+}
+
+impl<'a> Target<'a> {
+    /// Any replica of `role`, no call id.
+    pub fn role(role: &'a Role, content_type: ContentType) -> Self {
+        Self {
+            role,
+            instance: None,
+            content_type,
+            call_id: None,
+        }
+    }
+}
+
+/// [`call`] to `target`.
+pub async fn call_to<R: Rpc>(
+    bus: &dyn Bus,
+    target: Target<'_>,
     meta: Meta,
     body: R,
     timeout: Duration,
-    content_type: ContentType,
 ) -> Result<(R::Reply, kgmesh_schemas::budget::Cost), CallError> {
+    let Target {
+        role,
+        instance,
+        content_type,
+        call_id,
+    } = target;
     let subject = match instance {
         Some(instance) => crate::direct_subject(&role.subject(R::OP), instance),
         None => role.subject(R::OP),
     };
-    let message = encode_request(content_type, meta, body)?;
+    let mut message = encode_request(content_type, meta, body)?;
+    if let Some(call_id) = call_id {
+        message
+            .headers
+            .insert(headers::CALL_ID.to_owned(), call_id.to_owned());
+    }
     let reply_message = bus.request(&subject, message, timeout).await?;
     decode_reply::<R>(role, &subject, &reply_message)
 }

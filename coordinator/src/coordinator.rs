@@ -20,7 +20,7 @@ use std::{
 
 use futures::future::join_all;
 use kgmesh_bus::{
-    typed::{call_instance, CallError},
+    typed::{call_to, cancel, CallError, Target},
     Bus, BusError, RetryPolicy,
 };
 use kgmesh_schemas::{
@@ -340,10 +340,10 @@ pub(crate) async fn send<R: Rpc + Clone>(
     // The receiving agent's span becomes a child of the span this call is made in.
     meta.trace = kgmesh_telemetry::current_or(meta.trace);
     let started = Instant::now();
-    let to = (role, codec);
+    let to = Target::role(role, codec);
     let result = match hedge.filter(|_| R::READ_ONLY) {
         Some(hedge) => send_hedged(bus, to, meta, body, timeout, retries, hedge).await,
-        None => send_retrying(bus, to, None, meta, body, timeout, retries).await,
+        None => send_retrying(bus, to, meta, body, timeout, retries).await,
     };
     crate::metrics::record_call(role, R::OP, &result, started.elapsed());
     result
@@ -353,8 +353,7 @@ pub(crate) async fn send<R: Rpc + Clone>(
 /// none past the request's deadline.
 async fn send_retrying<R: Rpc + Clone>(
     bus: &dyn Bus,
-    (role, codec): (&Role, ContentType),
-    instance: Option<&str>,
+    target: Target<'_>,
     meta: Meta,
     body: R,
     timeout: Duration,
@@ -369,8 +368,7 @@ async fn send_retrying<R: Rpc + Clone>(
         } else {
             timeout.min(left)
         };
-        let result =
-            call_instance::<R>(bus, role, instance, meta.clone(), body.clone(), wait, codec).await;
+        let result = call_to::<R>(bus, target, meta.clone(), body.clone(), wait).await;
         let error = match result {
             Ok(reply) => return Ok(reply),
             Err(error) => error,
@@ -387,11 +385,12 @@ async fn send_retrying<R: Rpc + Clone>(
 
 /// The request to any replica first; then, each time `hedge.after` passes with no
 /// reply, to the next of `hedge.instances` on its direct subject, all within
-/// `timeout`. The first reply wins; an agent's own error (a refused request) is final
-/// at once, since another replica would refuse it too.
+/// `timeout`. The first reply wins, and the replicas are asked to cancel the others'
+/// work; an agent's own error (a refused request) is final at once, since another
+/// replica would refuse it too.
 async fn send_hedged<R: Rpc + Clone>(
     bus: &dyn Bus,
-    to: (&Role, ContentType),
+    to: Target<'_>,
     meta: Meta,
     body: R,
     timeout: Duration,
@@ -400,13 +399,17 @@ async fn send_hedged<R: Rpc + Clone>(
 ) -> Result<(R::Reply, Cost), CallError> {
     use futures::stream::{FuturesUnordered, StreamExt};
 
-    let role = to.0;
+    let role = to.role;
+    let call_id = uuid::Uuid::new_v4().simple().to_string();
+    let to = Target {
+        call_id: Some(&call_id),
+        ..to
+    };
     let deadline = tokio::time::Instant::now() + timeout;
     let mut pending = FuturesUnordered::new();
     pending.push(Box::pin(send_retrying(
         bus,
         to,
-        None,
         meta.clone(),
         body.clone(),
         timeout,
@@ -420,7 +423,19 @@ async fn send_hedged<R: Rpc + Clone>(
     loop {
         let send_next = tokio::select! {
             Some(result) = pending.next() => match result {
-                Ok(reply) => return Ok(reply),
+                Ok(reply) => {
+                    if !pending.is_empty() {
+                        // The losers' replicas stop their work (the winner's has ended).
+                        drop(pending);
+                        for instance in &hedge.instances {
+                            if let Err(error) = cancel(bus, role, instance, &call_id).await {
+                                tracing::debug!(%error, %instance, "cancel not sent");
+                            }
+                        }
+                        crate::metrics::record_cancel(role, R::OP);
+                    }
+                    return Ok(reply);
+                }
                 Err(error) if !RetryPolicy::is_transient(&error) => return Err(error),
                 Err(error) => {
                     first_error.get_or_insert(error);
@@ -437,10 +452,13 @@ async fn send_hedged<R: Rpc + Clone>(
                 Some(instance) if !left.is_zero() => {
                     crate::metrics::record_hedge(role, R::OP);
                     tracing::debug!(role = role.as_str(), op = R::OP, %instance, "hedged call");
+                    let to = Target {
+                        instance: Some(instance.as_str()),
+                        ..to
+                    };
                     pending.push(Box::pin(send_retrying(
                         bus,
                         to,
-                        Some(instance.as_str()),
                         meta.clone(),
                         body.clone(),
                         left,

@@ -3,9 +3,10 @@
 //! their direct subjects, and the first reply wins. A frozen or just-killed replica
 //! then costs a question one hedge delay instead of the whole call timeout.
 //!
-//! The losing requests are not cancelled on the agents: their replies are dropped
-//! when they come. Operations that change something (`Rpc::READ_ONLY = false`, the
-//! cache's store and feedback) are never hedged.
+//! When one attempt wins, the replicas get a cancel message for the call (its id is
+//! in every attempt's `Kgmesh-Call` header) and a kgmesh agent stops the losers' work.
+//! Operations that change something (`Rpc::READ_ONLY = false`, the cache's store and
+//! feedback) are never hedged.
 
 use std::{
     collections::{HashMap, VecDeque},

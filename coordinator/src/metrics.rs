@@ -24,6 +24,7 @@ pub(crate) const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
 pub(crate) const DEGRADED_TOTAL: &str = "kgmesh_degraded_total";
 pub(crate) const REFUSED_ROLES_TOTAL: &str = "kgmesh_refused_roles_total";
 pub(crate) const HEDGED_CALLS_TOTAL: &str = "kgmesh_hedged_calls_total";
+pub(crate) const CANCELLED_CALLS_TOTAL: &str = "kgmesh_cancelled_calls_total";
 
 /// Counts a question as in flight until dropped, so a cancelled question (a client that
 /// hung up) leaves the gauge too.
@@ -109,6 +110,12 @@ pub(crate) fn record_call<T>(
 /// One more request sent for a call that had no reply yet (a hedge).
 pub(crate) fn record_hedge(role: &Role, op: &'static str) {
     metrics::counter!(HEDGED_CALLS_TOTAL, "role" => role.as_str().to_owned(), "op" => op)
+        .increment(1);
+}
+
+/// A hedged call won with other attempts still in flight, whose work was cancelled.
+pub(crate) fn record_cancel(role: &Role, op: &'static str) {
+    metrics::counter!(CANCELLED_CALLS_TOTAL, "role" => role.as_str().to_owned(), "op" => op)
         .increment(1);
 }
 

@@ -5,34 +5,81 @@
 mod support;
 
 use std::{
-    sync::Arc,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
-use kgmesh_bus::{LocalBus, LocalBusOptions, Selection};
+use futures::future::BoxFuture;
+use kgmesh_bus::{
+    Bus, Endpoint, LocalBus, LocalBusOptions, Message, Selection, ServiceHandle, ServiceSpec,
+};
 use kgmesh_coordinator::{CoordinatorConfig, HedgePolicy};
 use kgmesh_schemas::{
     budget::Cost,
+    envelope::{headers, CANCEL_OP},
     messages::{
         ask::{AskOptions, AskRequest},
         retrieve::RetrieveRequest,
     },
-    Reply, Role, RoleKind,
+    Reply, Role, RoleInfo, RoleKind, Rpc,
 };
 use support::*;
 
+/// Call ids, as the frozen replica saw them.
+type CallIds = Arc<Mutex<Vec<String>>>;
+
+/// A path-follower replica that takes retrieve requests and never answers, recording
+/// their call ids, and records the call ids of the cancel messages it gets.
+async fn frozen_replica(
+    bus: &Arc<LocalBus>,
+    taken: CallIds,
+    cancelled: CallIds,
+) -> Box<dyn ServiceHandle> {
+    let role = Role::well_known(Role::PATH_FOLLOWER);
+    let retrieve = role.subject(RetrieveRequest::OP);
+    let spec = ServiceSpec {
+        info: RoleInfo {
+            role: role.clone(),
+            version: "test".into(),
+            kind: RoleKind::Retriever,
+            ops: vec![RetrieveRequest::OP.to_owned()],
+        },
+        endpoints: [retrieve.clone(), role.subject(CANCEL_OP)]
+            .into_iter()
+            .map(|subject| Endpoint {
+                subject,
+                queue_group: role.queue_group(),
+            })
+            .collect(),
+    };
+    let handler = move |subject: String, message: Message| -> BoxFuture<'static, Message> {
+        let call_id = message.headers.get(headers::CALL_ID).cloned();
+        let record = if subject == retrieve {
+            &taken
+        } else {
+            &cancelled
+        };
+        record.lock().unwrap().extend(call_id);
+        if subject == retrieve {
+            Box::pin(std::future::pending())
+        } else {
+            Box::pin(async { Message::default() })
+        }
+    };
+    bus.serve(spec, Arc::new(handler)).await.expect("serves")
+}
+
 /// Two path-follower replicas, the first frozen; each request goes to one at random.
 async fn frozen_and_healthy(bus: &Arc<LocalBus>) -> Vec<Box<dyn kgmesh_bus::ServiceHandle>> {
-    let frozen = serve::<RetrieveRequest, _, _>(
-        bus,
-        Role::PATH_FOLLOWER,
-        RoleKind::Retriever,
-        |_request| async move {
-            std::future::pending::<()>().await;
-            unreachable!()
-        },
-    )
-    .await;
+    frozen_and_healthy_recording(bus, CallIds::default(), CallIds::default()).await
+}
+
+async fn frozen_and_healthy_recording(
+    bus: &Arc<LocalBus>,
+    taken: CallIds,
+    cancelled: CallIds,
+) -> Vec<Box<dyn kgmesh_bus::ServiceHandle>> {
+    let frozen = frozen_replica(bus, taken, cancelled).await;
     let healthy = serve::<RetrieveRequest, _, _>(
         bus,
         Role::PATH_FOLLOWER,
@@ -78,7 +125,8 @@ async fn a_frozen_replica_costs_one_hedge_delay_not_the_timeout() {
         selection: Selection::Random,
         ..LocalBusOptions::default()
     }));
-    let _handles = frozen_and_healthy(&bus).await;
+    let (taken, cancelled) = (CallIds::default(), CallIds::default());
+    let _handles = frozen_and_healthy_recording(&bus, taken.clone(), cancelled.clone()).await;
     let coordinator = coordinator(&bus, config(true));
     // Half the first requests go to the frozen replica.
     for _ in 0..8 {
@@ -93,6 +141,17 @@ async fn a_frozen_replica_costs_one_hedge_delay_not_the_timeout() {
         assert!(
             took < Duration::from_secs(1),
             "a question took {took:?} with a frozen replica"
+        );
+    }
+    // Every call the frozen replica took was hedged, won elsewhere, and cancelled
+    // there by its call id.
+    let taken = taken.lock().unwrap().clone();
+    assert!(!taken.is_empty(), "no request reached the frozen replica");
+    let cancelled = cancelled.lock().unwrap().clone();
+    for call_id in &taken {
+        assert!(
+            cancelled.contains(call_id),
+            "{call_id} not cancelled: {cancelled:?}"
         );
     }
 }

@@ -12,6 +12,10 @@ use crate::{budget::Cost, AgentError, Budget, QuestionId};
 /// message in this crate; the golden-bytes test fails until you do.
 pub const SCHEMA_VERSION: u16 = 3;
 
+/// The operation every kgmesh agent serves besides its own: a message on it carrying
+/// a [`headers::CALL_ID`] cancels that call's work (the losers of a hedged call).
+pub const CANCEL_OP: &str = "cancel";
+
 /// Header names. NATS headers are case-sensitive; these are the canonical spellings.
 pub mod headers {
     /// MIME type of the payload (see [`crate::ContentType`]).
@@ -22,6 +26,10 @@ pub mod headers {
     pub const QUESTION_ID: &str = "Kgmesh-Question";
     /// Set on replies that carry an [`crate::AgentError`] (value: the error kind).
     pub const ERROR: &str = "Kgmesh-Error";
+    /// One call of the coordinator, the same on its hedges (other replicas asked the
+    /// same): a message with it on a role's [`super::CANCEL_OP`] subject stops that
+    /// call's work where it still runs.
+    pub const CALL_ID: &str = "Kgmesh-Call";
     /// W3C trace context.
     pub const TRACEPARENT: &str = "traceparent";
     pub const TRACESTATE: &str = "tracestate";

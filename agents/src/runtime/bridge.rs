@@ -5,10 +5,13 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use actix::{Actor, Addr};
 use futures::future::BoxFuture;
 use kgmesh_bus::{Bus, Endpoint, Handler, Message, ServiceHandle, ServiceSpec};
-use kgmesh_schemas::{AgentError, RoleInfo};
+use kgmesh_schemas::{
+    envelope::{headers, CANCEL_OP},
+    AgentError, RoleInfo,
+};
 
 use super::{
-    actor::{Invoke, RoleActor, Shutdown},
+    actor::{Invoke, RoleActor, Running, Shutdown},
     spec::{error_reply, reply_content_type},
     RoleSpec, RuntimeError,
 };
@@ -112,10 +115,19 @@ pub async fn start_role_with(
         });
         routes.insert(subject, (op, handler));
     }
+    // Every role also takes cancel messages for the work of its calls (the losers of
+    // a hedged call); they are not one of its operations.
+    let cancel_subject = info.role.subject(CANCEL_OP);
+    endpoints.push(Endpoint {
+        subject: cancel_subject.clone(),
+        queue_group: info.role.queue_group(),
+    });
+    let running = Running::default();
     let actor = RoleActor {
         role: info.role.clone(),
         instance_id: instance_id.clone(),
         ops: routes,
+        running: running.clone(),
     };
     let mut actors = Vec::new();
     if options.workers <= 1 {
@@ -130,6 +142,8 @@ pub async fn start_role_with(
         endpoints,
     };
     let bridge = Arc::new(Bridge {
+        cancel_subject,
+        running,
         actors: actors.iter().map(|(addr, _)| addr.clone()).collect(),
         next: std::sync::atomic::AtomicUsize::new(0),
         in_flight: options.max_in_flight.map(|most| {
@@ -205,6 +219,9 @@ async fn spawn_actor_thread(
 /// The bus handler of a role: forwards each request to the role's actor, refusing
 /// those beyond its in-flight limit.
 struct Bridge {
+    /// Where cancel messages arrive, and the calls they may stop.
+    cancel_subject: String,
+    running: Running,
     /// One actor per worker, taking requests in turn.
     actors: Vec<Addr<RoleActor>>,
     next: std::sync::atomic::AtomicUsize,
@@ -214,6 +231,13 @@ struct Bridge {
 
 impl Handler for Bridge {
     fn handle(&self, subject: String, message: Message) -> BoxFuture<'static, Message> {
+        if subject == self.cancel_subject {
+            if let Some(call_id) = message.headers.get(headers::CALL_ID) {
+                let stopped = self.running.cancel(call_id);
+                tracing::debug!(%call_id, stopped, "call cancelled");
+            }
+            return Box::pin(async { Message::default() });
+        }
         let content_type = reply_content_type(&message);
         let permit = match &self.in_flight {
             Some((permits, most)) => match permits.clone().try_acquire_owned() {

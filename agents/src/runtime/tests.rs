@@ -354,3 +354,63 @@ async fn workers_serve_cpu_bound_requests_side_by_side() {
     );
     assert_eq!(most_at_once(2).await, 2, "two workers serve two at once");
 }
+
+/// A cancel message naming a call stops that call's work on the instance running it
+/// (the loser of a hedged call), on the in-process bus and on a real nats-server;
+/// another call's work goes on.
+async fn cancel_contract(bus: Arc<dyn Bus>) {
+    use kgmesh_bus::typed::{call_to, cancel, Target};
+    use kgmesh_schemas::ContentType;
+
+    let handle = bounded(start_role(
+        bus.clone(),
+        tester(Arc::new(AtomicUsize::new(0))),
+    ))
+    .await
+    .unwrap();
+    let instance = handle.bus_instance_id().to_owned();
+    let start = |call_id: &'static str, text: &'static str| {
+        let bus = bus.clone();
+        tokio::spawn(async move {
+            let role = role();
+            let target = Target {
+                call_id: Some(call_id),
+                ..Target::role(&role, ContentType::Bincode)
+            };
+            let request = EchoRequest { text: text.into() };
+            call_to(bus.as_ref(), target, meta(), request, WAIT).await
+        })
+    };
+    let forever = start("call-1", "forever");
+    let slow = start("call-2", "slow");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    bounded(cancel(bus.as_ref(), &role(), &instance, "call-1"))
+        .await
+        .unwrap();
+    let error = bounded(forever).await.unwrap().unwrap_err();
+    assert!(
+        matches!(&error, CallError::Agent { error: AgentError::Unavailable { detail }, .. } if detail.contains("cancelled")),
+        "{error:?}"
+    );
+    // The other call was not touched, and a cancel of a finished call is harmless.
+    let (reply, _) = bounded(slow).await.unwrap().unwrap();
+    assert_eq!(reply.text, "slow");
+    bounded(cancel(bus.as_ref(), &role(), &instance, "call-2"))
+        .await
+        .unwrap();
+    bounded(handle.stop(Duration::from_secs(5))).await;
+}
+
+#[tokio::test]
+async fn a_cancel_stops_a_call_on_the_local_bus() {
+    cancel_contract(Arc::new(LocalBus::new())).await;
+}
+
+#[tokio::test]
+async fn a_cancel_stops_a_call_on_nats() {
+    let server = NatsServer::start();
+    let bus = bounded(NatsBus::connect(&server.url(), NatsOptions::default()))
+        .await
+        .unwrap();
+    cancel_contract(Arc::new(bus)).await;
+}
