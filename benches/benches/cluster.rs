@@ -12,10 +12,8 @@
 //! is asked with `no_cache`, after a warm-up pass that is not counted.
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
-    net::{SocketAddr, TcpStream},
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    net::SocketAddr,
+    path::PathBuf,
     sync::{
         atomic::{AtomicUsize, Ordering},
         Mutex,
@@ -23,6 +21,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use kgmesh_benches::serve::{exchange, kgmesh, spawn, spawn_server, Proc};
 use kgmesh_testkit::nats::NatsServer;
 
 const ROLES: [&str; 8] = [
@@ -36,86 +35,8 @@ const ROLES: [&str; 8] = [
     "summarizer",
 ];
 
-/// A child process killed on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn kgmesh(binary: &Path) -> Command {
-    let mut command = Command::new(binary);
-    command
-        .env_remove("KGMESH_CONFIG")
-        .env_remove("OPENAI_BASE_URL")
-        .env("RUST_LOG", "error")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null());
-    command
-}
-
-fn spawn(mut command: Command) -> Proc {
-    Proc(
-        command
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("kgmesh starts (build it with cargo build --release --bin kgmesh)"),
-    )
-}
-
-/// Starts a server and returns it with the address it printed.
-fn spawn_server(mut command: Command) -> (Proc, SocketAddr) {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("kgmesh serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(address) = line.strip_prefix("listening on http://") {
-                let _ = tx.send(address.trim().to_owned());
-            }
-        }
-    });
-    let address = rx
-        .recv_timeout(Duration::from_secs(120))
-        .expect("the server printed its address")
-        .parse()
-        .expect("an address");
-    (Proc(child), address)
-}
-
-fn exchange(address: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).expect("write");
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let text = String::from_utf8_lossy(&response).to_string();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
 }
 
 /// Waits until the server lists `replicas` replicas of every role and is ready.

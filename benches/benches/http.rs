@@ -13,12 +13,12 @@
 //! question is asked with `no_cache`, so every ask does the whole work.
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
-    net::{SocketAddr, TcpStream},
+    net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
+
+use kgmesh_benches::serve::{exchange, kgmesh, spawn_server, Proc};
 
 const QUESTIONS: &[&str] = &[
     "who directed Heat",
@@ -30,15 +30,8 @@ const QUESTIONS: &[&str] = &[
 
 struct Server {
     label: String,
-    child: Child,
+    _process: Proc,
     address: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn workspace() -> PathBuf {
@@ -48,7 +41,7 @@ fn workspace() -> PathBuf {
 /// `console`: `http.console` set to it, or left to the binary (a build from before the
 /// setting existed refuses to start with it).
 fn start(label: &str, binary: &Path, console: Option<bool>) -> Server {
-    let mut command = Command::new(binary);
+    let mut command = kgmesh(binary);
     command
         .args([
             "serve",
@@ -59,76 +52,21 @@ fn start(label: &str, binary: &Path, console: Option<bool>) -> Server {
             "1",
         ])
         .arg("--kg")
-        .arg(workspace().join("examples/movies/kg.tsv"))
-        .env_remove("KGMESH_CONFIG")
-        .env_remove("OPENAI_BASE_URL")
-        .env("RUST_LOG", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .arg(workspace().join("examples/movies/kg.tsv"));
     if let Some(console) = console {
         command.env("KGMESH__HTTP__CONSOLE", console.to_string());
     }
-    let mut child = command.spawn().unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (build it with cargo build --release --bin kgmesh)",
-            binary.display()
-        )
-    });
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(address) = line.strip_prefix("listening on http://") {
-                let _ = tx.send(address.to_owned());
-            }
-        }
-    });
-    let address = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("{label} printed no address within 60 s"))
-        .parse()
-        .expect("an address");
-    let server = Server {
-        label: label.to_owned(),
-        child,
-        address,
-    };
+    let (process, address) = spawn_server(command);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while post(server.address, "/readyz", None).0 != 200 {
+    while exchange(address, "GET", "/readyz", "").0 != 200 {
         assert!(Instant::now() < deadline, "{label} never became ready");
         std::thread::sleep(Duration::from_millis(100));
     }
-    server
-}
-
-/// One HTTP/1.1 exchange (GET without a body); (status, body bytes).
-fn post(address: SocketAddr, path: &str, body: Option<&str>) -> (u16, usize) {
-    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
-    let request = match body {
-        Some(body) => format!(
-            "POST {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        ),
-        None => format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"),
-    };
-    stream.write_all(request.as_bytes()).expect("write");
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let text = String::from_utf8_lossy(&response);
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.len())
-        .unwrap_or(0);
-    (status, body)
+    Server {
+        label: label.to_owned(),
+        _process: process,
+        address,
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -192,7 +130,8 @@ fn main() {
             };
             for i in order {
                 let started = Instant::now();
-                let (status, size) = post(servers[i].address, "/v1/ask", Some(&body));
+                let (status, reply) = exchange(servers[i].address, "POST", "/v1/ask", &body);
+                let size = reply.len();
                 let elapsed = started.elapsed().as_secs_f64() * 1e3;
                 assert_eq!(status, 200, "{}: {question}", servers[i].label);
                 if round > 0 {
@@ -234,7 +173,8 @@ fn main() {
     let mut page_bytes = 0;
     for _ in 0..50 {
         let started = Instant::now();
-        let (status, size) = post(console.address, "/", None);
+        let (status, page) = exchange(console.address, "GET", "/", "");
+        let size = page.len();
         page_ms.push(started.elapsed().as_secs_f64() * 1e3);
         assert_eq!(status, 200, "GET / of {}", console.label);
         page_bytes = size;

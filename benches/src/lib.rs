@@ -9,6 +9,8 @@
 //! spec.write_tsv(&path).unwrap();
 //! ```
 
+pub mod serve;
+
 use std::{
     io::{BufWriter, Write},
     path::Path,

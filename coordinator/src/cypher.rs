@@ -30,14 +30,34 @@ impl Coordinator {
                 "the query is longer than {MAX_QUERY_CHARS} characters"
             )));
         }
-        let codec = self
-            .require_role(Role::QUERY_EXECUTOR, QueryRequest::OP)
-            .await?;
         // The call waits as long as the query may run, and at least the usual call.
         let timeout = self
             .config()
             .call_timeout
             .max(Duration::from_millis(u64::from(request.timeout_ms) + 1_000));
+        let reply = self.call_query_executor(request, timeout).await?;
+        reply.outcome.map_err(|error| CoordinatorError::RoleFailed {
+            role: Role::QUERY_EXECUTOR.to_owned(),
+            error,
+        })
+    }
+
+    /// The graph's labels and relations with their counts, as the query executor reads
+    /// them from its store.
+    pub async fn schema(&self) -> Result<GraphSchema, CoordinatorError> {
+        let reply = self
+            .call_query_executor(SchemaRequest {}, self.config().call_timeout)
+            .await?;
+        Ok(reply.schema)
+    }
+
+    /// One call to a query executor outside any question, waiting up to `timeout`.
+    async fn call_query_executor<R: Rpc + Clone>(
+        &self,
+        request: R,
+        timeout: Duration,
+    ) -> Result<R::Reply, CoordinatorError> {
+        let codec = self.require_role(Role::QUERY_EXECUTOR, R::OP).await?;
         let mut budget = self.config().budget;
         budget.deadline = kgmesh_schemas::Deadline::after(timeout);
         let role = Role::well_known(Role::QUERY_EXECUTOR);
@@ -53,40 +73,8 @@ impl Coordinator {
         .await
         .map_err(|error| CoordinatorError::RoleFailed {
             role: role.to_string(),
-            error: error.to_agent_error(&role.subject(QueryRequest::OP)),
+            error: error.to_agent_error(&role.subject(R::OP)),
         })?;
-        reply.outcome.map_err(|error| CoordinatorError::RoleFailed {
-            role: role.to_string(),
-            error,
-        })
-    }
-}
-
-impl Coordinator {
-    /// The graph's labels and relations with their counts, as the query executor reads
-    /// them from its store.
-    pub async fn schema(&self) -> Result<GraphSchema, CoordinatorError> {
-        let codec = self
-            .require_role(Role::QUERY_EXECUTOR, SchemaRequest::OP)
-            .await?;
-        let timeout = self.config().call_timeout;
-        let mut budget = self.config().budget;
-        budget.deadline = kgmesh_schemas::Deadline::after(timeout);
-        let role = Role::well_known(Role::QUERY_EXECUTOR);
-        let (reply, _cost) = send(
-            self.bus().as_ref(),
-            (&role, codec),
-            Meta::new(QuestionId::new_random(), 0, budget),
-            SchemaRequest {},
-            timeout,
-            self.config().retries,
-            None,
-        )
-        .await
-        .map_err(|error| CoordinatorError::RoleFailed {
-            role: role.to_string(),
-            error: error.to_agent_error(&role.subject(SchemaRequest::OP)),
-        })?;
-        Ok(reply.schema)
+        Ok(reply)
     }
 }

@@ -96,6 +96,14 @@ async fn frozen_and_healthy_recording(
     ]
 }
 
+/// A bus that hands each request to a replica at random.
+fn random_bus() -> Arc<LocalBus> {
+    Arc::new(LocalBus::with_options(LocalBusOptions {
+        selection: Selection::Random,
+        ..LocalBusOptions::default()
+    }))
+}
+
 fn config(hedge: bool) -> CoordinatorConfig {
     CoordinatorConfig {
         call_timeout: Duration::from_secs(3),
@@ -121,10 +129,7 @@ fn question() -> AskRequest {
 
 #[tokio::test]
 async fn a_frozen_replica_costs_one_hedge_delay_not_the_timeout() {
-    let bus = Arc::new(LocalBus::with_options(LocalBusOptions {
-        selection: Selection::Random,
-        ..LocalBusOptions::default()
-    }));
+    let bus = random_bus();
     let (taken, cancelled) = (CallIds::default(), CallIds::default());
     let _handles = frozen_and_healthy_recording(&bus, taken.clone(), cancelled.clone()).await;
     let coordinator = coordinator(&bus, config(true));
@@ -158,10 +163,7 @@ async fn a_frozen_replica_costs_one_hedge_delay_not_the_timeout() {
 
 #[tokio::test]
 async fn without_hedging_a_frozen_replica_costs_the_timeout() {
-    let bus = Arc::new(LocalBus::with_options(LocalBusOptions {
-        selection: Selection::Random,
-        ..LocalBusOptions::default()
-    }));
+    let bus = random_bus();
     let _handles = frozen_and_healthy(&bus).await;
     let coordinator = coordinator(&bus, config(false));
     // Until a question's first request lands on the frozen replica (half of them do).
