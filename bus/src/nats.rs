@@ -667,12 +667,15 @@ fn spawn_request(
         if reply.headers.contains_key(headers::ERROR) {
             agent_errors.fetch_add(1, Ordering::Relaxed);
         }
-        let reply_headers = to_nats_headers(&reply.headers);
-        if let Err(error) = request
-            .respond_with_headers(Ok(reply.payload), reply_headers)
-            .await
-        {
-            tracing::warn!(%subject, %error, "cannot send reply");
+        // A published message (a cancel) asks for no reply.
+        if request.message.reply.is_some() {
+            let reply_headers = to_nats_headers(&reply.headers);
+            if let Err(error) = request
+                .respond_with_headers(Ok(reply.payload), reply_headers)
+                .await
+            {
+                tracing::warn!(%subject, %error, "cannot send reply");
+            }
         }
         drop(guard);
     });
