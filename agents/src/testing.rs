@@ -17,6 +17,7 @@ pub(crate) struct ScriptedModel {
     repeat_last: bool,
     usage: Usage,
     prompts: Mutex<Vec<String>>,
+    context_tokens: Option<usize>,
 }
 
 impl ScriptedModel {
@@ -31,7 +32,14 @@ impl ScriptedModel {
                 estimated: false,
             },
             prompts: Mutex::new(Vec::new()),
+            context_tokens: None,
         }
+    }
+
+    /// The context window the model declares.
+    pub(crate) fn with_context_tokens(mut self, tokens: usize) -> Self {
+        self.context_tokens = Some(tokens);
+        self
     }
 
     /// Answers every request with `reply` (text, or the same error).
@@ -59,6 +67,10 @@ impl ScriptedModel {
 impl LanguageModel for ScriptedModel {
     fn name(&self) -> &str {
         "scripted"
+    }
+
+    fn context_tokens(&self) -> Option<usize> {
+        self.context_tokens
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {

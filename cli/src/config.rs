@@ -230,6 +230,10 @@ pub struct LlmConfig {
     /// 0 turns this off.
     pub breaker_failures: u32,
     pub breaker_cooldown_ms: u64,
+    /// The model's context window in tokens (the server's `n_ctx`, a hosted model's
+    /// limit); the judge's and summarizer's evidence is cut to fit it. Unset: the roles'
+    /// own budgets (3,000 and 4,000 estimated tokens), which need about 8k.
+    pub context_tokens: Option<u32>,
     /// The roles that use the model; the others run their LLM-free strategy. The
     /// agentic traverser is left out by default: it is one retriever among several and
     /// would spend two calls a step; so is the pattern matcher (one call, to write the
@@ -261,6 +265,7 @@ impl Default for LlmConfig {
             max_tokens: 1_024,
             breaker_failures: 3,
             breaker_cooldown_ms: 30_000,
+            context_tokens: None,
             roles: LLM_ROLES[..4].iter().map(|r| (*r).to_owned()).collect(),
         }
     }

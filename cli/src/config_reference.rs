@@ -185,6 +185,12 @@ const KEYS: &[(&str, &str)] = &[
         "How long model calls fail at once after the breaker opens, in milliseconds.",
     ),
     (
+        "llm.context_tokens",
+        "The model's context window in tokens (a local server's `n_ctx`, 4096 for \
+         `scripts/local-llm`; a hosted model's limit): the judge's and summarizer's evidence \
+         is cut to fit it beside the reply. Unset: their own budgets, which need about 8k.",
+    ),
+    (
         "llm.roles",
         "Roles that use the model, any of `kg-linker`, `judge`, `summarizer`, \
          `cache-manager`, `agentic-traverser`, `pattern-matcher`; the others run their \

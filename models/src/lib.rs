@@ -96,6 +96,11 @@ pub enum LlmError {
 pub trait LanguageModel: Send + Sync + 'static {
     /// Model name for reports and traces.
     fn name(&self) -> &str;
+    /// The model's context window in tokens, when it is known (`llm.context_tokens`):
+    /// prompts cut their evidence to fit it ([`prompts::context::fit_evidence`]).
+    fn context_tokens(&self) -> Option<usize> {
+        None
+    }
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
 }
 

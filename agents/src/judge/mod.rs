@@ -65,7 +65,12 @@ impl Judge {
             return Ok(reply);
         }
         let relations = self.frontier_relations(ctx, &request).await;
-        let chat = prompts::judge::build(&request, &relations, CONTEXT_TOKENS);
+        let evidence_tokens = prompts::context::fit_evidence(
+            llm.context_tokens(),
+            prompts::judge::COMPLETION_TOKENS,
+            CONTEXT_TOKENS,
+        );
+        let chat = prompts::judge::build(&request, &relations, evidence_tokens);
         let started = Instant::now();
         let outcome = ctx.chat(llm.as_ref(), chat).await;
         match outcome {

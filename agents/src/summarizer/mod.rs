@@ -78,7 +78,12 @@ impl Summarizer {
         if request.context.evidence.is_empty() || ctx.budget().check_llm(1).is_err() {
             return Ok(self.rule_reply(&request).await);
         }
-        let chat = prompts::summarizer::build(&request, CONTEXT_TOKENS);
+        let evidence_tokens = prompts::context::fit_evidence(
+            llm.context_tokens(),
+            prompts::summarizer::COMPLETION_TOKENS,
+            CONTEXT_TOKENS,
+        );
+        let chat = prompts::summarizer::build(&request, evidence_tokens);
         let started = Instant::now();
         let why = match ctx.chat(llm.as_ref(), chat).await {
             Ok(response) => {

@@ -881,3 +881,44 @@ fn a_property_the_question_names_outranks_the_neighbours_a_path_reaches() {
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts.first(), Some(&"39"), "{texts:?}");
 }
+
+/// A model that declares a 4,096-token window gets a prompt that fits it: the evidence
+/// is cut to its best lines. Without a declared window the same context is sent whole.
+#[tokio::test]
+async fn the_prompt_fits_the_models_declared_window() {
+    let pacino = entity(1, "Al Pacino");
+    let evidence: Vec<Evidence> = (0..600)
+        .map(|i| {
+            let film = entity(
+                100 + i,
+                &format!("A Film With A Rather Long Title Number {i}"),
+            );
+            path(&pacino, "starred_actors", &film, 0.5)
+        })
+        .collect();
+    let mut prompt_chars = Vec::new();
+    for window in [None, Some(4_096)] {
+        let mut model = ScriptedModel::always(Ok("<answers></answers>"));
+        if let Some(window) = window {
+            model = model.with_context_tokens(window);
+        }
+        let model = Arc::new(model);
+        let summarizer = Summarizer {
+            llm: Some(model.clone()),
+            rule: SummaryRule::default(),
+            vectors_opt: None,
+            graph_opt: None,
+        };
+        let ctx = CallContext::for_test(Role::SUMMARIZER);
+        summarizer
+            .summarize(&ctx, request(evidence.clone(), vec![pacino.clone()]))
+            .await
+            .unwrap();
+        let prompts = model.prompts();
+        prompt_chars.push(prompts[0].chars().count());
+    }
+    // Four characters a token: the whole context is over 4,000 estimated tokens, the
+    // fitted one leaves room for the reply and a finer real tokenization.
+    assert!(prompt_chars[0] / 4 > 4_000, "{prompt_chars:?}");
+    assert!(prompt_chars[1] / 4 < 2_600, "{prompt_chars:?}");
+}

@@ -402,6 +402,7 @@ pub(crate) fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn L
     llm.requests_per_minute = config.llm.requests_per_minute;
     llm.breaker_failures = config.llm.breaker_failures;
     llm.breaker_cooldown = Duration::from_millis(config.llm.breaker_cooldown_ms);
+    llm.context_tokens = config.llm.context_tokens.map(|t| t as usize);
     llm.record_prompts = config.telemetry.record_prompts;
     let chat = OpenAiChat::new(llm).context("cannot configure the language model")?;
     Ok(Some(Arc::new(chat)))

@@ -42,6 +42,10 @@ impl LanguageModel for OpenAiChat {
         &self.transport.config.model
     }
 
+    fn context_tokens(&self) -> Option<usize> {
+        self.transport.config.context_tokens
+    }
+
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let config = &self.transport.config;
         // OpenTelemetry GenAI semantic conventions. Never the API key; the prompt and

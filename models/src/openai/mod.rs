@@ -66,6 +66,9 @@ pub struct OpenAiConfig {
     /// the server again. 0 turns this off.
     pub breaker_failures: u32,
     pub breaker_cooldown: Duration,
+    /// The model's context window in tokens, when known: prompts cut their evidence to
+    /// fit it ([`crate::LanguageModel::context_tokens`]).
+    pub context_tokens: Option<usize>,
 }
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -85,6 +88,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("record_prompts", &self.record_prompts)
             .field("breaker_failures", &self.breaker_failures)
             .field("breaker_cooldown", &self.breaker_cooldown)
+            .field("context_tokens", &self.context_tokens)
             .finish()
     }
 }
@@ -105,6 +109,7 @@ impl OpenAiConfig {
             record_prompts: false,
             breaker_failures: 3,
             breaker_cooldown: Duration::from_secs(30),
+            context_tokens: None,
         }
     }
 

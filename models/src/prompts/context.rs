@@ -102,6 +102,25 @@ fn value_text(value: &Value) -> String {
     }
 }
 
+/// Room left for a prompt's instructions, question and names besides its evidence, in
+/// tokens (a generous allowance: the fixed text of the longest prompt is about half).
+const INSTRUCTION_TOKENS: usize = 600;
+
+/// The evidence budget of a prompt (estimated tokens): `budget`, cut to what fits in a
+/// model context of `context_tokens` beside `completion_tokens` of reply and the
+/// instructions. The estimate (four characters a token) runs low on graph text: names
+/// and arrows tokenize finer, and prompts of 4,000 estimated evidence tokens measured
+/// 5,400 to 6,300 with a real tokenizer, so only 60 % of the room is filled.
+pub fn fit_evidence(context_tokens: Option<usize>, completion_tokens: u32, budget: usize) -> usize {
+    match context_tokens {
+        Some(window) => {
+            let room = window.saturating_sub(completion_tokens as usize + INSTRUCTION_TOKENS);
+            budget.min(room * 3 / 5)
+        }
+        None => budget,
+    }
+}
+
 /// Evidence lines labelled `E<index+1>`, the best-scored kept when the budget is short,
 /// shown in their original order so labels stay stable across prompts.
 pub fn evidence_block(context: &Context, budget_tokens: usize) -> String {
@@ -153,6 +172,24 @@ pub fn notes_block(context: &Context) -> String {
         .take(10)
         .map(|n| format!("- {}\n", quote(n)))
         .collect()
+}
+
+#[cfg(test)]
+mod fit_tests {
+    use super::fit_evidence;
+
+    #[test]
+    fn evidence_fits_the_models_window() {
+        // Unknown window: the role's own budget.
+        assert_eq!(fit_evidence(None, 400, 4_000), 4_000);
+        // A 4,096-token server (scripts/local-llm): well under what overflowed it.
+        let fitted = fit_evidence(Some(4_096), 400, 4_000);
+        assert_eq!(fitted, (4_096 - 400 - 600) * 3 / 5);
+        assert!(fitted * 3 / 2 + 600 + 400 <= 4_096, "{fitted}");
+        // A large window leaves the role's budget as it is; a tiny one leaves nothing.
+        assert_eq!(fit_evidence(Some(128_000), 400, 4_000), 4_000);
+        assert_eq!(fit_evidence(Some(512), 400, 4_000), 0);
+    }
 }
 
 #[cfg(test)]

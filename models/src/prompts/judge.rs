@@ -11,6 +11,9 @@ const SYSTEM: &str = "You check whether retrieved knowledge-graph facts are enou
 answer a question, and if not, how to retrieve what is missing. You answer only in the \
 tagged sections asked for.";
 
+/// Longest reply asked of the model.
+pub const COMPLETION_TOKENS: u32 = 200;
+
 /// `relations` are the relations around the frontier (the only ones a depth expansion
 /// may name).
 pub fn build(request: &JudgeRequest, relations: &[String], context_tokens: usize) -> ChatRequest {
@@ -53,7 +56,7 @@ Finally give a one-sentence reason in <reason></reason>.\n\n",
     }
     ChatRequest::new(
         vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        200,
+        COMPLETION_TOKENS,
     )
 }
 

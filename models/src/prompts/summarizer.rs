@@ -9,6 +9,9 @@ use crate::{ChatMessage, ChatRequest};
 const SYSTEM: &str = "You answer questions from knowledge-graph facts only. You never \
 use outside knowledge and never guess; every answer cites the fact lines it comes from.";
 
+/// Longest reply asked of the model.
+pub const COMPLETION_TOKENS: u32 = 400;
+
 pub fn build(request: &SummarizeRequest, context_tokens: usize) -> ChatRequest {
     let mut user = format!(
         "Answer the question from the facts below. Each fact line starts with a label such \
@@ -39,7 +42,7 @@ explain in one sentence in <explanation></explanation>.\n\n",
     user.push_str(&context::evidence_block(&request.context, context_tokens));
     ChatRequest::new(
         vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        400,
+        COMPLETION_TOKENS,
     )
 }
 
