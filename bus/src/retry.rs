@@ -9,9 +9,9 @@
 //! budget, the question's deadline passed), which another replica would repeat. The pause doubles from `backoff` up to `max_backoff`;
 //! callers never pause or retry past the question's deadline.
 
-use std::time::Duration;
+use std::{future::Future, time::Duration};
 
-use kgmesh_schemas::AgentError;
+use kgmesh_schemas::{AgentError, Deadline};
 
 use crate::{typed::CallError, BusError};
 
@@ -49,6 +49,31 @@ impl RetryPolicy {
         }
         let pause = self.backoff.saturating_mul(1 << attempt.min(16));
         Some(pause.min(self.max_backoff))
+    }
+
+    /// Runs `attempt` (given its number, 0 first) until it succeeds, fails for good,
+    /// runs out of retries, or the next pause would reach past `deadline`; the last
+    /// error when it gives up.
+    pub async fn run<T, F, Fut>(&self, deadline: Deadline, mut attempt: F) -> Result<T, CallError>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, CallError>>,
+    {
+        let mut tries = 0;
+        loop {
+            let error = match attempt(tries).await {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            match self.next(&error, tries) {
+                Some(pause) if pause < deadline.remaining() => {
+                    tries += 1;
+                    tracing::debug!(attempt = tries, %error, "retrying call");
+                    tokio::time::sleep(pause).await;
+                }
+                _ => return Err(error),
+            }
+        }
     }
 
     /// Whether another attempt, or another replica, may succeed where this one failed

@@ -359,28 +359,16 @@ async fn send_retrying<R: Rpc + Clone>(
     timeout: Duration,
     retries: u32,
 ) -> Result<(R::Reply, Cost), CallError> {
-    let policy = RetryPolicy::with_retries(retries);
-    let mut attempt = 0;
-    loop {
-        let left = meta.budget.deadline.remaining();
-        let wait = if attempt == 0 {
-            timeout
-        } else {
-            timeout.min(left)
-        };
-        let result = call_to::<R>(bus, target, meta.clone(), body.clone(), wait).await;
-        let error = match result {
-            Ok(reply) => return Ok(reply),
-            Err(error) => error,
-        };
-        match policy.next(&error, attempt) {
-            Some(pause) if pause < meta.budget.deadline.remaining() => {
-                attempt += 1;
-                tokio::time::sleep(pause).await;
-            }
-            _ => return Err(error),
-        }
-    }
+    RetryPolicy::with_retries(retries)
+        .run(meta.budget.deadline, |attempt| {
+            let wait = if attempt == 0 {
+                timeout
+            } else {
+                timeout.min(meta.budget.deadline.remaining())
+            };
+            call_to::<R>(bus, target, meta.clone(), body.clone(), wait)
+        })
+        .await
 }
 
 /// The request to any replica first; then, each time `hedge.after` passes with no

@@ -84,34 +84,24 @@ impl Client {
             backoff: self.backoff,
             ..RetryPolicy::default()
         };
-        let mut attempt = 0;
-        loop {
-            let remaining = meta.budget.deadline.remaining();
-            if remaining.is_zero() {
-                return Err(CallError::Bus(BusError::TimedOut {
-                    subject,
-                    timeout: Duration::ZERO,
-                }));
-            }
-            // The agent enforces the same deadline and answers a typed timeout (with
-            // what it spent) when it passes; a little grace lets that answer arrive.
-            let timeout = self.timeout.min(remaining + DEADLINE_GRACE);
-            let result = match self.bus.request(&subject, message.clone(), timeout).await {
-                Ok(reply) => decode_reply::<R>(role, &subject, &reply),
-                Err(error) => Err(CallError::Bus(error)),
-            };
-            let error = match result {
-                Ok(reply) => return Ok(reply),
-                Err(error) => error,
-            };
-            let pause = match policy.next(&error, attempt) {
-                Some(pause) if pause < meta.budget.deadline.remaining() => pause,
-                _ => return Err(error),
-            };
-            attempt += 1;
-            tracing::debug!(%subject, attempt, %error, "retrying call");
-            tokio::time::sleep(pause).await;
-        }
+        policy
+            .run(meta.budget.deadline, |_attempt| async {
+                let remaining = meta.budget.deadline.remaining();
+                if remaining.is_zero() {
+                    return Err(CallError::Bus(BusError::TimedOut {
+                        subject: subject.clone(),
+                        timeout: Duration::ZERO,
+                    }));
+                }
+                // The agent enforces the same deadline and answers a typed timeout (with
+                // what it spent) when it passes; a little grace lets that answer arrive.
+                let timeout = self.timeout.min(remaining + DEADLINE_GRACE);
+                match self.bus.request(&subject, message.clone(), timeout).await {
+                    Ok(reply) => decode_reply::<R>(role, &subject, &reply),
+                    Err(error) => Err(CallError::Bus(error)),
+                }
+            })
+            .await
     }
 
     /// Calls `R::OP` on the role that serves `R` by default.
