@@ -81,8 +81,7 @@ impl Cluster {
             cluster.servers.push(server);
         }
         for (_, address) in &cluster.servers {
-            wait_for_roles(*address, roles, &mut cluster.agents);
-            wait_for_replicas(*address, roles, replicas, &mut cluster.agents);
+            wait_for_replicas(*address, roles, Some(replicas), &mut cluster.agents);
         }
         cluster
     }
@@ -130,38 +129,6 @@ impl Cluster {
         let index = self.index(role, replica);
         let agent = self.spawn_agent(role);
         self.agents[index] = agent;
-    }
-}
-
-/// Waits until `/v1/agents` lists `replicas` replicas of every role.
-fn wait_for_replicas(
-    address: SocketAddr,
-    roles: &[&str],
-    replicas: usize,
-    processes: &mut [Process],
-) {
-    let deadline = Instant::now() + STEP_TIMEOUT;
-    loop {
-        let (_, body) = http(address, "GET", "/v1/agents", None);
-        let agents: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        let all = roles.iter().all(|role| {
-            agents["roles"].as_array().is_some_and(|listed| {
-                listed
-                    .iter()
-                    .any(|r| r["role"] == *role && r["replicas"].as_u64() == Some(replicas as u64))
-            })
-        });
-        if all {
-            return;
-        }
-        for process in processes.iter_mut() {
-            assert!(process.is_running(), "{} exited", process.name);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{replicas} replicas of every role never appeared: {body}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

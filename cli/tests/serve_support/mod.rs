@@ -418,11 +418,29 @@ pub fn role_names(address: SocketAddr) -> std::collections::BTreeSet<String> {
 /// Waits until the server at `address` is ready and lists every role of `roles`,
 /// failing when one of `processes` exits or [`STEP_TIMEOUT`] passes.
 pub fn wait_for_roles(address: SocketAddr, roles: &[&str], processes: &mut [Process]) {
+    wait_for_replicas(address, roles, None, processes);
+}
+
+/// [`wait_for_roles`], each role with exactly `replicas` replicas when it says so.
+pub fn wait_for_replicas(
+    address: SocketAddr,
+    roles: &[&str],
+    replicas: Option<usize>,
+    processes: &mut [Process],
+) {
     let deadline = Instant::now() + STEP_TIMEOUT;
     loop {
         let (status, _) = http(address, "GET", "/readyz", None);
-        let present = role_names(address);
-        if status == 200 && roles.iter().all(|r| present.contains(*r)) {
+        let (_, body) = http(address, "GET", "/v1/agents", None);
+        let agents: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let listed = agents["roles"].as_array().cloned().unwrap_or_default();
+        let all = roles.iter().all(|role| {
+            listed.iter().any(|r| {
+                r["role"] == *role
+                    && replicas.is_none_or(|n| r["replicas"].as_u64() == Some(n as u64))
+            })
+        });
+        if status == 200 && all {
             return;
         }
         for process in processes.iter_mut() {
@@ -430,7 +448,7 @@ pub fn wait_for_roles(address: SocketAddr, roles: &[&str], processes: &mut [Proc
         }
         assert!(
             Instant::now() < deadline,
-            "roles never all appeared: want {roles:?}, have {present:?}"
+            "roles never all appeared (want {roles:?}, {replicas:?} replicas each): {body}"
         );
         std::thread::sleep(Duration::from_millis(200));
     }
