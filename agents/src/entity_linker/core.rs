@@ -8,7 +8,10 @@
 //! [`AgentDeps::names`](crate::runtime::AgentDeps). Embedding links come from a
 //! [`VectorIndex`] over name embeddings.
 
-use kgmesh_models::{lexical::Gazetteer, Embedder};
+use kgmesh_models::{
+    lexical::{gazetteer::spelled_as, Gazetteer},
+    Embedder,
+};
 use kgmesh_schemas::{
     graph::{Entity, ScoredEntity},
     messages::entity_linker::{LinkMode, MentionLinks},
@@ -159,6 +162,14 @@ pub async fn link(
         // the retrievers walking from it.
         if candidates.first().is_some_and(|c| c.score >= EXACT_SCORE) {
             candidates.retain(|c| c.score >= EXACT_SCORE);
+            // Among names that read alike, the ones spelled as written ("Up", not "Up!";
+            // "+1", not "1"), when some are.
+            if candidates
+                .iter()
+                .any(|c| spelled_as(&c.entity.name, mention))
+            {
+                candidates.retain(|c| spelled_as(&c.entity.name, mention));
+            }
         }
         candidates.truncate(top_m);
         out.push(MentionLinks {
@@ -169,20 +180,28 @@ pub async fn link(
     Ok(out)
 }
 
-/// Entity mentions found in free text by the name index: word n-grams (up to
-/// `max_words`) whose normalized form names a node, longest first, not overlapping.
-/// Single stop words and names shorter than `min_chars` are ignored: a graph that has a
-/// node called "The" should not link every question to it.
+/// Entity mentions found in free text by the name index: first the names it writes
+/// between brackets or quotes that name a node ([`Gazetteer::delimited_mentions`], as
+/// written), then word n-grams (up to `max_words`) whose normalized form names a node,
+/// longest first, not overlapping. Outside delimiters, single stop words and names
+/// shorter than `min_chars` are ignored: a graph that has a node called "The" should
+/// not link every question to it.
 pub fn gazetteer_mentions(
     text: &str,
     index: &Gazetteer,
     max_words: usize,
     min_chars: usize,
 ) -> Vec<String> {
-    let words: Vec<String> = normalize(text)
-        .split(' ')
-        .filter(|w| !w.is_empty())
-        .map(str::to_owned)
+    let delimited = index.delimited_mentions(text);
+    let tokens = kgmesh_models::lexical::tokens(text);
+    let words: Vec<&str> = tokens.iter().map(|(word, _)| word.as_str()).collect();
+    let mut covered: Vec<bool> = tokens
+        .iter()
+        .map(|(_, range)| {
+            delimited
+                .iter()
+                .any(|m| range.start < m.end && m.start < range.end)
+        })
         .collect();
     let mut matches: Vec<(usize, usize)> = Vec::new();
     for start in 0..words.len() {
@@ -202,7 +221,6 @@ pub fn gazetteer_mentions(
     }
     // Longest first, then leftmost; drop anything overlapping a kept match.
     matches.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut covered = vec![false; words.len()];
     let mut kept: Vec<(usize, usize)> = Vec::new();
     for (start, length) in matches {
         if covered[start..start + length].iter().any(|c| *c) {
@@ -214,7 +232,12 @@ pub fn gazetteer_mentions(
         kept.push((start, length));
     }
     kept.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    kept.into_iter()
-        .map(|(start, length)| words[start..start + length].join(" "))
+    delimited
+        .into_iter()
+        .map(|mention| mention.text)
+        .chain(
+            kept.into_iter()
+                .map(|(start, length)| words[start..start + length].join(" ")),
+        )
         .collect()
 }

@@ -132,6 +132,34 @@ async fn a_mention_naming_a_node_exactly_links_no_near_names() {
 }
 
 #[tokio::test]
+async fn among_names_that_read_alike_the_one_spelled_as_written_is_linked() {
+    let index = index_of(&["Up", "Up!", "Tarzan the Ape Man", "Tarzan, the Ape Man"]);
+    let mentions = vec![
+        "Up".to_owned(),
+        "Tarzan, the Ape Man".to_owned(),
+        "up".to_owned(),
+    ];
+    let links = link(&mentions, &index, None, LinkMode::Fuzzy, 5)
+        .await
+        .unwrap();
+    let names = |i: usize| -> Vec<&str> {
+        links[i]
+            .candidates
+            .iter()
+            .map(|c| c.entity.name.as_str())
+            .collect()
+    };
+    assert_eq!(names(0), ["Up"]);
+    assert_eq!(names(1), ["Tarzan, the Ape Man"]);
+    assert_eq!(names(2), ["Up"], "letter case aside");
+    // The question's own mentions: a bracketed stop word is a name, as written.
+    assert_eq!(
+        super::core::gazetteer_mentions("who wrote the screenplay for [Up]", &index, 6, 2),
+        ["Up"]
+    );
+}
+
+#[tokio::test]
 async fn embedding_mode_without_embeddings_is_a_typed_error() {
     let index = index_of(&["Heat"]);
     let result = link(&["Heat".to_owned()], &index, None, LinkMode::Embedding, 3).await;

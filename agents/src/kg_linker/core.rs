@@ -300,14 +300,16 @@ pub fn link_question_entities(
         .filter_map(|(mention, keep)| keep.then_some(mention))
         .take(config.max_entities)
         .collect();
+    let delimited = index.delimited_mentions(question);
     let mut linked: Vec<ScoredEntity> = Vec::new();
     let mut seen = HashSet::new();
     for mention in &mentions {
-        for entity in index
-            .named_normalized(mention)
-            .iter()
-            .take(config.per_mention)
-        {
+        // A delimited name links the nodes spelled as written, when some are.
+        let named: Vec<&Entity> = match delimited.iter().find(|m| &m.text == mention) {
+            Some(written) => written.candidates.iter().map(|c| &c.entity).collect(),
+            None => index.named_normalized(mention).iter().collect(),
+        };
+        for entity in named.into_iter().take(config.per_mention) {
             if seen.insert(entity.id) {
                 linked.push(ScoredEntity {
                     entity: entity.clone(),

@@ -18,7 +18,10 @@ use kgmesh_schemas::{
     NodeId,
 };
 
-use super::normalize::{glued, is_apostrophe, is_stopword, normalize, tokens};
+use super::{
+    normalize::{glued, is_apostrophe, is_stopword, normalize, tokens},
+    text::delimited_names,
+};
 
 /// Names longer than this (in words) are matched only through [`Gazetteer::lookup`].
 pub const MAX_NAME_TOKENS: usize = 12;
@@ -73,7 +76,7 @@ pub struct Gazetteer {
 }
 
 impl Gazetteer {
-    /// Indexes `(id, display name)` pairs. Names that normalize to nothing are skipped.
+    /// Indexes `(id, display name)` pairs under [`name_key`]; blank names are skipped.
     pub fn build(entries: impl IntoIterator<Item = (NodeId, String)>) -> Self {
         let mut names: Vec<Box<str>> = Vec::new();
         let mut exact: HashMap<Box<str>, u32> = HashMap::new();
@@ -83,7 +86,7 @@ impl Gazetteer {
         // (name index, entity), grouped by name below.
         let mut owned: Vec<(u32, Entity)> = Vec::new();
         for (id, name) in entries {
-            let key = normalize(&name);
+            let key = name_key(&name);
             if key.is_empty() {
                 continue;
             }
@@ -168,9 +171,9 @@ impl Gazetteer {
             .unwrap_or(&[])
     }
 
-    /// Entities whose name normalizes like `text`.
+    /// Entities whose name normalizes like `text` (see [`name_key`]).
     pub fn named(&self, text: &str) -> &[Entity] {
-        self.named_normalized(&normalize(text))
+        self.named_normalized(&name_key(text))
     }
 
     fn entities_of(&self, index: u32) -> &[Entity] {
@@ -179,10 +182,21 @@ impl Gazetteer {
         &self.entities[start..end]
     }
 
-    /// Entity mentions in a question, sorted by position. Spans covering more words win;
-    /// among equally long ones exact beats fuzzy, then higher similarity, then earlier.
+    /// Entity mentions in a question, sorted by position. A name the question writes
+    /// between brackets or quotes ([`Self::delimited_mentions`]) comes first; elsewhere
+    /// spans covering more words win, and among equally long ones exact beats fuzzy,
+    /// then higher similarity, then earlier.
     pub fn find_mentions(&self, question: &str) -> Vec<Mention> {
         let words = tokens(question);
+        let mut mentions = self.delimited_mentions(question);
+        let mut taken: Vec<bool> = words
+            .iter()
+            .map(|(_, range)| {
+                mentions
+                    .iter()
+                    .any(|m| range.start < m.end && m.start < range.end)
+            })
+            .collect();
         // (start, length, name index, score, exact)
         let mut found: Vec<(usize, usize, u32, f32, bool)> = Vec::new();
         for start in 0..words.len() {
@@ -218,8 +232,6 @@ impl Gazetteer {
                 .then(b.3.total_cmp(&a.3))
                 .then(a.0.cmp(&b.0))
         });
-        let mut taken = vec![false; words.len()];
-        let mut mentions = Vec::new();
         for (start, length, index, score, exact) in found {
             if taken[start..start + length].iter().any(|t| *t) {
                 continue;
@@ -233,12 +245,36 @@ impl Gazetteer {
         mentions
     }
 
+    /// The names a question writes between brackets or double quotes
+    /// ([`delimited_names`]) that name nodes exactly. Such a name is linked whatever its
+    /// words (a stop word such as "Up", or only signs such as "$"), and to the nodes
+    /// spelled as written when some are ("+1", not the film "1" that normalizes alike).
+    pub fn delimited_mentions(&self, question: &str) -> Vec<Mention> {
+        delimited_names(question)
+            .into_iter()
+            .filter_map(|(range, text)| {
+                let index = *self.exact.get(name_key(text).as_str())?;
+                let mut candidates: Vec<ScoredEntity> = self.scored(index, EXACT_SCORE).collect();
+                if candidates.iter().any(|c| spelled_as(&c.entity.name, text)) {
+                    candidates.retain(|c| spelled_as(&c.entity.name, text));
+                }
+                Some(Mention {
+                    start: range.start,
+                    end: range.end,
+                    text: text.to_owned(),
+                    candidates,
+                    exact: true,
+                })
+            })
+            .collect()
+    }
+
     /// The `top_k` best entities for a mention written by someone else (a model, a
     /// user): exact normalized matches first (score 1; byte-identical names before
     /// merely normalized ones, then by id), then fuzzy matches by trigram Dice
     /// similarity (at least [`LOOKUP_FUZZY_MIN`], below 1).
     pub fn lookup(&self, mention: &str, top_k: usize) -> Vec<ScoredEntity> {
-        let key = normalize(mention);
+        let key = name_key(mention);
         if key.is_empty() || top_k == 0 {
             return Vec::new();
         }
@@ -400,6 +436,22 @@ impl Gazetteer {
     }
 }
 
+/// The key a name is indexed and looked up under: its [`normalize`]d form, or, for a
+/// name made only of signs ("$"), the name itself, trimmed and in lower case.
+pub fn name_key(text: &str) -> String {
+    let key = normalize(text);
+    if key.is_empty() {
+        text.trim().to_lowercase()
+    } else {
+        key
+    }
+}
+
+/// Whether a node's name is `written` as the question writes it, letter case aside.
+pub fn spelled_as(name: &str, written: &str) -> bool {
+    name.trim().to_lowercase() == written.trim().to_lowercase()
+}
+
 /// Distinct character trigrams of ` key ` (padded so word starts and ends count),
 /// sorted; each packs three chars losslessly into a `u64`.
 fn trigrams(key: &str) -> Vec<u64> {
@@ -462,6 +514,43 @@ mod tests {
 
     fn texts(mentions: &[Mention]) -> Vec<&str> {
         mentions.iter().map(|m| m.text.as_str()).collect()
+    }
+
+    #[test]
+    fn a_delimited_name_is_linked_whatever_its_words_and_as_spelled() {
+        let names = ["Up", "Up!", "They", "$", "1", "+1", "Heat", "heat"];
+        let g = Gazetteer::build(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (NodeId(i as u64), n.to_string())),
+        );
+        let linked = |q: &str| -> Vec<Vec<String>> {
+            g.find_mentions(q)
+                .into_iter()
+                .map(|m| m.candidates.into_iter().map(|c| c.entity.name).collect())
+                .collect()
+        };
+        // Stop words and signs are names inside brackets or quotes, and nowhere else.
+        assert_eq!(linked("who acted in [They]"), [["They"]]);
+        assert!(linked("who acted in they").is_empty());
+        assert_eq!(linked("who acted in \"$\""), [["$"]]);
+        // Names that read alike: the one spelled as written.
+        assert_eq!(linked("who wrote [Up]"), [["Up"]]);
+        assert_eq!(linked("who wrote [Up!]"), [["Up!"]]);
+        assert_eq!(linked("when was [+1] released"), [["+1"]]);
+        // Spelled alike but for letter case: namesakes, both kept.
+        assert_eq!(linked("[HEAT] has which tags"), [["Heat", "heat"]]);
+        // A delimited text no node is named is no mention as a whole; its words are
+        // matched as anywhere else (and read as part of a longer name downstream).
+        let texts: Vec<String> = g
+            .find_mentions("did [Heat 2] beat Heat")
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        assert_eq!(texts, ["Heat", "Heat"]);
+        assert_eq!(g.named("$").len(), 1);
+        assert_eq!(g.lookup("$", 3).len(), 1);
     }
 
     #[test]
@@ -594,8 +683,11 @@ mod tests {
             (NodeId(2), "Big".to_string()),
             (NodeId(3), "heat".to_string()),
             (NodeId(4), "!!!".to_string()),
+            (NodeId(5), "  ".to_string()),
         ]);
-        assert_eq!(g.entities().len(), 3);
+        // A name of signs only is kept under itself; a blank one is not.
+        assert_eq!(g.entities().len(), 4);
+        assert_eq!(g.named("!!!")[0].id, NodeId(4));
         let named: Vec<NodeId> = g.named("HEAT").iter().map(|e| e.id).collect();
         assert_eq!(named, vec![NodeId(1), NodeId(3)]);
         assert!(g.contains_normalized("big"));

@@ -181,6 +181,33 @@ pub fn writes_a_name(question: &str) -> bool {
         })
 }
 
+/// The names a question writes between delimiters, as one: inside square brackets or
+/// double quotes (`who acted in [Up]`, `who directed "M"`), with the byte range of the
+/// text inside, trimmed. Such a text is a name whatever its words are: a name may be a
+/// stop word ("Up", "They") or only signs ("$"), which no word match would find.
+pub fn delimited_names(question: &str) -> Vec<(std::ops::Range<usize>, &str)> {
+    let mut out = Vec::new();
+    let mut open: Option<(char, usize)> = None;
+    for (at, c) in question.char_indices() {
+        match (open, c) {
+            (None, '[' | '"' | '\u{201c}') => open = Some((c, at + c.len_utf8())),
+            (Some(('[', start)), ']')
+            | (Some(('"', start)), '"')
+            | (Some(('\u{201c}', start)), '\u{201d}') => {
+                open = None;
+                let inner = &question[start..at];
+                let trimmed = inner.trim();
+                if !trimmed.is_empty() {
+                    let offset = start + (inner.len() - inner.trim_start().len());
+                    out.push((offset..offset + trimmed.len(), trimmed));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Which of a question's mentions (spans a name index found in it) name the entities
 /// it asks about:
 /// - when some are written as names ([`marked_as_name`]), only those: a one-word
@@ -323,6 +350,25 @@ mod tests {
         let mut sorted = STOP_WORDS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, STOP_WORDS);
+    }
+
+    #[test]
+    fn delimited_names_are_read_between_brackets_and_quotes() {
+        fn names(q: &str) -> Vec<&str> {
+            delimited_names(q)
+                .into_iter()
+                .map(|(range, text)| {
+                    assert_eq!(&q[range], text);
+                    text
+                })
+                .collect()
+        }
+        assert_eq!(names("who acted in [ Up ]"), ["Up"]);
+        assert_eq!(names("did \"M\" and [$] share a director"), ["M", "$"]);
+        assert_eq!(names("who directed \u{201c}If....\u{201d}"), ["If...."]);
+        // Unclosed and empty delimiters name nothing.
+        assert!(names("who acted in [Up").is_empty());
+        assert!(names("who acted in [ ] or \"\"").is_empty());
     }
 
     #[test]
