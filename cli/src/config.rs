@@ -506,6 +506,13 @@ pub struct CacheConfig {
     pub min_relevance: f32,
     /// Verifications a plan needs before it is replayed without a model.
     pub replay_min_hits: u32,
+    /// With an embedder, a question whose wording has no plan replays the plan of the
+    /// most similar wording when the two templates' similarity (0.7 times the
+    /// embedding cosine plus 0.3 times the BM25 relevance) reaches this and the learned
+    /// lexicon finds that the plan fits the question: its words account for every
+    /// relation step, in order, and the last step gives the answer type they ask for.
+    /// Above 1: never.
+    pub near_replay_min: f32,
 }
 
 impl Default for CacheConfig {
@@ -518,6 +525,7 @@ impl Default for CacheConfig {
             mmr_lambda: cache.lambda,
             min_relevance: cache.min_relevance,
             replay_min_hits: cache.replay_min_hits,
+            near_replay_min: cache.near_replay_min,
         }
     }
 }
@@ -935,6 +943,7 @@ impl Config {
                 lambda: self.cache.mmr_lambda,
                 min_relevance: self.cache.min_relevance,
                 replay_min_hits: self.cache.replay_min_hits,
+                near_replay_min: self.cache.near_replay_min,
                 ..Cache::default()
             },
         }

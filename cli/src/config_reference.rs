@@ -409,6 +409,14 @@ const KEYS: &[(&str, &str)] = &[
         "Verifications a plan needs before it is replayed without a model (plans warmed \
          against gold answers and plans a model judged complete start at 1).",
     ),
+    (
+        "cache.near_replay_min",
+        "With an embedder, a question whose wording has no plan replays the plan of the most \
+         similar wording when their similarity (0.7 times the templates' embedding cosine plus \
+         0.3 times their BM25 relevance) reaches this, and the learned lexicon finds the plan \
+         fits the question (its words account for every relation step, in order, and the last \
+         step gives the answer type they ask for). Calibrated on dev; above 1 turns it off.",
+    ),
     // telemetry
     (
         "telemetry.log",

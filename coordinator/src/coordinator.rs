@@ -652,6 +652,12 @@ impl Run<'_> {
             .call_role(&Role::well_known(Role::CACHE_MANAGER), 0, request, "cache")
             .await?;
         self.cache_hit = !reply.examples.is_empty() || reply.replay.is_some();
+        if let (Some(_), Some(similarity)) = (&reply.replay, reply.replay_similarity) {
+            self.context.note(format!(
+                "plan cache: no plan for this question's wording; replaying the verified \
+                 plan of a similar question (similarity {similarity:.2})"
+            ));
+        }
         self.examples = reply.examples;
         self.cues = reply.cues;
         self.isr = Some(reply.isr);

@@ -48,6 +48,11 @@ pub struct CacheConfig {
     /// would repeat one mistake for every later question of its template (two
     /// questions agreeing is no proof: the rule errs the same way for both).
     pub replay_min_hits: u32,
+    /// With an embedder: a question whose template has no plan replays the plan of the
+    /// most similar template when their similarity (embedding cosine and BM25
+    /// relevance mixed, [`NEAR_EMBEDDING_WEIGHT`]) reaches this, and the plan fits the
+    /// question ([`PlanCache::near_replay`]). Above 1: never.
+    pub near_replay_min: f32,
 }
 
 impl Default for CacheConfig {
@@ -60,6 +65,7 @@ impl Default for CacheConfig {
             candidate_pool: 50,
             max_postings_scanned: 20_000,
             replay_min_hits: 1,
+            near_replay_min: 0.95,
         }
     }
 }
@@ -76,6 +82,20 @@ pub struct Lookup {
     pub cues: Vec<RelationCue>,
 }
 
+/// A similar template replays a plan only by this mix of embedding cosine and BM25
+/// relevance, the embedding's share first: the embedding reads paraphrase ("kid" for
+/// "child"), BM25 keeps the words that differ in view.
+pub const NEAR_EMBEDDING_WEIGHT: f32 = 0.7;
+
+/// A plan replayed from a similar question's template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearReplay {
+    pub plan: Plan,
+    pub key: String,
+    /// The two templates' similarity, in `[0, 1]`.
+    pub similarity: f32,
+}
+
 const BM25_K1: f32 = 1.2;
 const BM25_B: f32 = 0.75;
 
@@ -90,6 +110,8 @@ struct Stored {
     last_used: u64,
     /// The entry is counted in the cache's lexicon.
     learned: bool,
+    /// The template's embedding (unit length), once the role has computed it.
+    vector: Option<Box<[f32]>>,
 }
 
 /// A multiplicative hash for slot numbers: std's SipHash costs more than the BM25
@@ -388,6 +410,7 @@ impl PlanCache {
                 length,
                 last_used: tick,
                 learned: false,
+                vector: None,
             },
         );
         self.relearn(slot);
@@ -569,33 +592,14 @@ impl PlanCache {
             .templates
             .get(&query_template)
             .copied()
-            .filter(|slot| {
-                self.slots.get(slot).is_some_and(|stored| {
-                    let slots_in_template = query_template
-                        .split(' ')
-                        .filter(|t| *t == ENTITY_SLOT)
-                        .count();
-                    stored.entry.failures <= stored.entry.hits
-                        && stored.entry.hits >= self.config.replay_min_hits
-                        && slots_in_template > 0
-                        && slots_in_template == entities.len()
-                        && !stored.entry.plan.metapaths.is_empty()
-                            | !stored.entry.plan.cypher.is_empty()
-                })
-            });
-
-        // CacheRAG: search the aspect bucket, fall back to the whole domain when it
-        // holds fewer than k relevant plans.
-        let bucket = index.buckets.get(&aspect);
-        let in_aspect = bucket
-            .map(|bucket| self.score_bucket(&bucket.index, &query_template))
-            .unwrap_or_default();
-        let whole_domain = bucket.is_some_and(|b| b.lru.len() == index.templates.len());
-        let pool = if in_aspect.len() >= k || whole_domain {
-            in_aspect
-        } else {
-            self.score_candidates(index, &query_template)
-        };
+            .filter(|slot| self.replayable(*slot, &query_template, entities.len()));
+        let pool = self.pool(
+            index,
+            &aspect,
+            &query_template,
+            k,
+            self.config.min_relevance,
+        );
         let chosen = self.mmr(&pool, k);
 
         let mut lookup = Lookup {
@@ -628,8 +632,183 @@ impl PlanCache {
         lookup
     }
 
+    /// Whether the plan in `slot` may be replayed for a question of `query_template`
+    /// naming `entities` entities: verified often enough, not failing more often than
+    /// it worked, with something to replay, and as many entities as the template has
+    /// slots.
+    fn replayable(&self, slot: u64, query_template: &str, entities: usize) -> bool {
+        self.slots.get(&slot).is_some_and(|stored| {
+            let slots_in_template = query_template
+                .split(' ')
+                .filter(|t| *t == ENTITY_SLOT)
+                .count();
+            stored.entry.failures <= stored.entry.hits
+                && stored.entry.hits >= self.config.replay_min_hits
+                && slots_in_template > 0
+                && slots_in_template == entities
+                && !stored.entry.plan.metapaths.is_empty() | !stored.entry.plan.cypher.is_empty()
+        })
+    }
+
+    /// CacheRAG: the aspect bucket's relevant plans, or the whole domain's when the
+    /// bucket holds fewer than k.
+    /// Relevance below `floor` is left out.
+    fn pool(
+        &self,
+        index: &DomainIndex,
+        aspect: &str,
+        query_template: &str,
+        k: usize,
+        floor: f32,
+    ) -> Vec<(u64, f32)> {
+        let bucket = index.buckets.get(aspect);
+        let in_aspect = bucket
+            .map(|bucket| self.score_bucket(&bucket.index, query_template, floor))
+            .unwrap_or_default();
+        let whole_domain = bucket.is_some_and(|b| b.lru.len() == index.templates.len());
+        if in_aspect.len() >= k || whole_domain {
+            in_aspect
+        } else {
+            self.score_candidates(index, query_template, floor)
+        }
+    }
+
+    /// The template a lookup for `question` with these linked `entities` uses.
+    pub fn template_of(question: &str, entities: &[Entity]) -> String {
+        let mentions: Vec<&str> = entities.iter().map(|e| e.name.as_str()).collect();
+        template::mask(question, &mentions)
+    }
+
+    /// Entries whose template has no embedding yet: (key, text to embed), at most
+    /// `limit`, in key order.
+    pub fn unembedded(&self, limit: usize) -> Vec<(String, String)> {
+        let mut missing: Vec<(String, String)> = self
+            .slots
+            .values()
+            .filter(|stored| stored.vector.is_none())
+            .map(|stored| (stored.key.clone(), embedding_text(&stored.entry.template)))
+            .collect();
+        missing.sort();
+        missing.truncate(limit);
+        missing
+    }
+
+    /// Keeps the embedding of the template of the entry under `key` (computed from
+    /// [`embedding_text`]); ignored when the entry is gone or the vector is empty.
+    pub fn set_vector(&mut self, key: &str, vector: Vec<f32>) {
+        if vector.is_empty() {
+            return;
+        }
+        if let Some(stored) = self.keys.get(key).and_then(|slot| self.slots.get_mut(slot)) {
+            stored.vector = Some(vector.into_boxed_slice());
+        }
+    }
+
+    /// Replays the plan of the template most similar to the question's, when none is
+    /// stored under the question's own: `query_vector` is the embedding of the
+    /// question's template ([`embedding_text`]). Candidates are the lookup's BM25 pool;
+    /// each is scored [`NEAR_EMBEDDING_WEIGHT`] × cosine + the rest × BM25 relevance,
+    /// and the best at or above `near_replay_min` is replayed only if it could be
+    /// replayed for its own template and fits the question: the question's words
+    /// account for every step of its relation path and ask for no step it lacks
+    /// ([`Lexicon::explains`]), and the answer its last step gives is of the type the
+    /// question asks for ([`Lexicon::fits_answer_type`]). Otherwise nothing: the
+    /// question goes zero-shot, with the plans as examples.
+    pub fn near_replay(
+        &mut self,
+        question: &str,
+        entities: &[Entity],
+        isr: &Isr,
+        query_vector: &[f32],
+    ) -> Option<NearReplay> {
+        let query_template = Self::template_of(question, entities);
+        let mut scored: Vec<(f32, u64)> = self
+            .near_pool(&query_template, isr)
+            .into_iter()
+            .filter_map(|(slot, relevance)| {
+                let vector = self.slots.get(&slot)?.vector.as_deref()?;
+                let cosine: f32 = vector.iter().zip(query_vector).map(|(a, b)| a * b).sum();
+                let similarity = NEAR_EMBEDDING_WEIGHT * cosine.clamp(0.0, 1.0)
+                    + (1.0 - NEAR_EMBEDDING_WEIGHT) * relevance;
+                (similarity >= self.config.near_replay_min).then_some((similarity, slot))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let (similarity, slot) = scored.into_iter().find(|(_, slot)| {
+            self.replayable(*slot, &query_template, entities.len())
+                && self.fits(&query_template, &self.slots[slot].entry.plan)
+        })?;
+        self.touch(slot);
+        let stored = self.slots.get(&slot)?;
+        Some(NearReplay {
+            plan: rebind(&stored.entry.plan, entities),
+            key: stored.key.clone(),
+            similarity,
+        })
+    }
+
+    /// Whether [`Self::near_replay`] could find a plan for this question whatever its
+    /// embedding: some embedded template of its pool would reach `near_replay_min`
+    /// with a cosine of 1. Lets the role skip embedding the question when none can.
+    pub fn near_replay_possible(&self, question: &str, entities: &[Entity], isr: &Isr) -> bool {
+        let query_template = Self::template_of(question, entities);
+        self.near_pool(&query_template, isr)
+            .into_iter()
+            .any(|(slot, _)| self.slots.get(&slot).is_some_and(|s| s.vector.is_some()))
+    }
+
+    /// The candidates of a near replay, with their BM25 relevance: none when a plan is
+    /// stored under the question's own template; else the lookup's pool, taking every
+    /// template that shares a word however low its BM25 share (a paraphrase shares
+    /// few words, which is what the embedding is for), but only those that could
+    /// reach `near_replay_min` with a cosine of 1.
+    fn near_pool(&self, query_template: &str, isr: &Isr) -> Vec<(u64, f32)> {
+        let Some(index) = self.domains.get(&domain_of(isr)) else {
+            return Vec::new();
+        };
+        if index.templates.contains_key(query_template) {
+            return Vec::new();
+        }
+        let floor = ((self.config.near_replay_min - NEAR_EMBEDDING_WEIGHT)
+            / (1.0 - NEAR_EMBEDDING_WEIGHT))
+            .max(0.0);
+        self.pool(
+            index,
+            &Self::aspect_of(isr),
+            query_template,
+            self.config.candidate_pool,
+            floor,
+        )
+    }
+
+    /// Whether a plan fits a question's template by what the lexicon learned: its
+    /// words account for the plan's relation path, and its last step gives the answer
+    /// type they ask for. A plan of Cypher only is never taken as fitting.
+    fn fits(&self, query_template: &str, plan: &Plan) -> bool {
+        let Some(path) = plan.metapaths.first() else {
+            return false;
+        };
+        let steps: Vec<(String, bool)> = path
+            .steps
+            .iter()
+            .map(|step| {
+                (
+                    step.relation.clone(),
+                    step.direction == kgmesh_schemas::graph::Direction::In,
+                )
+            })
+            .collect();
+        let Some((relation, inverse)) = steps.last() else {
+            return false;
+        };
+        self.lexicon.explains(query_template, &steps)
+            && self
+                .lexicon
+                .fits_answer_type(query_template, relation, *inverse)
+    }
+
     /// BM25 over one bucket's postings, normalized like [`Self::score_candidates`].
-    fn score_bucket(&self, index: &TermIndex, query_template: &str) -> Vec<(u64, f32)> {
+    fn score_bucket(&self, index: &TermIndex, query_template: &str, floor: f32) -> Vec<(u64, f32)> {
         let query_tokens: HashSet<String> = template::tokens(query_template).into_iter().collect();
         let documents = index.documents.max(1) as f32;
         let average_length = (index.total_length as f32 / documents).max(1.0);
@@ -686,12 +865,17 @@ impl PlanCache {
                 }
             }
         }
-        rank(scores, best_possible, &self.config)
+        rank(scores, best_possible, floor, self.config.candidate_pool)
     }
 
     /// BM25 over the domain, normalized by the query's best possible score; only
     /// candidates at or above `min_relevance`, best first, at most `candidate_pool`.
-    fn score_candidates(&self, index: &DomainIndex, query_template: &str) -> Vec<(u64, f32)> {
+    fn score_candidates(
+        &self,
+        index: &DomainIndex,
+        query_template: &str,
+        floor: f32,
+    ) -> Vec<(u64, f32)> {
         let query_tokens: HashSet<String> = template::tokens(query_template).into_iter().collect();
         let mut query_terms: Vec<u32> = query_tokens
             .iter()
@@ -746,7 +930,7 @@ impl PlanCache {
                 }
             }
         }
-        rank(scores, best_possible, &self.config)
+        rank(scores, best_possible, floor, self.config.candidate_pool)
     }
 
     /// Maximal marginal relevance: each pick maximizes
@@ -805,20 +989,26 @@ impl PlanCache {
     }
 }
 
-/// Relevance = score / best possible score; those at or above `min_relevance`, best
-/// first (ties by slot, so results never depend on hashing), at most `candidate_pool`.
+/// The text of a template that is embedded: its entity slots read as "X".
+pub fn embedding_text(template: &str) -> String {
+    template.replace(ENTITY_SLOT, "X")
+}
+
+/// Relevance = score / best possible score; those at or above `floor`, best first
+/// (ties by slot, so results never depend on hashing), at most `pool`.
 fn rank(
     scores: impl IntoIterator<Item = (u64, f32)>,
     best_possible: f32,
-    config: &CacheConfig,
+    floor: f32,
+    pool: usize,
 ) -> Vec<(u64, f32)> {
     let mut ranked: Vec<(u64, f32)> = scores
         .into_iter()
         .map(|(slot, score)| (slot, (score / best_possible).min(1.0)))
-        .filter(|(_, relevance)| *relevance >= config.min_relevance)
+        .filter(|(_, relevance)| *relevance >= floor)
         .collect();
     let order = |a: &(u64, f32), b: &(u64, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-    let pool = config.candidate_pool.max(1);
+    let pool = pool.max(1);
     if ranked.len() > pool {
         // Only the pool is ordered: selecting it is linear, sorting everything is not.
         ranked.select_nth_unstable_by(pool - 1, order);
@@ -952,6 +1142,58 @@ mod tests {
             "MATCH (m {name: 'Alien'})-[:directed_by]->(x) RETURN x.name"
         );
         assert_eq!(found.examples.len(), 1);
+    }
+
+    #[test]
+    fn a_similar_template_replays_its_plan_only_when_the_plan_fits_the_question() {
+        let mut cache = PlanCache::new(CacheConfig {
+            near_replay_min: 0.7,
+            ..CacheConfig::default()
+        });
+        let learned = [
+            ("who is the kid of Ann", "Ann", "children"),
+            ("what is the kid of Bo called", "Bo", "children"),
+            ("name the kid of Cy", "Cy", "children"),
+            ("who is the mom of Ann", "Ann", "parents"),
+            ("what is the mom of Bo called", "Bo", "parents"),
+            ("name the mom of Cy", "Cy", "parents"),
+        ];
+        for (question, mention, relation) in learned {
+            let mut verified = entry(question, mention, relation, "");
+            verified.hits = 1;
+            cache.insert(verified);
+        }
+        // Stand-in embeddings: every "kid" template along one axis, "mom" along another.
+        let kid = vec![1.0, 0.0];
+        let mom = vec![0.0, 1.0];
+        for (key, text) in cache.unembedded(usize::MAX) {
+            let vector = if text.contains("kid") { &kid } else { &mom };
+            cache.set_vector(&key, vector.clone());
+        }
+        assert!(cache.unembedded(usize::MAX).is_empty());
+        let dee = [entity(9, "Dee")];
+        let near = cache
+            .near_replay("tell me the kid of Dee", &dee, &Isr::default(), &kid)
+            .expect("the kid plan fits");
+        assert_eq!(near.plan.entities, dee);
+        assert_eq!(near.plan.metapaths[0].steps[0].relation, "children");
+        assert!(near.similarity >= 0.7, "{near:?}");
+        // The nearest template by embedding asks for a step the question does not:
+        // "mom" was learned with `parents`, and "kid" is missing from the question.
+        assert_eq!(
+            cache.near_replay("tell me the mom of Dee", &dee, &Isr::default(), &kid),
+            None
+        );
+        // The question's own template has a plan: that is the exact replay's to give.
+        assert_eq!(
+            cache.near_replay("who is the kid of Dee", &dee, &Isr::default(), &kid),
+            None
+        );
+        // Too far by embedding.
+        assert_eq!(
+            cache.near_replay("tell me the kid of Dee", &dee, &Isr::default(), &[0.0, 0.0]),
+            None
+        );
     }
 
     #[test]

@@ -22,7 +22,9 @@ use kgmesh_schemas::{
 };
 
 use super::template::ENTITY_SLOT;
-use crate::scoring::text::{content_stems, stem_similarity};
+use crate::scoring::text::{
+    chain_order, content_stems, is_stop_word, stem, stem_similarity, words,
+};
 
 /// Lexical similarity from which a question word spells a relation's name.
 const SPELLED: f32 = 0.8;
@@ -35,6 +37,9 @@ const SMOOTHING: f32 = 2.0;
 
 /// Cues below this confidence are not offered.
 const MIN_WEIGHT: f32 = 0.1;
+
+/// A word this confident in a step asks for it: a plan without the step misses it.
+const STRONG_CUE: f32 = 0.5;
 
 /// At most this many steps offered per question word, most confident first.
 const MAX_STEPS_PER_WORD: usize = 8;
@@ -55,7 +60,18 @@ struct WordCounts {
 pub struct Lexicon {
     words: HashMap<String, WordCounts>,
     plans: u64,
+    /// Every word of the templates (question words such as "when" included) against
+    /// the last step of their plans, which is what the answer is: the answer types
+    /// the words ask for (see [`Self::fits_answer_type`]).
+    finals: HashMap<String, WordCounts>,
 }
+
+/// Verified plans a word needs before it may rule out an answer type.
+const TYPE_MIN_PLANS: u32 = 5;
+
+/// A word whose plans ended in more distinct last steps than this asks for no type
+/// ("the", "movies"); one whose plans all ended in a few ("when": `release_year`) does.
+const TYPE_MAX_FINALS: usize = 3;
 
 /// Whether an entry's plan is verified enough to learn from (imported from QA pairs,
 /// judged complete by a model, or confirmed by feedback) and not failing more often
@@ -80,6 +96,23 @@ fn plan_steps(entry: &CacheEntry) -> Vec<StepKey> {
         .map(|step| (step.relation.clone(), step.direction == Direction::In))
         .filter(|key| seen.insert(key.clone()))
         .collect()
+}
+
+/// Every word of a template (stop words included: "when" and "who" ask for a type),
+/// stemmed, without its entity slots.
+fn asking_words(template: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    words(&template.replace(ENTITY_SLOT, " "))
+        .into_iter()
+        .map(|word| stem(&word))
+        .filter(|word| seen.insert(word.clone()))
+        .collect()
+}
+
+/// The last step of a plan's first metapath: the relation that reaches the answer.
+fn final_step(entry: &CacheEntry) -> Option<StepKey> {
+    let step = entry.plan.metapaths.first()?.steps.last()?;
+    Some((step.relation.clone(), step.direction == Direction::In))
 }
 
 /// An entry's words, and the steps credited to each (by word position).
@@ -139,6 +172,13 @@ impl Lexicon {
         for word in &words {
             self.words.entry(word.clone()).or_default().plans += 1;
         }
+        if let Some(last) = final_step(entry) {
+            for word in asking_words(&entry.template) {
+                let counts = self.finals.entry(word).or_default();
+                counts.plans += 1;
+                *counts.steps.entry(last.clone()).or_default() += 1;
+            }
+        }
         for (word, step) in credits {
             if let Some(counts) = self.words.get_mut(&words[word]) {
                 *counts.steps.entry(step).or_default() += 1;
@@ -152,6 +192,22 @@ impl Lexicon {
             return;
         };
         self.plans = self.plans.saturating_sub(1);
+        if let Some(last) = final_step(entry) {
+            for word in asking_words(&entry.template) {
+                if let Some(counts) = self.finals.get_mut(&word) {
+                    counts.plans = counts.plans.saturating_sub(1);
+                    if let Some(count) = counts.steps.get_mut(&last) {
+                        *count = count.saturating_sub(1);
+                        if *count == 0 {
+                            counts.steps.remove(&last);
+                        }
+                    }
+                    if counts.plans == 0 {
+                        self.finals.remove(&word);
+                    }
+                }
+            }
+        }
         for (word, step) in credits {
             if let Some(counts) = self.words.get_mut(&words[word]) {
                 if let Some(count) = counts.steps.get_mut(&step) {
@@ -181,6 +237,79 @@ impl Lexicon {
                 .copied()
                 .unwrap_or(0);
             count as f32 / (counts.plans as f32 + SMOOTHING)
+        })
+    }
+
+    /// Whether a plan ending in `relation` (followed backwards when `inverse`) gives
+    /// the kind of answer the question of `template` asks for. The types are learned:
+    /// a word of the question that came in at least [`TYPE_MIN_PLANS`] verified plans,
+    /// all of which ended in at most [`TYPE_MAX_FINALS`] distinct last steps, asks for
+    /// one of those ("when" for `release_year`, not `directed_by`); a plan ending
+    /// otherwise does not fit. Words that came with many last steps ask for nothing.
+    pub fn fits_answer_type(&self, template: &str, relation: &str, inverse: bool) -> bool {
+        let last = (relation.to_owned(), inverse);
+        asking_words(template).iter().all(|word| {
+            self.finals.get(word).is_none_or(|counts| {
+                counts.plans < TYPE_MIN_PLANS
+                    || counts.steps.len() > TYPE_MAX_FINALS
+                    || counts.steps.contains_key(&last)
+            })
+        })
+    }
+
+    /// Whether the words of `template` account for every step of `steps`: each step
+    /// is spelled by a word ("gender" and `gender`) or was learned with one (a cue of
+    /// at least [`MIN_WEIGHT`]); no word strongly tied to another step (half or more
+    /// of its plans) is left without one; and the words most tied to the steps stand
+    /// in the question's chain order ([`chain_order`]: "X 's kid 's mom" is `children`
+    /// then `parents`, never the reverse).
+    pub fn explains(&self, template: &str, steps: &[(String, bool)]) -> bool {
+        const SLOT: &str = "kgmeshentityslot";
+        let all = words(&template.replace(ENTITY_SLOT, &format!(" {SLOT} ")));
+        let order = match all.iter().position(|w| w == SLOT) {
+            Some(at) if template.matches(ENTITY_SLOT).count() == 1 => chain_order(&all, at, 1),
+            _ => vec![None; all.len()],
+        };
+        // How strongly word `i` of `all` stands for a step (1 when it spells it).
+        let tie = |i: usize, (relation, inverse): &(String, bool)| -> f32 {
+            let word = &all[i];
+            if word == SLOT || is_stop_word(word) {
+                return 0.0;
+            }
+            let word = stem(word);
+            let spelled = content_stems(relation)
+                .iter()
+                .any(|r| stem_similarity(r, &word) >= SPELLED);
+            if spelled {
+                1.0
+            } else {
+                self.weight(&word, relation, *inverse)
+            }
+        };
+        let mut previous: Option<u16> = None;
+        for step in steps {
+            let best = (0..all.len())
+                .map(|i| (tie(i, step), i))
+                .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+            let Some((_, at)) = best.filter(|(strength, _)| *strength >= MIN_WEIGHT) else {
+                return false;
+            };
+            if let Some(key) = order[at] {
+                if previous.is_some_and(|previous| key < previous) {
+                    return false;
+                }
+                previous = Some(key);
+            }
+        }
+        template_words(template).iter().all(|word| {
+            self.words.get(word).is_none_or(|counts| {
+                let total = counts.plans as f32 + SMOOTHING;
+                counts
+                    .steps
+                    .iter()
+                    .filter(|(_, &count)| count as f32 / total >= STRONG_CUE)
+                    .all(|(step, _)| steps.contains(step))
+            })
         })
     }
 
@@ -244,6 +373,81 @@ mod tests {
             hits: 1,
             failures: 0,
         }
+    }
+
+    #[test]
+    fn answer_types_are_learned_from_the_last_steps_of_verified_plans() {
+        let mut lexicon = Lexicon::default();
+        for template in [
+            "when was <e> released",
+            "when did <e> come out",
+            "when was <e> first shown",
+            "when did <e> premiere",
+            "when was <e> made",
+        ] {
+            lexicon.add(&entry(template, &[("release_year", Direction::Out)]));
+        }
+        for (template, relation) in [
+            ("who directed <e>", "directed_by"),
+            ("who wrote <e>", "written_by"),
+            ("who is the director of <e>", "directed_by"),
+            ("who made <e>", "directed_by"),
+            ("who starred in <e>", "starred_actors"),
+            ("who composed <e>", "music_by"),
+        ] {
+            lexicon.add(&entry(template, &[(relation, Direction::Out)]));
+        }
+        let when = "when did the films directed by <e> come out";
+        // "when" came in five plans, all ending in a release year: it asks for one.
+        assert!(lexicon.fits_answer_type(when, "release_year", false));
+        assert!(!lexicon.fits_answer_type(when, "directed_by", false));
+        // "who" came with four last steps: it rules out none.
+        assert!(lexicon.fits_answer_type("who photographed <e>", "shot_by", false));
+        // Forgetting the plans forgets the type.
+        for template in ["when was <e> released", "when did <e> come out"] {
+            lexicon.remove(&entry(template, &[("release_year", Direction::Out)]));
+        }
+        assert!(lexicon.fits_answer_type(when, "directed_by", false));
+    }
+
+    #[test]
+    fn a_plan_fits_a_question_whose_words_account_for_its_steps() {
+        let mut lexicon = Lexicon::default();
+        for template in [
+            "who is <e> 's kid",
+            "what is the job of <e> 's kid",
+            "<e> 's kid is who",
+        ] {
+            lexicon.add(&entry(template, &[("children", Direction::Out)]));
+        }
+        for template in [
+            "who is <e> 's mom",
+            "where was <e> 's mom born",
+            "<e> 's mom is who",
+        ] {
+            lexicon.add(&entry(template, &[("parents", Direction::Out)]));
+        }
+        let kid = [("children".to_owned(), false)];
+        let mom_gender = [("parents".to_owned(), false), ("gender".to_owned(), false)];
+        // "kid" was learned with `children`; "gender" spells `gender`.
+        assert!(lexicon.explains("what does <e> 's kid like", &kid));
+        assert!(lexicon.explains("the gender of <e> 's mom", &mom_gender));
+        // A step no word accounts for, or a word asking for a step the plan lacks.
+        assert!(!lexicon.explains("the gender of <e> 's kid", &mom_gender));
+        assert!(!lexicon.explains("who is <e> 's mom", &kid));
+        // The same words in the other order ask for the other path.
+        let kid_mom = [
+            ("children".to_owned(), false),
+            ("parents".to_owned(), false),
+        ];
+        let mom_kid = [
+            ("parents".to_owned(), false),
+            ("children".to_owned(), false),
+        ];
+        assert!(lexicon.explains("who is <e> 's kid 's mom", &kid_mom));
+        assert!(!lexicon.explains("who is <e> 's kid 's mom", &mom_kid));
+        assert!(lexicon.explains("who is the mom of the kid of <e>", &kid_mom));
+        assert!(!lexicon.explains("who is the mom of the kid of <e>", &mom_kid));
     }
 
     #[test]

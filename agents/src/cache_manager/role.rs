@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use kgmesh_models::{lexical::gazetteer::Gazetteer, parse, prompts, LanguageModel};
+use kgmesh_models::{lexical::gazetteer::Gazetteer, parse, prompts, Embedder, LanguageModel};
 use kgmesh_schemas::{
     messages::cache::{
         CacheEntry, CacheFeedback, CacheFeedbackReply, CacheLookup, CacheLookupReply, CacheStore,
@@ -20,7 +20,7 @@ use kgmesh_stores::GraphStore;
 use tokio::sync::OnceCell;
 
 use super::{
-    core::{CacheConfig, PlanCache},
+    core::{embedding_text, CacheConfig, NearReplay, PlanCache},
     feedback::{self, Asked},
     persist::PlanStore,
     template,
@@ -40,7 +40,12 @@ pub struct CacheManager {
     /// The process's shared name index (see `AgentDeps::names`).
     names: Arc<crate::entity_linker::names::SharedNames>,
     llm: Option<Arc<dyn LanguageModel>>,
+    /// Embeds templates for replays of similar questions ([`PlanCache::near_replay`]).
+    embedder: Option<Arc<dyn Embedder>>,
 }
+
+/// Templates embedded per call of the embedder.
+const EMBED_BATCH: usize = 64;
 
 impl CacheManager {
     pub fn new(
@@ -56,6 +61,39 @@ impl CacheManager {
             graph,
             names: Arc::default(),
             llm,
+            embedder: None,
+        }
+    }
+
+    /// Replays the plans of similar questions too, by the templates' embeddings.
+    pub fn with_embedder(mut self, embedder: Option<Arc<dyn Embedder>>) -> Self {
+        self.embedder = embedder;
+        self
+    }
+
+    /// Embeds every template that has no vector yet (after a load, a store, or a
+    /// change another replica made), in batches, without holding the cache's lock
+    /// while the embedder works. A failing embedder leaves them unembedded: similar
+    /// questions then get no replay, and the exact-template path is unchanged.
+    async fn embed_templates(&self, embedder: &dyn Embedder) {
+        loop {
+            let missing = self.cache().unembedded(EMBED_BATCH);
+            if missing.is_empty() {
+                return;
+            }
+            let texts: Vec<String> = missing.iter().map(|(_, text)| text.clone()).collect();
+            match embedder.embed(&texts).await {
+                Ok(vectors) if vectors.len() == missing.len() => {
+                    let mut cache = self.cache();
+                    for ((key, _), vector) in missing.iter().zip(vectors) {
+                        cache.set_vector(key, vector);
+                    }
+                }
+                Ok(_) | Err(_) => {
+                    tracing::warn!("cannot embed plan templates; similar questions get no replay");
+                    return;
+                }
+            }
         }
     }
 
@@ -147,6 +185,28 @@ impl CacheManager {
         }
     }
 
+    /// The plan of a similar question's template ([`PlanCache::near_replay`]), when
+    /// an embedder is set and near replays are on. The question is embedded only when
+    /// some template could be near enough; an embedder error means no near replay.
+    async fn near_replay(
+        &self,
+        question: &str,
+        entities: &[kgmesh_schemas::graph::Entity],
+        isr: &Isr,
+    ) -> Option<NearReplay> {
+        let embedder = self.embedder.as_ref()?;
+        if self.cache().config().near_replay_min > 1.0 {
+            return None;
+        }
+        self.embed_templates(embedder.as_ref()).await;
+        if !self.cache().near_replay_possible(question, entities, isr) {
+            return None;
+        }
+        let text = embedding_text(&PlanCache::template_of(question, entities));
+        let vector = embedder.embed(&[text]).await.ok()?.pop()?;
+        self.cache().near_replay(question, entities, isr, &vector)
+    }
+
     pub async fn lookup(
         &self,
         ctx: &CallContext,
@@ -169,6 +229,16 @@ impl CacheManager {
         let mut lookup =
             self.cache()
                 .lookup(&request.question, &entities, &isr, usize::from(request.k));
+        let mut replay_similarity = None;
+        if lookup.replay.is_none() {
+            if let Some(near) = self.near_replay(&request.question, &entities, &isr).await {
+                replay_similarity = Some(near.similarity);
+                if !lookup.keys.contains(&near.key) {
+                    lookup.keys.insert(0, near.key);
+                }
+                lookup.replay = Some(near.plan);
+            }
+        }
         if let Some(replay) = &mut lookup.replay {
             for namesake in namesakes {
                 if !replay.entities.contains(&namesake) {
@@ -180,6 +250,7 @@ impl CacheManager {
             isr,
             examples: lookup.examples,
             replay: lookup.replay,
+            replay_similarity,
             cues: lookup.cues,
         })
     }
@@ -332,7 +403,8 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
             deps.graph.clone(),
             deps.llm_for(Role::CACHE_MANAGER),
         )
-        .with_names(deps.names.clone()),
+        .with_names(deps.names.clone())
+        .with_embedder(deps.embedder.clone()),
     );
     Ok(spec(manager))
 }

@@ -71,6 +71,10 @@ pub struct CacheLookupReply {
     pub examples: Vec<FewShotExample>,
     /// A near-exact match worth replaying before calling a model.
     pub replay: Option<Plan>,
+    /// Set when `replay` is the plan of a similar template rather than of the
+    /// question's own: the two templates' similarity, in `[0, 1]`.
+    #[serde(default)]
+    pub replay_similarity: Option<f32>,
     /// What the words of this question meant in past verified plans (the learned
     /// phrase → relation lexicon), for the KG-Linker to compose a plan from.
     pub cues: Vec<RelationCue>,
