@@ -234,10 +234,11 @@ pub struct LlmConfig {
     /// limit); the judge's and summarizer's evidence is cut to fit it. Unset: the roles'
     /// own budgets (3,000 and 4,000 estimated tokens), which need about 8k.
     pub context_tokens: Option<u32>,
-    /// The roles that use the model; the others run their LLM-free strategy. The
-    /// agentic traverser is left out by default: it is one retriever among several and
-    /// would spend two calls a step; so is the pattern matcher (one call, to write the
-    /// question's pattern).
+    /// The roles that use the model; the others run their LLM-free strategy. Left out
+    /// by default: the cache manager (one call a question, to sort plans into domains
+    /// and aspects, which would make a replay cost two calls and a cold question four),
+    /// the agentic traverser (one retriever among several, two calls a step) and the
+    /// pattern matcher (one call, to write the question's pattern).
     pub roles: Vec<String>,
 }
 
@@ -266,7 +267,7 @@ impl Default for LlmConfig {
             breaker_failures: 3,
             breaker_cooldown_ms: 30_000,
             context_tokens: None,
-            roles: LLM_ROLES[..4].iter().map(|r| (*r).to_owned()).collect(),
+            roles: LLM_ROLES[..3].iter().map(|r| (*r).to_owned()).collect(),
         }
     }
 }

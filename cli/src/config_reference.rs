@@ -194,7 +194,9 @@ const KEYS: &[(&str, &str)] = &[
         "llm.roles",
         "Roles that use the model, any of `kg-linker`, `judge`, `summarizer`, \
          `cache-manager`, `agentic-traverser`, `pattern-matcher`; the others run their \
-         LLM-free strategy.",
+         LLM-free strategy. The default spends three calls on a cold question and one on \
+         a replayed plan; `cache-manager` adds one a question (the plans' domain and \
+         aspect), `agentic-traverser` two a step, `pattern-matcher` one.",
     ),
     // embedder
     (

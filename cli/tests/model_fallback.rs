@@ -84,6 +84,14 @@ fn a_broken_model_gives_the_llm_free_answers_flagged_degraded() {
             stub.requests() >= questions.len(),
             "{name}: the model was asked"
         );
+        // The default roles spend at most three calls on a cold question (kg-linker,
+        // judge, summarizer), none of them retried here.
+        assert!(
+            stub.requests() <= 3 * questions.len(),
+            "{name}: {} model calls for {} questions",
+            stub.requests(),
+            questions.len()
+        );
     }
 }
 
@@ -102,4 +110,49 @@ fn the_text_output_says_the_answer_was_degraded() {
         stdout.contains("DEGRADED: ") && stdout.contains("summarizer (model fallback)"),
         "{stdout}"
     );
+}
+
+#[test]
+fn the_default_roles_spend_one_call_on_a_replayed_plan_and_three_on_a_cold_question() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("plans.jsonl");
+    let warm = kgmesh()
+        .arg("cache")
+        .arg("warm")
+        .arg("--kg")
+        .arg(sample_kg())
+        .arg("--import")
+        .arg(repo_root().join("examples/movies/questions.tsv"))
+        .arg("--cache-file")
+        .arg(&cache)
+        .output()
+        .expect("kgmesh cache warm runs");
+    assert!(warm.status.success(), "{warm:?}");
+    let stub = LlmStub::start(Script::text("As an AI language model, I love pancakes."));
+    let ask_cached = |question: &str| {
+        let mut command = kgmesh();
+        command
+            .arg("ask")
+            .arg(question)
+            .arg("--json")
+            .arg("--kg")
+            .arg(sample_kg())
+            .arg("--cache-file")
+            .arg(&cache)
+            .env("OPENAI_BASE_URL", stub.base_url())
+            .env("OPENAI_API_KEY", "stub")
+            .env("KGMESH__LLM__MAX_RETRIES", "0");
+        run_json(command)
+    };
+    // The warmed template "who directed <e>": the plan is replayed, and only the
+    // summarizer asks the model (the cache's lookup asks it nothing by default).
+    let before = stub.requests();
+    let replayed = ask_cached("who directed Collateral");
+    assert_eq!(replayed["plan_replayed"], true, "{replayed}");
+    assert_eq!(stub.requests() - before, 1, "{replayed}");
+    // A wording no plan has: kg-linker, judge and summarizer, one call each.
+    let before = stub.requests();
+    let cold = ask_cached("which genre does Collateral belong to");
+    assert_eq!(cold["plan_replayed"], false, "{cold}");
+    assert!(stub.requests() - before <= 3, "{cold}");
 }
