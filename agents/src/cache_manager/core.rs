@@ -240,6 +240,9 @@ pub struct PlanCache {
     tick: u64,
     /// What the words of the verified plans' questions meant.
     lexicon: Lexicon,
+    /// Slots whose template has no embedding yet, so that finding them never scans
+    /// the whole cache.
+    unembedded: std::collections::BTreeSet<u64>,
 }
 
 /// The domain an ISR routes to: its own, lowercased, or `default` (always without a
@@ -413,6 +416,7 @@ impl PlanCache {
                 vector: None,
             },
         );
+        self.unembedded.insert(slot);
         self.relearn(slot);
         let evicted = evicted_slots
             .into_iter()
@@ -475,6 +479,7 @@ impl PlanCache {
 
     fn remove_slot(&mut self, slot: u64) -> Option<Stored> {
         let stored = self.slots.remove(&slot)?;
+        self.unembedded.remove(&slot);
         if stored.learned {
             self.lexicon.remove(&stored.entry);
         }
@@ -680,17 +685,14 @@ impl PlanCache {
     }
 
     /// Entries whose template has no embedding yet: (key, text to embed), at most
-    /// `limit`, in key order.
+    /// `limit`, oldest first.
     pub fn unembedded(&self, limit: usize) -> Vec<(String, String)> {
-        let mut missing: Vec<(String, String)> = self
-            .slots
-            .values()
-            .filter(|stored| stored.vector.is_none())
+        self.unembedded
+            .iter()
+            .filter_map(|slot| self.slots.get(slot))
+            .take(limit)
             .map(|stored| (stored.key.clone(), embedding_text(&stored.entry.template)))
-            .collect();
-        missing.sort();
-        missing.truncate(limit);
-        missing
+            .collect()
     }
 
     /// Keeps the embedding of the template of the entry under `key` (computed from
@@ -699,8 +701,12 @@ impl PlanCache {
         if vector.is_empty() {
             return;
         }
-        if let Some(stored) = self.keys.get(key).and_then(|slot| self.slots.get_mut(slot)) {
+        let Some(&slot) = self.keys.get(key) else {
+            return;
+        };
+        if let Some(stored) = self.slots.get_mut(&slot) {
             stored.vector = Some(vector.into_boxed_slice());
+            self.unembedded.remove(&slot);
         }
     }
 

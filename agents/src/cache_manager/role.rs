@@ -42,6 +42,8 @@ pub struct CacheManager {
     llm: Option<Arc<dyn LanguageModel>>,
     /// Embeds templates for replays of similar questions ([`PlanCache::near_replay`]).
     embedder: Option<Arc<dyn Embedder>>,
+    /// The embedder has failed once (said once in the log, not on every lookup).
+    embedder_failed: std::sync::atomic::AtomicBool,
 }
 
 /// Templates embedded per call of the embedder.
@@ -62,6 +64,7 @@ impl CacheManager {
             names: Arc::default(),
             llm,
             embedder: None,
+            embedder_failed: Default::default(),
         }
     }
 
@@ -89,8 +92,17 @@ impl CacheManager {
                         cache.set_vector(key, vector);
                     }
                 }
-                Ok(_) | Err(_) => {
-                    tracing::warn!("cannot embed plan templates; similar questions get no replay");
+                outcome => {
+                    use std::sync::atomic::Ordering;
+                    if !self.embedder_failed.swap(true, Ordering::Relaxed) {
+                        let detail = match outcome {
+                            Err(error) => error.to_string(),
+                            Ok(vectors) => {
+                                format!("{} vectors for {} texts", vectors.len(), texts.len())
+                            }
+                        };
+                        tracing::warn!(%detail, "cannot embed plan templates; similar questions get no replay");
+                    }
                     return;
                 }
             }
