@@ -42,6 +42,10 @@ pub struct Asked<'a> {
     /// The question's intent; routes to the domain its plan is stored in (the default
     /// domain without a model).
     pub isr: &'a Isr,
+    /// The key of the plan a lookup of this question replays from a similar template
+    /// ([`PlanCache::near_replay`]), if any: a verdict on the answer is a verdict on
+    /// that plan when no plan is stored under the question's own template.
+    pub similar: Option<&'a str>,
 }
 
 /// One change to mirror in the store.
@@ -90,9 +94,22 @@ pub async fn apply(
         });
     }
     let key = entry_key(&domain_of(asked.isr), &template);
+    // A verdict on an answer a similar template's plan gave is about that plan.
+    let (judged_key, judged_template) = {
+        let cache = lock(cache);
+        match asked
+            .similar
+            .and_then(|similar| cache.get(similar).map(|e| (similar, e)))
+        {
+            Some((similar, entry)) if cache.get(&key).is_none() => {
+                (similar.to_owned(), entry.template.clone())
+            }
+            _ => (key.clone(), template.clone()),
+        }
+    };
     let change = match verdict {
-        Feedback::Correct => judge(&mut lock(cache), key, &template, true),
-        Feedback::Incorrect => judge(&mut lock(cache), key, &template, false),
+        Feedback::Correct => judge(&mut lock(cache), judged_key, &judged_template, true),
+        Feedback::Incorrect => judge(&mut lock(cache), judged_key, &judged_template, false),
         Feedback::Answers(answers) => {
             let Some(warmer) = warmer else {
                 return Ok(CacheFeedbackReply {
@@ -409,6 +426,7 @@ Heat\trelease_year\t1995
                 question,
                 mentions: &mentions,
                 isr: &Isr::default(),
+                similar: None,
             };
             apply(
                 &self.cache,
@@ -648,6 +666,7 @@ Heat\trelease_year\t1995
                 question,
                 mentions: &mentions,
                 isr: &Isr::default(),
+                similar: None,
             };
             for verdict in [
                 Feedback::Incorrect,

@@ -12,7 +12,7 @@ use kgmesh_models::{lexical::gazetteer::Gazetteer, parse, prompts, Embedder, Lan
 use kgmesh_schemas::{
     messages::cache::{
         CacheEntry, CacheFeedback, CacheFeedbackReply, CacheLookup, CacheLookupReply, CacheStore,
-        CacheStoreReply, Isr,
+        CacheStoreReply, Feedback, Isr,
     },
     AgentError, Role, RoleKind,
 };
@@ -352,10 +352,20 @@ impl CacheManager {
             (Some(graph), Some(gazetteer)) => Some(Warmer::new(graph.clone(), gazetteer)),
             _ => None,
         };
+        // The plan a lookup would replay from a similar template, for a verdict on an
+        // answer it gave (only when the question's own template has none).
+        let similar = match request.verdict {
+            Feedback::Answers(_) => None,
+            _ => self
+                .near_replay(&request.question, &mentions, &isr)
+                .await
+                .map(|near| near.key),
+        };
         let asked = Asked {
             question: &request.question,
             mentions: &mentions,
             isr: &isr,
+            similar: similar.as_deref(),
         };
         feedback::apply(
             &self.cache,

@@ -223,3 +223,88 @@ fn feedback_over_the_bus_demotes_then_drops_a_plan_in_the_file_store() {
         within(handle.stop(Duration::from_secs(5))).await;
     });
 }
+
+/// A stand-in embedder that puts every text in one direction: every template is as
+/// near as an embedding can be, so BM25 and the lexicon's checks decide.
+struct OneDirection;
+
+#[async_trait::async_trait]
+impl kgmesh_models::Embedder for OneDirection {
+    fn name(&self) -> &str {
+        "one direction"
+    }
+
+    fn dim(&self) -> usize {
+        2
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
+        Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+    }
+}
+
+#[test]
+fn a_similar_questions_plan_is_replayed_and_feedback_on_its_answer_demotes_it() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let role = Role::well_known(Role::CACHE_MANAGER);
+        let meta = Meta::new(QuestionId::new_random(), 0, Budget::default());
+        let bus = Arc::new(LocalBus::new());
+        let manager = Arc::new(
+            CacheManager::new(
+                CacheConfig {
+                    // One stored plan makes BM25 shares small; the default (0.95)
+                    // is calibrated on caches of hundreds.
+                    near_replay_min: 0.75,
+                    ..CacheConfig::default()
+                },
+                None,
+                Some(graph()),
+                None,
+            )
+            .with_embedder(Some(Arc::new(OneDirection))),
+        );
+        let handle = within(start_role(bus.clone(), spec(manager.clone())))
+            .await
+            .unwrap();
+        let client = Client::new(bus);
+        let mut entry = verified_entry();
+        entry.hits = 1;
+        let (stored, _) = within(client.call(&role, &meta, &CacheStore { entry }))
+            .await
+            .unwrap();
+        assert!(stored.stored);
+        // A wording never stored: "directed" spells the plan's one step.
+        let asked = "who really directed Alien";
+        let lookup = CacheLookup {
+            question: asked.to_owned(),
+            entities: Vec::new(),
+            k: 5,
+        };
+        let (found, _) = within(client.call(&role, &meta, &lookup)).await.unwrap();
+        let replay = found.replay.expect("the similar template's plan");
+        assert_eq!(replay.entities[0].name, "Alien");
+        assert_eq!(replay.metapaths[0].steps[0].relation, "directed_by");
+        let similarity = found.replay_similarity.expect("marked as a near replay");
+        assert!((0.75..=1.0).contains(&similarity), "{similarity}");
+        // As near by embedding and BM25, but no word of it accounts for the step.
+        let other = CacheLookup {
+            question: "who released Alien".to_owned(),
+            entities: Vec::new(),
+            k: 5,
+        };
+        let (found, _) = within(client.call(&role, &meta, &other)).await.unwrap();
+        assert_eq!(found.replay, None, "{found:?}");
+        // "That answer was wrong" is about the plan that gave it.
+        let incorrect = CacheFeedback {
+            question: asked.to_owned(),
+            verdict: Feedback::Incorrect,
+        };
+        let (first, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
+        assert_eq!(first.outcome, FeedbackOutcome::Demoted, "{first:?}");
+        let (second, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
+        assert_eq!(second.outcome, FeedbackOutcome::Dropped, "{second:?}");
+        assert!(manager.is_empty());
+        within(handle.stop(Duration::from_secs(5))).await;
+    });
+}
