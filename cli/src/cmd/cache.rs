@@ -322,7 +322,7 @@ async fn feedback_command(config: Config, args: FeedbackArgs) -> anyhow::Result<
     }
     let target = open_store(&config, &args.store).await?;
     let graph = load_kg(&config, args.kg.clone(), "feedback").await?;
-    let llm: Option<Arc<dyn LanguageModel>> = super::ask::language_model(&config)?;
+    let llm = intent_model(&config)?;
     let gazetteer = Arc::new(
         warm::build_gazetteer(graph.as_ref())
             .await
@@ -367,10 +367,13 @@ async fn feedback_command(config: Config, args: FeedbackArgs) -> anyhow::Result<
                 }),
             None => Isr::default(),
         };
+        // No embedder here: a verdict reaches the plan of the question's own template
+        // (the role's feedback also reaches a similar template's plan it replayed).
         let asked = Asked {
             question,
             mentions: &mentions,
             isr: &isr,
+            similar: None,
         };
         let reply = feedback::apply(
             &cache,
@@ -496,7 +499,7 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
         Some(open_store(&config, &args.store).await?)
     };
     let graph = load_kg(&config, args.kg.clone(), "warm").await?;
-    let llm: Option<Arc<dyn LanguageModel>> = super::ask::language_model(&config)?;
+    let llm = intent_model(&config)?;
     let gazetteer = Arc::new(
         warm::build_gazetteer(graph.as_ref())
             .await
@@ -672,6 +675,22 @@ pub async fn count_file_entries(path: &Path) -> Option<usize> {
         .await
         .ok()
         .map(|entries| entries.len())
+}
+
+/// The model that sorts plans by the question's intent (domain and aspect), as the
+/// cache manager's lookups do: only when `llm.roles` lists the cache manager, so that
+/// warmed plans and feedback land where lookups look.
+fn intent_model(config: &Config) -> anyhow::Result<Option<Arc<dyn LanguageModel>>> {
+    let asks_intent = config
+        .llm
+        .roles
+        .iter()
+        .any(|role| role == kgmesh_schemas::Role::CACHE_MANAGER);
+    if asks_intent {
+        super::ask::language_model(config)
+    } else {
+        Ok(None)
+    }
 }
 
 #[cfg(test)]
