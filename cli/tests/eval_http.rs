@@ -197,6 +197,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
         partial: false,
         cache_hit: false,
         plan_replayed: false,
+        replay_similarity: None,
         trace_id: None,
         topic_entities: vec![],
         calls: vec![],

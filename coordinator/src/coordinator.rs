@@ -299,6 +299,7 @@ impl Coordinator {
             isr: None,
             cache_hit: false,
             plan_replayed: false,
+            replay_similarity: None,
             rounds_run: 0,
             complete: false,
             model_verified: false,
@@ -499,6 +500,8 @@ struct Run<'a> {
     cache_hit: bool,
     /// A cached plan was replayed in round 1.
     plan_replayed: bool,
+    /// The replayed plan was a similar template's, this similar.
+    replay_similarity: Option<f32>,
     rounds_run: u8,
     complete: bool,
     /// A language model judged the retrieval complete (rather than the rule-based
@@ -653,6 +656,7 @@ impl Run<'_> {
             .await?;
         self.cache_hit = !reply.examples.is_empty() || reply.replay.is_some();
         if let (Some(_), Some(similarity)) = (&reply.replay, reply.replay_similarity) {
+            self.replay_similarity = Some(similarity);
             self.context.note(format!(
                 "plan cache: no plan for this question's wording; replaying the verified \
                  plan of a similar question (similarity {similarity:.2})"
@@ -1038,6 +1042,7 @@ impl Run<'_> {
             partial,
             cache_hit: self.cache_hit,
             plan_replayed: self.plan_replayed,
+            replay_similarity: self.replay_similarity.filter(|_| self.plan_replayed),
             trace_id,
             notes: self.context.context().notes.clone(),
             degraded: std::mem::take(&mut self.degraded),

@@ -514,6 +514,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             partial: false,
             cache_hit: true,
             plan_replayed: false,
+            replay_similarity: None,
             trace_id: Some("0af7651916cd43dd8448eb211c80319c".into()),
             notes: vec!["round 1: summarizer fell back".into()],
             degraded: vec![Degradation {

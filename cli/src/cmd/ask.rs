@@ -541,7 +541,12 @@ fn print_text(
             .collect();
         println!("DEGRADED: {}", parts.join(", "));
     }
-    if reply.plan_replayed {
+    if let (true, Some(similarity)) = (reply.plan_replayed, reply.replay_similarity) {
+        println!(
+            "plan: replayed from the plan cache (the verified plan of a similar question, \
+             similarity {similarity:.2})"
+        );
+    } else if reply.plan_replayed {
         println!(
             "plan: replayed from the plan cache (a verified plan of this question's template)"
         );

@@ -294,6 +294,7 @@ mod tests {
                 partial: false,
                 cache_hit: false,
                 plan_replayed: false,
+                replay_similarity: None,
                 trace_id: None,
                 notes: vec![],
                 degraded: vec![],

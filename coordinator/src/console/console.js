@@ -269,7 +269,10 @@
     flag(`${ms(timings.total_us)} ms`);
     flag(`${cost.llm_calls || 0} LLM calls, ${(cost.prompt_tokens || 0) + (cost.completion_tokens || 0)} tokens`);
     flag(`${cost.graph_rows || 0} graph rows, ${cost.bus_messages || 0} bus messages`);
-    flag(reply.cache_hit ? (reply.plan_replayed ? "cache hit: plan replayed" : "cache hit: examples") : "cache miss", reply.cache_hit ? "good" : "");
+    const replayed = reply.replay_similarity != null
+      ? "cache hit: a similar question's plan replayed (similarity " + reply.replay_similarity.toFixed(2) + ")"
+      : "cache hit: plan replayed";
+    flag(reply.cache_hit ? (reply.plan_replayed ? replayed : "cache hit: examples") : "cache miss", reply.cache_hit ? "good" : "");
     if (reply.partial) flag("partial: a budget ran out or a required role failed", "bad");
     for (const d of reply.degraded || []) {
       flag(`degraded: ${d.role} ${d.reason}${d.round ? ` (round ${d.round})` : ""}`, "bad");

@@ -102,6 +102,10 @@ pub struct AskReply {
     /// A verified plan from the cache was replayed (the question's template was seen).
     #[serde(default)]
     pub plan_replayed: bool,
+    /// Set when the replayed plan was a similar template's, not the question's own:
+    /// the two templates' similarity, in `[0, 1]`.
+    #[serde(default)]
+    pub replay_similarity: Option<f32>,
     /// W3C trace id when tracing is on.
     pub trace_id: Option<String>,
     /// Failures along the way (retriever timeouts, refused queries) for people to read.
