@@ -18,7 +18,7 @@ use std::{sync::Arc, time::Instant};
 use kgmesh_models::{parse, prompts, LanguageModel};
 use kgmesh_schemas::{
     graph::Metapath,
-    messages::summarizer::{SummarizeReply, SummarizeRequest},
+    messages::summarizer::{Answer, SummarizeReply, SummarizeRequest},
     AgentError, Role, RoleKind,
 };
 use kgmesh_stores::GraphStore;
@@ -99,6 +99,16 @@ impl Summarizer {
                 );
                 let named = reply.answers.len();
                 keep_grounded(&request, &mut reply);
+                if reply.answers.iter().any(|a| names_a_topic(&request, a)) {
+                    // A question's own entity answers it only where a path comes back
+                    // to it ("X's spouse's spouse"), which the rule reads; a small model
+                    // often just repeats the name it was asked about.
+                    let rule = self.rule_reply(&request).await;
+                    reply.answers.retain(|answer| {
+                        !names_a_topic(&request, answer)
+                            || rule.answers.iter().any(|r| same_answer(r, answer))
+                    });
+                }
                 if !reply.answers.is_empty() {
                     return Ok(reply);
                 }
@@ -110,7 +120,10 @@ impl Summarizer {
                 if named == 0 {
                     "its reply named no answer".to_owned()
                 } else {
-                    format!("none of the {named} answer(s) it named is in the evidence")
+                    format!(
+                        "none of the {named} answer(s) it named is in the evidence and other \
+                         than the question's own entities"
+                    )
                 }
             }
             Err(error) => format!("the call failed: {error}"),
@@ -167,6 +180,22 @@ fn keep_grounded(request: &SummarizeRequest, reply: &mut SummarizeReply) {
         answer.entity.is_some()
             || (!wanted.is_empty() && lines.iter().any(|line| contains_phrase(line, &wanted)))
     });
+}
+
+/// Whether `answer` names one of the question's own entities.
+fn names_a_topic(request: &SummarizeRequest, answer: &Answer) -> bool {
+    request.topic_entities.iter().any(|topic| {
+        answer.entity.as_ref().is_some_and(|e| e.id == topic.id)
+            || answer.text.trim().eq_ignore_ascii_case(topic.name.trim())
+    })
+}
+
+/// Whether two answers name the same thing (the same entity, or the same text).
+fn same_answer(a: &Answer, b: &Answer) -> bool {
+    match (&a.entity, &b.entity) {
+        (Some(x), Some(y)) => x.id == y.id,
+        _ => a.text.trim().eq_ignore_ascii_case(b.text.trim()),
+    }
 }
 
 /// `phrase` occurs in `line` with no letter or digit glued to either end.

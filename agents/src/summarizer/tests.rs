@@ -222,6 +222,26 @@ async fn an_unusable_model_reply_is_replaced_by_the_rule_and_counted() {
 }
 
 #[tokio::test]
+async fn a_model_answering_with_the_questions_own_entity_falls_back_to_the_rule() {
+    // Asked about Al Pacino, a small model names Al Pacino: no path comes back to him.
+    let (reply, ctx) = summarize_with(ScriptedModel::always(Ok(
+        "<answers>\nAl Pacino [E1]\n</answers>",
+    )))
+    .await;
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Heat"], "{reply:?}");
+    assert_eq!(ctx.cost().model_fallbacks, 1);
+    // Beside a right answer, it is only dropped.
+    let (reply, ctx) = summarize_with(ScriptedModel::always(Ok(
+        "<answers>\nAl Pacino [E1]\nHeat [E1]\n</answers>",
+    )))
+    .await;
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Heat"], "{reply:?}");
+    assert_eq!(ctx.cost().model_fallbacks, 0);
+}
+
+#[tokio::test]
 async fn a_grounded_model_answer_is_no_fallback() {
     let (reply, ctx) = summarize_with(ScriptedModel::always(Ok(
         "<answers>\nHeat [E1]\nThe Godfather [E1]\n</answers>",
