@@ -655,9 +655,8 @@ impl PlanCache {
         })
     }
 
-    /// CacheRAG: the aspect bucket's relevant plans, or the whole domain's when the
-    /// bucket holds fewer than k.
-    /// Relevance below `floor` is left out.
+    /// CacheRAG: the aspect bucket's plans, or the whole domain's when the bucket
+    /// holds fewer than k; relevance below `floor` is left out.
     fn pool(
         &self,
         index: &DomainIndex,
@@ -875,7 +874,7 @@ impl PlanCache {
     }
 
     /// BM25 over the domain, normalized by the query's best possible score; only
-    /// candidates at or above `min_relevance`, best first, at most `candidate_pool`.
+    /// candidates at or above `floor`, best first, at most `candidate_pool`.
     fn score_candidates(
         &self,
         index: &DomainIndex,

@@ -115,6 +115,13 @@ fn final_step(entry: &CacheEntry) -> Option<StepKey> {
     Some((step.relation.clone(), step.direction == Direction::In))
 }
 
+/// Whether a question word (a stem) spells a relation's name ("gender" and `gender`).
+fn spells(word: &str, relation: &str) -> bool {
+    content_stems(relation)
+        .iter()
+        .any(|r| stem_similarity(r, word) >= SPELLED)
+}
+
 /// An entry's words, and the steps credited to each (by word position).
 type Credits = (Vec<String>, Vec<(usize, StepKey)>);
 
@@ -131,13 +138,8 @@ fn credits(entry: &CacheEntry) -> Option<Credits> {
     let words = template_words(&entry.template);
     let mut credits = Vec::new();
     for step in steps {
-        let relation_stems = content_stems(&step.0);
         let spelled: Vec<usize> = (0..words.len())
-            .filter(|&w| {
-                relation_stems
-                    .iter()
-                    .any(|r| stem_similarity(r, &words[w]) >= SPELLED)
-            })
+            .filter(|&w| spells(&words[w], &step.0))
             .collect();
         if spelled.is_empty() {
             credits.extend((0..words.len()).map(|w| (w, step.clone())));
@@ -277,10 +279,7 @@ impl Lexicon {
                 return 0.0;
             }
             let word = stem(word);
-            let spelled = content_stems(relation)
-                .iter()
-                .any(|r| stem_similarity(r, &word) >= SPELLED);
-            if spelled {
+            if spells(&word, relation) {
                 1.0
             } else {
                 self.weight(&word, relation, *inverse)
