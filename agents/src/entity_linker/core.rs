@@ -195,14 +195,7 @@ pub fn gazetteer_mentions(
     let delimited = index.delimited_mentions(text);
     let tokens = kgmesh_models::lexical::tokens(text);
     let words: Vec<&str> = tokens.iter().map(|(word, _)| word.as_str()).collect();
-    let mut covered: Vec<bool> = tokens
-        .iter()
-        .map(|(_, range)| {
-            delimited
-                .iter()
-                .any(|m| range.start < m.end && m.start < range.end)
-        })
-        .collect();
+    let mut covered = kgmesh_models::lexical::gazetteer::covered(&tokens, &delimited);
     let mut matches: Vec<(usize, usize)> = Vec::new();
     for start in 0..words.len() {
         for length in (1..=max_words.min(words.len() - start)).rev() {

@@ -189,14 +189,7 @@ impl Gazetteer {
     pub fn find_mentions(&self, question: &str) -> Vec<Mention> {
         let words = tokens(question);
         let mut mentions = self.delimited_mentions(question);
-        let mut taken: Vec<bool> = words
-            .iter()
-            .map(|(_, range)| {
-                mentions
-                    .iter()
-                    .any(|m| range.start < m.end && m.start < range.end)
-            })
-            .collect();
+        let mut taken = covered(&words, &mentions);
         // (start, length, name index, score, exact)
         let mut found: Vec<(usize, usize, u32, f32, bool)> = Vec::new();
         for start in 0..words.len() {
@@ -434,6 +427,18 @@ impl Gazetteer {
             exact,
         }
     }
+}
+
+/// Which of `tokens` (from [`tokens`]) lie in one of `mentions`' byte ranges.
+pub fn covered(tokens: &[(String, std::ops::Range<usize>)], mentions: &[Mention]) -> Vec<bool> {
+    tokens
+        .iter()
+        .map(|(_, range)| {
+            mentions
+                .iter()
+                .any(|m| range.start < m.end && m.start < range.end)
+        })
+        .collect()
 }
 
 /// The key a name is indexed and looked up under: its [`normalize`]d form, or, for a
