@@ -11,6 +11,15 @@ use support::*;
 
 /// `kgmesh ask --json` on the sample KG, with the model at `base_url` when given.
 fn ask(question: &str, base_url: Option<&str>) -> serde_json::Value {
+    ask_with_cache(question, base_url, None)
+}
+
+/// [`ask`] with a plan-cache file.
+fn ask_with_cache(
+    question: &str,
+    base_url: Option<&str>,
+    cache: Option<&std::path::Path>,
+) -> serde_json::Value {
     let mut command = kgmesh();
     command
         .arg("ask")
@@ -18,6 +27,9 @@ fn ask(question: &str, base_url: Option<&str>) -> serde_json::Value {
         .arg("--json")
         .arg("--kg")
         .arg(sample_kg());
+    if let Some(cache) = cache {
+        command.arg("--cache-file").arg(cache);
+    }
     if let Some(url) = base_url {
         command
             .env("OPENAI_BASE_URL", url)
@@ -129,21 +141,8 @@ fn the_default_roles_spend_one_call_on_a_replayed_plan_and_three_on_a_cold_quest
         .expect("kgmesh cache warm runs");
     assert!(warm.status.success(), "{warm:?}");
     let stub = LlmStub::start(Script::text("As an AI language model, I love pancakes."));
-    let ask_cached = |question: &str| {
-        let mut command = kgmesh();
-        command
-            .arg("ask")
-            .arg(question)
-            .arg("--json")
-            .arg("--kg")
-            .arg(sample_kg())
-            .arg("--cache-file")
-            .arg(&cache)
-            .env("OPENAI_BASE_URL", stub.base_url())
-            .env("OPENAI_API_KEY", "stub")
-            .env("KGMESH__LLM__MAX_RETRIES", "0");
-        run_json(command)
-    };
+    let base_url = stub.base_url();
+    let ask_cached = |question: &str| ask_with_cache(question, Some(&base_url), Some(&cache));
     // The warmed template "who directed <e>": the plan is replayed, and only the
     // summarizer asks the model (the cache's lookup asks it nothing by default).
     let before = stub.requests();
