@@ -15,7 +15,7 @@ pub mod core;
 
 use std::{sync::Arc, time::Instant};
 
-use kgmesh_models::{parse, prompts, LanguageModel};
+use kgmesh_models::{lexical::gazetteer::spelled_as, parse, prompts, LanguageModel};
 use kgmesh_schemas::{
     graph::Metapath,
     messages::summarizer::{Answer, SummarizeReply, SummarizeRequest},
@@ -186,7 +186,7 @@ fn keep_grounded(request: &SummarizeRequest, reply: &mut SummarizeReply) {
 fn names_a_topic(request: &SummarizeRequest, answer: &Answer) -> bool {
     request.topic_entities.iter().any(|topic| {
         answer.entity.as_ref().is_some_and(|e| e.id == topic.id)
-            || answer.text.trim().eq_ignore_ascii_case(topic.name.trim())
+            || spelled_as(&topic.name, &answer.text)
     })
 }
 
@@ -194,7 +194,7 @@ fn names_a_topic(request: &SummarizeRequest, answer: &Answer) -> bool {
 fn same_answer(a: &Answer, b: &Answer) -> bool {
     match (&a.entity, &b.entity) {
         (Some(x), Some(y)) => x.id == y.id,
-        _ => a.text.trim().eq_ignore_ascii_case(b.text.trim()),
+        _ => spelled_as(&a.text, &b.text),
     }
 }
 
