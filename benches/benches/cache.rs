@@ -375,13 +375,10 @@ fn near_replay_figures(cache: &mut PlanCache, held: &[Synthetic], aspects: bool,
         let vector = stand_in_vector(&kgmesh_agents::cache_manager::core::embedding_text(
             &query.base,
         ));
+        let entities = std::slice::from_ref(&query.entity);
         let started = Instant::now();
-        let near = cache.near_replay(
-            &query.question,
-            std::slice::from_ref(&query.entity),
-            &query.isr,
-            &vector,
-        );
+        let candidates = cache.near_candidates(&query.question, entities, &query.isr);
+        let near = cache.near_replay(&candidates, entities, &vector);
         samples.push(started.elapsed());
         replays += usize::from(near.is_some());
     }

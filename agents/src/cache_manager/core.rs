@@ -87,6 +87,26 @@ pub struct Lookup {
 /// "child"), BM25 keeps the words that differ in view.
 pub const NEAR_EMBEDDING_WEIGHT: f32 = 0.7;
 
+/// The templates a question may replay a similar plan from, found before the question
+/// is embedded ([`PlanCache::near_candidates`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearCandidates {
+    template: String,
+    /// (slot, BM25 relevance)
+    pool: Vec<(u64, f32)>,
+}
+
+impl NearCandidates {
+    /// The question's template, the text to embed ([`embedding_text`]).
+    pub fn template(&self) -> &str {
+        &self.template
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pool.is_empty()
+    }
+}
+
 /// A plan replayed from a similar question's template.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NearReplay {
@@ -709,28 +729,60 @@ impl PlanCache {
         }
     }
 
-    /// Replays the plan of the template most similar to the question's, when none is
-    /// stored under the question's own: `query_vector` is the embedding of the
-    /// question's template ([`embedding_text`]). Candidates are the lookup's BM25 pool;
-    /// each is scored [`NEAR_EMBEDDING_WEIGHT`] × cosine + the rest × BM25 relevance,
-    /// and the best at or above `near_replay_min` is replayed only if it could be
-    /// replayed for its own template and fits the question: the question's words
-    /// account for every step of its relation path and ask for no step it lacks
-    /// ([`Lexicon::explains`]), and the answer its last step gives is of the type the
-    /// question asks for ([`Lexicon::fits_answer_type`]). Otherwise nothing: the
-    /// question goes zero-shot, with the plans as examples.
-    pub fn near_replay(
-        &mut self,
+    /// What a replay of a similar template can choose from for this question (see
+    /// [`Self::near_replay`]): nothing when a plan is stored under the question's own
+    /// template; else the lookup's pool, taking every template that shares a word
+    /// however low its BM25 share (a paraphrase shares few words, which is what the
+    /// embedding is for), but only embedded ones that could reach `near_replay_min`
+    /// with a cosine of 1. When it is empty, the question need not be embedded.
+    pub fn near_candidates(
+        &self,
         question: &str,
         entities: &[Entity],
         isr: &Isr,
+    ) -> NearCandidates {
+        let template = Self::template_of(question, entities);
+        let pool = match self.domains.get(&domain_of(isr)) {
+            Some(index) if !index.templates.contains_key(&template) => {
+                let floor = ((self.config.near_replay_min - NEAR_EMBEDDING_WEIGHT)
+                    / (1.0 - NEAR_EMBEDDING_WEIGHT))
+                    .max(0.0);
+                let mut pool = self.pool(
+                    index,
+                    &Self::aspect_of(isr),
+                    &template,
+                    self.config.candidate_pool,
+                    floor,
+                );
+                pool.retain(|(slot, _)| self.slots.get(slot).is_some_and(|s| s.vector.is_some()));
+                pool
+            }
+            _ => Vec::new(),
+        };
+        NearCandidates { template, pool }
+    }
+
+    /// Replays the plan of the candidate template most similar to the question's:
+    /// `query_vector` is the embedding of [`NearCandidates::template`]
+    /// ([`embedding_text`]). Each candidate is scored [`NEAR_EMBEDDING_WEIGHT`] ×
+    /// cosine + the rest × BM25 relevance, and the best at or above `near_replay_min`
+    /// is replayed only if it could be replayed for its own template and fits the
+    /// question ([`Lexicon::fits`]: the question's words account for every step of its
+    /// relation path, in order, ask for no step it lacks, and ask for the type of
+    /// answer its last step gives). Otherwise nothing: the question goes zero-shot,
+    /// with the plans as examples. Candidates removed since they were found are passed
+    /// over.
+    pub fn near_replay(
+        &mut self,
+        candidates: &NearCandidates,
+        entities: &[Entity],
         query_vector: &[f32],
     ) -> Option<NearReplay> {
-        let query_template = Self::template_of(question, entities);
-        let mut scored: Vec<(f32, u64)> = self
-            .near_pool(&query_template, isr)
-            .into_iter()
-            .filter_map(|(slot, relevance)| {
+        let template = &candidates.template;
+        let mut scored: Vec<(f32, u64)> = candidates
+            .pool
+            .iter()
+            .filter_map(|&(slot, relevance)| {
                 let vector = self.slots.get(&slot)?.vector.as_deref()?;
                 let cosine: f32 = vector.iter().zip(query_vector).map(|(a, b)| a * b).sum();
                 let similarity = NEAR_EMBEDDING_WEIGHT * cosine.clamp(0.0, 1.0)
@@ -740,8 +792,8 @@ impl PlanCache {
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let (similarity, slot) = scored.into_iter().find(|(_, slot)| {
-            self.replayable(*slot, &query_template, entities.len())
-                && self.fits(&query_template, &self.slots[slot].entry.plan)
+            self.replayable(*slot, template, entities.len())
+                && self.lexicon.fits(template, &self.slots[slot].entry.plan)
         })?;
         self.touch(slot);
         let stored = self.slots.get(&slot)?;
@@ -750,66 +802,6 @@ impl PlanCache {
             key: stored.key.clone(),
             similarity,
         })
-    }
-
-    /// Whether [`Self::near_replay`] could find a plan for this question whatever its
-    /// embedding: some embedded template of its pool would reach `near_replay_min`
-    /// with a cosine of 1. Lets the role skip embedding the question when none can.
-    pub fn near_replay_possible(&self, question: &str, entities: &[Entity], isr: &Isr) -> bool {
-        let query_template = Self::template_of(question, entities);
-        self.near_pool(&query_template, isr)
-            .into_iter()
-            .any(|(slot, _)| self.slots.get(&slot).is_some_and(|s| s.vector.is_some()))
-    }
-
-    /// The candidates of a near replay, with their BM25 relevance: none when a plan is
-    /// stored under the question's own template; else the lookup's pool, taking every
-    /// template that shares a word however low its BM25 share (a paraphrase shares
-    /// few words, which is what the embedding is for), but only those that could
-    /// reach `near_replay_min` with a cosine of 1.
-    fn near_pool(&self, query_template: &str, isr: &Isr) -> Vec<(u64, f32)> {
-        let Some(index) = self.domains.get(&domain_of(isr)) else {
-            return Vec::new();
-        };
-        if index.templates.contains_key(query_template) {
-            return Vec::new();
-        }
-        let floor = ((self.config.near_replay_min - NEAR_EMBEDDING_WEIGHT)
-            / (1.0 - NEAR_EMBEDDING_WEIGHT))
-            .max(0.0);
-        self.pool(
-            index,
-            &Self::aspect_of(isr),
-            query_template,
-            self.config.candidate_pool,
-            floor,
-        )
-    }
-
-    /// Whether a plan fits a question's template by what the lexicon learned: its
-    /// words account for the plan's relation path, and its last step gives the answer
-    /// type they ask for. A plan of Cypher only is never taken as fitting.
-    fn fits(&self, query_template: &str, plan: &Plan) -> bool {
-        let Some(path) = plan.metapaths.first() else {
-            return false;
-        };
-        let steps: Vec<(String, bool)> = path
-            .steps
-            .iter()
-            .map(|step| {
-                (
-                    step.relation.clone(),
-                    step.direction == kgmesh_schemas::graph::Direction::In,
-                )
-            })
-            .collect();
-        let Some((relation, inverse)) = steps.last() else {
-            return false;
-        };
-        self.lexicon.explains(query_template, &steps)
-            && self
-                .lexicon
-                .fits_answer_type(query_template, relation, *inverse)
     }
 
     /// BM25 over one bucket's postings, normalized like [`Self::score_candidates`].
@@ -1177,28 +1169,21 @@ mod tests {
         }
         assert!(cache.unembedded(usize::MAX).is_empty());
         let dee = [entity(9, "Dee")];
-        let near = cache
-            .near_replay("tell me the kid of Dee", &dee, &Isr::default(), &kid)
-            .expect("the kid plan fits");
+        let mut near_replay = |question: &str, vector: &[f32]| {
+            let candidates = cache.near_candidates(question, &dee, &Isr::default());
+            cache.near_replay(&candidates, &dee, vector)
+        };
+        let near = near_replay("tell me the kid of Dee", &kid).expect("the kid plan fits");
         assert_eq!(near.plan.entities, dee);
         assert_eq!(near.plan.metapaths[0].steps[0].relation, "children");
         assert!(near.similarity >= 0.7, "{near:?}");
         // The nearest template by embedding asks for a step the question does not:
         // "mom" was learned with `parents`, and "kid" is missing from the question.
-        assert_eq!(
-            cache.near_replay("tell me the mom of Dee", &dee, &Isr::default(), &kid),
-            None
-        );
+        assert_eq!(near_replay("tell me the mom of Dee", &kid), None);
         // The question's own template has a plan: that is the exact replay's to give.
-        assert_eq!(
-            cache.near_replay("who is the kid of Dee", &dee, &Isr::default(), &kid),
-            None
-        );
+        assert_eq!(near_replay("who is the kid of Dee", &kid), None);
         // Too far by embedding.
-        assert_eq!(
-            cache.near_replay("tell me the kid of Dee", &dee, &Isr::default(), &[0.0, 0.0]),
-            None
-        );
+        assert_eq!(near_replay("tell me the kid of Dee", &[0.0, 0.0]), None);
     }
 
     #[test]

@@ -17,8 +17,8 @@
 use std::collections::{HashMap, HashSet};
 
 use kgmesh_schemas::{
-    graph::Direction,
-    messages::cache::{CacheEntry, RelationCue},
+    graph::{Direction, RelationStep},
+    messages::cache::{CacheEntry, Plan, RelationCue},
 };
 
 use super::template::ENTITY_SLOT;
@@ -53,6 +53,28 @@ struct WordCounts {
     plans: u32,
     /// Of those, how many followed each step.
     steps: HashMap<StepKey, u32>,
+}
+
+impl WordCounts {
+    /// One plan less followed `step`.
+    fn forget_step(&mut self, step: &StepKey) {
+        if let Some(count) = self.steps.get_mut(step) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.steps.remove(step);
+            }
+        }
+    }
+}
+
+/// One plan less used `word`; a word no plan uses any more is dropped.
+fn forget_plan(counts: &mut HashMap<String, WordCounts>, word: &str) {
+    if let Some(word_counts) = counts.get_mut(word) {
+        word_counts.plans = word_counts.plans.saturating_sub(1);
+        if word_counts.plans == 0 {
+            counts.remove(word);
+        }
+    }
 }
 
 /// Counts of question words against the relation steps of verified plans.
@@ -93,7 +115,7 @@ fn plan_steps(entry: &CacheEntry) -> Vec<StepKey> {
         .metapaths
         .iter()
         .flat_map(|m| &m.steps)
-        .map(|step| (step.relation.clone(), step.direction == Direction::In))
+        .map(step_key)
         .filter(|key| seen.insert(key.clone()))
         .collect()
 }
@@ -109,10 +131,14 @@ fn asking_words(template: &str) -> Vec<String> {
         .collect()
 }
 
+/// A relation step as the lexicon counts it.
+fn step_key(step: &RelationStep) -> StepKey {
+    (step.relation.clone(), step.direction == Direction::In)
+}
+
 /// The last step of a plan's first metapath: the relation that reaches the answer.
 fn final_step(entry: &CacheEntry) -> Option<StepKey> {
-    let step = entry.plan.metapaths.first()?.steps.last()?;
-    Some((step.relation.clone(), step.direction == Direction::In))
+    entry.plan.metapaths.first()?.steps.last().map(step_key)
 }
 
 /// Whether a question word (a stem) spells a relation's name ("gender" and `gender`).
@@ -197,36 +223,18 @@ impl Lexicon {
         if let Some(last) = final_step(entry) {
             for word in asking_words(&entry.template) {
                 if let Some(counts) = self.finals.get_mut(&word) {
-                    counts.plans = counts.plans.saturating_sub(1);
-                    if let Some(count) = counts.steps.get_mut(&last) {
-                        *count = count.saturating_sub(1);
-                        if *count == 0 {
-                            counts.steps.remove(&last);
-                        }
-                    }
-                    if counts.plans == 0 {
-                        self.finals.remove(&word);
-                    }
+                    counts.forget_step(&last);
                 }
+                forget_plan(&mut self.finals, &word);
             }
         }
         for (word, step) in credits {
             if let Some(counts) = self.words.get_mut(&words[word]) {
-                if let Some(count) = counts.steps.get_mut(&step) {
-                    *count = count.saturating_sub(1);
-                    if *count == 0 {
-                        counts.steps.remove(&step);
-                    }
-                }
+                counts.forget_step(&step);
             }
         }
         for word in &words {
-            if let Some(counts) = self.words.get_mut(word) {
-                counts.plans = counts.plans.saturating_sub(1);
-                if counts.plans == 0 {
-                    self.words.remove(word);
-                }
-            }
+            forget_plan(&mut self.words, word);
         }
     }
 
@@ -242,13 +250,28 @@ impl Lexicon {
         })
     }
 
+    /// Whether a plan fits a question's `template` by what the lexicon learned: its
+    /// words account for the plan's relation path ([`Self::explains`]), and its last
+    /// step gives the answer type they ask for ([`Self::fits_answer_type`]). A plan of
+    /// Cypher only is never taken as fitting.
+    pub fn fits(&self, template: &str, plan: &Plan) -> bool {
+        let Some(path) = plan.metapaths.first() else {
+            return false;
+        };
+        let steps: Vec<StepKey> = path.steps.iter().map(step_key).collect();
+        let Some((relation, inverse)) = steps.last() else {
+            return false;
+        };
+        self.explains(template, &steps) && self.fits_answer_type(template, relation, *inverse)
+    }
+
     /// Whether a plan ending in `relation` (followed backwards when `inverse`) gives
     /// the kind of answer the question of `template` asks for. The types are learned:
     /// a word of the question that came in at least [`TYPE_MIN_PLANS`] verified plans,
     /// all of which ended in at most [`TYPE_MAX_FINALS`] distinct last steps, asks for
     /// one of those ("when" for `release_year`, not `directed_by`); a plan ending
     /// otherwise does not fit. Words that came with many last steps ask for nothing.
-    pub fn fits_answer_type(&self, template: &str, relation: &str, inverse: bool) -> bool {
+    fn fits_answer_type(&self, template: &str, relation: &str, inverse: bool) -> bool {
         let last = (relation.to_owned(), inverse);
         asking_words(template).iter().all(|word| {
             self.finals.get(word).is_none_or(|counts| {
@@ -265,7 +288,7 @@ impl Lexicon {
     /// of its plans) is left without one; and the words most tied to the steps stand
     /// in the question's chain order ([`chain_order`]: "X 's kid 's mom" is `children`
     /// then `parents`, never the reverse).
-    pub fn explains(&self, template: &str, steps: &[(String, bool)]) -> bool {
+    fn explains(&self, template: &str, steps: &[StepKey]) -> bool {
         const SLOT: &str = "kgmeshentityslot";
         let all = words(&template.replace(ENTITY_SLOT, &format!(" {SLOT} ")));
         let order = match all.iter().position(|w| w == SLOT) {

@@ -211,12 +211,13 @@ impl CacheManager {
             return None;
         }
         self.embed_templates(embedder.as_ref()).await;
-        if !self.cache().near_replay_possible(question, entities, isr) {
+        let candidates = self.cache().near_candidates(question, entities, isr);
+        if candidates.is_empty() {
             return None;
         }
-        let text = embedding_text(&PlanCache::template_of(question, entities));
+        let text = embedding_text(candidates.template());
         let vector = embedder.embed(&[text]).await.ok()?.pop()?;
-        self.cache().near_replay(question, entities, isr, &vector)
+        self.cache().near_replay(&candidates, entities, &vector)
     }
 
     pub async fn lookup(
