@@ -173,6 +173,29 @@ fn a_stored_plan_is_replayed_for_another_entity_and_survives_restart() {
     });
 }
 
+/// The role around `manager` on `bus`, holding the verified plan of "who directed Heat".
+async fn serve_with_a_verified_plan(
+    bus: Arc<LocalBus>,
+    manager: Arc<CacheManager>,
+) -> (crate::runtime::RoleHandle, Client) {
+    let handle = within(start_role(bus.clone(), spec(manager)))
+        .await
+        .unwrap();
+    let client = Client::new(bus);
+    let mut entry = verified_entry();
+    entry.hits = 1;
+    let meta = Meta::new(QuestionId::new_random(), 0, Budget::default());
+    let (stored, _) = within(client.call(
+        &Role::well_known(Role::CACHE_MANAGER),
+        &meta,
+        &CacheStore { entry },
+    ))
+    .await
+    .unwrap();
+    assert!(stored.stored);
+    (handle, client)
+}
+
 #[test]
 fn feedback_over_the_bus_demotes_then_drops_a_plan_in_the_file_store() {
     let dir = tempfile::tempdir().unwrap();
@@ -188,16 +211,7 @@ fn feedback_over_the_bus_demotes_then_drops_a_plan_in_the_file_store() {
             Some(graph()),
             None,
         ));
-        let handle = within(start_role(bus.clone(), spec(manager.clone())))
-            .await
-            .unwrap();
-        let client = Client::new(bus);
-        let mut entry = verified_entry();
-        entry.hits = 1;
-        let (stored, _) = within(client.call(&role, &meta, &CacheStore { entry }))
-            .await
-            .unwrap();
-        assert!(stored.stored);
+        let (handle, client) = serve_with_a_verified_plan(bus, manager.clone()).await;
         let incorrect = CacheFeedback {
             question: "Who directed Alien?".to_owned(),
             verdict: Feedback::Incorrect,
@@ -264,16 +278,7 @@ fn a_similar_questions_plan_is_replayed_and_feedback_on_its_answer_demotes_it() 
             )
             .with_embedder(Some(Arc::new(OneDirection))),
         );
-        let handle = within(start_role(bus.clone(), spec(manager.clone())))
-            .await
-            .unwrap();
-        let client = Client::new(bus);
-        let mut entry = verified_entry();
-        entry.hits = 1;
-        let (stored, _) = within(client.call(&role, &meta, &CacheStore { entry }))
-            .await
-            .unwrap();
-        assert!(stored.stored);
+        let (handle, client) = serve_with_a_verified_plan(bus, manager.clone()).await;
         // A wording never stored: "directed" spells the plan's one step.
         let asked = "who really directed Alien";
         let lookup = CacheLookup {

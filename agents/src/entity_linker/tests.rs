@@ -97,6 +97,15 @@ async fn a_batch_keeps_request_order_and_top_m() {
     assert!(links[2].candidates.is_empty());
 }
 
+/// The names of a mention's candidates, best first.
+fn candidate_names(links: &kgmesh_schemas::messages::entity_linker::MentionLinks) -> Vec<&str> {
+    links
+        .candidates
+        .iter()
+        .map(|c| c.entity.name.as_str())
+        .collect()
+}
+
 #[tokio::test]
 async fn a_mention_naming_a_node_exactly_links_no_near_names() {
     // Relatives share family names: "david carradine" names one node, and his father
@@ -116,13 +125,7 @@ async fn a_mention_naming_a_node_exactly_links_no_near_names() {
     let links = link(&mentions, &index, None, LinkMode::Fuzzy, 5)
         .await
         .unwrap();
-    let names = |i: usize| -> Vec<&str> {
-        links[i]
-            .candidates
-            .iter()
-            .map(|c| c.entity.name.as_str())
-            .collect()
-    };
+    let names = |i: usize| candidate_names(&links[i]);
     assert_eq!(names(0), ["david_carradine"]);
     // Namesakes are all exact: both stay.
     assert_eq!(names(1), ["Cargo", "cargo"]);
@@ -142,13 +145,7 @@ async fn among_names_that_read_alike_the_one_spelled_as_written_is_linked() {
     let links = link(&mentions, &index, None, LinkMode::Fuzzy, 5)
         .await
         .unwrap();
-    let names = |i: usize| -> Vec<&str> {
-        links[i]
-            .candidates
-            .iter()
-            .map(|c| c.entity.name.as_str())
-            .collect()
-    };
+    let names = |i: usize| candidate_names(&links[i]);
     assert_eq!(names(0), ["Up"]);
     assert_eq!(names(1), ["Tarzan, the Ape Man"]);
     assert_eq!(names(2), ["Up"], "letter case aside");
