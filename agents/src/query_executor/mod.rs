@@ -1,6 +1,7 @@
 //! Query executor (ByoKG-RAG §3.4, GraphRAFT).
 
 pub mod core;
+pub mod grounded;
 pub mod role;
 
 #[cfg(test)]

@@ -58,6 +58,14 @@ struct RunArgs {
     #[arg(long)]
     kg: Option<PathBuf>,
 
+    /// TOML mapping of a property-graph CSV directory given as --kg (as for `ask`).
+    #[arg(long, value_name = "FILE")]
+    mapping: Option<PathBuf>,
+
+    /// text2cypher only: a graph database (`bolt://host:port`) instead of --kg.
+    #[arg(long, value_name = "URL", conflicts_with = "kg")]
+    store: Option<String>,
+
     /// Questions file; repeat to evaluate several (e.g. MetaQA 1-, 2- and 3-hop).
     #[arg(long = "questions", required = true)]
     questions: Vec<PathBuf>,
@@ -290,10 +298,57 @@ fn write_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     std::fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// Execution accuracy of grounded Cypher on question/query pairs.
+fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
+    let [questions] = args.questions.as_slice() else {
+        bail!("--dataset text2cypher reads one --questions file");
+    };
+    if args.limit == Some(0) {
+        bail!("--limit must be at least 1");
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("eval-results").join(format!(
+            "text2cypher-{}",
+            report::now_rfc3339().replace([':', '-'], "")
+        ))
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let source =
+            crate::cmd::ask::GraphSource::from_args(&config, args.kg.clone(), args.store.clone())?;
+        let store = source.open(&config).await?;
+        eval::text2cypher::run(
+            store,
+            eval::text2cypher::Text2CypherRun {
+                questions: questions.clone(),
+                fold: args.fold.fold(),
+                limit: args.limit,
+                out,
+                graph: source.describe(),
+                progress: !args.no_progress,
+            },
+        )
+        .await
+    })
+}
+
 fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
     let Some(kind) = args.dataset else {
         bail!("--dataset is required");
     };
+    let mut config = config;
+    if let Some(mapping) = &args.mapping {
+        config.graph.mapping = Some(mapping.clone());
+    }
+    if kind == DatasetKind::Text2cypher {
+        return run_text2cypher(config, args);
+    }
+    if args.store.is_some() {
+        bail!("--store applies to --dataset text2cypher only (evaluate a server with --server)");
+    }
     let mut problems = Vec::new();
     if args.concurrency == 0 {
         problems.push("--concurrency must be at least 1".to_owned());
@@ -348,7 +403,6 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let versions = Versions::collect();
-    let mut config = config;
     if let Some(warm) = &args.cache_file {
         if !warm.is_file() {
             bail!(

@@ -30,6 +30,8 @@ pub enum DatasetKind {
     Pathquestion,
     Wc2014,
     Jsonl,
+    /// `{"question", "cypher"}` pairs, scored by execution (grounded Cypher).
+    Text2cypher,
 }
 
 impl DatasetKind {
@@ -38,7 +40,7 @@ impl DatasetKind {
         match self {
             DatasetKind::Metaqa => QaFormat::Metaqa,
             DatasetKind::Pathquestion | DatasetKind::Wc2014 => QaFormat::Irn,
-            DatasetKind::Jsonl => QaFormat::Jsonl,
+            DatasetKind::Jsonl | DatasetKind::Text2cypher => QaFormat::Jsonl,
         }
     }
 }
@@ -50,6 +52,7 @@ impl fmt::Display for DatasetKind {
             DatasetKind::Pathquestion => "pathquestion",
             DatasetKind::Wc2014 => "wc2014",
             DatasetKind::Jsonl => "jsonl",
+            DatasetKind::Text2cypher => "text2cypher",
         })
     }
 }
@@ -148,9 +151,10 @@ pub fn parse(
                 };
                 (question, folder_hops)
             }
-            DatasetKind::Pathquestion | DatasetKind::Wc2014 | DatasetKind::Jsonl => {
-                (record.question, record.hops)
-            }
+            DatasetKind::Pathquestion
+            | DatasetKind::Wc2014
+            | DatasetKind::Jsonl
+            | DatasetKind::Text2cypher => (record.question, record.hops),
         };
         let id = record
             .id

@@ -1,0 +1,626 @@
+//! Grounded Cypher (GraphRAFT, ../shared/notes/ket-rag-and-graphraft.md §B): the
+//! question's values are found in the graph, the typed queries that exist around them
+//! are enumerated from the schema, and one of them is chosen. Every query is built from
+//! the schema's names with the values as parameters, so what runs is valid by
+//! construction and nothing a question says reaches the database as query text.
+//!
+//! Choosing, without a model:
+//! - **cold**: candidates are ranked by how much of the question their labels, types
+//!   and keys account for, and by whether their shape (count, ranking, filter, limit)
+//!   is the one the question's wording asks for;
+//! - **learned**: question/answer pairs, without gold queries, teach which shapes the
+//!   words of a question call for (GraphRAFT §4.1): every candidate of a training
+//!   question runs, those whose answers equal the known ones are right, and a
+//!   perceptron learns weights for (question word, shape token) pairs on top of the
+//!   cold score ([`learn`]). A new question gets them for whatever values it names.
+
+mod enumerate;
+mod learn;
+mod values;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use async_trait::async_trait;
+use kgmesh_models::lexical::text;
+use kgmesh_schemas::graph::{GraphSchema, Rows, Value};
+use kgmesh_stores::{GraphStore, QueryLimits, StoreResult};
+
+use enumerate::VALUES_MARK;
+pub use enumerate::{Candidate, Shape};
+pub use values::{GraphValues, Grounding, LabelInfo, PropertyInfo, PropertyKind};
+
+/// Where candidates run: a [`GraphStore`] (embedded or Bolt), or any read-only Cypher
+/// engine in tests.
+#[async_trait]
+pub trait CypherRunner: Send + Sync {
+    async fn run(
+        &self,
+        query: &str,
+        params: &[(String, Value)],
+        limits: &QueryLimits,
+    ) -> StoreResult<Rows>;
+}
+
+#[async_trait]
+impl<S: GraphStore + ?Sized> CypherRunner for S {
+    async fn run(
+        &self,
+        query: &str,
+        params: &[(String, Value)],
+        limits: &QueryLimits,
+    ) -> StoreResult<Rows> {
+        self.cypher(query, params, limits).await
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Aggregate {
+    Count,
+    Sum,
+    Average,
+}
+
+/// "more than 50", "under 10".
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Comparison {
+    pub greater: bool,
+    /// "at least", "or more": the bound itself is in.
+    pub inclusive: bool,
+    pub value: f64,
+}
+
+/// What the question's wording asks of the query's shape.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cues {
+    /// "how many", "number of", "count".
+    pub count: bool,
+    /// `Some(true)`: highest first ("top", "most"); `Some(false)`: lowest first.
+    pub order: Option<bool>,
+    /// A small number the question asks for ("top 5", "three customers").
+    pub limit: Option<u32>,
+    pub compare: Option<Comparison>,
+    /// "total", "average": how a ranking adds values up.
+    pub aggregate: Option<Aggregate>,
+    /// "not", "no", "without": a flag is false, a property missing.
+    pub negated: bool,
+    /// "starting with", "begins with": a quoted text is a prefix.
+    pub starts: bool,
+    /// "ending in", "ends with": a quoted text is a suffix.
+    pub ends: bool,
+    /// Quoted texts and years that are no value of the graph: what a property may
+    /// contain or start with.
+    pub literals: Vec<Literal>,
+}
+
+/// A text the question quotes, or a year, that no node holds whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Literal {
+    pub text: String,
+    pub year: bool,
+}
+
+const HIGHEST: &[&str] = &[
+    "top",
+    "most",
+    "highest",
+    "largest",
+    "greatest",
+    "biggest",
+    "maximum",
+    "best",
+    "frequently",
+    "popular",
+];
+const LOWEST: &[&str] = &[
+    "least", "lowest", "smallest", "minimum", "cheapest", "fewest",
+];
+const GREATER: &[&str] = &[
+    "greater",
+    "more",
+    "higher",
+    "larger",
+    "over",
+    "above",
+    "exceeding",
+    "exceeds",
+];
+const LESS: &[&str] = &["less", "fewer", "lower", "below", "under", "cheaper"];
+const NUMBER_WORDS: &[&str] = &[
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+];
+
+fn number(word: &str) -> Option<f64> {
+    if let Some(i) = NUMBER_WORDS.iter().position(|w| *w == word) {
+        return Some(i as f64 + 1.0);
+    }
+    word.parse::<f64>().ok().filter(|n| n.is_finite())
+}
+
+impl Cues {
+    /// Reads the cues from the question's words outside its grounded values.
+    pub fn read(words: &[String], grounded: &[bool]) -> Self {
+        let free = |i: usize| !grounded.get(i).copied().unwrap_or(false);
+        let mut cues = Cues::default();
+        let mut used_number = vec![false; words.len()];
+        let mut skip = vec![false; words.len() + 2];
+        for i in 0..words.len() {
+            if !free(i) || skip[i] {
+                continue;
+            }
+            let word = words[i].as_str();
+            let next = words.get(i + 1).map(String::as_str);
+            if (word == "how" && matches!(next, Some("many" | "much")))
+                || (word == "number" && next == Some("of"))
+                || word == "count"
+            {
+                cues.count = true;
+            }
+            if HIGHEST.contains(&word) && cues.order.is_none() {
+                cues.order = Some(true);
+            }
+            // "the top 3 categories with the least products" ranks lowest first.
+            if LOWEST.contains(&word) && !(word == "least" && i > 0 && words[i - 1] == "at") {
+                cues.order = Some(false);
+            }
+            if matches!(
+                word,
+                "not" | "no" | "without" | "never" | "missing" | "lack"
+            ) {
+                cues.negated = true;
+            }
+            if matches!(
+                word,
+                "start" | "starts" | "starting" | "begin" | "begins" | "beginning"
+            ) {
+                cues.starts = true;
+            }
+            if matches!(word, "end" | "ends" | "ending") {
+                cues.ends = true;
+            }
+            match word {
+                "total" | "sum" => cues.aggregate = Some(Aggregate::Sum),
+                "average" | "mean" | "avg" => cues.aggregate = Some(Aggregate::Average),
+                _ => {}
+            }
+            let greater = GREATER.contains(&word);
+            if (greater || LESS.contains(&word)) && cues.compare.is_none() {
+                // "more than 50", "over 20", "less than 10 units"
+                for j in i + 1..(i + 3).min(words.len()) {
+                    if let Some(value) = number(&words[j]).filter(|_| free(j)) {
+                        cues.compare = Some(Comparison {
+                            greater,
+                            inclusive: false,
+                            value,
+                        });
+                        used_number[j] = true;
+                        break;
+                    }
+                }
+            }
+            // "at least 5", "at most 10"
+            if word == "at" && matches!(next, Some("least" | "most")) && cues.compare.is_none() {
+                if let Some(value) = words.get(i + 2).and_then(|w| number(w)) {
+                    cues.compare = Some(Comparison {
+                        greater: next == Some("least"),
+                        inclusive: true,
+                        value,
+                    });
+                    used_number[i + 2] = true;
+                    skip[i + 1] = true;
+                }
+            }
+            // "25 or higher", "10 or less"
+            if let (Some(value), Some("or"), Some(after)) =
+                (number(word), next, words.get(i + 2).map(String::as_str))
+            {
+                let greater = GREATER.contains(&after) || after == "above";
+                if (greater || LESS.contains(&after)) && cues.compare.is_none() {
+                    cues.compare = Some(Comparison {
+                        greater,
+                        inclusive: true,
+                        value,
+                    });
+                    used_number[i] = true;
+                    skip[i + 2] = true;
+                }
+            }
+        }
+        cues.limit = words.iter().enumerate().find_map(|(i, w)| {
+            if !free(i) || used_number[i] {
+                return None;
+            }
+            let n = number(w)?;
+            ((1.0..=100.0).contains(&n) && n.fract() == 0.0).then_some(n as u32)
+        });
+        if cues.order.is_some() && cues.count {
+            // "the top 3 customers by number of orders" ranks by a count.
+            cues.count = false;
+            cues.aggregate.get_or_insert(Aggregate::Count);
+        }
+        cues
+    }
+}
+
+/// A question read against the graph.
+#[derive(Debug, Clone)]
+pub struct Question {
+    pub text: String,
+    pub groundings: Vec<Grounding>,
+    pub cues: Cues,
+    /// Content stems outside the grounded values.
+    pub stems: Vec<String>,
+    /// How many distinct mentions were grounded.
+    pub mentions: usize,
+    /// The label the question asks for: the first one it names as a noun ("which
+    /// *customers* ordered Chai", "the top 3 *categories* by …").
+    pub target: Option<String>,
+    /// The target is named in the plural.
+    pub plural: bool,
+}
+
+/// A candidate chosen for a question, and why.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub candidate: Candidate,
+    pub score: f32,
+    /// What learning added to the chosen candidate's cold score, once trained.
+    pub learned: Option<f32>,
+    pub candidates: usize,
+}
+
+/// The grounded-Cypher planner over one graph.
+pub struct GroundedCypher {
+    values: GraphValues,
+    schema: GraphSchema,
+    ranker: learn::Ranker,
+    /// Candidates enumerated at most per question.
+    pub max_candidates: usize,
+}
+
+/// Candidates a training question runs at most, best ranked first.
+pub const LEARN_TRIES: usize = 200;
+
+impl GroundedCypher {
+    /// Reads the graph's labels, keys and values.
+    pub async fn read<R: CypherRunner + ?Sized>(
+        runner: &R,
+        schema: GraphSchema,
+        limits: &QueryLimits,
+    ) -> StoreResult<Self> {
+        let values = GraphValues::read(runner, &schema, limits).await?;
+        Ok(Self {
+            values,
+            schema,
+            ranker: learn::Ranker::default(),
+            max_candidates: 5_000,
+        })
+    }
+
+    pub fn values(&self) -> &GraphValues {
+        &self.values
+    }
+
+    /// Training questions kept (those with a right candidate).
+    pub fn learned_examples(&self) -> usize {
+        self.ranker.examples()
+    }
+
+    /// Trains the learned ranking on the kept training questions.
+    pub fn fit(&mut self) {
+        self.ranker.fit(learn::EPOCHS);
+    }
+
+    pub fn question(&self, text: &str) -> Question {
+        let groundings = self.values.ground(text);
+        let words = text::words(text);
+        let mut grounded = vec![false; words.len()];
+        let mut spans = BTreeSet::new();
+        for g in &groundings {
+            spans.insert(g.span);
+            for flag in &mut grounded[g.span.0..g.span.1.min(words.len())] {
+                *flag = true;
+            }
+        }
+        let mut cues = Cues::read(&words, &grounded);
+        let held: Vec<String> = groundings
+            .iter()
+            .map(|g| plain_text(&g.value).to_lowercase())
+            .collect();
+        for (_, quoted) in text::delimited_names(text) {
+            let quoted = quoted.trim();
+            if !quoted.is_empty() && !held.contains(&quoted.to_lowercase()) {
+                cues.literals.push(Literal {
+                    text: quoted.to_owned(),
+                    year: false,
+                });
+            }
+        }
+        for (i, word) in words.iter().enumerate() {
+            let year = word.len() == 4
+                && word
+                    .parse::<u32>()
+                    .is_ok_and(|y| (1800..=2100).contains(&y));
+            if year && !grounded[i] && !cues.literals.iter().any(|l| l.text.contains(word.as_str()))
+            {
+                cues.literals.push(Literal {
+                    text: word.clone(),
+                    year: true,
+                });
+            }
+        }
+        let mut stems = Vec::new();
+        for (i, word) in words.iter().enumerate() {
+            if grounded[i] || text::is_stop_word(word) {
+                continue;
+            }
+            let stem = text::stem(word);
+            if !stems.contains(&stem) {
+                stems.push(stem);
+            }
+        }
+        let named = words.iter().enumerate().find_map(|(i, word)| {
+            if grounded[i] {
+                return None;
+            }
+            self.values.labels.iter().find_map(|label| {
+                let noun = text::words(&label.name).pop()?;
+                let plural = match noun.strip_suffix('y') {
+                    Some(stem) => format!("{stem}ies"),
+                    None => format!("{noun}s"),
+                };
+                if *word == noun {
+                    Some((label.name.clone(), false))
+                } else if *word == plural {
+                    Some((label.name.clone(), true))
+                } else {
+                    None
+                }
+            })
+        });
+        let plural = named.as_ref().is_some_and(|(_, plural)| *plural);
+        let target = named.map(|(label, _)| label);
+        Question {
+            text: text.to_owned(),
+            groundings,
+            cues,
+            stems,
+            mentions: spans.len(),
+            target,
+            plural,
+        }
+    }
+
+    /// Every candidate, best first by the cold ranking, with its score.
+    pub fn ranked(&self, question: &Question) -> Vec<(Candidate, f32)> {
+        let candidates = enumerate::Enumerator {
+            values: &self.values,
+            schema: &self.schema,
+            groundings: &question.groundings,
+            cues: &question.cues,
+            question_stems: &question.stems,
+            plural: question.plural,
+            max: self.max_candidates,
+        }
+        .run();
+        let mut scored: Vec<(Candidate, f32)> = candidates
+            .into_iter()
+            .map(|c| {
+                let score = cold_score(&c, question);
+                (c, score)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        scored
+    }
+
+    /// The candidate to run: the best by cold score plus what learning adds.
+    pub fn choose(&self, question: &Question) -> Option<Choice> {
+        let ranked = self.ranked(question);
+        let count = ranked.len();
+        let trained = self.ranker.trained();
+        let (index, learned, score) = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, (candidate, cold))| {
+                let learned = self.ranker.score(question, candidate);
+                (i, learned, cold + learned)
+            })
+            .fold(None::<(usize, f32, f32)>, |best, next| match best {
+                Some(b) if b.2 >= next.2 => Some(b),
+                _ => Some(next),
+            })?;
+        let (candidate, _) = ranked.into_iter().nth(index)?;
+        Some(Choice {
+            candidate,
+            score,
+            learned: trained.then_some(learned),
+            candidates: count,
+        })
+    }
+
+    /// Runs the best-ranked candidates (at most [`LEARN_TRIES`]) of a question with known
+    /// answers and keeps it for [`GroundedCypher::fit`] when one of them gives those
+    /// answers. Returns the signature of the best-ranked right candidate.
+    pub async fn learn<R: CypherRunner + ?Sized>(
+        &mut self,
+        runner: &R,
+        question: &str,
+        reference: &Reference,
+        limits: &QueryLimits,
+    ) -> StoreResult<Option<String>> {
+        let question = self.question(question);
+        let mut tried = Vec::new();
+        for (candidate, cold) in self.ranked(&question).into_iter().take(LEARN_TRIES) {
+            let right = match runner
+                .run(&candidate.cypher, &candidate.params, limits)
+                .await
+            {
+                Ok(rows) => reference.matches(&self.answer_column(&rows)),
+                Err(_) => false,
+            };
+            tried.push((candidate, cold, right));
+        }
+        self.ranker.add(&question, &tried);
+        Ok(tried
+            .into_iter()
+            .find(|(_, _, right)| *right)
+            .map(|(candidate, _, _)| candidate.shape.signature))
+    }
+
+    /// The first column of a result as comparable texts: a node by its display name.
+    pub fn answer_column(&self, rows: &Rows) -> Vec<String> {
+        rows.rows
+            .iter()
+            .filter_map(|row| row.first())
+            .map(|value| self.answer_text(value))
+            .collect()
+    }
+
+    fn answer_text(&self, value: &Value) -> String {
+        match value {
+            Value::Node(node) => {
+                let display = node
+                    .labels
+                    .iter()
+                    .find_map(|l| self.values.label(l))
+                    .map(|l| l.display.as_str())
+                    .unwrap_or("name");
+                node.properties
+                    .iter()
+                    .find(|(k, _)| k == display)
+                    .map(|(_, v)| self.answer_text(v))
+                    .unwrap_or_else(|| format!("#{}", node.id.0))
+            }
+            other => plain_text(other),
+        }
+    }
+}
+
+/// A value as answers compare it: numbers equal whatever their type ("12", 12, 12.0).
+pub fn plain_text(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => number_text(*f),
+        Value::String(s) => {
+            let trimmed = s.trim();
+            match trimmed.parse::<f64>() {
+                Ok(f) if f.is_finite() && !trimmed.is_empty() => number_text(f),
+                _ => trimmed.to_owned(),
+            }
+        }
+        Value::List(items) => items.iter().map(plain_text).collect::<Vec<_>>().join(", "),
+        other => other.to_json().to_string(),
+    }
+}
+
+fn number_text(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        format!("{}", f as i64)
+    } else {
+        let rounded = format!("{f:.4}");
+        rounded
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_owned()
+    }
+}
+
+/// What a right answer is, from a query known to be right.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub answers: Vec<String>,
+    /// The query orders its rows: answers compare in order.
+    pub ordered: bool,
+    /// The query limits rows without ordering them, so which rows come back is the
+    /// engine's choice: any as many of these (the rows without the limit) are right.
+    pub unlimited: Option<Vec<String>>,
+}
+
+impl Reference {
+    /// Whether `predicted` (a first column) gives the same answers: in order when the
+    /// reference orders, as sets otherwise (written queries add or leave out DISTINCT
+    /// for the same wording).
+    pub fn matches(&self, predicted: &[String]) -> bool {
+        if self.ordered {
+            return predicted == self.answers.as_slice();
+        }
+        let predicted: BTreeSet<&String> = predicted.iter().collect();
+        let answers: BTreeSet<&String> = self.answers.iter().collect();
+        match &self.unlimited {
+            Some(all) => {
+                // As many distinct answers as the limited rows hold at least (they may
+                // repeat one), no more than the rows, all among the unlimited ones.
+                let all: BTreeSet<&String> = all.iter().collect();
+                !predicted.is_empty()
+                    && predicted.len() >= answers.len()
+                    && predicted.len() <= self.answers.len()
+                    && predicted.is_subset(&all)
+            }
+            None => predicted == answers,
+        }
+    }
+}
+
+/// How well a candidate fits a question without any learned plan.
+fn cold_score(candidate: &Candidate, question: &Question) -> f32 {
+    let best = |stem: &str, pool: &[String]| {
+        pool.iter()
+            .map(|p| text::stem_similarity(stem, p))
+            .fold(0.0f32, f32::max)
+    };
+    let cover: f32 = question
+        .stems
+        .iter()
+        .map(|q| best(q, &candidate.stems))
+        .sum();
+    let mut own: Vec<String> = candidate
+        .stems
+        .iter()
+        .filter(|s| s.as_str() != VALUES_MARK)
+        .cloned()
+        .collect();
+    own.sort();
+    own.dedup();
+    let waste: f32 = own.iter().map(|c| 1.0 - best(c, &question.stems)).sum();
+    let cues = &question.cues;
+    let shape = &candidate.shape;
+    let mut fit = 0.0;
+    if cues.count != shape.count {
+        fit -= 3.0;
+    }
+    if cues.order.is_some() != shape.order.is_some() {
+        fit -= 3.0;
+    } else if cues.order != shape.order {
+        fit -= 1.0;
+    }
+    if cues.limit.is_some() && !shape.limit {
+        fit -= 1.0;
+    }
+    if cues.compare.is_some() && !shape.filter {
+        fit -= 2.0;
+    }
+    let adds_up = |a: Option<Aggregate>| matches!(a, Some(Aggregate::Sum | Aggregate::Average));
+    if adds_up(cues.aggregate) != adds_up(shape.aggregate) {
+        fit -= 1.5;
+    }
+    let used: BTreeSet<(usize, usize)> = candidate
+        .grounded
+        .iter()
+        .filter_map(|&i| question.groundings.get(i).map(|g| g.span))
+        .collect();
+    fit += 2.0 * used.len() as f32;
+    fit -= 2.0 * question.mentions.saturating_sub(used.len()) as f32;
+    fit -= 0.3 * f32::from(shape.hops);
+    if candidate.stems.iter().any(|s| s == VALUES_MARK) {
+        fit -= 0.5;
+    }
+    if question.target.as_deref() == Some(candidate.answer.as_str()) {
+        fit += 2.5;
+    }
+    cover - 0.5 * waste + fit
+}

@@ -1,0 +1,280 @@
+//! What the graph holds, read once through Cypher so that any backend serves it: each
+//! label's property keys by kind (text, number, flag) and display key, and an index from
+//! the words of every text value to the properties that hold it. A question is grounded
+//! by finding those words in it: "suppliers in Germany" → `Supplier.country = 'Germany'`
+//! (and `Customer.country`, `Order.shipCountry`: the ranker picks among them).
+
+use std::collections::{HashMap, HashSet};
+
+use kgmesh_models::lexical::text;
+use kgmesh_schemas::graph::{GraphSchema, Value};
+use kgmesh_stores::{QueryLimits, StoreResult};
+
+use super::CypherRunner;
+
+/// A text key with more distinct values than this is not indexed (free text such as
+/// addresses and notes): its values are not the names questions use.
+pub const MAX_DISTINCT_VALUES: usize = 20_000;
+/// The longest value, in words, looked for in a question.
+const MAX_VALUE_WORDS: usize = 8;
+
+/// A property key of one label, and what its values are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PropertyInfo {
+    pub key: String,
+    pub kind: PropertyKind,
+    /// A number stored as text (`"32.38"`): compared and ordered as the text it is.
+    pub numeric_text: bool,
+    /// Stems of the key's words (`unitPrice` → `unit`, `price`).
+    pub stems: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PropertyKind {
+    Text,
+    Number,
+    Flag,
+}
+
+#[derive(Debug, Clone)]
+pub struct LabelInfo {
+    pub name: String,
+    pub stems: Vec<String>,
+    /// The property that names a node of this label (what answers show).
+    pub display: String,
+    pub properties: Vec<PropertyInfo>,
+}
+
+impl LabelInfo {
+    pub fn property(&self, key: &str) -> Option<&PropertyInfo> {
+        self.properties.iter().find(|p| p.key == key)
+    }
+}
+
+/// A value of the graph found in a question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grounding {
+    pub label: String,
+    pub key: String,
+    pub value: Value,
+    /// Word positions `[start, end)` of the mention in the question.
+    pub span: (usize, usize),
+}
+
+/// The labels, keys and text values of a graph.
+#[derive(Debug, Default)]
+pub struct GraphValues {
+    pub labels: Vec<LabelInfo>,
+    /// Joined lower-case words of a value → (label index, key, value as stored).
+    by_words: HashMap<String, Vec<(usize, String, Value)>>,
+    /// Relationship property keys that hold numbers.
+    pub relationship_numbers: Vec<PropertyInfo>,
+    pub indexed_values: usize,
+}
+
+/// Backticks a label, type or key for Cypher.
+pub fn quoted(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+pub(super) fn stems_of(name: &str) -> Vec<String> {
+    text::words(name)
+        .into_iter()
+        .filter(|w| !text::is_stop_word(w))
+        .map(|w| text::stem(&w))
+        .collect()
+}
+
+impl GraphValues {
+    /// Reads every label's keys and text values (one `DISTINCT` query per key).
+    pub async fn read<R: CypherRunner + ?Sized>(
+        runner: &R,
+        schema: &GraphSchema,
+        limits: &QueryLimits,
+    ) -> StoreResult<Self> {
+        let limits = QueryLimits {
+            max_rows: MAX_DISTINCT_VALUES + 1,
+            ..*limits
+        };
+        let mut values = GraphValues::default();
+        for label in &schema.labels {
+            let mut properties = Vec::new();
+            let mut distinct_text: Vec<(String, usize)> = Vec::new();
+            let label_index = values.labels.len();
+            for key in &label.property_keys {
+                let query = format!(
+                    "MATCH (n:{}) WHERE n.{k} IS NOT NULL RETURN DISTINCT n.{k} AS v",
+                    quoted(&label.name),
+                    k = quoted(key)
+                );
+                let rows = runner.run(&query, &[], &limits).await?;
+                let column: Vec<&Value> = rows.rows.iter().filter_map(|r| r.first()).collect();
+                let Some((kind, numeric_text)) = kind_of(&column) else {
+                    continue;
+                };
+                if kind == PropertyKind::Text || numeric_text {
+                    distinct_text.push((key.clone(), column.len()));
+                    if !rows.truncated {
+                        for value in column {
+                            let Value::String(text_value) = value else {
+                                continue;
+                            };
+                            let words = text::words(text_value);
+                            if !indexable(&words) {
+                                continue;
+                            }
+                            values.indexed_values += 1;
+                            values.by_words.entry(words.join(" ")).or_default().push((
+                                label_index,
+                                key.clone(),
+                                value.clone(),
+                            ));
+                        }
+                    }
+                }
+                properties.push(PropertyInfo {
+                    key: key.clone(),
+                    kind,
+                    numeric_text,
+                    stems: stems_of(key),
+                });
+            }
+            let display = display_key(&distinct_text).unwrap_or_else(|| {
+                properties
+                    .first()
+                    .map(|p| p.key.clone())
+                    .unwrap_or_else(|| "name".to_owned())
+            });
+            values.labels.push(LabelInfo {
+                name: label.name.clone(),
+                stems: stems_of(&label.name),
+                display,
+                properties,
+            });
+        }
+        for key in &schema.relationship_property_keys {
+            let query = format!(
+                "MATCH ()-[r]->() WHERE r.{k} IS NOT NULL RETURN r.{k} AS v LIMIT 200",
+                k = quoted(key)
+            );
+            let rows = runner.run(&query, &[], &limits).await?;
+            let column: Vec<&Value> = rows.rows.iter().filter_map(|r| r.first()).collect();
+            if let Some((PropertyKind::Number, numeric_text)) = kind_of(&column) {
+                values.relationship_numbers.push(PropertyInfo {
+                    key: key.clone(),
+                    kind: PropertyKind::Number,
+                    numeric_text,
+                    stems: stems_of(key),
+                });
+            }
+        }
+        Ok(values)
+    }
+
+    pub fn label(&self, name: &str) -> Option<&LabelInfo> {
+        self.labels.iter().find(|l| l.name == name)
+    }
+
+    /// The graph's values named in a question, longest mentions first; a mention inside
+    /// a longer one is not reported. Values are matched on their whole words, so only
+    /// values stored in the graph are ever returned, never text of the question.
+    pub fn ground(&self, question: &str) -> Vec<Grounding> {
+        let words = text::words(question);
+        let mut taken = vec![false; words.len()];
+        let mut found = Vec::new();
+        for width in (1..=MAX_VALUE_WORDS.min(words.len())).rev() {
+            for start in 0..=words.len() - width {
+                let end = start + width;
+                if taken[start..end].iter().any(|t| *t) {
+                    continue;
+                }
+                let Some(holders) = self.by_words.get(&words[start..end].join(" ")) else {
+                    continue;
+                };
+                taken[start..end].iter_mut().for_each(|t| *t = true);
+                let mut seen = HashSet::new();
+                for (label, key, value) in holders {
+                    if seen.insert((*label, key.as_str())) {
+                        found.push(Grounding {
+                            label: self.labels[*label].name.clone(),
+                            key: key.clone(),
+                            value: value.clone(),
+                            span: (start, end),
+                        });
+                    }
+                }
+            }
+        }
+        found
+    }
+}
+
+/// Whether a value's words can be looked for in questions: not only stop words, and a
+/// bare number only when it is long enough to be an identifier rather than a count.
+fn indexable(words: &[String]) -> bool {
+    if words.is_empty() || words.len() > MAX_VALUE_WORDS {
+        return false;
+    }
+    if words.iter().all(|w| text::is_stop_word(w)) {
+        return false;
+    }
+    if words.len() == 1 {
+        let word = &words[0];
+        if word.chars().all(|c| c.is_ascii_digit()) {
+            return word.len() >= 5;
+        }
+        return word.chars().count() >= 2;
+    }
+    true
+}
+
+/// What a key's values are, and whether numbers are stored as text.
+fn kind_of(column: &[&Value]) -> Option<(PropertyKind, bool)> {
+    let (mut text, mut numeric_text, mut number, mut flag) = (0, 0, 0, 0);
+    for value in column {
+        match value {
+            Value::String(s) => {
+                text += 1;
+                if s.trim().parse::<f64>().is_ok_and(f64::is_finite) {
+                    numeric_text += 1;
+                }
+            }
+            Value::Int(_) | Value::Float(_) => number += 1,
+            Value::Bool(_) => flag += 1,
+            _ => {}
+        }
+    }
+    let most = text.max(number).max(flag);
+    if most == 0 {
+        None
+    } else if most == number {
+        Some((PropertyKind::Number, false))
+    } else if most == flag {
+        Some((PropertyKind::Flag, false))
+    } else if numeric_text == text {
+        Some((PropertyKind::Number, true))
+    } else {
+        Some((PropertyKind::Text, false))
+    }
+}
+
+/// The text key that names nodes: one called a name (`name`, `productName`) that tells
+/// nodes apart about as well as any text key does, else the text key with the most
+/// distinct values (`orderID`, not the `shipName` that orders share). Ties go to the
+/// key listed first.
+fn display_key(distinct: &[(String, usize)]) -> Option<String> {
+    let most = distinct.iter().map(|(_, count)| *count).max()?;
+    let first_max = |keys: &mut dyn Iterator<Item = &(String, usize)>| {
+        keys.fold(None::<&(String, usize)>, |best, entry| match best {
+            Some(b) if b.1 >= entry.1 => Some(b),
+            _ => Some(entry),
+        })
+        .map(|(key, _)| key.clone())
+    };
+    first_max(
+        &mut distinct
+            .iter()
+            .filter(|(key, count)| key.to_lowercase().ends_with("name") && count * 2 >= most),
+    )
+    .or_else(|| first_max(&mut distinct.iter()))
+}

@@ -1,0 +1,437 @@
+//! `kgmesh eval --dataset text2cypher`: execution accuracy of grounded Cypher on
+//! question/query pairs (`{"question", "cypher"}` per line, e.g. Northwind's).
+//!
+//! Each gold query runs on the graph to give the reference answers; a pair whose query
+//! does not run, or returns no rows, is skipped and counted. A prediction is right when
+//! its first column gives the gold query's first column: in order when the gold query
+//! orders, as a set otherwise, and when the gold query limits rows without ordering them,
+//! any as many of the rows it would give without its limit. Nodes compare by their
+//! display name, numbers whatever their type.
+//!
+//! Cold: the ranked enumeration alone. Warm (with `--fold`): plans are first learned from
+//! the other folds' pairs, by their answers only (the gold queries are never read for
+//! it), then the fold is evaluated both ways.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use kgmesh_agents::qa::Fold;
+use kgmesh_agents::query_executor::grounded::{GroundedCypher, Reference, LEARN_TRIES};
+use kgmesh_stores::{GraphStore, QueryLimits};
+use serde::Serialize;
+
+/// One question/query pair.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct Pair {
+    question: String,
+    cypher: String,
+}
+
+pub struct Text2CypherRun {
+    pub questions: PathBuf,
+    pub fold: Option<Fold>,
+    pub limit: Option<usize>,
+    pub out: PathBuf,
+    pub graph: String,
+    pub progress: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Outcome {
+    index: usize,
+    question: String,
+    kind: &'static str,
+    gold: String,
+    cold_query: Option<String>,
+    cold_right: bool,
+    warm_query: Option<String>,
+    warm_right: Option<bool>,
+    learned: Option<f32>,
+    /// Some candidate among the first `LEARN_TRIES` gives the right answers.
+    reachable: bool,
+    candidates: usize,
+    enumerate_ms: f64,
+}
+
+/// The kind of question a gold query answers, read from its text.
+fn kind_of(cypher: &str) -> &'static str {
+    let lower = cypher.to_lowercase();
+    let aggregate = ["count(", "sum(", "avg(", "min(", "max(", "collect("]
+        .iter()
+        .any(|f| lower.replace(' ', "").contains(f));
+    let relationships = lower.matches("]-").count();
+    if aggregate {
+        "aggregate"
+    } else if relationships >= 2 {
+        "multi-hop"
+    } else if lower.contains("where") || lower.contains('{') {
+        "filter"
+    } else {
+        "lookup"
+    }
+}
+
+/// The gold query without its final `LIMIT n`, when it has one and no ORDER BY.
+fn without_limit(cypher: &str) -> Option<String> {
+    let upper = cypher.to_uppercase();
+    if upper.contains("ORDER BY") {
+        return None;
+    }
+    let trimmed = cypher.trim_end().trim_end_matches(';').trim_end();
+    let at = trimmed.to_uppercase().rfind("LIMIT")?;
+    let tail = trimmed[at + "LIMIT".len()..].trim();
+    (!tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit())).then(|| trimmed[..at].to_owned())
+}
+
+fn read_pairs(path: &Path) -> anyhow::Result<Vec<Pair>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut pairs = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let pair: Pair = serde_json::from_str(line).with_context(|| {
+            format!(
+                "{}:{}: not a {{\"question\", \"cypher\"}} line",
+                path.display(),
+                number + 1
+            )
+        })?;
+        pairs.push(pair);
+    }
+    Ok(pairs)
+}
+
+fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let at = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[at]
+}
+
+pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Result<()> {
+    let pairs = read_pairs(&run.questions)?;
+    if pairs.is_empty() {
+        bail!("{}: no question/query pairs", run.questions.display());
+    }
+    let limits = QueryLimits {
+        max_rows: 10_000,
+        timeout: Duration::from_secs(10),
+        ..QueryLimits::default()
+    };
+    let schema = store
+        .schema()
+        .await
+        .context("cannot read the graph's schema")?;
+    let started = Instant::now();
+    let mut planner = GroundedCypher::read(store.as_ref(), (*schema).clone(), &limits)
+        .await
+        .context("cannot read the graph's values")?;
+    eprintln!(
+        "kgmesh eval: text2cypher: {} labels, {} text values indexed in {:.1?}",
+        planner.values().labels.len(),
+        planner.values().indexed_values,
+        started.elapsed()
+    );
+
+    // References from the gold queries.
+    let mut references: Vec<Option<Reference>> = Vec::with_capacity(pairs.len());
+    let (mut failed, mut empty) = (0usize, 0usize);
+    for pair in &pairs {
+        let rows = match store.cypher(&pair.cypher, &[], &limits).await {
+            Ok(rows) if !rows.truncated => rows,
+            _ => {
+                failed += 1;
+                references.push(None);
+                continue;
+            }
+        };
+        let answers = planner.answer_column(&rows);
+        if answers.is_empty() {
+            empty += 1;
+            references.push(None);
+            continue;
+        }
+        let unlimited = match without_limit(&pair.cypher) {
+            Some(text) => match store.cypher(&text, &[], &limits).await {
+                Ok(rows) if !rows.truncated => Some(planner.answer_column(&rows)),
+                _ => None,
+            },
+            None => None,
+        };
+        references.push(Some(Reference {
+            answers,
+            ordered: pair.cypher.to_uppercase().contains("ORDER BY"),
+            unlimited,
+        }));
+    }
+
+    let selected: Vec<usize> = (0..pairs.len())
+        .filter(|&i| run.fold.is_none_or(|fold| fold.contains(i)))
+        .take(run.limit.unwrap_or(usize::MAX))
+        .collect();
+
+    // Learning from the other folds, by answers only.
+    let mut learn_tried = 0usize;
+    let mut learned = 0usize;
+    if let Some(fold) = run.fold {
+        let training: Vec<usize> = (0..pairs.len()).filter(|&i| !fold.contains(i)).collect();
+        let started = Instant::now();
+        for (n, &i) in training.iter().enumerate() {
+            let Some(reference) = &references[i] else {
+                continue;
+            };
+            learn_tried += 1;
+            if planner
+                .learn(store.as_ref(), &pairs[i].question, reference, &limits)
+                .await?
+                .is_some()
+            {
+                learned += 1;
+            }
+            if run.progress && (n + 1) % 50 == 0 {
+                eprintln!(
+                    "kgmesh eval: learning {}/{} ({learned} plans) {:.0?}",
+                    n + 1,
+                    training.len(),
+                    started.elapsed()
+                );
+            }
+        }
+        planner.fit();
+        eprintln!(
+            "kgmesh eval: learned from {learned} of {learn_tried} pairs with answers (of {}) in {:.1?}",
+            training.len(),
+            started.elapsed()
+        );
+    }
+
+    let mut outcomes = Vec::new();
+    let mut refusals = 0usize;
+    for (n, &i) in selected.iter().enumerate() {
+        let Some(reference) = &references[i] else {
+            continue;
+        };
+        let pair = &pairs[i];
+        let timer = Instant::now();
+        let question = planner.question(&pair.question);
+        let ranked = planner.ranked(&question);
+        let enumerate_ms = timer.elapsed().as_secs_f64() * 1e3;
+        for (candidate, _) in &ranked {
+            if kgmesh_stores::cypher::check_read_only(&candidate.cypher, &schema, &limits).is_err()
+            {
+                refusals += 1;
+            }
+        }
+        let right = |rows: Option<kgmesh_schemas::graph::Rows>| {
+            rows.is_some_and(|rows| reference.matches(&planner.answer_column(&rows)))
+        };
+        let cold = ranked.first().map(|(c, _)| c.clone());
+        let cold_rows = match &cold {
+            Some(c) => store.cypher(&c.cypher, &c.params, &limits).await.ok(),
+            None => None,
+        };
+        let cold_right = right(cold_rows);
+        let mut reachable = cold_right;
+        for (candidate, _) in ranked.iter().take(LEARN_TRIES) {
+            if reachable {
+                break;
+            }
+            let rows = store
+                .cypher(&candidate.cypher, &candidate.params, &limits)
+                .await
+                .ok();
+            reachable = right(rows);
+        }
+        let (warm_query, warm_right, learned) = if run.fold.is_some() {
+            let choice = planner.choose(&question);
+            let rows = match &choice {
+                Some(choice) => store
+                    .cypher(&choice.candidate.cypher, &choice.candidate.params, &limits)
+                    .await
+                    .ok(),
+                None => None,
+            };
+            (
+                choice.as_ref().map(|c| c.candidate.cypher.clone()),
+                Some(right(rows)),
+                choice.and_then(|c| c.learned),
+            )
+        } else {
+            (None, None, None)
+        };
+        outcomes.push(Outcome {
+            index: i,
+            question: pair.question.clone(),
+            kind: kind_of(&pair.cypher),
+            gold: pair.cypher.clone(),
+            cold_query: cold.map(|c| c.cypher),
+            cold_right,
+            warm_query,
+            warm_right,
+            learned,
+            reachable,
+            candidates: ranked.len(),
+            enumerate_ms,
+        });
+        if run.progress && (n + 1) % 100 == 0 {
+            eprintln!("kgmesh eval: {}/{} questions", n + 1, selected.len());
+        }
+    }
+
+    // Report.
+    std::fs::create_dir_all(&run.out)
+        .with_context(|| format!("cannot create {}", run.out.display()))?;
+    let mut lines = std::fs::File::create(run.out.join("questions.jsonl"))
+        .context("cannot write questions.jsonl")?;
+    for outcome in &outcomes {
+        writeln!(lines, "{}", serde_json::to_string(outcome)?)?;
+    }
+    let mut by_kind: BTreeMap<&str, (usize, usize, usize, usize)> = BTreeMap::new();
+    for o in &outcomes {
+        let entry = by_kind.entry(o.kind).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(o.cold_right);
+        entry.2 += usize::from(o.warm_right == Some(true));
+        entry.3 += usize::from(o.reachable);
+    }
+    let total = outcomes.len();
+    let cold = outcomes.iter().filter(|o| o.cold_right).count();
+    let warm = outcomes
+        .iter()
+        .filter(|o| o.warm_right == Some(true))
+        .count();
+    let changed = outcomes
+        .iter()
+        .filter(|o| o.warm_query.is_some() && o.warm_query != o.cold_query)
+        .count();
+    let mut latencies: Vec<f64> = outcomes.iter().map(|o| o.enumerate_ms).collect();
+    latencies.sort_by(f64::total_cmp);
+    let candidates: Vec<usize> = outcomes.iter().map(|o| o.candidates).collect();
+    let mean_candidates = candidates.iter().sum::<usize>() as f64 / total.max(1) as f64;
+
+    let mut summary = String::new();
+    use std::fmt::Write as _;
+    writeln!(summary, "# text2cypher: {}", run.questions.display())?;
+    writeln!(summary)?;
+    writeln!(
+        summary,
+        "Configuration: graph {}; model none; grounded Cypher, LLM-free; fold {}; learned \
+         ranking from {} training pairs (of {} with answers, a right candidate within the \
+         first {}); limits {} rows, {:?}.",
+        run.graph,
+        run.fold
+            .map(|f| format!("{f} (warm: learned from the other folds)"))
+            .unwrap_or_else(|| "none (cold only)".into()),
+        planner.learned_examples(),
+        learn_tried,
+        LEARN_TRIES,
+        limits.max_rows,
+        limits.timeout
+    )?;
+    writeln!(summary)?;
+    writeln!(
+        summary,
+        "Pairs: {} in the file, {} selected; {} gold queries did not run, {} returned no rows (skipped); {} scored.",
+        pairs.len(),
+        selected.len(),
+        failed,
+        empty,
+        total
+    )?;
+    writeln!(summary)?;
+    writeln!(
+        summary,
+        "| kind | questions | cold % | warm % | reachable % |"
+    )?;
+    writeln!(summary, "|---|---:|---:|---:|---:|")?;
+    let warm_cell = |right: usize, n: usize| {
+        if run.fold.is_some() {
+            format!("{:.1}", percent(right, n))
+        } else {
+            "—".into()
+        }
+    };
+    for (kind, (n, c, w, r)) in &by_kind {
+        writeln!(
+            summary,
+            "| {kind} | {n} | {:.1} | {} | {:.1} |",
+            percent(*c, *n),
+            warm_cell(*w, *n),
+            percent(*r, *n)
+        )?;
+    }
+    let reachable = outcomes.iter().filter(|o| o.reachable).count();
+    writeln!(
+        summary,
+        "| **all** | {total} | **{:.1}** | **{}** | {:.1} |",
+        percent(cold, total),
+        warm_cell(warm, total),
+        percent(reachable, total)
+    )?;
+    writeln!(summary)?;
+    writeln!(
+        summary,
+        "Reachable: some candidate among the first {LEARN_TRIES} of the cold ranking gives \
+         the right answers (the ceiling of choosing among candidates)."
+    )?;
+    writeln!(summary)?;
+    writeln!(
+        summary,
+        "Learning changed the chosen query for {changed} of {total} questions. Candidates per question: mean {mean_candidates:.0}; \
+         validator refusals among all candidates: {refusals}. Grounding + enumeration + ranking: \
+         p50 {:.2} ms, p99 {:.2} ms.",
+        quantile(&latencies, 0.5),
+        quantile(&latencies, 0.99)
+    )?;
+    std::fs::write(run.out.join("summary.md"), &summary).context("cannot write summary.md")?;
+    println!("{summary}");
+    eprintln!("kgmesh eval: wrote {}", run.out.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gold_queries_are_sorted_into_kinds() {
+        assert_eq!(kind_of("MATCH (p:Product) RETURN count(p)"), "aggregate");
+        assert_eq!(
+            kind_of("MATCH (a:A)-[:R]->(b:B)-[:S]->(c:C) RETURN c.name"),
+            "multi-hop"
+        );
+        assert_eq!(
+            kind_of("MATCH (s:Supplier {country: 'UK'}) RETURN s"),
+            "filter"
+        );
+        assert_eq!(kind_of("MATCH (s:Supplier) RETURN s.name"), "lookup");
+    }
+
+    #[test]
+    fn only_an_unordered_final_limit_is_taken_off() {
+        assert_eq!(
+            without_limit("MATCH (s) RETURN s LIMIT 3").as_deref(),
+            Some("MATCH (s) RETURN s ")
+        );
+        assert_eq!(
+            without_limit("MATCH (s) RETURN s ORDER BY s.x LIMIT 3"),
+            None
+        );
+        assert_eq!(without_limit("MATCH (s) RETURN s"), None);
+    }
+}
