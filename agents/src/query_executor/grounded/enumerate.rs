@@ -54,8 +54,12 @@ struct Step {
 fn steps(schema: &GraphSchema, from: &str) -> Vec<Step> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
-    for relation in &schema.relations {
-        for (head, tail, _) in &relation.endpoints {
+    let mut relations: Vec<_> = schema.relations.iter().collect();
+    relations.sort_by(|a, b| a.name.cmp(&b.name));
+    for relation in relations {
+        let mut endpoints: Vec<_> = relation.endpoints.iter().collect();
+        endpoints.sort();
+        for (head, tail, _) in endpoints {
             if head == from && seen.insert((relation.name.clone(), true, tail.clone())) {
                 out.push(Step {
                     rel: relation.name.clone(),
@@ -384,7 +388,7 @@ impl Enumerator<'_> {
             for property in label
                 .properties
                 .iter()
-                .filter(|p| p.kind == PropertyKind::Number)
+                .filter(|p| p.kind == PropertyKind::Number && p.key != label.display)
             {
                 // Compared as the graph stores it: numbers kept as text compare as text.
                 let bound = if property.numeric_text {
@@ -542,8 +546,7 @@ impl Enumerator<'_> {
             let mut projections = vec![(display.clone(), Vec::new())];
             for property in &target.properties {
                 // A flag is a condition on the nodes of a listing, not its answer.
-                let flag_listing =
-                    property.kind == PropertyKind::Flag && base.grounded.is_empty();
+                let flag_listing = property.kind == PropertyKind::Flag && base.grounded.is_empty();
                 if property.key != target.display
                     && !flag_listing
                     && (filter.is_none() || self.mentioned(&property.stems))

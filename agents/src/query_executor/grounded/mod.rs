@@ -412,6 +412,8 @@ impl GroundedCypher {
                 (c, score)
             })
             .collect();
+        // Stable: ties go to the candidate enumerated first, the simpler one. Names are
+        // enumerated in sorted order, so every backend chooses alike.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
         scored
     }

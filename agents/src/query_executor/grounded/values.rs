@@ -97,11 +97,17 @@ impl GraphValues {
             ..*limits
         };
         let mut values = GraphValues::default();
-        for label in &schema.labels {
+        // Sorted, so that backends listing names in other orders enumerate alike.
+        let mut labels: Vec<_> = schema.labels.iter().collect();
+        labels.sort_by(|a, b| a.name.cmp(&b.name));
+        for label in labels {
             let mut properties = Vec::new();
             let mut distinct_text: Vec<(String, usize)> = Vec::new();
             let label_index = values.labels.len();
-            for key in &label.property_keys {
+            let mut keys: Vec<&String> = label.property_keys.iter().collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
                 let query = format!(
                     "MATCH (n:{}) WHERE n.{k} IS NOT NULL RETURN DISTINCT n.{k} AS v",
                     quoted(&label.name),
@@ -152,7 +158,11 @@ impl GraphValues {
                 properties,
             });
         }
-        for key in &schema.relationship_property_keys {
+        let mut relationship_keys: Vec<&String> =
+            schema.relationship_property_keys.iter().collect();
+        relationship_keys.sort();
+        relationship_keys.dedup();
+        for key in relationship_keys {
             let query = format!(
                 "MATCH ()-[r]->() WHERE r.{k} IS NOT NULL RETURN r.{k} AS v LIMIT 200",
                 k = quoted(key)
@@ -258,7 +268,7 @@ fn kind_of(column: &[&Value]) -> Option<(PropertyKind, bool)> {
     }
 }
 
-/// The text key that names nodes: one called a name (`name`, `productName`) that tells
+/// The text key that names nodes: one called a name (`name`, else `productName`) that tells
 /// nodes apart about as well as any text key does, else the text key with the most
 /// distinct values (`orderID`, not the `shipName` that orders share). Ties go to the
 /// key listed first.
@@ -271,10 +281,13 @@ fn display_key(distinct: &[(String, usize)]) -> Option<String> {
         })
         .map(|(key, _)| key.clone())
     };
-    first_max(
-        &mut distinct
+    let names = || {
+        distinct
             .iter()
-            .filter(|(key, count)| key.to_lowercase().ends_with("name") && count * 2 >= most),
-    )
-    .or_else(|| first_max(&mut distinct.iter()))
+            .filter(move |(key, count)| key.to_lowercase().ends_with("name") && count * 2 >= most)
+    };
+    // `name` itself first (what the loaders write), so every backend picks the same.
+    first_max(&mut names().filter(|(key, _)| key == "name"))
+        .or_else(|| first_max(&mut names()))
+        .or_else(|| first_max(&mut distinct.iter()))
 }
