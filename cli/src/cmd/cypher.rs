@@ -2,6 +2,11 @@
 //! use (a KG file, the bundled sample, or a Bolt database) and prints the rows. The
 //! query is validated first (read-only, bounded variable-length patterns); a refused
 //! query is an error that says why and, where it can, how to repair it.
+//!
+//! `kgmesh cypher --ask QUESTION` writes the query instead (grounded Cypher, GraphRAFT):
+//! the question's values are found in the graph, the queries that exist around them are
+//! enumerated from the schema, and the best ranked runs, its values as parameters.
+//! `--learn PAIRS` first learns the ranking from questions with known answers.
 
 use std::time::Duration;
 
@@ -16,7 +21,20 @@ use crate::config::Config;
 #[derive(Debug, clap::Args)]
 pub struct CypherArgs {
     /// The query, e.g. "MATCH (f)-[:directed_by]->(d) RETURN f.name, d.name LIMIT 5".
-    pub query: String,
+    #[arg(required_unless_present = "ask", conflicts_with = "ask")]
+    pub query: Option<String>,
+    /// Write the query from a question instead (grounded Cypher): e.g. "which products
+    /// does Exotic Liquids supply?". Prints the chosen query, then its rows.
+    #[arg(long, value_name = "QUESTION")]
+    pub ask: Option<String>,
+    /// With --ask: learn the ranking first from question/answer pairs, one JSON object a
+    /// line with "question" and either "answers" (a list) or "cypher" (a query whose
+    /// rows are the answers), e.g. Northwind's text2cypher.jsonl.
+    #[arg(long, value_name = "PAIRS", requires = "ask")]
+    pub learn: Option<std::path::PathBuf>,
+    /// With --ask: also print the next best candidate queries.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "ask")]
+    pub candidates: usize,
     /// KG file or directory (as for `ask`). Default: `graph.path`, else the bundled
     /// sample movie KG.
     #[arg(long, conflicts_with = "store")]
@@ -64,10 +82,16 @@ pub fn run(mut config: Config, args: CypherArgs) -> anyhow::Result<()> {
             timeout: Duration::from_millis(args.timeout_ms),
             ..QueryLimits::default()
         };
-        graph
-            .cypher(&args.query, &params, &limits)
-            .await
-            .map_err(refused)
+        match (&args.query, &args.ask) {
+            (Some(query), _) => graph.cypher(query, &params, &limits).await.map_err(refused),
+            (None, Some(question)) => {
+                if !params.is_empty() {
+                    anyhow::bail!("--param applies to a query, not to --ask");
+                }
+                ask(graph.as_ref(), question, &args, &limits).await
+            }
+            (None, None) => anyhow::bail!("give a query or --ask QUESTION"),
+        }
     })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows.to_json())?);
@@ -75,6 +99,103 @@ pub fn run(mut config: Config, args: CypherArgs) -> anyhow::Result<()> {
         print_table(&rows);
     }
     Ok(())
+}
+
+/// Chooses, prints and runs the grounded query for a question.
+async fn ask(
+    graph: &dyn kgmesh_stores::GraphStore,
+    question: &str,
+    args: &CypherArgs,
+    limits: &QueryLimits,
+) -> anyhow::Result<Rows> {
+    use kgmesh_agents::query_executor::grounded::GroundedCypher;
+
+    if question.trim().is_empty() {
+        anyhow::bail!("--ask needs a question");
+    }
+    let schema = graph
+        .schema()
+        .await
+        .context("cannot read the graph's schema")?;
+    let read_limits = QueryLimits {
+        timeout: Duration::from_secs(30),
+        ..*limits
+    };
+    let mut planner = GroundedCypher::read(graph, (*schema).clone(), &read_limits)
+        .await
+        .context("cannot read the graph's values")?;
+    if let Some(path) = &args.learn {
+        let pairs = crate::eval::text2cypher::read_pairs(path)?;
+        let (mut usable, mut learned) = (0usize, 0usize);
+        for pair in &pairs {
+            let Some(reference) =
+                crate::eval::text2cypher::reference_for(graph, &planner, pair, &read_limits).await
+            else {
+                continue;
+            };
+            usable += 1;
+            if planner
+                .learn(graph, &pair.question, &reference, &read_limits)
+                .await?
+                .is_some()
+            {
+                learned += 1;
+            }
+        }
+        planner.fit();
+        eprintln!(
+            "learned from {learned} of {} pairs ({} without usable answers; the others had no right candidate)",
+            pairs.len(),
+            pairs.len() - usable
+        );
+    }
+    let parsed = planner.question(question);
+    let ranked = planner.ranked(&parsed);
+    let Some(choice) = planner.choose(&parsed) else {
+        anyhow::bail!(
+            "no query fits {question:?}: it names no value of the graph, no label, and nothing \
+             to count or rank (name a label such as {}, or a value the graph holds)",
+            planner
+                .values()
+                .labels
+                .iter()
+                .take(3)
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    let params = |params: &[(String, Value)]| {
+        params
+            .iter()
+            .map(|(name, value)| format!("${name} = {}", value.to_json()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    eprintln!("query:  {}", choice.candidate.cypher);
+    if !choice.candidate.params.is_empty() {
+        eprintln!("params: {}", params(&choice.candidate.params));
+    }
+    eprintln!(
+        "chosen among {} candidates (score {:.2}{})",
+        choice.candidates,
+        choice.score,
+        choice
+            .learned
+            .map(|w| format!(", {w:+.2} learned"))
+            .unwrap_or_default()
+    );
+    for (candidate, score) in ranked
+        .iter()
+        .filter(|(c, _)| c.cypher != choice.candidate.cypher || c.params != choice.candidate.params)
+        .take(args.candidates)
+    {
+        eprintln!("  also {score:6.2}  {}", candidate.cypher);
+    }
+    graph
+        .cypher(&choice.candidate.cypher, &choice.candidate.params, limits)
+        .await
+        .map_err(refused)
 }
 
 /// A store error as the user should read it: a refused query with its repair hint.

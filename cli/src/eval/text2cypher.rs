@@ -20,15 +20,62 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use kgmesh_agents::qa::Fold;
-use kgmesh_agents::query_executor::grounded::{GroundedCypher, Reference, LEARN_TRIES};
+use kgmesh_agents::query_executor::grounded::{plain_text, GroundedCypher, Reference, LEARN_TRIES};
+use kgmesh_schemas::graph::Value;
 use kgmesh_stores::{GraphStore, QueryLimits};
 use serde::Serialize;
 
-/// One question/query pair.
+/// One question with a query known to answer it, or with its answers (what
+/// `kgmesh cypher --learn` also reads; learning needs only one of them).
 #[derive(Debug, Clone, serde::Deserialize)]
-struct Pair {
-    question: String,
-    cypher: String,
+pub(crate) struct Pair {
+    pub question: String,
+    #[serde(default)]
+    pub cypher: Option<String>,
+    #[serde(default)]
+    pub answers: Option<Vec<serde_json::Value>>,
+}
+
+/// What a right answer to a pair is: its answers as given (unordered), or the rows of
+/// its query run on the graph. `None` when the query does not run or gives no rows.
+pub(crate) async fn reference_for(
+    store: &dyn GraphStore,
+    planner: &GroundedCypher,
+    pair: &Pair,
+    limits: &QueryLimits,
+) -> Option<Reference> {
+    if let Some(answers) = &pair.answers {
+        let answers: Vec<String> = answers
+            .iter()
+            .map(|a| plain_text(&Value::from_json(a)))
+            .collect();
+        return (!answers.is_empty()).then_some(Reference {
+            answers,
+            ordered: false,
+            unlimited: None,
+        });
+    }
+    let cypher = pair.cypher.as_deref()?;
+    let rows = match store.cypher(cypher, &[], limits).await {
+        Ok(rows) if !rows.truncated => rows,
+        _ => return None,
+    };
+    let answers = planner.answer_column(&rows);
+    if answers.is_empty() {
+        return None;
+    }
+    let unlimited = match without_limit(cypher) {
+        Some(text) => match store.cypher(&text, &[], limits).await {
+            Ok(rows) if !rows.truncated => Some(planner.answer_column(&rows)),
+            _ => None,
+        },
+        None => None,
+    };
+    Some(Reference {
+        answers,
+        ordered: cypher.to_uppercase().contains("ORDER BY"),
+        unlimited,
+    })
 }
 
 pub struct Text2CypherRun {
@@ -87,7 +134,7 @@ fn without_limit(cypher: &str) -> Option<String> {
     (!tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit())).then(|| trimmed[..at].to_owned())
 }
 
-fn read_pairs(path: &Path) -> anyhow::Result<Vec<Pair>> {
+pub(crate) fn read_pairs(path: &Path) -> anyhow::Result<Vec<Pair>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut pairs = Vec::new();
@@ -97,11 +144,18 @@ fn read_pairs(path: &Path) -> anyhow::Result<Vec<Pair>> {
         }
         let pair: Pair = serde_json::from_str(line).with_context(|| {
             format!(
-                "{}:{}: not a {{\"question\", \"cypher\"}} line",
+                "{}:{}: not a {{\"question\", \"cypher\" or \"answers\"}} line",
                 path.display(),
                 number + 1
             )
         })?;
+        if pair.cypher.is_none() && pair.answers.is_none() {
+            bail!(
+                "{}:{}: a pair needs \"cypher\" or \"answers\"",
+                path.display(),
+                number + 1
+            );
+        }
         pairs.push(pair);
     }
     Ok(pairs)
@@ -148,36 +202,13 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         started.elapsed()
     );
 
-    // References from the gold queries.
+    // References from the gold queries (or the answers given).
     let mut references: Vec<Option<Reference>> = Vec::with_capacity(pairs.len());
-    let (mut failed, mut empty) = (0usize, 0usize);
+    let mut unusable = 0usize;
     for pair in &pairs {
-        let rows = match store.cypher(&pair.cypher, &[], &limits).await {
-            Ok(rows) if !rows.truncated => rows,
-            _ => {
-                failed += 1;
-                references.push(None);
-                continue;
-            }
-        };
-        let answers = planner.answer_column(&rows);
-        if answers.is_empty() {
-            empty += 1;
-            references.push(None);
-            continue;
-        }
-        let unlimited = match without_limit(&pair.cypher) {
-            Some(text) => match store.cypher(&text, &[], &limits).await {
-                Ok(rows) if !rows.truncated => Some(planner.answer_column(&rows)),
-                _ => None,
-            },
-            None => None,
-        };
-        references.push(Some(Reference {
-            answers,
-            ordered: pair.cypher.to_uppercase().contains("ORDER BY"),
-            unlimited,
-        }));
+        let reference = reference_for(store.as_ref(), &planner, pair, &limits).await;
+        unusable += usize::from(reference.is_none());
+        references.push(reference);
     }
 
     let selected: Vec<usize> = (0..pairs.len())
@@ -277,8 +308,8 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         outcomes.push(Outcome {
             index: i,
             question: pair.question.clone(),
-            kind: kind_of(&pair.cypher),
-            gold: pair.cypher.clone(),
+            kind: pair.cypher.as_deref().map_or("answers", kind_of),
+            gold: pair.cypher.clone().unwrap_or_default(),
             cold_query: cold.map(|c| c.cypher),
             cold_right,
             warm_query,
@@ -346,11 +377,10 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
     writeln!(summary)?;
     writeln!(
         summary,
-        "Pairs: {} in the file, {} selected; {} gold queries did not run, {} returned no rows (skipped); {} scored.",
+        "Pairs: {} in the file, {} selected; {} of the file's gold queries did not run or returned no rows (skipped); {} scored.",
         pairs.len(),
         selected.len(),
-        failed,
-        empty,
+        unusable,
         total
     )?;
     writeln!(summary)?;

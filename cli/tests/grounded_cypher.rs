@@ -1,0 +1,146 @@
+//! Grounded Cypher through the real binary on the Northwind property graph:
+//! `kgmesh cypher --ask` writes and runs a query from a question (a hostile name stays a
+//! parameter), `--learn` reads question/answer pairs, and `kgmesh eval --dataset
+//! text2cypher` scores execution against the gold queries with no validator refusal.
+
+#[path = "serve_support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+
+use support::*;
+
+fn northwind() -> (PathBuf, PathBuf) {
+    let csv = kgmesh_testkit::data::data_path("northwind/csv");
+    assert!(
+        csv.join("products.csv").exists(),
+        "Northwind not found under {}: set KGMESH_DATA_DIR to the folder holding northwind/",
+        csv.display()
+    );
+    (csv, repo_root().join("stores/examples/northwind.toml"))
+}
+
+fn ask(extra: &[&str]) -> (i32, String, String) {
+    let (csv, mapping) = northwind();
+    let mut args = vec![
+        "cypher".to_owned(),
+        "--kg".into(),
+        csv.display().to_string(),
+        "--mapping".into(),
+        mapping.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    kgmesh_run(&args)
+}
+
+fn rows(stdout: &str) -> Vec<String> {
+    let mut lines: Vec<String> = stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty() && !l.starts_with('('))
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn a_question_becomes_a_query_whose_values_are_parameters() {
+    let (code, stdout, stderr) = ask(&["--ask", "Which products does Exotic Liquids supply?"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("query:  MATCH"), "{stderr}");
+    assert!(stderr.contains("\"Exotic Liquids\""), "{stderr}");
+    assert_eq!(
+        rows(&stdout),
+        ["Aniseed Syrup", "Chai", "Chang"],
+        "{stderr}"
+    );
+
+    // An injection inside the name never becomes query text.
+    let (code, stdout, stderr) = ask(&[
+        "--ask",
+        "Which products does 'Exotic Liquids') DETACH DELETE n //' supply?",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let query = stderr
+        .lines()
+        .find(|l| l.starts_with("query:"))
+        .unwrap_or_default();
+    assert!(
+        !query.contains("DETACH") && !query.contains("Exotic"),
+        "{query}"
+    );
+    assert_eq!(
+        rows(&stdout),
+        ["Aniseed Syrup", "Chai", "Chang"],
+        "{stderr}"
+    );
+
+    let (code, _, stderr) = ask(&["--ask", "what is the weather today"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("no query fits"), "{stderr}");
+}
+
+#[test]
+fn pairs_with_answers_are_learned_from() {
+    let pairs = repo_root().join("examples/northwind/questions.jsonl");
+    let pairs = pairs.display().to_string();
+    let (code, stdout, stderr) = ask(&["--ask", "which category is Konbu in", "--learn", &pairs]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("learned from "), "{stderr}");
+    assert!(
+        stderr.contains(" learned)"),
+        "the choice reports what learning added: {stderr}"
+    );
+    assert_eq!(rows(&stdout), ["Seafood"], "{stderr}");
+}
+
+#[test]
+fn text2cypher_evaluation_scores_execution_with_every_query_valid() {
+    let (csv, mapping) = northwind();
+    let questions = kgmesh_testkit::data::data_path("northwind/text2cypher.jsonl");
+    let out = tempfile::tempdir().expect("temporary folder");
+    let (code, stdout, stderr) = kgmesh_run(&[
+        "eval",
+        "--dataset",
+        "text2cypher",
+        "--kg",
+        &csv.display().to_string(),
+        "--mapping",
+        &mapping.display().to_string(),
+        "--questions",
+        &questions.display().to_string(),
+        "--limit",
+        "120",
+        "--out",
+        &out.path().display().to_string(),
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("model none"),
+        "configuration printed: {stdout}"
+    );
+    assert!(
+        stdout.contains("validator refusals among all candidates: 0"),
+        "{stdout}"
+    );
+    let all = stdout
+        .lines()
+        .find(|l| l.starts_with("| **all**"))
+        .unwrap_or_else(|| panic!("no total row: {stdout}"));
+    let cold: f64 = all
+        .split('|')
+        .nth(3)
+        .and_then(|cell| cell.trim().trim_matches('*').parse().ok())
+        .unwrap_or_else(|| panic!("no cold score in {all:?}"));
+    assert!(
+        cold >= 40.0,
+        "cold execution accuracy {cold} under 40: {stdout}"
+    );
+    let lines = std::fs::read_to_string(out.path().join("questions.jsonl")).expect("per question");
+    assert!(
+        lines.lines().count() >= 90,
+        "most of the 120 pairs are scored"
+    );
+}
