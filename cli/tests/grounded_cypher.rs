@@ -144,3 +144,110 @@ fn text2cypher_evaluation_scores_execution_with_every_query_valid() {
         "most of the 120 pairs are scored"
     );
 }
+
+/// The chosen query and its score for each scored pair of an evaluation's output.
+fn outcomes(dir: &std::path::Path) -> std::collections::BTreeMap<u64, (String, bool)> {
+    std::fs::read_to_string(dir.join("questions.jsonl"))
+        .expect("per question results")
+        .lines()
+        .map(|line| {
+            let o: serde_json::Value = serde_json::from_str(line).expect("JSON line");
+            (
+                o["index"].as_u64().expect("index"),
+                (
+                    o["cold_query"].as_str().unwrap_or_default().to_owned(),
+                    o["cold_right"].as_bool().expect("cold_right"),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn over_bolt_the_same_queries_are_chosen_as_on_the_embedded_store() {
+    let server = kgmesh_testkit::bolt::BoltServer::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let creds = dir.path().join("creds.toml");
+    std::fs::write(
+        &creds,
+        format!(
+            "[graph]\nbolt_user = \"{}\"\nbolt_password_env = \"KGMESH_TEST_BOLT_PASSWORD\"\n\
+             bolt_database = \"{}\"\nquery_timeout_ms = 30000\n",
+            server.user(),
+            server.database()
+        ),
+    )
+    .expect("config written");
+    let (csv, mapping) = northwind();
+    let (csv, mapping) = (csv.display().to_string(), mapping.display().to_string());
+    let creds = creds.display().to_string();
+    let mut load = kgmesh();
+    load.env("KGMESH_TEST_BOLT_PASSWORD", server.password())
+        .args([
+            "load",
+            "--kg",
+            &csv,
+            "--mapping",
+            &mapping,
+            "--into",
+            &server.uri(),
+            "--replace",
+            "--config",
+            &creds,
+        ]);
+    let (code, _, stderr) = run(load);
+    assert_eq!(code, 0, "load into Bolt: {stderr}\n{}", server.log());
+
+    let questions = kgmesh_testkit::data::data_path("northwind/text2cypher.jsonl")
+        .display()
+        .to_string();
+    let eval = |graph: &[&str], out: &std::path::Path| {
+        let mut command = kgmesh();
+        command
+            .env("KGMESH_TEST_BOLT_PASSWORD", server.password())
+            .args([
+                "eval",
+                "--dataset",
+                "text2cypher",
+                "--questions",
+                &questions,
+            ])
+            .args([
+                "--limit",
+                "60",
+                "--no-progress",
+                "--config",
+                &creds,
+                "--out",
+            ])
+            .arg(out)
+            .args(graph);
+        let (code, _, stderr) = run(command);
+        assert_eq!(code, 0, "{graph:?}: {stderr}\n{}", server.log());
+        outcomes(out)
+    };
+    let embedded = eval(
+        &["--kg", &csv, "--mapping", &mapping],
+        &dir.path().join("embedded"),
+    );
+    let bolt = eval(&["--store", &server.uri()], &dir.path().join("bolt"));
+    assert_eq!(
+        embedded.keys().collect::<Vec<_>>(),
+        bolt.keys().collect::<Vec<_>>(),
+        "the same pairs have usable gold answers on both"
+    );
+    assert!(embedded.len() >= 45, "{} scored", embedded.len());
+    for (index, (query, _)) in &embedded {
+        assert_eq!(query, &bolt[index].0, "pair {index}");
+    }
+    // Engines may break ties in ORDER BY … LIMIT differently; nearly all agree.
+    let agree = embedded
+        .iter()
+        .filter(|(index, (_, right))| bolt[*index].1 == *right)
+        .count();
+    assert!(
+        agree * 100 >= embedded.len() * 95,
+        "{agree} of {} agree",
+        embedded.len()
+    );
+}
