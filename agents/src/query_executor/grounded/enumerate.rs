@@ -403,6 +403,24 @@ impl Enumerator<'_> {
                 });
             }
         }
+        for (i, value) in cues.equals.iter().enumerate() {
+            for property in label
+                .properties
+                .iter()
+                .filter(|p| p.kind == PropertyKind::Number && p.key != label.display)
+            {
+                let bound = if property.numeric_text {
+                    Value::String(super::plain_text(&Value::Float(*value)))
+                } else {
+                    Value::Float(*value)
+                };
+                out.push(Filter {
+                    condition: format!("{var}.{} = $e{i}", quoted(&property.key)),
+                    stems: property.stems.clone(),
+                    params: vec![(format!("e{i}"), bound)],
+                });
+            }
+        }
         for property in &label.properties {
             if !self.mentioned(&property.stems) {
                 continue;
@@ -467,7 +485,36 @@ impl Enumerator<'_> {
             }
         };
         let mut filters = vec![None];
-        filters.extend(self.filters(filter_var, filter_label).into_iter().map(Some));
+        let single = self.filters(filter_var, filter_label);
+        // Two conditions on the nodes of a label ("discontinued products with zero units
+        // in stock"), among those the question's cues back (not mere presence tests),
+        // on different keys.
+        let mut pairs = Vec::new();
+        if base.hops == 0 || base.filter_on.0 == "m" {
+            let backed: Vec<&Filter> = single
+                .iter()
+                .filter(|f| !f.condition.ends_with("IS NOT NULL"))
+                .collect();
+            for (i, a) in backed.iter().enumerate() {
+                for b in &backed[i + 1..] {
+                    if a.stems == b.stems
+                        || a.params.first().map(|p| &p.0) == b.params.first().map(|p| &p.0)
+                            && !a.params.is_empty()
+                    {
+                        continue;
+                    }
+                    let mut stems = a.stems.clone();
+                    stems.extend(b.stems.iter().cloned());
+                    pairs.push(Filter {
+                        condition: format!("{} AND {}", a.condition, b.condition),
+                        stems,
+                        params: a.params.iter().chain(&b.params).cloned().collect(),
+                    });
+                }
+            }
+        }
+        filters.extend(single.into_iter().map(Some));
+        filters.extend(pairs.into_iter().map(Some));
         if base.filter_on.0 == "m" && cues.compare.is_some() {
             // "categories with more than 5 products": a condition on a count.
             self.having(base, target, out);
@@ -505,14 +552,20 @@ impl Enumerator<'_> {
             };
             let mut push = |cypher: String, extra: &[String], shape: Shape| {
                 let mut all = stems.clone();
-                all.extend(extra.iter().cloned());
+                let mut answer = base.target.clone();
+                for stem in extra {
+                    match stem.strip_prefix(FAR_MARK) {
+                        Some(label) => answer = label.to_owned(),
+                        None => all.push(stem.clone()),
+                    }
+                }
                 out.push(Candidate {
                     cypher,
                     params: params.clone(),
                     shape,
                     stems: all,
                     grounded: base.grounded.clone(),
-                    answer: base.target.clone(),
+                    answer,
                 });
             };
             let shape = |cypher: &str, count, order, limit, aggregate| Shape {
@@ -616,8 +669,37 @@ impl Enumerator<'_> {
                             1
                         )
                     );
-                    let shape = shape(&further, false, Some(highest), true, Some(Aggregate::Count));
-                    push(further, &extra, shape);
+                    let shape_further =
+                        shape(&further, false, Some(highest), true, Some(Aggregate::Count));
+                    push(further.clone(), &extra, shape_further);
+                    // …or the nodes one step further ranked by how many paths reach them:
+                    // "the customers who ordered the most Seafood products".
+                    let far = further.replacen(
+                        &format!("RETURN x.{display} AS answer"),
+                        &format!("RETURN o.{} AS answer", quoted(&other.display)),
+                        1,
+                    );
+                    let mut far_stems = extra.clone();
+                    far_stems.push(format!("{FAR_MARK}{}", other.name));
+                    let shape_far = shape(&far, false, Some(highest), true, Some(Aggregate::Count));
+                    push(far, &far_stems, shape_far);
+                }
+            }
+            if !base.grounded.is_empty() {
+                // Values of a property the question names, ranked by how many answers
+                // hold them: "the top 3 ship cities of Ernst Handel's orders".
+                for property in &target.properties {
+                    if property.kind != PropertyKind::Text || !self.mentioned(&property.stems) {
+                        continue;
+                    }
+                    let key = quoted(&property.key);
+                    let present = format!("x.{key} IS NOT NULL");
+                    let cypher = format!(
+                        "{} RETURN x.{key} AS answer, count(*) AS value ORDER BY value {direction}{top}",
+                        head(Some(&present))
+                    );
+                    let shape = shape(&cypher, false, Some(highest), true, Some(Aggregate::Count));
+                    push(cypher, &property.stems, shape);
                 }
             }
             if base.hops > 0 && !base.grounded.is_empty() {
@@ -727,8 +809,22 @@ impl Enumerator<'_> {
             );
             let shaped = shape(&cypher, false, Some(highest), true, Some(Aggregate::Count));
             push(cypher, &stems, shaped);
-            let Some(aggregate) = self.cues.aggregate else {
-                continue;
+            // Single relationships ranked by a number they carry: "the orders with the
+            // highest quantity of a single product".
+            for property in &self.values.relationship_numbers {
+                let key = quoted(&property.key);
+                let cypher = format!(
+                    "MATCH {pattern} WHERE {filter_and}r.{key} IS NOT NULL RETURN x.{display} AS answer, r.{key} AS value ORDER BY value {direction}{top}"
+                );
+                let mut all = stems.clone();
+                all.extend(property.stems.iter().cloned());
+                let shaped = shape(&cypher, false, Some(highest), true, None);
+                push(cypher, &all, shaped);
+            }
+            // Sums rank too when no word says "total" ("the orders with the most units").
+            let aggregate = match self.cues.aggregate {
+                Some(Aggregate::Count) | None => Aggregate::Sum,
+                Some(other) => other,
             };
             let function = match aggregate {
                 Aggregate::Sum => "sum",
@@ -770,6 +866,10 @@ impl Enumerator<'_> {
 /// A stem no question has, marking candidates that answer with the values of the
 /// property they rank by rather than the nodes holding them (a small cost when cold).
 pub(super) const VALUES_MARK: &str = "\u{1}values";
+
+/// Marks, in the extra stems handed to a candidate, that it answers with the nodes of
+/// the label after the mark (one step past the base's answer) rather than the base's.
+pub(super) const FAR_MARK: &str = "\u{1}far";
 
 /// A condition a question's cues add.
 #[derive(Debug, Clone)]

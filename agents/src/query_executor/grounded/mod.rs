@@ -84,6 +84,8 @@ pub struct Cues {
     pub compare: Option<Comparison>,
     /// "total", "average": how a ranking adds values up.
     pub aggregate: Option<Aggregate>,
+    /// Numbers that are values rather than limits: "a reorder level of 30", "zero units".
+    pub equals: Vec<f64>,
     /// "not", "no", "without": a flag is false, a property missing.
     pub negated: bool,
     /// "starting with", "begins with": a quoted text is a prefix.
@@ -228,13 +230,28 @@ impl Cues {
                 }
             }
         }
-        cues.limit = words.iter().enumerate().find_map(|(i, w)| {
+        // A number right after "of", "at", "is", "exactly" is a value ("a reorder level
+        // of 30"); another small whole number is a row limit ("the first 5").
+        for (i, w) in words.iter().enumerate() {
             if !free(i) || used_number[i] {
-                return None;
+                continue;
             }
-            let n = number(w)?;
-            ((1.0..=100.0).contains(&n) && n.fract() == 0.0).then_some(n as u32)
-        });
+            let Some(n) = number(w).or_else(|| (w == "zero").then_some(0.0)) else {
+                continue;
+            };
+            let after_value_word = i > 0
+                && matches!(
+                    words[i - 1].as_str(),
+                    "of" | "at" | "is" | "exactly" | "equal" | "equals" | "to"
+                );
+            if after_value_word || n == 0.0 || cues.limit.is_some() {
+                cues.equals.push(n);
+            } else if (1.0..=100.0).contains(&n) && n.fract() == 0.0 {
+                cues.limit = Some(n as u32);
+            } else {
+                cues.equals.push(n);
+            }
+        }
         if cues.order.is_some() && cues.count {
             // "the top 3 customers by number of orders" ranks by a count.
             cues.count = false;
@@ -324,7 +341,16 @@ impl GroundedCypher {
                 *flag = true;
             }
         }
-        let mut cues = Cues::read(&words, &grounded);
+        // Quoted texts are values, not counts or limits ("'1997-06-01'").
+        let mut blocked = grounded.clone();
+        for (range, _) in text::delimited_names(text) {
+            let start = text::words(&text[..range.start]).len();
+            let len = text::words(&text[range.clone()]).len();
+            for flag in blocked.iter_mut().skip(start).take(len) {
+                *flag = true;
+            }
+        }
+        let mut cues = Cues::read(&words, &blocked);
         let held: Vec<String> = groundings
             .iter()
             .map(|g| plain_text(&g.value).to_lowercase())
@@ -618,6 +644,19 @@ fn cold_score(candidate: &Candidate, question: &Question) -> f32 {
     fit += 2.0 * used.len() as f32;
     fit -= 2.0 * question.mentions.saturating_sub(used.len()) as f32;
     fit -= 0.3 * f32::from(shape.hops);
+    // A quoted text or a value the question gives, left unused.
+    let uses = |prefix: char, n: usize| {
+        (0..n)
+            .filter(|i| {
+                let name = format!("{prefix}{i}");
+                candidate.params.iter().any(|(p, _)| *p == name)
+            })
+            .count()
+    };
+    let literals = cues.literals.len();
+    fit -= 2.0 * literals.saturating_sub(uses('s', literals)) as f32;
+    let equals = cues.equals.len();
+    fit -= 1.0 * equals.saturating_sub(uses('e', equals)) as f32;
     if candidate.stems.iter().any(|s| s == VALUES_MARK) {
         fit -= 0.5;
     }
