@@ -22,6 +22,8 @@ use anyhow::{bail, Context as _};
 use kgmesh_agents::qa::Fold;
 use kgmesh_agents::query_executor::grounded::{plain_text, GroundedCypher, Reference, LEARN_TRIES};
 use kgmesh_schemas::graph::Value;
+
+use super::metrics::percentile;
 use kgmesh_stores::{GraphStore, QueryLimits};
 use serde::Serialize;
 
@@ -167,14 +169,6 @@ fn percent(part: usize, whole: usize) -> f64 {
     } else {
         100.0 * part as f64 / whole as f64
     }
-}
-
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let at = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[at]
 }
 
 pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Result<()> {
@@ -425,8 +419,8 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         "Learning changed the chosen query for {changed} of {total} questions. Candidates per question: mean {mean_candidates:.0}; \
          validator refusals among all candidates: {refusals}. Grounding + enumeration + ranking: \
          p50 {:.2} ms, p99 {:.2} ms.",
-        quantile(&latencies, 0.5),
-        quantile(&latencies, 0.99)
+        percentile(&latencies, 50.0),
+        percentile(&latencies, 99.0)
     )?;
     std::fs::write(run.out.join("summary.md"), &summary).context("cannot write summary.md")?;
     println!("{summary}");

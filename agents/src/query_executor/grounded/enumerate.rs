@@ -12,7 +12,7 @@ use kgmesh_schemas::graph::{GraphSchema, Value};
 use super::values::{
     quoted, stems_of, GraphValues, Grounding, LabelInfo, PropertyInfo, PropertyKind,
 };
-use super::{Aggregate, Comparison, Cues};
+use super::{Aggregate, Cues};
 
 /// One query that can answer the question.
 #[derive(Debug, Clone, PartialEq)]
@@ -373,18 +373,8 @@ impl Enumerator<'_> {
     fn filters(&self, var: &str, label: &LabelInfo) -> Vec<Filter> {
         let cues = self.cues;
         let mut out = Vec::new();
-        if let Some(Comparison {
-            greater,
-            inclusive,
-            value,
-        }) = cues.compare
-        {
-            let op = match (greater, inclusive) {
-                (true, false) => ">",
-                (true, true) => ">=",
-                (false, false) => "<",
-                (false, true) => "<=",
-            };
+        if let Some(comparison) = cues.compare {
+            let (op, value) = (comparison.operator(), comparison.value);
             for property in label
                 .properties
                 .iter()
@@ -722,20 +712,10 @@ impl Enumerator<'_> {
     /// Nodes of the base's label whose count of neighbours passes the question's
     /// comparison.
     fn having(&self, base: &Base, target: &LabelInfo, out: &mut Vec<Candidate>) {
-        let Some(Comparison {
-            greater,
-            inclusive,
-            value,
-        }) = self.cues.compare
-        else {
+        let Some(comparison) = self.cues.compare else {
             return;
         };
-        let op = match (greater, inclusive) {
-            (true, false) => ">",
-            (true, true) => ">=",
-            (false, false) => "<",
-            (false, true) => "<=",
-        };
+        let (op, value) = (comparison.operator(), comparison.value);
         let limit = self
             .cues
             .limit

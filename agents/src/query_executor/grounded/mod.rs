@@ -72,6 +72,18 @@ pub struct Comparison {
     pub value: f64,
 }
 
+impl Comparison {
+    /// The Cypher operator: `>`, `>=`, `<` or `<=`.
+    pub fn operator(&self) -> &'static str {
+        match (self.greater, self.inclusive) {
+            (true, false) => ">",
+            (true, true) => ">=",
+            (false, false) => "<",
+            (false, true) => "<=",
+        }
+    }
+}
+
 /// What the question's wording asks of the query's shape.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Cues {
@@ -297,6 +309,9 @@ pub struct GroundedCypher {
     pub max_candidates: usize,
 }
 
+/// Values of the graph a question is grounded to at most.
+pub const MAX_GROUNDINGS: usize = 16;
+
 /// Candidates a training question runs at most, best ranked first.
 pub const LEARN_TRIES: usize = 200;
 
@@ -331,7 +346,10 @@ impl GroundedCypher {
     }
 
     pub fn question(&self, text: &str) -> Question {
-        let groundings = self.values.ground(text);
+        let mut groundings = self.values.ground(text);
+        // Pairs of groundings multiply candidates: a question naming dozens of values
+        // (or a pasted list) keeps its longest mentions.
+        groundings.truncate(MAX_GROUNDINGS);
         let words = text::words(text);
         let mut grounded = vec![false; words.len()];
         let mut spans = BTreeSet::new();

@@ -244,6 +244,13 @@ async fn a_hostile_name_reaches_the_database_only_as_a_parameter() {
         ["Aniseed Syrup", "Chai", "Chang"]
     );
     assert_eq!(shop.graph.edge_count(), 12, "nothing was deleted");
+
+    // A pasted list of names stays bounded.
+    let long = "Chai Chang Konbu Ikura UK Japan Germany Seafood ".repeat(500);
+    let question = planner.question(&format!("Which products are {long}?"));
+    assert!(question.groundings.len() <= MAX_GROUNDINGS);
+    let ranked = planner.ranked(&question);
+    assert!(!ranked.is_empty() && ranked.len() <= planner.max_candidates);
 }
 
 #[tokio::test]
