@@ -208,6 +208,41 @@ pub fn delimited_names(question: &str) -> Vec<(std::ops::Range<usize>, &str)> {
     out
 }
 
+/// Every text a question quotes: what [`delimited_names`] reads, and texts between
+/// single quotes (`'Exotic Liquids'`, `'1997-01-01'`). A single quote opens only after
+/// a space, a bracket or the start, and closes only before a space, punctuation or the
+/// end, so that apostrophes (`Bob's`, `'90s`) quote nothing.
+pub fn quoted_texts(question: &str) -> Vec<(std::ops::Range<usize>, &str)> {
+    let mut out = delimited_names(question);
+    let chars: Vec<(usize, char)> = question.char_indices().collect();
+    let mut open: Option<usize> = None;
+    for (i, &(at, c)) in chars.iter().enumerate() {
+        if c != '\'' && c != '\u{2018}' && c != '\u{2019}' {
+            continue;
+        }
+        let before = i.checked_sub(1).map(|j| chars[j].1);
+        let after = chars.get(i + 1).map(|&(_, c)| c);
+        match open {
+            None if before.is_none_or(|b| b.is_whitespace() || "([{".contains(b))
+                && after.is_some_and(|a| !a.is_whitespace()) =>
+            {
+                open = Some(at + c.len_utf8());
+            }
+            Some(start) if after.is_none_or(|a| !a.is_alphanumeric()) => {
+                open = None;
+                let inner = &question[start..at];
+                let trimmed = inner.trim();
+                if !trimmed.is_empty() {
+                    let offset = start + (inner.len() - inner.trim_start().len());
+                    out.push((offset..offset + trimmed.len(), trimmed));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Which of a question's mentions (spans a name index found in it) name the entities
 /// it asks about:
 /// - when some are written as names ([`marked_as_name`]), only those: a one-word
@@ -350,6 +385,25 @@ mod tests {
         let mut sorted = STOP_WORDS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, STOP_WORDS);
+    }
+
+    #[test]
+    fn single_quotes_quote_a_text_but_apostrophes_do_not() {
+        fn texts(q: &str) -> Vec<&str> {
+            quoted_texts(q)
+                .into_iter()
+                .map(|(range, text)| {
+                    assert_eq!(&q[range], text);
+                    text
+                })
+                .collect()
+        }
+        assert_eq!(
+            texts("orders shipped after '1997-01-01' to 'Bob's Diner', says \"M\""),
+            ["M", "1997-01-01", "Bob's Diner"]
+        );
+        assert!(texts("who is Bob's mom in the '90s").is_empty());
+        assert_eq!(texts("names starting with 'C'."), ["C"]);
     }
 
     #[test]

@@ -436,7 +436,9 @@ impl Enumerator<'_> {
             }
         }
         for (i, literal) in cues.literals.iter().enumerate() {
-            let op = if literal.year || cues.starts {
+            let op = if let Some(op) = literal.compare {
+                op
+            } else if literal.year || cues.starts {
                 "STARTS WITH"
             } else if cues.ends {
                 "ENDS WITH"

@@ -114,6 +114,9 @@ pub struct Cues {
 pub struct Literal {
     pub text: String,
     pub year: bool,
+    /// The words before it compare ("after '1997-01-01'", "on or before '…'"): the
+    /// Cypher operator, as text compares.
+    pub compare: Option<&'static str>,
 }
 
 const HIGHEST: &[&str] = &[
@@ -361,7 +364,7 @@ impl GroundedCypher {
         }
         // Quoted texts are values, not counts or limits ("'1997-06-01'").
         let mut blocked = grounded.clone();
-        for (range, _) in text::delimited_names(text) {
+        for (range, _) in text::quoted_texts(text) {
             let start = text::words(&text[..range.start]).len();
             let len = text::words(&text[range.clone()]).len();
             for flag in blocked.iter_mut().skip(start).take(len) {
@@ -373,12 +376,31 @@ impl GroundedCypher {
             .iter()
             .map(|g| plain_text(&g.value).to_lowercase())
             .collect();
-        for (_, quoted) in text::delimited_names(text) {
+        for (range, quoted) in text::quoted_texts(text) {
             let quoted = quoted.trim();
-            if !quoted.is_empty() && !held.contains(&quoted.to_lowercase()) {
+            // A quoted key ("a 'unitPrice' over 10") names a property, not a text.
+            let names_a_key = self.values.labels.iter().any(|label| {
+                label
+                    .properties
+                    .iter()
+                    .any(|p| text::words(&p.key) == text::words(quoted))
+            });
+            if !quoted.is_empty() && !names_a_key && !held.contains(&quoted.to_lowercase()) {
+                let before = text::words(&text[..range.start]);
+                let near = &before[before.len().saturating_sub(3)..];
+                let has = |set: &[&str]| near.iter().any(|w| set.contains(&w.as_str()));
+                let inclusive = near.iter().any(|w| w == "or");
+                let compare = if has(&["after", "later", "since"]) || has(GREATER) {
+                    Some(if inclusive { ">=" } else { ">" })
+                } else if has(&["before", "earlier"]) || has(LESS) {
+                    Some(if inclusive { "<=" } else { "<" })
+                } else {
+                    None
+                };
                 cues.literals.push(Literal {
                     text: quoted.to_owned(),
                     year: false,
+                    compare,
                 });
             }
         }
@@ -392,6 +414,7 @@ impl GroundedCypher {
                 cues.literals.push(Literal {
                     text: word.clone(),
                     year: true,
+                    compare: None,
                 });
             }
         }
