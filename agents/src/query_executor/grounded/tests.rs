@@ -215,7 +215,12 @@ async fn cold_choices_answer_lookups_paths_counts_rankings_and_filters() {
     );
     // A quoted key names a property; a quoted text is what it starts with.
     assert_eq!(
-        answers(&shop, &planner, "Which products have a 'productName' starting with 'C'?").await,
+        answers(
+            &shop,
+            &planner,
+            "Which products have a 'productName' starting with 'C'?"
+        )
+        .await,
         ["Chai", "Chang"]
     );
 }
