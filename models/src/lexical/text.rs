@@ -195,17 +195,24 @@ pub fn delimited_names(question: &str) -> Vec<(std::ops::Range<usize>, &str)> {
             | (Some(('"', start)), '"')
             | (Some(('\u{201c}', start)), '\u{201d}') => {
                 open = None;
-                let inner = &question[start..at];
-                let trimmed = inner.trim();
-                if !trimmed.is_empty() {
-                    let offset = start + (inner.len() - inner.trim_start().len());
-                    out.push((offset..offset + trimmed.len(), trimmed));
-                }
+                out.extend(trimmed_span(question, start..at));
             }
             _ => {}
         }
     }
     out
+}
+
+/// The text of `range` in `question` without its surrounding spaces, with its byte
+/// range; `None` when nothing is left.
+fn trimmed_span(
+    question: &str,
+    range: std::ops::Range<usize>,
+) -> Option<(std::ops::Range<usize>, &str)> {
+    let inner = &question[range.clone()];
+    let trimmed = inner.trim();
+    let offset = range.start + (inner.len() - inner.trim_start().len());
+    (!trimmed.is_empty()).then(|| (offset..offset + trimmed.len(), trimmed))
 }
 
 /// Every text a question quotes: what [`delimited_names`] reads, and texts between
@@ -230,12 +237,7 @@ pub fn quoted_texts(question: &str) -> Vec<(std::ops::Range<usize>, &str)> {
             }
             Some(start) if after.is_none_or(|a| !a.is_alphanumeric()) => {
                 open = None;
-                let inner = &question[start..at];
-                let trimmed = inner.trim();
-                if !trimmed.is_empty() {
-                    let offset = start + (inner.len() - inner.trim_start().len());
-                    out.push((offset..offset + trimmed.len(), trimmed));
-                }
+                out.extend(trimmed_span(question, start..at));
             }
             _ => {}
         }
