@@ -151,7 +151,7 @@ async fn ask(
     }
     let parsed = planner.question(question);
     let ranked = planner.ranked(&parsed);
-    let Some(choice) = planner.choose(&parsed) else {
+    let Some(choice) = planner.choose(&parsed, &ranked) else {
         anyhow::bail!(
             "no query fits {question:?}: it names no value of the graph, no label, and nothing \
              to count or rank (name a label such as {}, or a value the graph holds)",

@@ -283,7 +283,7 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
             reachable = right(rows);
         }
         let (warm_query, warm_right, learned) = if run.fold.is_some() {
-            let choice = planner.choose(&question);
+            let choice = planner.choose(&question, &ranked);
             let rows = match &choice {
                 Some(choice) => store
                     .cypher(&choice.candidate.cypher, &choice.candidate.params, &limits)

@@ -485,9 +485,9 @@ impl GroundedCypher {
         scored
     }
 
-    /// The candidate to run: the best by cold score plus what learning adds.
-    pub fn choose(&self, question: &Question) -> Option<Choice> {
-        let ranked = self.ranked(question);
+    /// The candidate to run among `ranked` (what [`GroundedCypher::ranked`] gave for
+    /// this question): the best by cold score plus what learning adds.
+    pub fn choose(&self, question: &Question, ranked: &[(Candidate, f32)]) -> Option<Choice> {
         let count = ranked.len();
         let trained = self.ranker.trained();
         let (index, learned, score) = ranked
@@ -501,9 +501,8 @@ impl GroundedCypher {
                 Some(b) if b.2 >= next.2 => Some(b),
                 _ => Some(next),
             })?;
-        let (candidate, _) = ranked.into_iter().nth(index)?;
         Some(Choice {
-            candidate,
+            candidate: ranked[index].0.clone(),
             score,
             learned: trained.then_some(learned),
             candidates: count,

@@ -91,8 +91,9 @@ async fn planner(shop: &Shop) -> GroundedCypher {
 }
 
 async fn answers(shop: &Shop, planner: &GroundedCypher, question: &str) -> Vec<String> {
+    let parsed = planner.question(question);
     let choice = planner
-        .choose(&planner.question(question))
+        .choose(&parsed, &planner.ranked(&parsed))
         .unwrap_or_else(|| panic!("no candidate for {question:?}"));
     let rows = shop
         .run(
@@ -289,7 +290,8 @@ async fn a_plan_learned_from_answers_is_replayed_for_a_similar_question_with_its
     assert!(signature.contains("`country`"), "{signature}");
     assert_eq!(planner.learned_examples(), 1);
     planner.fit();
-    let choice = planner.choose(&planner.question(similar)).unwrap();
+    let parsed = planner.question(similar);
+    let choice = planner.choose(&parsed, &planner.ranked(&parsed)).unwrap();
     assert!(choice.learned.is_some_and(|w| w > 0.0), "{choice:?}");
     assert_eq!(answers(&shop, &planner, similar).await, ["UK"]);
     // What was learned does not override what a question says it wants.
