@@ -125,24 +125,19 @@ async fn ask(
         .await
         .context("cannot read the graph's values")?;
     if let Some(path) = &args.learn {
-        let pairs = crate::eval::text2cypher::read_pairs(path)?;
-        let (mut usable, mut learned) = (0usize, 0usize);
+        use crate::eval::text2cypher::{learn_from, read_pairs, reference_for};
+        let pairs = read_pairs(path)?;
+        let mut references = Vec::with_capacity(pairs.len());
         for pair in &pairs {
-            let Some(reference) =
-                crate::eval::text2cypher::reference_for(graph, &planner, pair, &read_limits).await
-            else {
-                continue;
-            };
-            usable += 1;
-            if planner
-                .learn(graph, &pair.question, &reference, &read_limits)
-                .await?
-                .is_some()
-            {
-                learned += 1;
-            }
+            references.push(reference_for(graph, &planner, pair, &read_limits).await);
         }
-        planner.fit();
+        let questions: Vec<_> = pairs
+            .iter()
+            .zip(&references)
+            .map(|(pair, reference)| (pair.question.as_str(), reference.as_ref()))
+            .collect();
+        let (usable, learned) =
+            learn_from(graph, &mut planner, &questions, &read_limits, None).await?;
         eprintln!(
             "learned from {learned} of {} pairs ({} without usable answers; the others had no right candidate)",
             pairs.len(),

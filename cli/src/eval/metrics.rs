@@ -105,7 +105,7 @@ fn distinct(forms: impl Iterator<Item = String>) -> Vec<String> {
     forms.filter(|f| seen.insert(f.clone())).collect()
 }
 
-fn ratio(part: usize, whole: usize) -> f64 {
+pub(crate) fn ratio(part: usize, whole: usize) -> f64 {
     if whole == 0 {
         0.0
     } else {

@@ -23,7 +23,7 @@ use kgmesh_agents::qa::Fold;
 use kgmesh_agents::query_executor::grounded::{plain_text, GroundedCypher, Reference, LEARN_TRIES};
 use kgmesh_schemas::graph::Value;
 
-use super::metrics::percentile;
+use super::metrics::{percentile, ratio};
 use kgmesh_stores::{GraphStore, QueryLimits};
 use serde::Serialize;
 
@@ -109,9 +109,10 @@ struct Outcome {
 /// The kind of question a gold query answers, read from its text.
 fn kind_of(cypher: &str) -> &'static str {
     let lower = cypher.to_lowercase();
+    let unspaced = lower.replace(' ', "");
     let aggregate = ["count(", "sum(", "avg(", "min(", "max(", "collect("]
         .iter()
-        .any(|f| lower.replace(' ', "").contains(f));
+        .any(|f| unspaced.contains(f));
     let relationships = lower.matches("]-").count();
     if aggregate {
         "aggregate"
@@ -134,6 +135,43 @@ fn without_limit(cypher: &str) -> Option<String> {
     let at = trimmed.to_uppercase().rfind("LIMIT")?;
     let tail = trimmed[at + "LIMIT".len()..].trim();
     (!tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit())).then(|| trimmed[..at].to_owned())
+}
+
+/// Learns the ranking from questions with their references (those without one are
+/// skipped), then fits it. Returns how many had a reference, and how many of those a
+/// right candidate. `progress` prefixes a line on stderr every 50 questions.
+pub(crate) async fn learn_from(
+    store: &dyn GraphStore,
+    planner: &mut GroundedCypher,
+    questions: &[(&str, Option<&Reference>)],
+    limits: &QueryLimits,
+    progress: Option<&str>,
+) -> anyhow::Result<(usize, usize)> {
+    let started = Instant::now();
+    let (mut tried, mut learned) = (0usize, 0usize);
+    for (n, (question, reference)) in questions.iter().enumerate() {
+        let Some(reference) = reference else {
+            continue;
+        };
+        tried += 1;
+        if planner
+            .learn(store, question, reference, limits)
+            .await?
+            .is_some()
+        {
+            learned += 1;
+        }
+        if let Some(prefix) = progress.filter(|_| (n + 1) % 50 == 0) {
+            eprintln!(
+                "{prefix}: learning {}/{} ({learned} plans) {:.0?}",
+                n + 1,
+                questions.len(),
+                started.elapsed()
+            );
+        }
+    }
+    planner.fit();
+    Ok((tried, learned))
 }
 
 pub(crate) fn read_pairs(path: &Path) -> anyhow::Result<Vec<Pair>> {
@@ -164,11 +202,7 @@ pub(crate) fn read_pairs(path: &Path) -> anyhow::Result<Vec<Pair>> {
 }
 
 fn percent(part: usize, whole: usize) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
+    100.0 * ratio(part, whole)
 }
 
 pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Result<()> {
@@ -212,32 +246,16 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
 
     // Learning from the other folds, by answers only.
     let mut learn_tried = 0usize;
-    let mut learned = 0usize;
     if let Some(fold) = run.fold {
-        let training: Vec<usize> = (0..pairs.len()).filter(|&i| !fold.contains(i)).collect();
+        let training: Vec<(&str, Option<&Reference>)> = (0..pairs.len())
+            .filter(|&i| !fold.contains(i))
+            .map(|i| (pairs[i].question.as_str(), references[i].as_ref()))
+            .collect();
         let started = Instant::now();
-        for (n, &i) in training.iter().enumerate() {
-            let Some(reference) = &references[i] else {
-                continue;
-            };
-            learn_tried += 1;
-            if planner
-                .learn(store.as_ref(), &pairs[i].question, reference, &limits)
-                .await?
-                .is_some()
-            {
-                learned += 1;
-            }
-            if run.progress && (n + 1) % 50 == 0 {
-                eprintln!(
-                    "kgmesh eval: learning {}/{} ({learned} plans) {:.0?}",
-                    n + 1,
-                    training.len(),
-                    started.elapsed()
-                );
-            }
-        }
-        planner.fit();
+        let progress = run.progress.then_some("kgmesh eval");
+        let (tried, learned) =
+            learn_from(store.as_ref(), &mut planner, &training, &limits, progress).await?;
+        learn_tried = tried;
         eprintln!(
             "kgmesh eval: learned from {learned} of {learn_tried} pairs with answers (of {}) in {:.1?}",
             training.len(),
