@@ -230,19 +230,35 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         started.elapsed()
     );
 
-    // References from the gold queries (or the answers given).
-    let mut references: Vec<Option<Reference>> = Vec::with_capacity(pairs.len());
-    let mut unusable = 0usize;
-    for pair in &pairs {
-        let reference = reference_for(store.as_ref(), &planner, pair, &limits).await;
-        unusable += usize::from(reference.is_none());
-        references.push(reference);
-    }
-
     let selected: Vec<usize> = (0..pairs.len())
         .filter(|&i| run.fold.is_none_or(|fold| fold.contains(i)))
         .take(run.limit.unwrap_or(usize::MAX))
         .collect();
+
+    // References from the gold queries (or the answers given), for the pairs scored
+    // and, with a fold, the pairs learned from.
+    let mut needed = vec![false; pairs.len()];
+    for &i in &selected {
+        needed[i] = true;
+    }
+    if let Some(fold) = run.fold {
+        for (i, flag) in needed.iter_mut().enumerate() {
+            *flag |= !fold.contains(i);
+        }
+    }
+    let mut references: Vec<Option<Reference>> = Vec::with_capacity(pairs.len());
+    let (mut read, mut unusable) = (0usize, 0usize);
+    for (pair, needed) in pairs.iter().zip(&needed) {
+        let reference = if *needed {
+            read += 1;
+            let reference = reference_for(store.as_ref(), &planner, pair, &limits).await;
+            unusable += usize::from(reference.is_none());
+            reference
+        } else {
+            None
+        };
+        references.push(reference);
+    }
 
     // Learning from the other folds, by answers only.
     let mut learn_tried = 0usize;
@@ -389,9 +405,11 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
     writeln!(summary)?;
     writeln!(
         summary,
-        "Pairs: {} in the file, {} selected; {} of the file's gold queries did not run or returned no rows (skipped); {} scored.",
+        "Pairs: {} in the file, {} selected; of the {} whose gold queries ran (the selected and, \
+         with a fold, the training pairs), {} did not run or returned no rows (skipped); {} scored.",
         pairs.len(),
         selected.len(),
+        read,
         unusable,
         total
     )?;
