@@ -393,6 +393,30 @@ impl Enumerator<'_> {
                 });
             }
         }
+        if let Some((low, high)) = cues.range {
+            for property in label
+                .properties
+                .iter()
+                .filter(|p| p.kind == PropertyKind::Number && p.key != label.display)
+            {
+                let bound = |value: f64| {
+                    if property.numeric_text {
+                        Value::String(super::plain_text(&Value::Float(value)))
+                    } else {
+                        Value::Float(value)
+                    }
+                };
+                let key = quoted(&property.key);
+                out.push(Filter {
+                    condition: format!("{var}.{key} >= $lo AND {var}.{key} <= $hi"),
+                    stems: property.stems.clone(),
+                    params: vec![
+                        ("lo".to_owned(), bound(low)),
+                        ("hi".to_owned(), bound(high)),
+                    ],
+                });
+            }
+        }
         for (i, value) in cues.equals.iter().enumerate() {
             for property in label
                 .properties
@@ -445,11 +469,12 @@ impl Enumerator<'_> {
             } else {
                 "CONTAINS"
             };
-            for property in label
-                .properties
-                .iter()
-                .filter(|p| p.kind == PropertyKind::Text)
-            {
+            // Only on keys some stored value of which passes: a quoted 'bottles' is
+            // looked for in the key that holds it, not in every text key.
+            for property in label.properties.iter().filter(|p| {
+                p.kind == PropertyKind::Text
+                    && self.values.any_text(&label.name, &p.key, op, &literal.text) != Some(false)
+            }) {
                 out.push(Filter {
                     condition: format!("{var}.{} {op} $s{i}", quoted(&property.key)),
                     stems: property.stems.clone(),
@@ -579,8 +604,14 @@ impl Enumerator<'_> {
                         "{} RETURN x.{display} AS answer, count(DISTINCT m) AS value ORDER BY value {direction}{top}",
                         head(None)
                     );
-                    let shape = shape(&cypher, false, Some(highest), true, Some(Aggregate::Count));
-                    push(cypher, &[], shape);
+                    let counted =
+                        shape(&cypher, false, Some(highest), true, Some(Aggregate::Count));
+                    push(cypher, &[], counted);
+                    // …or by a sum of what the last step carries: "the customers who
+                    // ordered the most units of products" (one step away is `grouped`'s).
+                    if base.hops == 2 {
+                        self.far_sums(base, target, highest, &top, &head, &mut push, &shape);
+                    }
                 }
                 if filter.is_none() {
                     continue; // the plain listing is the grounded bases' job
@@ -611,6 +642,38 @@ impl Enumerator<'_> {
                 let cypher = format!("{} RETURN count(DISTINCT x) AS answer", head(None));
                 let shape = shape(&cypher, true, None, false, None);
                 push(cypher, &[], shape);
+            }
+            // One number over all the answers: "the average unit price of products in
+            // Beverages", "the total units Vins et alcools Chevalier ordered", "the
+            // highest discount given" — of the answers' numbers or the last step's.
+            let scalar = match (cues.aggregate, cues.order) {
+                (Some(Aggregate::Sum), _) => Some(("sum", Some(Aggregate::Sum), None)),
+                (Some(Aggregate::Average), _) => Some(("avg", Some(Aggregate::Average), None)),
+                (_, Some(highest)) if cues.limit.is_none() && !far => {
+                    Some((if highest { "max" } else { "min" }, None, Some(highest)))
+                }
+                _ => None,
+            };
+            if let Some((function, aggregate, order)) = scalar {
+                let mut sources: Vec<(String, &PropertyInfo)> = target
+                    .properties
+                    .iter()
+                    .filter(|p| p.kind == PropertyKind::Number && p.key != target.display)
+                    .map(|p| (number_of("x", p), p))
+                    .collect();
+                if base.pattern.contains("[r:") {
+                    sources.extend(
+                        self.values
+                            .relationship_numbers
+                            .iter()
+                            .map(|p| (number_of("r", p), p)),
+                    );
+                }
+                for (source, property) in &sources {
+                    let cypher = format!("{} RETURN {function}({source}) AS answer", head(None));
+                    let shaped = shape(&cypher, false, order, false, aggregate);
+                    push(cypher, &property.stems, shaped);
+                }
             }
             let Some(highest) = cues.order else {
                 continue;
@@ -708,6 +771,50 @@ impl Enumerator<'_> {
                 let filter_condition = filter.as_ref().map(|f| f.condition.as_str());
                 self.grouped(target, highest, &top, filter_condition, &mut push, &shape);
             }
+        }
+    }
+
+    /// The answers of a two-step base ranked by a sum (or average) of the far node's
+    /// numbers or the last relationship's, along every path.
+    #[allow(clippy::too_many_arguments)]
+    fn far_sums(
+        &self,
+        base: &Base,
+        target: &LabelInfo,
+        highest: bool,
+        top: &str,
+        head: &impl Fn(Option<&str>) -> String,
+        push: &mut impl FnMut(String, &[String], Shape),
+        shape: &impl Fn(&str, bool, Option<bool>, bool, Option<Aggregate>) -> Shape,
+    ) {
+        let Some(far) = self.label(&base.filter_on.1) else {
+            return;
+        };
+        let (function, aggregate) = match self.cues.aggregate {
+            Some(Aggregate::Average) => ("avg", Aggregate::Average),
+            _ => ("sum", Aggregate::Sum),
+        };
+        let direction = if highest { "DESC" } else { "ASC" };
+        let display = quoted(&target.display);
+        let sources = far
+            .properties
+            .iter()
+            .filter(|p| p.kind == PropertyKind::Number)
+            .map(|p| (number_of("m", p), p))
+            .chain(
+                self.values
+                    .relationship_numbers
+                    .iter()
+                    .map(|p| (number_of("r", p), p)),
+            );
+        for (source, property) in sources {
+            let present = format!("{source} IS NOT NULL");
+            let cypher = format!(
+                "{} RETURN x.{display} AS answer, {function}({source}) AS value ORDER BY value {direction}{top}",
+                head(Some(&present))
+            );
+            let shaped = shape(&cypher, false, Some(highest), true, Some(aggregate));
+            push(cypher, &property.stems, shaped);
         }
     }
 
@@ -813,24 +920,17 @@ impl Enumerator<'_> {
                 Aggregate::Average => "avg",
                 Aggregate::Count => continue,
             };
-            let number = |var: &str, p: &PropertyInfo| {
-                if p.numeric_text {
-                    format!("toFloat({var}.{})", quoted(&p.key))
-                } else {
-                    format!("{var}.{}", quoted(&p.key))
-                }
-            };
             let mut sources: Vec<(String, Vec<String>)> = other
                 .properties
                 .iter()
                 .filter(|p| p.kind == PropertyKind::Number)
-                .map(|p| (number("m", p), p.stems.clone()))
+                .map(|p| (number_of("m", p), p.stems.clone()))
                 .collect();
             sources.extend(
                 self.values
                     .relationship_numbers
                     .iter()
-                    .map(|p| (number("r", p), p.stems.clone())),
+                    .map(|p| (number_of("r", p), p.stems.clone())),
             );
             for (source, source_stems) in sources {
                 let cypher = format!(
@@ -852,6 +952,15 @@ pub(super) const VALUES_MARK: &str = "\u{1}values";
 /// Marks, in the extra stems handed to a candidate, that it answers with the nodes of
 /// the label after the mark (one step past the base's answer) rather than the base's.
 pub(super) const FAR_MARK: &str = "\u{1}far";
+
+/// A number property of `var` as Cypher adds it up: numbers kept as text converted.
+fn number_of(var: &str, property: &PropertyInfo) -> String {
+    if property.numeric_text {
+        format!("toFloat({var}.{})", quoted(&property.key))
+    } else {
+        format!("{var}.{}", quoted(&property.key))
+    }
+}
 
 /// A condition a question's cues add.
 #[derive(Debug, Clone)]

@@ -94,6 +94,8 @@ pub struct Cues {
     /// A small number the question asks for ("top 5", "three customers").
     pub limit: Option<u32>,
     pub compare: Option<Comparison>,
+    /// "between 10 and 20": both bounds in.
+    pub range: Option<(f64, f64)>,
     /// "total", "average": how a ranking adds values up.
     pub aggregate: Option<Aggregate>,
     /// Numbers that are values rather than limits: "a reorder level of 30", "zero units".
@@ -215,6 +217,19 @@ impl Cues {
                         used_number[j] = true;
                         break;
                     }
+                }
+            }
+            // "between 10 and 20"
+            if word == "between" && cues.range.is_none() {
+                let bound = |j: usize| words.get(j).filter(|_| free(j)).and_then(|w| number(w));
+                if let (Some(low), Some("and"), Some(high)) = (
+                    bound(i + 1),
+                    words.get(i + 2).map(String::as_str),
+                    bound(i + 3),
+                ) {
+                    cues.range = Some((low.min(high), low.max(high)));
+                    used_number[i + 1] = true;
+                    used_number[i + 3] = true;
                 }
             }
             // "at least 5", "at most 10"
@@ -670,6 +685,9 @@ fn cold_score(candidate: &Candidate, question: &Question) -> f32 {
         fit -= 1.0;
     }
     if cues.compare.is_some() && !shape.filter {
+        fit -= 2.0;
+    }
+    if cues.range.is_some() && !candidate.params.iter().any(|(p, _)| p == "lo") {
         fit -= 2.0;
     }
     let adds_up = |a: Option<Aggregate>| matches!(a, Some(Aggregate::Sum | Aggregate::Average));

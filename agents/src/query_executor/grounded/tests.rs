@@ -161,6 +161,8 @@ fn cues_read_counts_rankings_filters_and_limits() {
         cues.order, None,
         "'greater than' is a filter, not a ranking"
     );
+    let cues = read("List the first 3 products with a unit price between 20 and 10");
+    assert_eq!((cues.range, cues.limit), (Some((10.0, 20.0)), Some(3)));
     let cues = read("Which 3 customers placed the most orders? Rank by number of orders");
     assert!(!cues.count, "a ranking by a count is not a count");
     assert_eq!(cues.aggregate, Some(Aggregate::Count));
@@ -223,6 +225,61 @@ async fn cold_choices_answer_lookups_paths_counts_rankings_and_filters() {
         )
         .await,
         ["Chai", "Chang"]
+    );
+}
+
+#[tokio::test]
+async fn ranges_one_number_over_the_answers_and_quoted_texts_where_they_are_held() {
+    let shop = shop();
+    let planner = planner(&shop).await;
+    assert_eq!(
+        answers(
+            &shop,
+            &planner,
+            "Which products have a unit price between 10 and 19?"
+        )
+        .await,
+        ["Aniseed Syrup", "Chai", "Chang"]
+    );
+    assert_eq!(
+        answers(
+            &shop,
+            &planner,
+            "What is the average unit price of products in the Seafood category?"
+        )
+        .await,
+        ["18.5"]
+    );
+    assert_eq!(
+        answers(
+            &shop,
+            &planner,
+            "What is the total unit price of products supplied by Exotic Liquids?"
+        )
+        .await,
+        ["47"]
+    );
+    // 'pan' is in a country (Japan), in no company name: only `country` is tried.
+    let question = planner.question("Which suppliers are in a country containing 'pan'?");
+    let tried: Vec<String> = planner
+        .ranked(&question)
+        .into_iter()
+        .filter(|(c, _)| c.cypher.contains("CONTAINS"))
+        .map(|(c, _)| c.cypher)
+        .collect();
+    assert!(!tried.is_empty());
+    assert!(
+        tried.iter().all(|c| c.contains("`country` CONTAINS")),
+        "{tried:#?}"
+    );
+    assert_eq!(
+        answers(
+            &shop,
+            &planner,
+            "Which suppliers are in a country containing 'pan'?"
+        )
+        .await,
+        ["Tokyo Traders"]
     );
 }
 

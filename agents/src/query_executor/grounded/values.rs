@@ -67,6 +67,9 @@ pub struct GraphValues {
     pub labels: Vec<LabelInfo>,
     /// Joined lower-case words of a value → (label index, key, value as stored).
     by_words: HashMap<String, Vec<(usize, String, Value)>>,
+    /// Every distinct value of each text key, by (label index, key), when the key has
+    /// at most [`MAX_DISTINCT_VALUES`]: what a quoted text is checked against.
+    texts: HashMap<(usize, String), Vec<String>>,
     /// Relationship property keys that hold numbers.
     pub relationship_numbers: Vec<PropertyInfo>,
     pub indexed_values: usize,
@@ -120,6 +123,16 @@ impl GraphValues {
                 };
                 if kind == PropertyKind::Text || numeric_text {
                     distinct_text.push((key.clone(), column.len()));
+                    if !rows.truncated && kind == PropertyKind::Text {
+                        let texts = column
+                            .iter()
+                            .filter_map(|v| match v {
+                                Value::String(s) => Some(s.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        values.texts.insert((label_index, key.clone()), texts);
+                    }
                     if !rows.truncated {
                         for value in column {
                             let Value::String(text_value) = value else {
@@ -183,6 +196,27 @@ impl GraphValues {
 
     pub fn label(&self, name: &str) -> Option<&LabelInfo> {
         self.labels.iter().find(|l| l.name == name)
+    }
+
+    /// Whether some stored value of a text key passes `value <op> text`, with Cypher's
+    /// case-sensitive string semantics; `None` when the key's values were too many to
+    /// keep (the condition is then not known to be empty).
+    pub fn any_text(&self, label: &str, key: &str, op: &str, text: &str) -> Option<bool> {
+        let index = self.labels.iter().position(|l| l.name == label)?;
+        let values = self.texts.get(&(index, key.to_owned()))?;
+        let test = |v: &String| match op {
+            "CONTAINS" => v.contains(text),
+            "STARTS WITH" => v.starts_with(text),
+            "ENDS WITH" => v.ends_with(text),
+            "=" => v == text,
+            "<>" => v != text,
+            "<" => v.as_str() < text,
+            "<=" => v.as_str() <= text,
+            ">" => v.as_str() > text,
+            ">=" => v.as_str() >= text,
+            _ => true,
+        };
+        Some(values.iter().any(test))
     }
 
     /// The graph's values named in a question, longest mentions first; a mention inside
