@@ -505,11 +505,17 @@ impl GroundedCypher {
     pub fn choose(&self, question: &Question, ranked: &[(Candidate, f32)]) -> Option<Choice> {
         let count = ranked.len();
         let trained = self.ranker.trained();
+        let similarities = if trained {
+            self.ranker.similarities(question)
+        } else {
+            Vec::new()
+        };
         let (index, learned, score) = ranked
             .iter()
             .enumerate()
             .map(|(i, (candidate, cold))| {
-                let learned = self.ranker.score(question, candidate);
+                let learned = self.ranker.score(question, candidate)
+                    + self.ranker.replay(&similarities, candidate);
                 (i, learned, cold + learned)
             })
             .fold(None::<(usize, f32, f32)>, |best, next| match best {

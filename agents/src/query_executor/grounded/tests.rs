@@ -351,6 +351,23 @@ async fn a_plan_learned_from_answers_is_replayed_for_a_similar_question_with_its
     let choice = planner.choose(&parsed, &planner.ranked(&parsed)).unwrap();
     assert!(choice.learned.is_some_and(|w| w > 0.0), "{choice:?}");
     assert_eq!(answers(&shop, &planner, similar).await, ["UK"]);
+    // The verified plan replays for its own shape only, by how alike the questions are.
+    let near = planner.ranker.similarities(&parsed);
+    let far = planner
+        .ranker
+        .similarities(&planner.question("How many products are in the Seafood category?"));
+    assert!(near[0] > 0.9 && far[0] < near[0], "{near:?} {far:?}");
+    let ranked = planner.ranked(&parsed);
+    let (same, other): (Vec<_>, Vec<_>) = ranked
+        .iter()
+        .partition(|(c, _)| c.shape.signature == signature);
+    assert!(!same.is_empty() && !other.is_empty());
+    assert!(same
+        .iter()
+        .all(|(c, _)| planner.ranker.replay(&near, c) > 0.9));
+    assert!(other
+        .iter()
+        .all(|(c, _)| planner.ranker.replay(&near, c) == 0.0));
     // What was learned does not override what a question says it wants.
     assert_eq!(
         answers(
