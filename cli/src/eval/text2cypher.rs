@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use kgmesh_agents::qa::Fold;
-use kgmesh_agents::query_executor::grounded::{plain_text, GroundedCypher, Reference, LEARN_TRIES};
+use kgmesh_agents::query_executor::grounded::{
+    plain_text, GroundedCypher, Reference, Ties, LEARN_TRIES,
+};
 use kgmesh_schemas::graph::Value;
 
 use super::metrics::{percentile, ratio};
@@ -55,6 +57,7 @@ pub(crate) async fn reference_for(
             answers,
             ordered: false,
             unlimited: None,
+            ties: None,
         });
     }
     let cypher = pair.cypher.as_deref()?;
@@ -63,21 +66,73 @@ pub(crate) async fn reference_for(
         _ => return None,
     };
     let answers = planner.answer_column(&rows);
-    if answers.is_empty() {
+    if answers.is_empty() || answers.len() != rows.rows.len() {
         return None;
     }
-    let unlimited = match without_limit(cypher) {
+    let ordered = cypher.to_uppercase().contains("ORDER BY");
+    let unlimited_rows = match without_limit(cypher) {
         Some(text) => match store.cypher(&text, &[], limits).await {
-            Ok(rows) if !rows.truncated => Some(planner.answer_column(&rows)),
+            Ok(rows) if !rows.truncated => Some(rows),
             _ => None,
         },
         None => None,
     };
+    // Ordered by a returned value other than the answer: rows sharing it are tied.
+    let key_column = ordered
+        .then(|| order_key(cypher))
+        .flatten()
+        .and_then(|key| rows.columns.iter().position(|c| *c == key))
+        .filter(|&k| k > 0);
+    let keys_of = |rows: &kgmesh_schemas::graph::Rows, k: usize| -> Vec<String> {
+        rows.rows
+            .iter()
+            .map(|row| row.get(k).map(plain_text).unwrap_or_default())
+            .collect()
+    };
+    let ties = key_column.map(|k| Ties {
+        keys: keys_of(&rows, k),
+        beyond: unlimited_rows
+            .as_ref()
+            .filter(|all| planner.answer_column(all).len() == all.rows.len())
+            .map(|all| {
+                keys_of(all, k)
+                    .into_iter()
+                    .zip(planner.answer_column(all))
+                    .collect()
+            }),
+    });
+    let unlimited = if ordered {
+        None
+    } else {
+        unlimited_rows.map(|all| planner.answer_column(&all))
+    };
     Some(Reference {
         answers,
-        ordered: cypher.to_uppercase().contains("ORDER BY"),
+        ordered,
         unlimited,
+        ties,
     })
+}
+
+/// The expression the query's last `ORDER BY` sorts by first, as a column would be
+/// named (`ordersCount`, `o.freight`).
+fn order_key(cypher: &str) -> Option<String> {
+    let at = cypher.to_uppercase().rfind("ORDER BY")?;
+    let tail = &cypher[at + "ORDER BY".len()..];
+    let key: String = tail
+        .trim_start()
+        .split([',', '\n'])
+        .next()?
+        .split_whitespace()
+        .take_while(|w| {
+            !matches!(
+                w.to_uppercase().as_str(),
+                "ASC" | "DESC" | "ASCENDING" | "DESCENDING" | "LIMIT" | "SKIP" | "RETURN"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    (!key.is_empty()).then_some(key)
 }
 
 pub struct Text2CypherRun {
@@ -127,10 +182,6 @@ fn kind_of(cypher: &str) -> &'static str {
 
 /// The gold query without its final `LIMIT n`, when it has one and no ORDER BY.
 fn without_limit(cypher: &str) -> Option<String> {
-    let upper = cypher.to_uppercase();
-    if upper.contains("ORDER BY") {
-        return None;
-    }
     let trimmed = cypher.trim_end().trim_end_matches(';').trim_end();
     let at = trimmed.to_uppercase().rfind("LIMIT")?;
     let tail = trimmed[at + "LIMIT".len()..].trim();
@@ -483,15 +534,40 @@ mod tests {
     }
 
     #[test]
-    fn only_an_unordered_final_limit_is_taken_off() {
+    fn only_a_final_limit_is_taken_off() {
         assert_eq!(
             without_limit("MATCH (s) RETURN s LIMIT 3").as_deref(),
             Some("MATCH (s) RETURN s ")
         );
         assert_eq!(
-            without_limit("MATCH (s) RETURN s ORDER BY s.x LIMIT 3"),
-            None
+            without_limit("MATCH (s) RETURN s ORDER BY s.x LIMIT 3").as_deref(),
+            Some("MATCH (s) RETURN s ORDER BY s.x ")
         );
         assert_eq!(without_limit("MATCH (s) RETURN s"), None);
+        assert_eq!(
+            without_limit("MATCH (s) WITH s LIMIT 3 RETURN s.name"),
+            None
+        );
+    }
+
+    #[test]
+    fn the_order_key_is_read_as_its_column_is_named() {
+        assert_eq!(
+            order_key("MATCH (p) RETURN p.name, count(*) AS n\nORDER BY n DESC\nLIMIT 5")
+                .as_deref(),
+            Some("n")
+        );
+        assert_eq!(
+            order_key(
+                "MATCH (o:Order) RETURN o.orderID, o.freight ORDER BY o.freight DESC, o.orderID"
+            )
+            .as_deref(),
+            Some("o.freight")
+        );
+        assert_eq!(
+            order_key("MATCH (o) RETURN o ORDER BY o.x").as_deref(),
+            Some("o.x")
+        );
+        assert_eq!(order_key("MATCH (o) RETURN o"), None);
     }
 }

@@ -628,15 +628,75 @@ pub struct Reference {
     /// The query limits rows without ordering them, so which rows come back is the
     /// engine's choice: any as many of these (the rows without the limit) are right.
     pub unlimited: Option<Vec<String>>,
+    /// The query orders by a value rows may share: tied rows come in any order.
+    pub ties: Option<Ties>,
+}
+
+/// What an ordered reference is ordered by, where rows may tie.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ties {
+    /// The value each answer is ordered by.
+    pub keys: Vec<String>,
+    /// The query limits its rows: every (key, answer) row without the limit, so that a
+    /// row tied with the last kept one may stand in for it.
+    pub beyond: Option<Vec<(String, String)>>,
+}
+
+impl Ties {
+    /// `predicted` in the reference's order, up to the order of tied rows.
+    fn matches(&self, answers: &[String], predicted: &[String]) -> bool {
+        if predicted.len() != answers.len() || self.keys.len() != answers.len() {
+            return false;
+        }
+        let sorted = |items: &[String]| {
+            let mut items = items.to_vec();
+            items.sort();
+            items
+        };
+        let mut start = 0;
+        while start < answers.len() {
+            let key = &self.keys[start];
+            let end = (start..answers.len())
+                .find(|&i| &self.keys[i] != key)
+                .unwrap_or(answers.len());
+            let got = sorted(&predicted[start..end]);
+            let fits = match &self.beyond {
+                Some(rows) if end == answers.len() => {
+                    // The last run was cut by the limit: any rows of its key will do,
+                    // each as often as the unlimited rows hold it.
+                    let mut pool: Vec<&String> = rows
+                        .iter()
+                        .filter(|(k, _)| k == key)
+                        .map(|(_, answer)| answer)
+                        .collect();
+                    got.iter().all(|answer| {
+                        pool.iter()
+                            .position(|p| *p == answer)
+                            .map(|at| pool.swap_remove(at))
+                            .is_some()
+                    })
+                }
+                _ => got == sorted(&answers[start..end]),
+            };
+            if !fits {
+                return false;
+            }
+            start = end;
+        }
+        true
+    }
 }
 
 impl Reference {
     /// Whether `predicted` (a first column) gives the same answers: in order when the
-    /// reference orders, as sets otherwise (written queries add or leave out DISTINCT
-    /// for the same wording).
+    /// reference orders (tied rows in any order), as sets otherwise (written queries
+    /// add or leave out DISTINCT for the same wording).
     pub fn matches(&self, predicted: &[String]) -> bool {
         if self.ordered {
-            return predicted == self.answers.as_slice();
+            return match &self.ties {
+                Some(ties) => ties.matches(&self.answers, predicted),
+                None => predicted == self.answers.as_slice(),
+            };
         }
         let predicted: BTreeSet<&String> = predicted.iter().collect();
         let answers: BTreeSet<&String> = self.answers.iter().collect();

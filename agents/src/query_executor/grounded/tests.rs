@@ -338,6 +338,7 @@ async fn a_plan_learned_from_answers_is_replayed_for_a_similar_question_with_its
         answers: vec!["Japan".into()],
         ordered: false,
         unlimited: None,
+        ties: None,
     };
     let learned = planner
         .learn(&shop, asked, &reference, &limits())
@@ -387,6 +388,7 @@ fn references_compare_in_order_as_sets_or_within_an_unordered_limit() {
         answers: v(&["a", "b"]),
         ordered: true,
         unlimited: None,
+        ties: None,
     };
     assert!(ordered.matches(&v(&["a", "b"])));
     assert!(!ordered.matches(&v(&["b", "a"])));
@@ -394,6 +396,7 @@ fn references_compare_in_order_as_sets_or_within_an_unordered_limit() {
         answers: v(&["a", "b", "b"]),
         ordered: false,
         unlimited: None,
+        ties: None,
     };
     assert!(set.matches(&v(&["b", "a"])));
     assert!(!set.matches(&v(&["a"])));
@@ -401,10 +404,32 @@ fn references_compare_in_order_as_sets_or_within_an_unordered_limit() {
         answers: v(&["a", "b"]),
         ordered: false,
         unlimited: Some(v(&["a", "b", "c"])),
+        ties: None,
     };
     assert!(limited.matches(&v(&["c", "a"])));
     assert!(!limited.matches(&v(&["c"])));
     assert!(!limited.matches(&v(&["c", "d"])));
+    // Ordered by a count where b and c tie at 2, the query cut after three rows of
+    // five: b and c come in any order, and d (also 1) may stand in for e.
+    let tied = Reference {
+        answers: v(&["a", "c", "b", "e"]),
+        ordered: true,
+        unlimited: None,
+        ties: Some(Ties {
+            keys: v(&["3", "2", "2", "1"]),
+            beyond: Some(
+                [("3", "a"), ("2", "b"), ("2", "c"), ("1", "d"), ("1", "e")]
+                    .iter()
+                    .map(|(k, a)| (k.to_string(), a.to_string()))
+                    .collect(),
+            ),
+        }),
+    };
+    assert!(tied.matches(&v(&["a", "b", "c", "e"])));
+    assert!(tied.matches(&v(&["a", "c", "b", "d"])));
+    assert!(!tied.matches(&v(&["b", "a", "c", "e"])));
+    assert!(!tied.matches(&v(&["a", "b", "c"])));
+    assert!(!tied.matches(&v(&["a", "b", "c", "a"])));
     assert_eq!(plain_text(&s(" 12 ")), "12");
     assert_eq!(plain_text(&Value::Float(12.0)), "12");
     assert_eq!(plain_text(&Value::Float(1.23456)), "1.2346");
