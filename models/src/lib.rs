@@ -56,6 +56,11 @@ pub struct ChatRequest {
     pub max_tokens: u32,
     pub temperature: f32,
     pub stop: Vec<String>,
+    /// The reply must be exactly one of these (empty: free text). A client enforces it
+    /// where its server can ([`openai::ChoiceConstraint`]); the reply is parsed
+    /// tolerantly either way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,6 +159,7 @@ impl ChatRequest {
             max_tokens,
             temperature: 0.0,
             stop: Vec::new(),
+            choices: Vec::new(),
         }
     }
 

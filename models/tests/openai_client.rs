@@ -104,6 +104,32 @@ async fn sends_an_openai_request_and_reads_text_and_usage() {
 }
 
 #[tokio::test]
+async fn offered_choices_reach_the_server_as_its_constraint_says() {
+    use kgmesh_models::openai::ChoiceConstraint;
+    let mut request = question();
+    request.choices = vec!["1".into(), "2".into()];
+    let mut bodies = Vec::new();
+    for constraint in [
+        ChoiceConstraint::None,
+        ChoiceConstraint::Grammar,
+        ChoiceConstraint::GuidedChoice,
+    ] {
+        let server = ReplayServer::start(vec![Step::completion("2", Some((21, 1)))]).await;
+        let mut config = config(&server);
+        config.choice_constraint = constraint;
+        let client = OpenAiChat::new(config).unwrap();
+        let response = within(client.chat(request.clone())).await.unwrap();
+        assert_eq!(response.text, "2");
+        bodies.push(server.received()[0].body.clone());
+    }
+    assert!(bodies[0].get("grammar").is_none() && bodies[0].get("guided_choice").is_none());
+    assert_eq!(bodies[1]["grammar"], json!("root ::= \"1\" | \"2\""));
+    assert!(bodies[1].get("guided_choice").is_none());
+    assert_eq!(bodies[2]["guided_choice"], json!(["1", "2"]));
+    assert!(bodies[2].get("grammar").is_none());
+}
+
+#[tokio::test]
 async fn usage_is_estimated_and_flagged_when_the_server_omits_it() {
     let server = ReplayServer::start(vec![Step::completion("Christopher Nolan", None)]).await;
     let client = OpenAiChat::new(config(&server)).unwrap();

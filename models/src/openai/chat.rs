@@ -125,6 +125,17 @@ impl OpenAiChat {
         if !request.stop.is_empty() {
             body["stop"] = json!(request.stop);
         }
+        if !request.choices.is_empty() {
+            match self.transport.config.choice_constraint {
+                super::ChoiceConstraint::None => {}
+                super::ChoiceConstraint::Grammar => {
+                    body["grammar"] = json!(super::choice_grammar(&request.choices));
+                }
+                super::ChoiceConstraint::GuidedChoice => {
+                    body["guided_choice"] = json!(request.choices);
+                }
+            }
+        }
         let started = self.transport.clock.now();
         let value = self.transport.post_json("chat/completions", &body).await?;
         let elapsed = self

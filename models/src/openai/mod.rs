@@ -69,6 +69,40 @@ pub struct OpenAiConfig {
     /// The model's context window in tokens, when known: prompts cut their evidence to
     /// fit it ([`crate::LanguageModel::context_tokens`]).
     pub context_tokens: Option<usize>,
+    /// How a request's `choices` are enforced by the server.
+    pub choice_constraint: ChoiceConstraint,
+}
+
+/// How the server is told that a reply must be one of a request's `choices`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChoiceConstraint {
+    /// Not at all: the prompt asks for one, the reply is parsed tolerantly (any server).
+    #[default]
+    None,
+    /// A GBNF `grammar` of the choices (llama.cpp's server).
+    Grammar,
+    /// `guided_choice` (vLLM).
+    GuidedChoice,
+}
+
+impl ChoiceConstraint {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChoiceConstraint::None => "none",
+            ChoiceConstraint::Grammar => "grammar",
+            ChoiceConstraint::GuidedChoice => "guided_choice",
+        }
+    }
+}
+
+/// A GBNF grammar whose only sentences are the choices.
+pub fn choice_grammar(choices: &[String]) -> String {
+    let alternatives: Vec<String> = choices
+        .iter()
+        .map(|choice| serde_json::Value::String(choice.clone()).to_string())
+        .collect();
+    format!("root ::= {}", alternatives.join(" | "))
 }
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -89,6 +123,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("breaker_failures", &self.breaker_failures)
             .field("breaker_cooldown", &self.breaker_cooldown)
             .field("context_tokens", &self.context_tokens)
+            .field("choice_constraint", &self.choice_constraint)
             .finish()
     }
 }
@@ -110,6 +145,7 @@ impl OpenAiConfig {
             breaker_failures: 3,
             breaker_cooldown: Duration::from_secs(30),
             context_tokens: None,
+            choice_constraint: ChoiceConstraint::None,
         }
     }
 

@@ -6,6 +6,7 @@
 //! frontier entities, evidence lines) are checked against what the prompt offered, so a
 //! made-up relation never reaches a store.
 
+pub mod cypher_choice;
 pub mod isr;
 pub mod judge;
 pub mod kg_linker;

@@ -8,6 +8,7 @@
 //! a prompt the model cannot take.
 
 pub mod context;
+pub mod cypher_choice;
 pub mod isr;
 pub mod judge;
 pub mod kg_linker;
