@@ -234,6 +234,10 @@ pub struct LlmConfig {
     /// limit); the judge's and summarizer's evidence is cut to fit it. Unset: the roles'
     /// own budgets (3,000 and 4,000 estimated tokens), which need about 8k.
     pub context_tokens: Option<u32>,
+    /// How the server is held to one of the offered replies where a prompt offers a
+    /// choice (grounded Cypher's query pick): `none`, `grammar` (llama.cpp) or
+    /// `guided_choice` (vLLM).
+    pub choice_constraint: kgmesh_models::openai::ChoiceConstraint,
     /// The roles that use the model; the others run their LLM-free strategy. Left out
     /// by default: the cache manager (one call a question, to sort plans into domains
     /// and aspects, which would make a replay cost two calls and a cold question four),
@@ -267,6 +271,7 @@ impl Default for LlmConfig {
             breaker_failures: 3,
             breaker_cooldown_ms: 30_000,
             context_tokens: None,
+            choice_constraint: kgmesh_models::openai::ChoiceConstraint::None,
             roles: LLM_ROLES[..3].iter().map(|r| (*r).to_owned()).collect(),
         }
     }

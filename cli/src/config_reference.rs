@@ -191,6 +191,14 @@ const KEYS: &[(&str, &str)] = &[
          is cut to fit it beside the reply. Unset: their own budgets, which need about 8k.",
     ),
     (
+        "llm.choice_constraint",
+        "How the server is held to one of the offered replies where a prompt offers a \
+         choice (`kgmesh cypher --ask` and `eval --dataset text2cypher` picking a query): \
+         `none` (the prompt asks, the reply is read tolerantly; any server), `grammar` (a \
+         GBNF grammar, llama.cpp's server and `scripts/local-llm`) or `guided_choice` \
+         (vLLM). A hosted API may refuse the extra field: keep `none` there.",
+    ),
+    (
         "llm.roles",
         "Roles that use the model, any of `kg-linker`, `judge`, `summarizer`, \
          `cache-manager`, `agentic-traverser`, `pattern-matcher`; the others run their \

@@ -403,6 +403,7 @@ pub(crate) fn language_model(config: &Config) -> anyhow::Result<Option<Arc<dyn L
     llm.breaker_failures = config.llm.breaker_failures;
     llm.breaker_cooldown = Duration::from_millis(config.llm.breaker_cooldown_ms);
     llm.context_tokens = config.llm.context_tokens.map(|t| t as usize);
+    llm.choice_constraint = config.llm.choice_constraint;
     llm.record_prompts = config.telemetry.record_prompts;
     let chat = OpenAiChat::new(llm).context("cannot configure the language model")?;
     Ok(Some(Arc::new(chat)))

@@ -88,7 +88,7 @@ pub fn run(mut config: Config, args: CypherArgs) -> anyhow::Result<()> {
                 if !params.is_empty() {
                     anyhow::bail!("--param applies to a query, not to --ask");
                 }
-                ask(graph.as_ref(), question, &args, &limits).await
+                ask(graph.as_ref(), question, &args, &limits, &config).await
             }
             (None, None) => anyhow::bail!("give a query or --ask QUESTION"),
         }
@@ -107,8 +107,9 @@ async fn ask(
     question: &str,
     args: &CypherArgs,
     limits: &QueryLimits,
+    config: &Config,
 ) -> anyhow::Result<Rows> {
-    use kgmesh_agents::query_executor::grounded::GroundedCypher;
+    use kgmesh_agents::query_executor::grounded::{GroundedCypher, MODEL_CHOICES};
 
     if question.trim().is_empty() {
         anyhow::bail!("--ask needs a question");
@@ -146,7 +147,36 @@ async fn ask(
     }
     let parsed = planner.question(question);
     let ranked = planner.ranked(&parsed);
-    let Some(choice) = planner.choose(&parsed, &ranked) else {
+    // With a model configured it picks among the best candidates; without one, or
+    // when its reply is unusable, the LLM-free ranking chooses (and says so).
+    let llm = super::ask::language_model(config)?;
+    let (choice, how) = match &llm {
+        Some(llm) => match planner
+            .choose_with_model(llm.as_ref(), &parsed, &ranked, MODEL_CHOICES)
+            .await
+        {
+            Some(picked) => {
+                let how = match (&picked.fallback, picked.picked) {
+                    (Some(why), _) => {
+                        format!("LLM-free, as the model {} gave none: {why}", llm.name())
+                    }
+                    (None, Some(k)) => format!(
+                        "by the model {} (its pick: #{} of the {} best)",
+                        llm.name(),
+                        k + 1,
+                        picked.offered
+                    ),
+                    (None, None) => {
+                        "LLM-free (a single candidate; the model was not asked)".to_owned()
+                    }
+                };
+                (Some(picked.choice), how)
+            }
+            None => (None, String::new()),
+        },
+        None => (planner.choose(&parsed, &ranked), "LLM-free".to_owned()),
+    };
+    let Some(choice) = choice else {
         anyhow::bail!(
             "no query fits {question:?}: it names no value of the graph, no label, and nothing \
              to count or rank (name a label such as {}, or a value the graph holds)",
@@ -172,7 +202,7 @@ async fn ask(
         eprintln!("params: {}", params(&choice.candidate.params));
     }
     eprintln!(
-        "chosen among {} candidates (score {:.2}{})",
+        "chosen {how} among {} candidates (score {:.2}{})",
         choice.candidates,
         choice.score,
         choice

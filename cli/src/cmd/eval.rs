@@ -320,6 +320,8 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
         let source =
             crate::cmd::ask::GraphSource::from_args(&config, args.kg.clone(), args.store.clone())?;
         let store = source.open(&config).await?;
+        // A configured model picks among the best candidates, scored beside them.
+        let llm = crate::cmd::ask::language_model(&config)?;
         eval::text2cypher::run(
             store,
             eval::text2cypher::Text2CypherRun {
@@ -329,6 +331,8 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
                 out,
                 graph: source.describe(),
                 progress: !args.no_progress,
+                llm,
+                constraint: config.llm.choice_constraint.as_str(),
             },
         )
         .await

@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use kgmesh_agents::qa::Fold;
 use kgmesh_agents::query_executor::grounded::{
-    plain_text, GroundedCypher, Reference, Ties, LEARN_TRIES,
+    plain_text, GroundedCypher, Reference, Ties, LEARN_TRIES, MODEL_CHOICES,
 };
+use kgmesh_models::LanguageModel;
 use kgmesh_schemas::graph::Value;
 
 use super::metrics::{percentile, ratio};
@@ -142,6 +143,10 @@ pub struct Text2CypherRun {
     pub out: PathBuf,
     pub graph: String,
     pub progress: bool,
+    /// A model that picks among the best candidates (scored beside cold and warm).
+    pub llm: Option<Arc<dyn LanguageModel>>,
+    /// How the model's server is held to the offered numbers, for the report.
+    pub constraint: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -155,6 +160,16 @@ struct Outcome {
     warm_query: Option<String>,
     warm_right: Option<bool>,
     learned: Option<f32>,
+    /// The model's pick among the best of the ranking (warm with a fold, else cold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_query: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_right: Option<bool>,
+    /// Why the LLM-free choice stood in for the model's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_fallback: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_ms: Option<f64>,
     /// Some candidate among the first `LEARN_TRIES` gives the right answers.
     reachable: bool,
     candidates: usize,
@@ -384,6 +399,25 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         } else {
             (None, None, None)
         };
+        let (mut model_query, mut model_right, mut model_fallback, mut model_ms) =
+            (None, None, None, None);
+        if let Some(llm) = &run.llm {
+            let asked = Instant::now();
+            if let Some(picked) = planner
+                .choose_with_model(llm.as_ref(), &question, &ranked, MODEL_CHOICES)
+                .await
+            {
+                let candidate = &picked.choice.candidate;
+                let rows = store
+                    .cypher(&candidate.cypher, &candidate.params, &limits)
+                    .await
+                    .ok();
+                model_query = Some(candidate.cypher.clone());
+                model_right = Some(right(rows));
+                model_fallback = picked.fallback;
+            }
+            model_ms = Some(asked.elapsed().as_secs_f64() * 1e3);
+        }
         outcomes.push(Outcome {
             index: i,
             question: pair.question.clone(),
@@ -394,6 +428,10 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
             warm_query,
             warm_right,
             learned,
+            model_query,
+            model_right,
+            model_fallback,
+            model_ms,
             reachable,
             candidates: ranked.len(),
             enumerate_ms,
@@ -411,13 +449,14 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
     for outcome in &outcomes {
         writeln!(lines, "{}", serde_json::to_string(outcome)?)?;
     }
-    let mut by_kind: BTreeMap<&str, (usize, usize, usize, usize)> = BTreeMap::new();
+    let mut by_kind: BTreeMap<&str, (usize, usize, usize, usize, usize)> = BTreeMap::new();
     for o in &outcomes {
         let entry = by_kind.entry(o.kind).or_default();
         entry.0 += 1;
         entry.1 += usize::from(o.cold_right);
         entry.2 += usize::from(o.warm_right == Some(true));
         entry.3 += usize::from(o.reachable);
+        entry.4 += usize::from(o.model_right == Some(true));
     }
     let total = outcomes.len();
     let cold = outcomes.iter().filter(|o| o.cold_right).count();
@@ -438,9 +477,19 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
     use std::fmt::Write as _;
     writeln!(summary, "# text2cypher: {}", run.questions.display())?;
     writeln!(summary)?;
+    let model = match &run.llm {
+        Some(llm) => format!(
+            "model {} picking among the {MODEL_CHOICES} best of the {} ranking (choice \
+             constraint: {})",
+            llm.name(),
+            if run.fold.is_some() { "warm" } else { "cold" },
+            run.constraint
+        ),
+        None => "model none; grounded Cypher, LLM-free".to_owned(),
+    };
     writeln!(
         summary,
-        "Configuration: graph {}; model none; grounded Cypher, LLM-free; fold {}; learned \
+        "Configuration: graph {}; {model}; fold {}; learned \
          ranking from {} training pairs (of {} with answers, a right candidate within the \
          first {}); limits {} rows, {:?}.",
         run.graph,
@@ -465,11 +514,24 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         total
     )?;
     writeln!(summary)?;
+    let with_model = run.llm.is_some();
+    let (model_head, model_rule) = if with_model {
+        (" model % |", "---:|")
+    } else {
+        ("", "")
+    };
     writeln!(
         summary,
-        "| kind | questions | cold % | warm % | reachable % |"
+        "| kind | questions | cold % | warm % |{model_head} reachable % |"
     )?;
-    writeln!(summary, "|---|---:|---:|---:|---:|")?;
+    writeln!(summary, "|---|---:|---:|---:|{model_rule}---:|")?;
+    let model_cell = |right: usize, n: usize| {
+        if with_model {
+            format!(" {:.1} |", percent(right, n))
+        } else {
+            String::new()
+        }
+    };
     let warm_cell = |right: usize, n: usize| {
         if run.fold.is_some() {
             format!("{:.1}", percent(right, n))
@@ -477,21 +539,27 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
             "—".into()
         }
     };
-    for (kind, (n, c, w, r)) in &by_kind {
+    for (kind, (n, c, w, r, m)) in &by_kind {
         writeln!(
             summary,
-            "| {kind} | {n} | {:.1} | {} | {:.1} |",
+            "| {kind} | {n} | {:.1} | {} |{} {:.1} |",
             percent(*c, *n),
             warm_cell(*w, *n),
+            model_cell(*m, *n),
             percent(*r, *n)
         )?;
     }
     let reachable = outcomes.iter().filter(|o| o.reachable).count();
+    let model_right = outcomes
+        .iter()
+        .filter(|o| o.model_right == Some(true))
+        .count();
     writeln!(
         summary,
-        "| **all** | {total} | **{:.1}** | **{}** | {:.1} |",
+        "| **all** | {total} | **{:.1}** | **{}** |{} {:.1} |",
         percent(cold, total),
         warm_cell(warm, total),
+        model_cell(model_right, total),
         percent(reachable, total)
     )?;
     writeln!(summary)?;
@@ -509,6 +577,27 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         percentile(&latencies, 50.0),
         percentile(&latencies, 99.0)
     )?;
+    if with_model {
+        let fallbacks: Vec<&str> = outcomes
+            .iter()
+            .filter_map(|o| o.model_fallback.as_deref())
+            .collect();
+        let mut model_latency: Vec<f64> = outcomes.iter().filter_map(|o| o.model_ms).collect();
+        model_latency.sort_by(f64::total_cmp);
+        writeln!(summary)?;
+        writeln!(
+            summary,
+            "Model: {} of {total} picks unusable or failed, answered by the LLM-free choice \
+             instead{}; model pick p50 {:.0} ms, p99 {:.0} ms.",
+            fallbacks.len(),
+            fallbacks
+                .first()
+                .map(|why| format!(" (first: {why})"))
+                .unwrap_or_default(),
+            percentile(&model_latency, 50.0),
+            percentile(&model_latency, 99.0)
+        )?;
+    }
     std::fs::write(run.out.join("summary.md"), &summary).context("cannot write summary.md")?;
     println!("{summary}");
     eprintln!("kgmesh eval: wrote {}", run.out.display());

@@ -28,6 +28,41 @@ pub struct Candidate {
     pub answer: String,
 }
 
+impl Candidate {
+    /// The query with its values written in as literals, for a reader or a model to
+    /// see; what runs keeps them as parameters.
+    pub fn display(&self) -> String {
+        let mut out = String::with_capacity(self.cypher.len());
+        let mut rest = self.cypher.as_str();
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 1..];
+            let end = after
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            let name = &after[..end];
+            match self.params.iter().find(|(p, _)| p == name) {
+                Some((_, value)) => out.push_str(&literal(value)),
+                None => {
+                    out.push('$');
+                    out.push_str(name);
+                }
+            }
+            rest = &after[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// A value as an openCypher literal.
+fn literal(value: &Value) -> String {
+    match value {
+        Value::String(text) => format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'")),
+        other => super::plain_text(other),
+    }
+}
+
 /// A candidate with its values taken out: what a learned plan remembers and replays.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Shape {

@@ -25,6 +25,9 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use kgmesh_models::lexical::text;
+use kgmesh_models::parse;
+use kgmesh_models::prompts::cypher_choice;
+use kgmesh_models::LanguageModel;
 use kgmesh_schemas::graph::{GraphSchema, Rows, Value};
 use kgmesh_stores::{GraphStore, QueryLimits, StoreResult};
 
@@ -318,6 +321,23 @@ pub struct Choice {
     pub candidates: usize,
 }
 
+/// What [`GroundedCypher::choose_with_model`] chose.
+#[derive(Debug, Clone)]
+pub struct ModelChoice {
+    pub choice: Choice,
+    /// The 0-based place, among those offered, of the query the model picked; `None`
+    /// when it was not asked (one candidate) or its pick was unusable.
+    pub picked: Option<usize>,
+    /// Candidates the model was shown.
+    pub offered: usize,
+    /// Why the LLM-free choice stands in for the model's: a failed call, an unusable
+    /// reply.
+    pub fallback: Option<String>,
+}
+
+/// Candidates a model is shown to choose among.
+pub const MODEL_CHOICES: usize = 8;
+
 /// The grounded-Cypher planner over one graph.
 pub struct GroundedCypher {
     values: GraphValues,
@@ -500,17 +520,15 @@ impl GroundedCypher {
         scored
     }
 
-    /// The candidate to run among `ranked` (what [`GroundedCypher::ranked`] gave for
-    /// this question): the best by cold score plus what learning adds.
-    pub fn choose(&self, question: &Question, ranked: &[(Candidate, f32)]) -> Option<Choice> {
-        let count = ranked.len();
-        let trained = self.ranker.trained();
-        let similarities = if trained {
+    /// `ranked`'s candidates by cold score plus what learning adds, best first (ties
+    /// in `ranked`'s order): (index in `ranked`, learned part, total).
+    fn rescored(&self, question: &Question, ranked: &[(Candidate, f32)]) -> Vec<(usize, f32, f32)> {
+        let similarities = if self.ranker.trained() {
             self.ranker.similarities(question)
         } else {
             Vec::new()
         };
-        let (index, learned, score) = ranked
+        let mut scored: Vec<(usize, f32, f32)> = ranked
             .iter()
             .enumerate()
             .map(|(i, (candidate, cold))| {
@@ -518,16 +536,78 @@ impl GroundedCypher {
                     + self.ranker.replay(&similarities, candidate);
                 (i, learned, cold + learned)
             })
-            .fold(None::<(usize, f32, f32)>, |best, next| match best {
-                Some(b) if b.2 >= next.2 => Some(b),
-                _ => Some(next),
-            })?;
-        Some(Choice {
+            .collect();
+        scored.sort_by(|a, b| b.2.total_cmp(&a.2));
+        scored
+    }
+
+    fn choice(
+        &self,
+        ranked: &[(Candidate, f32)],
+        (index, learned, score): (usize, f32, f32),
+    ) -> Choice {
+        Choice {
             candidate: ranked[index].0.clone(),
             score,
-            learned: trained.then_some(learned),
-            candidates: count,
-        })
+            learned: self.ranker.trained().then_some(learned),
+            candidates: ranked.len(),
+        }
+    }
+
+    /// The candidate to run among `ranked` (what [`GroundedCypher::ranked`] gave for
+    /// this question): the best by cold score plus what learning adds.
+    pub fn choose(&self, question: &Question, ranked: &[(Candidate, f32)]) -> Option<Choice> {
+        let best = *self.rescored(question, ranked).first()?;
+        Some(self.choice(ranked, best))
+    }
+
+    /// A model picks among the `shown` best candidates of the LLM-free ranking
+    /// (GraphRAFT's constrained choice): it sees them as openCypher with their values
+    /// written in and replies with a number, which the server is held to where it can
+    /// be ([`kgmesh_models::openai::ChoiceConstraint`]). A failed call or an unusable
+    /// reply falls back to the LLM-free choice, and says why.
+    pub async fn choose_with_model(
+        &self,
+        llm: &dyn LanguageModel,
+        question: &Question,
+        ranked: &[(Candidate, f32)],
+        shown: usize,
+    ) -> Option<ModelChoice> {
+        let scored = self.rescored(question, ranked);
+        let best = *scored.first()?;
+        let offered: Vec<(usize, f32, f32)> = scored.into_iter().take(shown.max(1)).collect();
+        if offered.len() < 2 {
+            return Some(ModelChoice {
+                choice: self.choice(ranked, best),
+                picked: None,
+                offered: offered.len(),
+                fallback: None,
+            });
+        }
+        let queries: Vec<String> = offered
+            .iter()
+            .map(|(i, _, _)| ranked[*i].0.display())
+            .collect();
+        let request = cypher_choice::build(&question.text, &queries);
+        let fallback = |why: String| ModelChoice {
+            choice: self.choice(ranked, best),
+            picked: None,
+            offered: offered.len(),
+            fallback: Some(why),
+        };
+        let reply = match llm.chat(request).await {
+            Ok(reply) => reply,
+            Err(error) => return Some(fallback(format!("the model call failed: {error}"))),
+        };
+        match parse::cypher_choice::parse(&reply.text, offered.len()) {
+            Ok(k) => Some(ModelChoice {
+                choice: self.choice(ranked, offered[k]),
+                picked: Some(k),
+                offered: offered.len(),
+                fallback: None,
+            }),
+            Err(error) => Some(fallback(format!("unusable model reply: {error}"))),
+        }
     }
 
     /// Runs the best-ranked candidates (at most [`LEARN_TRIES`]) of a question with known

@@ -434,3 +434,76 @@ fn references_compare_in_order_as_sets_or_within_an_unordered_limit() {
     assert_eq!(plain_text(&Value::Float(12.0)), "12");
     assert_eq!(plain_text(&Value::Float(1.23456)), "1.2346");
 }
+
+#[tokio::test]
+async fn a_model_picks_among_the_best_candidates_and_an_unusable_reply_falls_back() {
+    use crate::testing::ScriptedModel;
+    use kgmesh_models::LlmError;
+
+    let shop = shop();
+    let planner = planner(&shop).await;
+    let question = planner.question("Which products does Exotic Liquids supply?");
+    let ranked = planner.ranked(&question);
+    let llm_free = planner.choose(&question, &ranked).unwrap().candidate;
+
+    // The model sees the best candidates with their values written in, and its
+    // number chooses (here the second).
+    let model = ScriptedModel::new(vec![Ok("Query 2.")]);
+    let picked = tokio::time::timeout(
+        Duration::from_secs(5),
+        planner.choose_with_model(&model, &question, &ranked, 4),
+    )
+    .await
+    .expect("in time")
+    .expect("a choice");
+    assert_eq!(
+        (picked.picked, picked.offered, &picked.fallback),
+        (Some(1), 4, &None)
+    );
+    assert_ne!(picked.choice.candidate, llm_free);
+    let prompt = model.prompts()[0].clone();
+    assert!(prompt.contains("'Exotic Liquids'"), "{prompt}");
+    assert!(prompt.contains("4. MATCH"), "{prompt}");
+    assert!(!prompt.contains("5. MATCH"), "{prompt}");
+
+    // A number not offered, or a failed call: the LLM-free choice, with the reason.
+    for reply in [Ok("7"), Err(LlmError::Timeout(Duration::from_secs(1)))] {
+        let model = ScriptedModel::new(vec![reply]);
+        let picked = planner
+            .choose_with_model(&model, &question, &ranked, 4)
+            .await
+            .expect("a choice");
+        assert_eq!(picked.choice.candidate, llm_free);
+        assert_eq!(picked.picked, None);
+        assert!(picked.fallback.is_some());
+    }
+}
+
+#[test]
+fn a_candidate_is_shown_with_its_values_written_in() {
+    let candidate = Candidate {
+        cypher: "MATCH (x:`P`) WHERE x.`name` = $v1 AND x.`price` > $x AND x.`k` = $v10 RETURN x"
+            .to_owned(),
+        params: vec![
+            ("v1".to_owned(), s("O'Brien")),
+            ("x".to_owned(), Value::Float(10.5)),
+            ("v10".to_owned(), Value::Int(3)),
+        ],
+        shape: Shape {
+            signature: String::new(),
+            hops: 0,
+            count: false,
+            order: None,
+            limit: false,
+            filter: true,
+            aggregate: None,
+        },
+        stems: Vec::new(),
+        grounded: Vec::new(),
+        answer: "P".to_owned(),
+    };
+    assert_eq!(
+        candidate.display(),
+        "MATCH (x:`P`) WHERE x.`name` = 'O\\'Brien' AND x.`price` > 10.5 AND x.`k` = 3 RETURN x"
+    );
+}
