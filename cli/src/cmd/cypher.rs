@@ -109,7 +109,7 @@ async fn ask(
     limits: &QueryLimits,
     config: &Config,
 ) -> anyhow::Result<Rows> {
-    use kgmesh_agents::query_executor::grounded::{GroundedCypher, MODEL_CHOICES};
+    use kgmesh_agents::query_executor::grounded::{GroundedCypher, EXISTENCE_TRIES, MODEL_CHOICES};
 
     if question.trim().is_empty() {
         anyhow::bail!("--ask needs a question");
@@ -174,7 +174,13 @@ async fn ask(
             }
             None => (None, String::new()),
         },
-        None => (planner.choose(&parsed, &ranked), "LLM-free".to_owned()),
+        None => (
+            planner
+                .choose_existing(graph, &parsed, &ranked, true, EXISTENCE_TRIES, limits)
+                .await
+                .map(|(choice, _)| choice),
+            "LLM-free".to_owned(),
+        ),
     };
     let Some(choice) = choice else {
         anyhow::bail!(

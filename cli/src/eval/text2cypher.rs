@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use kgmesh_agents::qa::Fold;
 use kgmesh_agents::query_executor::grounded::{
-    plain_text, GroundedCypher, Reference, Ties, LEARN_TRIES, MODEL_CHOICES,
+    plain_text, GroundedCypher, Reference, Ties, EXISTENCE_TRIES, LEARN_TRIES, MODEL_CHOICES,
 };
 use kgmesh_models::LanguageModel;
 use kgmesh_schemas::graph::Value;
@@ -365,10 +365,21 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         let right = |rows: Option<kgmesh_schemas::graph::Rows>| {
             rows.is_some_and(|rows| reference.matches(&planner.answer_column(&rows)))
         };
-        let cold = ranked.first().map(|(c, _)| c.clone());
-        let cold_rows = match &cold {
-            Some(c) => store.cypher(&c.cypher, &c.params, &limits).await.ok(),
-            None => None,
+        // Cold and warm alike: the best candidate that returns a row, among the first
+        // EXISTENCE_TRIES of the cold ranking or of the learned one.
+        let (cold, cold_rows) = match planner
+            .choose_existing(
+                store.as_ref(),
+                &question,
+                &ranked,
+                false,
+                EXISTENCE_TRIES,
+                &limits,
+            )
+            .await
+        {
+            Some((choice, rows)) => (Some(choice.candidate), rows),
+            None => (None, None),
         };
         let cold_right = right(cold_rows);
         let mut reachable = cold_right;
@@ -383,13 +394,19 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
             reachable = right(rows);
         }
         let (warm_query, warm_right, learned) = if run.fold.is_some() {
-            let choice = planner.choose(&question, &ranked);
-            let rows = match &choice {
-                Some(choice) => store
-                    .cypher(&choice.candidate.cypher, &choice.candidate.params, &limits)
-                    .await
-                    .ok(),
-                None => None,
+            let (choice, rows) = match planner
+                .choose_existing(
+                    store.as_ref(),
+                    &question,
+                    &ranked,
+                    true,
+                    EXISTENCE_TRIES,
+                    &limits,
+                )
+                .await
+            {
+                Some((choice, rows)) => (Some(choice), rows),
+                None => (None, None),
             };
             (
                 choice.as_ref().map(|c| c.candidate.cypher.clone()),

@@ -338,6 +338,9 @@ pub struct ModelChoice {
 /// Candidates a model is shown to choose among.
 pub const MODEL_CHOICES: usize = 8;
 
+/// Candidates run at most, best first, to find one that returns a row.
+pub const EXISTENCE_TRIES: usize = 10;
+
 /// The grounded-Cypher planner over one graph.
 pub struct GroundedCypher {
     values: GraphValues,
@@ -552,6 +555,48 @@ impl GroundedCypher {
             learned: self.ranker.trained().then_some(learned),
             candidates: ranked.len(),
         }
+    }
+
+    /// The best of `ranked` by cold score plus what learning adds, among those that
+    /// return a row (GraphRAFT's queries that provably exist in the database): at most
+    /// `tries` run, best first, and the chosen one's rows are kept. When none of them
+    /// returns a row, the best one stands, with its rows.
+    /// With `learned` false, the cold ranking alone orders them (what a cold
+    /// evaluation scores).
+    pub async fn choose_existing<R: CypherRunner + ?Sized>(
+        &self,
+        runner: &R,
+        question: &Question,
+        ranked: &[(Candidate, f32)],
+        learned: bool,
+        tries: usize,
+        limits: &QueryLimits,
+    ) -> Option<(Choice, Option<Rows>)> {
+        let scored = if learned {
+            self.rescored(question, ranked)
+        } else {
+            ranked
+                .iter()
+                .enumerate()
+                .map(|(i, (_, cold))| (i, 0.0, *cold))
+                .collect()
+        };
+        let best = *scored.first()?;
+        let mut first_rows = None;
+        for (n, entry) in scored.iter().take(tries.max(1)).enumerate() {
+            let candidate = &ranked[entry.0].0;
+            let rows = runner
+                .run(&candidate.cypher, &candidate.params, limits)
+                .await
+                .ok();
+            if rows.as_ref().is_some_and(has_rows) {
+                return Some((self.choice(ranked, *entry), rows));
+            }
+            if n == 0 {
+                first_rows = rows;
+            }
+        }
+        Some((self.choice(ranked, best), first_rows))
     }
 
     /// The candidate to run among `ranked` (what [`GroundedCypher::ranked`] gave for
@@ -793,6 +838,14 @@ impl Reference {
             None => predicted == answers,
         }
     }
+}
+
+/// Whether a result holds an answer: a row with some value (an average over no rows
+/// is one row of null).
+pub fn has_rows(rows: &Rows) -> bool {
+    rows.rows
+        .iter()
+        .any(|row| row.iter().any(|value| !matches!(value, Value::Null)))
 }
 
 /// How well a candidate fits a question without any learned plan.

@@ -507,3 +507,47 @@ fn a_candidate_is_shown_with_its_values_written_in() {
         "MATCH (x:`P`) WHERE x.`name` = 'O\\'Brien' AND x.`price` > 10.5 AND x.`k` = 3 RETURN x"
     );
 }
+
+#[tokio::test]
+async fn the_choice_skips_candidates_that_return_no_row() {
+    let shop = shop();
+    let planner = planner(&shop).await;
+    assert!(!has_rows(&Rows {
+        columns: vec!["answer".into()],
+        rows: vec![vec![Value::Null]],
+        truncated: false,
+    }));
+    for text in [
+        "Which products have a unit price greater than 40?",
+        "Which products have a unit price greater than 100?",
+        "Which suppliers are from Japan?",
+    ] {
+        let question = planner.question(text);
+        let ranked = planner.ranked(&question);
+        let (choice, rows) = tokio::time::timeout(
+            Duration::from_secs(5),
+            planner.choose_existing(&shop, &question, &ranked, false, EXISTENCE_TRIES, &limits()),
+        )
+        .await
+        .expect("in time")
+        .expect("a choice");
+        let at = ranked
+            .iter()
+            .position(|(c, _)| *c == choice.candidate)
+            .expect("chosen among the ranked");
+        let mut earlier_rows = false;
+        for (candidate, _) in &ranked[..at] {
+            let rows = shop
+                .run(&candidate.cypher, &candidate.params, &limits())
+                .await
+                .unwrap();
+            earlier_rows |= has_rows(&rows);
+        }
+        assert!(!earlier_rows, "{text}: a better-ranked candidate had rows");
+        let rows = rows.expect("the chosen query ran");
+        assert!(
+            has_rows(&rows) || at == 0,
+            "{text}: chose a later candidate without rows"
+        );
+    }
+}
