@@ -4,9 +4,10 @@
 //! Each gold query runs on the graph to give the reference answers; a pair whose query
 //! does not run, or returns no rows, is skipped and counted. A prediction is right when
 //! its first column gives the gold query's first column: in order when the gold query
-//! orders, as a set otherwise, and when the gold query limits rows without ordering them,
-//! any as many of the rows it would give without its limit. Nodes compare by their
-//! display name, numbers whatever their type.
+//! orders (rows tied on the value it orders by in any order), as a set otherwise, and
+//! when the gold query limits rows without ordering them, any as many of the rows it
+//! would give without its limit. Nodes compare by their display name, numbers whatever
+//! their type.
 //!
 //! Cold: the ranked enumeration alone. Warm (with `--fold`): plans are first learned from
 //! the other folds' pairs, by their answers only (the gold queries are never read for

@@ -12,7 +12,11 @@
 //!   words of a question call for (GraphRAFT §4.1): every candidate of a training
 //!   question runs, those whose answers equal the known ones are right, and a
 //!   perceptron learns weights for (question word, shape token) pairs on top of the
-//!   cold score ([`learn`]). A new question gets them for whatever values it names.
+//!   cold score ([`learn`]). A new question gets them for whatever values it names, and
+//!   a shape verified on a similar training question replays.
+//!
+//! The query run is the best-ranked one that returns a row. With a model, the model
+//! picks among the best candidates instead ([`GroundedCypher::choose_with_model`]).
 
 mod enumerate;
 mod learn;
