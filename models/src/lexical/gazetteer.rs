@@ -75,6 +75,15 @@ pub struct Gazetteer {
     postings: HashMap<u64, Vec<u32>>,
 }
 
+impl std::fmt::Debug for Gazetteer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gazetteer")
+            .field("names", &self.names.len())
+            .field("entities", &self.entities.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Gazetteer {
     /// Indexes `(id, display name)` pairs under [`name_key`]; blank names are skipped.
     pub fn build(entries: impl IntoIterator<Item = (NodeId, String)>) -> Self {

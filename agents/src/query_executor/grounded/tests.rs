@@ -135,6 +135,27 @@ async fn values_of_the_graph_are_found_in_a_question_with_the_keys_that_hold_the
     let question = planner.question("Who supplies Schoggi Schokolade?");
     assert_eq!(question.groundings.len(), 1);
     assert_eq!(question.groundings[0].value, s("Schoggi Schokolade"));
+    // A near-miss grounds the stored value, which is what the query will hold.
+    let question = planner.question("Which products does Exotic Liquid supply?");
+    let found: Vec<(&str, &str, &Value)> = question
+        .groundings
+        .iter()
+        .map(|g| (g.label.as_str(), g.key.as_str(), &g.value))
+        .collect();
+    assert_eq!(
+        found,
+        vec![("Supplier", "companyName", &s("Exotic Liquids"))]
+    );
+    assert_eq!(question.groundings[0].span, (3, 5));
+    assert_eq!(
+        answers(&shop, &planner, "Which products does Exotic Liquid supply?").await,
+        ["Aniseed Syrup", "Chai", "Chang"]
+    );
+    // Words far from every value ground nothing.
+    assert!(planner
+        .question("Which products does Nobody Known supply?")
+        .groundings
+        .is_empty());
 }
 
 #[test]

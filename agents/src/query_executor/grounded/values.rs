@@ -6,8 +6,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kgmesh_models::lexical::text;
+use kgmesh_models::lexical::{text, Gazetteer};
 use kgmesh_schemas::graph::{GraphSchema, Value};
+use kgmesh_schemas::NodeId;
 use kgmesh_stores::{QueryLimits, StoreResult};
 
 use super::CypherRunner;
@@ -73,6 +74,10 @@ pub struct GraphValues {
     /// Relationship property keys that hold numbers.
     pub relationship_numbers: Vec<PropertyInfo>,
     pub indexed_values: usize,
+    /// The indexed values again, for near-misses ("Exotic Liquid", "Heli Susswaren"):
+    /// the toolkit's one name index over them, each value named by its place here.
+    near: Option<Gazetteer>,
+    near_values: Vec<(usize, String, Value)>,
 }
 
 /// Backticks a label, type or key for Cypher.
@@ -148,6 +153,9 @@ impl GraphValues {
                                 key.clone(),
                                 value.clone(),
                             ));
+                            values
+                                .near_values
+                                .push((label_index, key.clone(), value.clone()));
                         }
                     }
                 }
@@ -191,6 +199,15 @@ impl GraphValues {
                 });
             }
         }
+        values.near =
+            Some(Gazetteer::build(
+                values.near_values.iter().enumerate().filter_map(
+                    |(i, (_, _, value))| match value {
+                        Value::String(text) => Some((NodeId(i as u64), text.clone())),
+                        _ => None,
+                    },
+                ),
+            ));
         Ok(values)
     }
 
@@ -246,6 +263,38 @@ impl GraphValues {
                             span: (start, end),
                         });
                     }
+                }
+            }
+        }
+        // Near-misses of values, where no value was found whole.
+        let Some(near) = &self.near else {
+            return found;
+        };
+        for mention in near
+            .find_mentions(question)
+            .into_iter()
+            .filter(|m| !m.exact)
+        {
+            let start = text::words(&question[..mention.start]).len();
+            let end = start + text::words(&mention.text).len();
+            if end > words.len() || start == end || taken[start..end].iter().any(|t| *t) {
+                continue;
+            }
+            taken[start..end].iter_mut().for_each(|t| *t = true);
+            let mut seen = HashSet::new();
+            for candidate in &mention.candidates {
+                let Some((label, key, value)) =
+                    self.near_values.get(candidate.entity.id.0 as usize)
+                else {
+                    continue;
+                };
+                if seen.insert((*label, key.as_str())) {
+                    found.push(Grounding {
+                        label: self.labels[*label].name.clone(),
+                        key: key.clone(),
+                        value: value.clone(),
+                        span: (start, end),
+                    });
                 }
             }
         }
