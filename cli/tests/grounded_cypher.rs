@@ -96,6 +96,52 @@ fn pairs_with_answers_are_learned_from() {
 }
 
 #[test]
+fn learned_plans_are_kept_in_a_file_and_read_back() {
+    let pairs = repo_root().join("examples/northwind/questions.jsonl");
+    let pairs = pairs.display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let plans = dir.path().join("plans.json");
+    let plans_arg = plans.display().to_string();
+    // Learning alone, kept in the file.
+    let (code, stdout, stderr) = ask(&["--learn", &pairs, "--plans", &plans_arg]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.trim().is_empty(), "no question, no rows: {stdout}");
+    assert!(stderr.contains("wrote "), "{stderr}");
+    let written = std::fs::read(&plans).expect("the plans file is written");
+    // A later run starts warm from it, without the pairs.
+    let (code, stdout, stderr) =
+        ask(&["--ask", "which category is Konbu in", "--plans", &plans_arg]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("read ") && stderr.contains(" learned questions"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(" learned)"), "{stderr}");
+    assert_eq!(rows(&stdout), ["Seafood"], "{stderr}");
+    assert_eq!(
+        std::fs::read(&plans).unwrap(),
+        written,
+        "reading leaves the file as it was"
+    );
+    // A broken file is refused with its path, and left as it is.
+    std::fs::write(&plans, b"{\"format\": 1, \"words\": [").unwrap();
+    let (code, _, stderr) = ask(&["--ask", "which category is Konbu in", "--plans", &plans_arg]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("plans.json") && stderr.contains("not a file of learned plans"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&plans).unwrap(),
+        b"{\"format\": 1, \"words\": ["
+    );
+    // Learning without a question or a file to keep it in is refused.
+    let (code, _, stderr) = ask(&["--learn", &pairs]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("--plans FILE"), "{stderr}");
+}
+
+#[test]
 fn text2cypher_evaluation_scores_execution_with_every_query_valid() {
     let (csv, mapping) = northwind();
     let questions = kgmesh_testkit::data::data_path("northwind/text2cypher.jsonl");

@@ -21,7 +21,7 @@ use crate::config::Config;
 #[derive(Debug, clap::Args)]
 pub struct CypherArgs {
     /// The query, e.g. "MATCH (f)-[:directed_by]->(d) RETURN f.name, d.name LIMIT 5".
-    #[arg(required_unless_present = "ask", conflicts_with = "ask")]
+    #[arg(required_unless_present_any = ["ask", "learn"], conflicts_with_all = ["ask", "learn", "plans"])]
     pub query: Option<String>,
     /// Write the query from a question instead (grounded Cypher): e.g. "which products
     /// does Exotic Liquids supply?". Prints the chosen query, then its rows.
@@ -30,8 +30,13 @@ pub struct CypherArgs {
     /// With --ask: learn the ranking first from question/answer pairs, one JSON object a
     /// line with "question" and either "answers" (a list) or "cypher" (a query whose
     /// rows are the answers), e.g. Northwind's text2cypher.jsonl.
-    #[arg(long, value_name = "PAIRS", requires = "ask")]
+    #[arg(long, value_name = "PAIRS")]
     pub learn: Option<std::path::PathBuf>,
+    /// Keep learned plans in FILE: read before --ask when it exists, and written after
+    /// --learn with what it held and what was learned (so `--learn PAIRS --plans FILE`
+    /// alone learns once, and later `--plans FILE --ask …` starts warm).
+    #[arg(long, value_name = "FILE")]
+    pub plans: Option<std::path::PathBuf>,
     /// With --ask: also print the next best candidate queries.
     #[arg(long, value_name = "N", default_value_t = 0, requires = "ask")]
     pub candidates: usize,
@@ -83,16 +88,27 @@ pub fn run(mut config: Config, args: CypherArgs) -> anyhow::Result<()> {
             ..QueryLimits::default()
         };
         match (&args.query, &args.ask) {
-            (Some(query), _) => graph.cypher(query, &params, &limits).await.map_err(refused),
-            (None, Some(question)) => {
+            (Some(query), _) => graph
+                .cypher(query, &params, &limits)
+                .await
+                .map(Some)
+                .map_err(refused),
+            (None, question) => {
                 if !params.is_empty() {
                     anyhow::bail!("--param applies to a query, not to --ask");
                 }
-                ask(graph.as_ref(), question, &args, &limits, &config).await
+                if question.is_none() && args.plans.is_none() {
+                    anyhow::bail!(
+                        "--learn without --ask keeps nothing: add --plans FILE to save what is learned, or --ask QUESTION"
+                    );
+                }
+                ask(graph.as_ref(), question.as_deref(), &args, &limits, &config).await
             }
-            (None, None) => anyhow::bail!("give a query or --ask QUESTION"),
         }
     })?;
+    let Some(rows) = rows else {
+        return Ok(());
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows.to_json())?);
     } else {
@@ -104,14 +120,14 @@ pub fn run(mut config: Config, args: CypherArgs) -> anyhow::Result<()> {
 /// Chooses, prints and runs the grounded query for a question.
 async fn ask(
     graph: &dyn kgmesh_stores::GraphStore,
-    question: &str,
+    question: Option<&str>,
     args: &CypherArgs,
     limits: &QueryLimits,
     config: &Config,
-) -> anyhow::Result<Rows> {
+) -> anyhow::Result<Option<Rows>> {
     use kgmesh_agents::query_executor::grounded::{GroundedCypher, EXISTENCE_TRIES, MODEL_CHOICES};
 
-    if question.trim().is_empty() {
+    if question.is_some_and(|q| q.trim().is_empty()) {
         anyhow::bail!("--ask needs a question");
     }
     let schema = graph
@@ -125,6 +141,14 @@ async fn ask(
     let mut planner = GroundedCypher::read(graph, (*schema).clone(), &read_limits)
         .await
         .context("cannot read the graph's values")?;
+    if let Some(path) = args.plans.as_ref().filter(|p| p.exists()) {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot read learned plans from {}", path.display()))?;
+        let added = planner
+            .load_learned(file)
+            .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+        eprintln!("read {added} learned questions from {}", path.display());
+    }
     if let Some(path) = &args.learn {
         use crate::eval::text2cypher::{learn_from, read_pairs, reference_for};
         let pairs = read_pairs(path)?;
@@ -144,7 +168,18 @@ async fn ask(
             pairs.len(),
             pairs.len() - usable
         );
+        if let Some(plans) = &args.plans {
+            save_plans(&planner, plans)?;
+            eprintln!(
+                "wrote {} learned questions to {}",
+                planner.learned_examples(),
+                plans.display()
+            );
+        }
     }
+    let Some(question) = question else {
+        return Ok(None);
+    };
     let parsed = planner.question(question);
     let ranked = planner.ranked(&parsed);
     // With a model configured it picks among the best candidates; without one, or
@@ -226,7 +261,29 @@ async fn ask(
     graph
         .cypher(&choice.candidate.cypher, &choice.candidate.params, limits)
         .await
+        .map(Some)
         .map_err(refused)
+}
+
+/// Writes the learned plans beside their final place, then moves them there: a failed
+/// write never leaves a torn file where the old one was.
+fn save_plans(
+    planner: &kgmesh_agents::query_executor::grounded::GroundedCypher,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    let write = || -> anyhow::Result<()> {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&partial)?);
+        planner.save_learned(&mut file)?;
+        use std::io::Write as _;
+        file.flush()?;
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&partial, path)?;
+        Ok(())
+    };
+    write().with_context(|| format!("cannot write learned plans to {}", path.display()))
 }
 
 /// A store error as the user should read it: a refused query with its repair hint.

@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use super::{Candidate, Question};
 
 /// Passes over the training examples.
@@ -28,6 +30,7 @@ const REPLAY: f32 = 1.0;
 
 /// One training question: its stems, for each tried candidate its shape tokens, cold
 /// score and whether its answers were right, and the signatures of the right ones.
+#[derive(Serialize, Deserialize)]
 struct Example {
     stems: Vec<u32>,
     candidates: Vec<(Vec<u32>, f32, bool)>,
@@ -44,6 +47,19 @@ pub(super) struct Ranker {
     /// Each example's stems weighted by inverse document frequency, unit length.
     vectors: Vec<HashMap<u32, f32>>,
     idf: HashMap<u32, f32>,
+}
+
+/// Version of the saved form; a file of another version is refused (its cold scores
+/// and tokens came from other code), to be learned again.
+pub const SAVED_FORMAT: u32 = 1;
+
+/// What learning kept, as saved: the training questions, their words and tokens by
+/// name. Loading refits the weights.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Saved {
+    format: u32,
+    words: Vec<String>,
+    examples: Vec<Example>,
 }
 
 /// The feature of a shape token alone (a bias per token).
@@ -76,6 +92,69 @@ impl Ranker {
 
     pub fn examples(&self) -> usize {
         self.examples.len()
+    }
+
+    /// The training questions kept, for [`Ranker::load`].
+    pub fn save(&self) -> Saved {
+        let mut words = vec![String::new(); self.ids.len()];
+        for (word, &id) in &self.ids {
+            words[id as usize] = word.clone();
+        }
+        Saved {
+            format: SAVED_FORMAT,
+            words,
+            examples: self
+                .examples
+                .iter()
+                .map(|e| Example {
+                    stems: e.stems.clone(),
+                    candidates: e.candidates.clone(),
+                    right: e.right.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Adds saved training questions to those kept (fit again to use them). Returns
+    /// how many were added.
+    pub fn load(&mut self, saved: Saved) -> Result<usize, String> {
+        if saved.format != SAVED_FORMAT {
+            return Err(format!(
+                "saved in format {}, this version reads format {SAVED_FORMAT}: learn again",
+                saved.format
+            ));
+        }
+        let size = saved.words.len();
+        let mut map = Vec::with_capacity(size);
+        for word in &saved.words {
+            map.push(self.id(word));
+        }
+        let remap = |ids: &[u32]| -> Result<Vec<u32>, String> {
+            ids.iter()
+                .map(|&i| {
+                    map.get(i as usize)
+                        .copied()
+                        .ok_or_else(|| format!("word {i} of {size} is out of range"))
+                })
+                .collect()
+        };
+        let mut added = Vec::with_capacity(saved.examples.len());
+        for example in saved.examples {
+            let stems = remap(&example.stems)?;
+            let candidates = example
+                .candidates
+                .iter()
+                .map(|(tokens, cold, right)| Ok((remap(tokens)?, *cold, *right)))
+                .collect::<Result<Vec<_>, String>>()?;
+            added.push(Example {
+                stems,
+                candidates,
+                right: example.right,
+            });
+        }
+        let count = added.len();
+        self.examples.extend(added);
+        Ok(count)
     }
 
     pub fn trained(&self) -> bool {

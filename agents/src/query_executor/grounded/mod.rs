@@ -385,6 +385,21 @@ impl GroundedCypher {
         self.ranker.examples()
     }
 
+    /// Writes the kept training questions as JSON, for [`GroundedCypher::load_learned`].
+    pub fn save_learned(&self, writer: impl std::io::Write) -> serde_json::Result<()> {
+        serde_json::to_writer(writer, &self.ranker.save())
+    }
+
+    /// Adds training questions saved by [`GroundedCypher::save_learned`] and fits the
+    /// learned ranking on all kept ones. Returns how many were added.
+    pub fn load_learned(&mut self, reader: impl std::io::Read) -> Result<usize, String> {
+        let saved: learn::Saved = serde_json::from_reader(std::io::BufReader::new(reader))
+            .map_err(|error| format!("not a file of learned plans: {error}"))?;
+        let added = self.ranker.load(saved)?;
+        self.fit();
+        Ok(added)
+    }
+
     /// Trains the learned ranking on the kept training questions.
     pub fn fit(&mut self) {
         self.ranker.fit(learn::EPOCHS);
