@@ -148,6 +148,11 @@ async fn ask(
             .load_learned(file)
             .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
         eprintln!("read {added} learned questions from {}", path.display());
+    } else if let Some(path) = args.plans.as_ref().filter(|_| args.learn.is_none()) {
+        eprintln!(
+            "no learned plans at {} yet (--learn PAIRS --plans FILE writes them): the ranking is cold",
+            path.display()
+        );
     }
     if let Some(path) = &args.learn {
         use crate::eval::text2cypher::{learn_from, read_pairs, reference_for};
@@ -283,7 +288,10 @@ fn save_plans(
         std::fs::rename(&partial, path)?;
         Ok(())
     };
-    write().with_context(|| format!("cannot write learned plans to {}", path.display()))
+    write().map_err(|error| {
+        let _ = std::fs::remove_file(&partial);
+        error.context(format!("cannot write learned plans to {}", path.display()))
+    })
 }
 
 /// A store error as the user should read it: a refused query with its repair hint.

@@ -42,7 +42,7 @@ impl Candidate {
                 .unwrap_or(after.len());
             let name = &after[..end];
             match self.params.iter().find(|(p, _)| p == name) {
-                Some((_, value)) => out.push_str(&literal(value)),
+                Some((_, value)) => out.push_str(&cypher_literal(value)),
                 None => {
                     out.push('$');
                     out.push_str(name);
@@ -56,7 +56,7 @@ impl Candidate {
 }
 
 /// A value as an openCypher literal.
-fn literal(value: &Value) -> String {
+fn cypher_literal(value: &Value) -> String {
     match value {
         Value::String(text) => format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'")),
         other => super::plain_text(other),

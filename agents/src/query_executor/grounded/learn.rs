@@ -283,24 +283,19 @@ impl Ranker {
         }
     }
 
-    /// Unit-length idf-weighted stems; a stem no training question has (`None`) weighs
-    /// as the rarest and only lengthens the vector.
+    /// Unit-length idf-weighted stems (given once each); a stem no training question
+    /// has (`None`) weighs as the rarest and only lengthens the vector.
     fn vector(&self, stems: &[Option<u32>]) -> HashMap<u32, f32> {
         let rarest = (1.0 + self.examples.len() as f32).ln();
         let mut out: HashMap<u32, f32> = HashMap::new();
         let mut unknown = 0.0f32;
-        let mut seen_unknown = std::collections::HashSet::new();
-        for (i, stem) in stems.iter().enumerate() {
+        for stem in stems {
             match stem {
                 Some(id) => {
                     let weight = self.idf.get(id).copied().unwrap_or(rarest);
                     out.insert(*id, weight);
                 }
-                None => {
-                    if seen_unknown.insert(i) {
-                        unknown += rarest * rarest;
-                    }
-                }
+                None => unknown += rarest * rarest,
             }
         }
         let norm = (out.values().map(|w| w * w).sum::<f32>() + unknown).sqrt();

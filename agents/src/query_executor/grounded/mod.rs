@@ -580,6 +580,7 @@ impl GroundedCypher {
     /// return a row (GraphRAFT's queries that provably exist in the database): at most
     /// `tries` run, best first, and the chosen one's rows are kept. When none of them
     /// returns a row, the best one stands, with its rows.
+    ///
     /// With `learned` false, the cold ranking alone orders them (what a cold
     /// evaluation scores).
     pub async fn choose_existing<R: CypherRunner + ?Sized>(
@@ -653,11 +654,14 @@ impl GroundedCypher {
             .map(|(i, _, _)| ranked[*i].0.display())
             .collect();
         let request = cypher_choice::build(&question.text, &queries);
-        let fallback = |why: String| ModelChoice {
-            choice: self.choice(ranked, best),
-            picked: None,
-            offered: offered.len(),
-            fallback: Some(why),
+        let fallback = |why: String| {
+            tracing::warn!(reason = %why, "grounded Cypher: the model's pick is unusable; the LLM-free choice stands");
+            ModelChoice {
+                choice: self.choice(ranked, best),
+                picked: None,
+                offered: offered.len(),
+                fallback: Some(why),
+            }
         };
         let reply = match llm.chat(request).await {
             Ok(reply) => reply,

@@ -74,7 +74,7 @@ pub struct GraphValues {
     /// Relationship property keys that hold numbers.
     pub relationship_numbers: Vec<PropertyInfo>,
     pub indexed_values: usize,
-    /// The indexed values again, for near-misses ("Exotic Liquid", "Heli Susswaren"):
+    /// The indexed values again, for near-misses ("Exotic Liquid" for "Exotic Liquids"):
     /// the toolkit's one name index over them, each value named by its place here.
     near: Option<Gazetteer>,
     near_values: Vec<(usize, String, Value)>,
