@@ -123,6 +123,17 @@ fn learned_plans_are_kept_in_a_file_and_read_back() {
         written,
         "reading leaves the file as it was"
     );
+    // Plans learned on Northwind are refused on another graph (the bundled sample).
+    let (code, _, stderr) = kgmesh_run(&[
+        "cypher".to_owned(),
+        "--plans".into(),
+        plans_arg.clone(),
+        "--ask".into(),
+        "Who directed Inception?".into(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("other labels or property keys"), "{stderr}");
+    assert_eq!(std::fs::read(&plans).unwrap(), written);
     // A broken file is refused with its path, and left as it is.
     std::fs::write(&plans, b"{\"format\": 1, \"words\": [").unwrap();
     let (code, _, stderr) = ask(&["--ask", "which category is Konbu in", "--plans", &plans_arg]);

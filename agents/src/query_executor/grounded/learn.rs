@@ -58,6 +58,9 @@ pub const SAVED_FORMAT: u32 = 1;
 #[derive(Serialize, Deserialize)]
 pub(super) struct Saved {
     format: u32,
+    /// The labels and keys of the graph learned on ([`super::GroundedCypher`] writes
+    /// it): plans learned on one graph are refused on another.
+    graph: String,
     words: Vec<String>,
     examples: Vec<Example>,
 }
@@ -95,13 +98,14 @@ impl Ranker {
     }
 
     /// The training questions kept, for [`Ranker::load`].
-    pub fn save(&self) -> Saved {
+    pub fn save(&self, graph: String) -> Saved {
         let mut words = vec![String::new(); self.ids.len()];
         for (word, &id) in &self.ids {
             words[id as usize] = word.clone();
         }
         Saved {
             format: SAVED_FORMAT,
+            graph,
             words,
             examples: self
                 .examples
@@ -117,12 +121,18 @@ impl Ranker {
 
     /// Adds saved training questions to those kept (fit again to use them). Returns
     /// how many were added.
-    pub fn load(&mut self, saved: Saved) -> Result<usize, String> {
+    pub fn load(&mut self, saved: Saved, graph: &str) -> Result<usize, String> {
         if saved.format != SAVED_FORMAT {
             return Err(format!(
                 "saved in format {}, this version reads format {SAVED_FORMAT}: learn again",
                 saved.format
             ));
+        }
+        if saved.graph != graph {
+            return Err(
+                "learned on a graph with other labels or property keys: learn again on this one"
+                    .to_owned(),
+            );
         }
         let size = saved.words.len();
         let mut map = Vec::with_capacity(size);

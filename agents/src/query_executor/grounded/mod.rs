@@ -387,7 +387,31 @@ impl GroundedCypher {
 
     /// Writes the kept training questions as JSON, for [`GroundedCypher::load_learned`].
     pub fn save_learned(&self, writer: impl std::io::Write) -> serde_json::Result<()> {
-        serde_json::to_writer(writer, &self.ranker.save())
+        serde_json::to_writer(writer, &self.ranker.save(self.fingerprint()))
+    }
+
+    /// The graph's labels with their property keys, and its relationship number keys,
+    /// in one line: what learned plans are tied to.
+    fn fingerprint(&self) -> String {
+        let mut labels: Vec<String> = self
+            .values
+            .labels
+            .iter()
+            .map(|label| {
+                let mut keys: Vec<&str> = label.properties.iter().map(|p| p.key.as_str()).collect();
+                keys.sort_unstable();
+                format!("{}({})", label.name, keys.join(","))
+            })
+            .collect();
+        labels.sort();
+        let mut numbers: Vec<&str> = self
+            .values
+            .relationship_numbers
+            .iter()
+            .map(|p| p.key.as_str())
+            .collect();
+        numbers.sort_unstable();
+        format!("{} [{}]", labels.join(" "), numbers.join(","))
     }
 
     /// Adds training questions saved by [`GroundedCypher::save_learned`] and fits the
@@ -395,7 +419,7 @@ impl GroundedCypher {
     pub fn load_learned(&mut self, reader: impl std::io::Read) -> Result<usize, String> {
         let saved: learn::Saved = serde_json::from_reader(std::io::BufReader::new(reader))
             .map_err(|error| format!("not a file of learned plans: {error}"))?;
-        let added = self.ranker.load(saved)?;
+        let added = self.ranker.load(saved, &self.fingerprint())?;
         self.fit();
         Ok(added)
     }
