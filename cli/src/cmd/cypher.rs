@@ -192,7 +192,7 @@ async fn ask(
     let llm = super::ask::language_model(config)?;
     let (choice, how) = match &llm {
         Some(llm) => match planner
-            .choose_with_model(llm.as_ref(), &parsed, &ranked, MODEL_CHOICES)
+            .choose_with_model(llm.as_ref(), graph, &parsed, &ranked, MODEL_CHOICES, limits)
             .await
         {
             Some(picked) => {

@@ -422,7 +422,14 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         if let Some(llm) = &run.llm {
             let asked = Instant::now();
             if let Some(picked) = planner
-                .choose_with_model(llm.as_ref(), &question, &ranked, MODEL_CHOICES)
+                .choose_with_model(
+                    llm.as_ref(),
+                    store.as_ref(),
+                    &question,
+                    &ranked,
+                    MODEL_CHOICES,
+                    &limits,
+                )
                 .await
             {
                 let candidate = &picked.choice.candidate;

@@ -650,21 +650,43 @@ impl GroundedCypher {
         Some(self.choice(ranked, best))
     }
 
-    /// A model picks among the `shown` best candidates of the LLM-free ranking
-    /// (GraphRAFT's constrained choice): it sees them as openCypher with their values
-    /// written in and replies with a number, which the server is held to where it can
-    /// be ([`kgmesh_models::openai::ChoiceConstraint`]). A failed call or an unusable
-    /// reply falls back to the LLM-free choice, and says why.
-    pub async fn choose_with_model(
+    /// A model picks among the `shown` best candidates of the LLM-free ranking that
+    /// return a row (GraphRAFT's constrained choice; of the first `shown` +
+    /// [`EXISTENCE_TRIES`], else the `shown` best when none does): it sees them as
+    /// openCypher with their values written in and replies with a number, which the
+    /// server is held to where it can be ([`kgmesh_models::openai::ChoiceConstraint`]).
+    /// A failed call or an unusable reply falls back to the first of them (the
+    /// LLM-free choice), and says why.
+    pub async fn choose_with_model<R: CypherRunner + ?Sized>(
         &self,
         llm: &dyn LanguageModel,
+        runner: &R,
         question: &Question,
         ranked: &[(Candidate, f32)],
         shown: usize,
+        limits: &QueryLimits,
     ) -> Option<ModelChoice> {
         let scored = self.rescored(question, ranked);
-        let best = *scored.first()?;
-        let offered: Vec<(usize, f32, f32)> = scored.into_iter().take(shown.max(1)).collect();
+        let shown = shown.max(1);
+        let mut offered: Vec<(usize, f32, f32)> = Vec::with_capacity(shown);
+        for entry in scored.iter().take(shown + EXISTENCE_TRIES) {
+            let candidate = &ranked[entry.0].0;
+            if let Ok(rows) = runner
+                .run(&candidate.cypher, &candidate.params, limits)
+                .await
+            {
+                if has_rows(&rows) {
+                    offered.push(*entry);
+                    if offered.len() == shown {
+                        break;
+                    }
+                }
+            }
+        }
+        if offered.is_empty() {
+            offered = scored.iter().take(shown).copied().collect();
+        }
+        let best = *offered.first()?;
         if offered.len() < 2 {
             return Some(ModelChoice {
                 choice: self.choice(ranked, best),

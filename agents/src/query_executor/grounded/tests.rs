@@ -465,14 +465,19 @@ async fn a_model_picks_among_the_best_candidates_and_an_unusable_reply_falls_bac
     let planner = planner(&shop).await;
     let question = planner.question("Which products does Exotic Liquids supply?");
     let ranked = planner.ranked(&question);
-    let llm_free = planner.choose(&question, &ranked).unwrap().candidate;
+    let llm_free = planner
+        .choose_existing(&shop, &question, &ranked, true, EXISTENCE_TRIES, &limits())
+        .await
+        .unwrap()
+        .0
+        .candidate;
 
-    // The model sees the best candidates with their values written in, and its
-    // number chooses (here the second).
+    // The model sees the best candidates that return rows, with their values written
+    // in, and its number chooses (here the second).
     let model = ScriptedModel::new(vec![Ok("Query 2.")]);
     let picked = tokio::time::timeout(
         Duration::from_secs(5),
-        planner.choose_with_model(&model, &question, &ranked, 4),
+        planner.choose_with_model(&model, &shop, &question, &ranked, 4, &limits()),
     )
     .await
     .expect("in time")
@@ -491,7 +496,7 @@ async fn a_model_picks_among_the_best_candidates_and_an_unusable_reply_falls_bac
     for reply in [Ok("7"), Err(LlmError::Timeout(Duration::from_secs(1)))] {
         let model = ScriptedModel::new(vec![reply]);
         let picked = planner
-            .choose_with_model(&model, &question, &ranked, 4)
+            .choose_with_model(&model, &shop, &question, &ranked, 4, &limits())
             .await
             .expect("a choice");
         assert_eq!(picked.choice.candidate, llm_free);
