@@ -656,7 +656,8 @@ impl GroundedCypher {
     /// openCypher with their values written in and replies with a number, which the
     /// server is held to where it can be ([`kgmesh_models::openai::ChoiceConstraint`]).
     /// A failed call or an unusable reply falls back to the first of them (the
-    /// LLM-free choice), and says why.
+    /// LLM-free choice, unless only candidates past the first 10 return a row), and
+    /// says why.
     pub async fn choose_with_model<R: CypherRunner + ?Sized>(
         &self,
         llm: &dyn LanguageModel,
