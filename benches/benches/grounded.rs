@@ -25,8 +25,15 @@ fn data_dir() -> PathBuf {
         .unwrap_or_else(|| kgmesh_testkit::data::data_path("northwind"))
 }
 
-fn mapping() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../stores/examples/northwind.toml")
+/// Loads the Northwind CSVs through the mapping `kgmesh cypher --mapping` takes.
+fn options() -> LoadOptions {
+    LoadOptions {
+        format: Some(KgFormat::PropertyCsv),
+        mapping: Some(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../stores/examples/northwind.toml"),
+        ),
+        ..LoadOptions::default()
+    }
 }
 
 /// The `question` of each line of the text2cypher pairs.
@@ -82,6 +89,20 @@ struct Figures {
     mean_candidates: f64,
 }
 
+/// One row of the printed table.
+fn print_row(name: &str, figures: &Figures) {
+    println!(
+        "| {name} | {} | {:.2} s | {:.2} s | {} | {:.0} | {:.2} ms | {:.2} ms |",
+        figures.relationships,
+        figures.load.as_secs_f64(),
+        figures.read.as_secs_f64(),
+        figures.indexed_values,
+        figures.mean_candidates,
+        figures.p50.as_secs_f64() * 1e3,
+        figures.p99.as_secs_f64() * 1e3,
+    );
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -91,13 +112,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 async fn measure(csv: &Path, questions: &[String]) -> Figures {
-    let options = LoadOptions {
-        format: Some(KgFormat::PropertyCsv),
-        mapping: Some(mapping()),
-        ..LoadOptions::default()
-    };
     let started = Instant::now();
-    let (graph, _) = load_graph(csv, &options).expect("the graph loads");
+    let (graph, _) = load_graph(csv, &options()).expect("the graph loads");
     let load = started.elapsed();
     let schema = graph.schema_sync();
     let limits = QueryLimits {
@@ -126,7 +142,7 @@ async fn measure(csv: &Path, questions: &[String]) -> Figures {
         relationships: graph.edge_count() as u64,
         load,
         read,
-        indexed_values: planner.values().indexed_values,
+        indexed_values: planner.values().indexed_values(),
         p50: percentile(&times, 50.0),
         p99: percentile(&times, 99.0),
         mean_candidates: candidates as f64 / questions.len().max(1) as f64,
@@ -164,38 +180,15 @@ fn main() {
         ),
     ] {
         let figures = runtime.block_on(measure(&dir, &questions));
-        println!(
-            "| {name} | {} | {:.2} s | {:.2} s | {} | {:.0} | {:.2} ms | {:.2} ms |",
-            figures.relationships,
-            figures.load.as_secs_f64(),
-            figures.read.as_secs_f64(),
-            figures.indexed_values,
-            figures.mean_candidates,
-            figures.p50.as_secs_f64() * 1e3,
-            figures.p99.as_secs_f64() * 1e3,
-        );
+        print_row(&name, &figures);
         rows.push(figures);
     }
     // Northwind again while the grown graph is held in memory: whether the grown row's
     // slower enumeration comes from the process holding a large graph rather than from
     // the graph the questions are asked of.
-    let options = LoadOptions {
-        format: Some(KgFormat::PropertyCsv),
-        mapping: Some(mapping()),
-        ..LoadOptions::default()
-    };
-    let (held, _) = load_graph(grown.path(), &options).expect("the grown graph loads");
+    let (held, _) = load_graph(grown.path(), &options()).expect("the grown graph loads");
     let figures = runtime.block_on(measure(&source, &questions));
-    println!(
-        "| Northwind, the grown graph held in memory | {} | {:.2} s | {:.2} s | {} | {:.0} | {:.2} ms | {:.2} ms |",
-        figures.relationships,
-        figures.load.as_secs_f64(),
-        figures.read.as_secs_f64(),
-        figures.indexed_values,
-        figures.mean_candidates,
-        figures.p50.as_secs_f64() * 1e3,
-        figures.p99.as_secs_f64() * 1e3,
-    );
+    print_row("Northwind, the grown graph held in memory", &figures);
     drop(held);
     if let [small, large] = rows.as_slice() {
         println!(

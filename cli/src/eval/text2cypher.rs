@@ -93,15 +93,11 @@ pub(crate) async fn reference_for(
     };
     let ties = key_column.map(|k| Ties {
         keys: keys_of(&rows, k),
-        beyond: unlimited_rows
-            .as_ref()
-            .filter(|all| planner.answer_column(all).len() == all.rows.len())
-            .map(|all| {
-                keys_of(all, k)
-                    .into_iter()
-                    .zip(planner.answer_column(all))
-                    .collect()
-            }),
+        beyond: unlimited_rows.as_ref().and_then(|all| {
+            let answers = planner.answer_column(all);
+            (answers.len() == all.rows.len())
+                .then(|| keys_of(all, k).into_iter().zip(answers).collect())
+        }),
     });
     let unlimited = if ordered {
         None
@@ -293,7 +289,7 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
     eprintln!(
         "kgmesh eval: text2cypher: {} labels, {} text values indexed in {:.1?}",
         planner.values().labels.len(),
-        planner.values().indexed_values,
+        planner.values().indexed_values(),
         started.elapsed()
     );
 

@@ -66,18 +66,18 @@ pub struct Grounding {
 #[derive(Debug, Default)]
 pub struct GraphValues {
     pub labels: Vec<LabelInfo>,
-    /// Joined lower-case words of a value → (label index, key, value as stored).
-    by_words: HashMap<String, Vec<(usize, String, Value)>>,
+    /// Every value looked for in questions: (label index, key, value as stored).
+    indexed: Vec<(usize, String, Value)>,
+    /// Joined lower-case words of a value → its places in `indexed`.
+    by_words: HashMap<String, Vec<usize>>,
     /// Every distinct value of each text key, by (label index, key), when the key has
     /// at most [`MAX_DISTINCT_VALUES`]: what a quoted text is checked against.
     texts: HashMap<(usize, String), Vec<String>>,
     /// Relationship property keys that hold numbers.
     pub relationship_numbers: Vec<PropertyInfo>,
-    pub indexed_values: usize,
-    /// The indexed values again, for near-misses ("Exotic Liquid" for "Exotic Liquids"):
-    /// the toolkit's one name index over them, each value named by its place here.
+    /// The toolkit's one name index over `indexed`, each value named by its place
+    /// there: near-misses ("Exotic Liquid" for "Exotic Liquids").
     near: Option<Gazetteer>,
-    near_values: Vec<(usize, String, Value)>,
 }
 
 /// Backticks a label, type or key for Cypher.
@@ -147,14 +147,13 @@ impl GraphValues {
                             if !indexable(&words) {
                                 continue;
                             }
-                            values.indexed_values += 1;
-                            values.by_words.entry(words.join(" ")).or_default().push((
-                                label_index,
-                                key.clone(),
-                                value.clone(),
-                            ));
                             values
-                                .near_values
+                                .by_words
+                                .entry(words.join(" "))
+                                .or_default()
+                                .push(values.indexed.len());
+                            values
+                                .indexed
                                 .push((label_index, key.clone(), value.clone()));
                         }
                     }
@@ -199,16 +198,22 @@ impl GraphValues {
                 });
             }
         }
-        values.near =
-            Some(Gazetteer::build(
-                values.near_values.iter().enumerate().filter_map(
-                    |(i, (_, _, value))| match value {
-                        Value::String(text) => Some((NodeId(i as u64), text.clone())),
-                        _ => None,
-                    },
-                ),
-            ));
+        values.near = Some(Gazetteer::build(
+            values
+                .indexed
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (_, _, value))| match value {
+                    Value::String(text) => Some((NodeId(i as u64), text.clone())),
+                    _ => None,
+                }),
+        ));
         Ok(values)
+    }
+
+    /// How many values are looked for in questions.
+    pub fn indexed_values(&self) -> usize {
+        self.indexed.len()
     }
 
     pub fn label(&self, name: &str) -> Option<&LabelInfo> {
@@ -253,17 +258,7 @@ impl GraphValues {
                     continue;
                 };
                 taken[start..end].iter_mut().for_each(|t| *t = true);
-                let mut seen = HashSet::new();
-                for (label, key, value) in holders {
-                    if seen.insert((*label, key.as_str())) {
-                        found.push(Grounding {
-                            label: self.labels[*label].name.clone(),
-                            key: key.clone(),
-                            value: value.clone(),
-                            span: (start, end),
-                        });
-                    }
-                }
+                self.push_holders(holders.iter().copied(), (start, end), &mut found);
             }
         }
         // Near-misses of values, where no value was found whole.
@@ -281,24 +276,31 @@ impl GraphValues {
                 continue;
             }
             taken[start..end].iter_mut().for_each(|t| *t = true);
-            let mut seen = HashSet::new();
-            for candidate in &mention.candidates {
-                let Some((label, key, value)) =
-                    self.near_values.get(candidate.entity.id.0 as usize)
-                else {
-                    continue;
-                };
-                if seen.insert((*label, key.as_str())) {
-                    found.push(Grounding {
-                        label: self.labels[*label].name.clone(),
-                        key: key.clone(),
-                        value: value.clone(),
-                        span: (start, end),
-                    });
-                }
-            }
+            let places = mention.candidates.iter().map(|c| c.entity.id.0 as usize);
+            self.push_holders(places, (start, end), &mut found);
         }
         found
+    }
+
+    /// The values at `places` of `indexed` as groundings of the mention at `span`, one
+    /// per (label, key): the first value holder is enough.
+    fn push_holders(
+        &self,
+        places: impl Iterator<Item = usize>,
+        span: (usize, usize),
+        found: &mut Vec<Grounding>,
+    ) {
+        let mut seen = HashSet::new();
+        for (label, key, value) in places.filter_map(|i| self.indexed.get(i)) {
+            if seen.insert((*label, key.as_str())) {
+                found.push(Grounding {
+                    label: self.labels[*label].name.clone(),
+                    key: key.clone(),
+                    value: value.clone(),
+                    span,
+                });
+            }
+        }
     }
 }
 
