@@ -626,21 +626,11 @@ impl GroundedCypher {
                 .collect()
         };
         let best = *scored.first()?;
-        let mut first_rows = None;
-        for (n, entry) in scored.iter().take(tries.max(1)).enumerate() {
-            let candidate = &ranked[entry.0].0;
-            let rows = runner
-                .run(&candidate.cypher, &candidate.params, limits)
-                .await
-                .ok();
-            if rows.as_ref().is_some_and(has_rows) {
-                return Some((self.choice(ranked, *entry), rows));
-            }
-            if n == 0 {
-                first_rows = rows;
-            }
-        }
-        Some((self.choice(ranked, best), first_rows))
+        let (found, first_rows) = with_rows(runner, ranked, &scored, 1, tries, limits).await;
+        Some(match found.into_iter().next() {
+            Some((entry, rows)) => (self.choice(ranked, entry), Some(rows)),
+            None => (self.choice(ranked, best), first_rows),
+        })
     }
 
     /// The candidate to run among `ranked` (what [`GroundedCypher::ranked`] gave for
@@ -669,21 +659,17 @@ impl GroundedCypher {
     ) -> Option<ModelChoice> {
         let scored = self.rescored(question, ranked);
         let shown = shown.max(1);
-        let mut offered: Vec<(usize, f32, f32)> = Vec::with_capacity(shown);
-        for entry in scored.iter().take(shown + EXISTENCE_TRIES) {
-            let candidate = &ranked[entry.0].0;
-            if let Ok(rows) = runner
-                .run(&candidate.cypher, &candidate.params, limits)
-                .await
-            {
-                if has_rows(&rows) {
-                    offered.push(*entry);
-                    if offered.len() == shown {
-                        break;
-                    }
-                }
-            }
-        }
+        let (found, _) = with_rows(
+            runner,
+            ranked,
+            &scored,
+            shown,
+            shown + EXISTENCE_TRIES,
+            limits,
+        )
+        .await;
+        let mut offered: Vec<(usize, f32, f32)> =
+            found.into_iter().map(|(entry, _)| entry).collect();
         if offered.is_empty() {
             offered = scored.iter().take(shown).copied().collect();
         }
@@ -908,6 +894,39 @@ impl Reference {
             None => predicted == answers,
         }
     }
+}
+
+/// Runs the candidates of `order` (entries of [`GroundedCypher::rescored`]'s shape,
+/// best first), at most `tries` of them, until `want` have returned a row. Returns
+/// those with their rows, and the rows of the first one run (`None` when it failed).
+async fn with_rows<R: CypherRunner + ?Sized>(
+    runner: &R,
+    ranked: &[(Candidate, f32)],
+    order: &[(usize, f32, f32)],
+    want: usize,
+    tries: usize,
+    limits: &QueryLimits,
+) -> (Vec<((usize, f32, f32), Rows)>, Option<Rows>) {
+    let mut found = Vec::with_capacity(want);
+    let mut first_rows = None;
+    for (n, entry) in order.iter().take(tries.max(1)).enumerate() {
+        let candidate = &ranked[entry.0].0;
+        let rows = runner
+            .run(&candidate.cypher, &candidate.params, limits)
+            .await
+            .ok();
+        match rows {
+            Some(rows) if has_rows(&rows) => {
+                found.push((*entry, rows));
+                if found.len() >= want {
+                    break;
+                }
+            }
+            rows if n == 0 => first_rows = rows,
+            _ => {}
+        }
+    }
+    (found, first_rows)
 }
 
 /// Whether a result holds an answer: a row with some value (an average over no rows
