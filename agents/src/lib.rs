@@ -15,6 +15,7 @@ pub mod qa;
 pub mod query_executor;
 pub mod scoring;
 pub mod summarizer;
+pub mod text_retriever;
 pub mod traverser;
 
 #[cfg(test)]

@@ -214,6 +214,11 @@ pub fn verbalize_evidence(evidence: &[Evidence]) -> Vec<String> {
             EvidenceItem::Query { cypher, rows } => {
                 queries.push(verbalize_rows(cypher, rows, MAX_ROWS_SHOWN))
             }
+            EvidenceItem::Excerpt(excerpt) => queries.push(format!(
+                "passage {}: {}",
+                excerpt.citation(),
+                excerpt.text.trim()
+            )),
         }
     }
     let mut seen = HashSet::new();
@@ -264,6 +269,7 @@ pub fn evidence_entities(evidence: &[Evidence]) -> Vec<Entity> {
                     }
                 }
             }
+            EvidenceItem::Excerpt(_) => {}
         }
     }
     out

@@ -137,7 +137,7 @@ async fn retrieval_contract(bus: Arc<dyn Bus>) {
             .flat_map(|e| match &e.item {
                 EvidenceItem::Path(p) => vec![p.end().name.clone()],
                 EvidenceItem::Triple(t) => vec![t.head.name.clone(), t.tail.name.clone()],
-                EvidenceItem::Query { .. } => Vec::new(),
+                EvidenceItem::Query { .. } | EvidenceItem::Excerpt(_) => Vec::new(),
             })
             .filter(|n| n == "1995" || n == "2004")
             .collect();

@@ -23,6 +23,7 @@ pub struct Config {
     pub vectors: VectorsConfig,
     pub budget: BudgetConfig,
     pub retrieval: RetrievalConfig,
+    pub text: TextConfig,
     pub judge: JudgeConfig,
     pub summarizer: SummarizerConfig,
     pub traverser: TraverserConfig,
@@ -467,6 +468,34 @@ impl Default for RetrievalConfig {
     }
 }
 
+/// Documents for the text retriever (`kgmesh index --text`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TextConfig {
+    /// The index folder `kgmesh index --into embedded:DIR` wrote; set, the
+    /// text-retriever role starts (embedded mode) or may be run (`kgmesh agent`).
+    pub index: Option<PathBuf>,
+    /// Tokens of passages and facts the text retriever returns per question (L).
+    pub context_tokens: usize,
+    /// Share of them for the entity channel over the KG skeleton (θ); the keyword
+    /// channel has the rest.
+    pub theta: f32,
+    /// `both`, `keyword` or `skeleton`.
+    pub channels: kgmesh_agents::text_retriever::retrieve::Channels,
+}
+
+impl Default for TextConfig {
+    fn default() -> Self {
+        let search = kgmesh_agents::text_retriever::retrieve::SearchSettings::default();
+        Self {
+            index: None,
+            context_tokens: search.context_tokens,
+            theta: search.theta,
+            channels: search.channels,
+        }
+    }
+}
+
 /// Largest `retrieval.top_metapaths` accepted.
 pub const MAX_TOP_METAPATHS: usize = 50;
 /// Largest `retrieval.scoring_top_k` accepted.
@@ -739,6 +768,13 @@ impl Config {
                 problems.push(format!("{key} = {value} must be between 0 and 1"));
             }
         };
+        unit("text.theta", self.text.theta, &mut problems);
+        if !(50..=100_000).contains(&self.text.context_tokens) {
+            problems.push(format!(
+                "text.context_tokens = {} must be between 50 and 100000",
+                self.text.context_tokens
+            ));
+        }
         unit(
             "judge.complete_score",
             self.judge.complete_score,
@@ -915,6 +951,21 @@ impl Config {
             scoring_top_k: self.retrieval.scoring_top_k,
             embed_questions: self.retrieval.embed_questions,
         }
+    }
+
+    /// The text index and how the text retriever searches it, when one is configured.
+    pub fn text(&self) -> Option<kgmesh_agents::runtime::TextSource> {
+        self.text
+            .index
+            .clone()
+            .map(|dir| kgmesh_agents::runtime::TextSource {
+                dir,
+                search: kgmesh_agents::text_retriever::retrieve::SearchSettings {
+                    context_tokens: self.text.context_tokens,
+                    theta: self.text.theta,
+                    channels: self.text.channels,
+                },
+            })
     }
 
     /// The roles' knobs ([`kgmesh_agents::runtime::RoleTuning`]).

@@ -313,6 +313,28 @@ const KEYS: &[(&str, &str)] = &[
         "Start the pattern-matcher retriever in embedded mode; in distributed mode it runs as \
          `kgmesh agent --role pattern-matcher`.",
     ),
+    // text
+    (
+        "text.index",
+        "Folder of a text index (`kgmesh index --text FILES --into embedded:DIR`). Set, \
+         embedded mode starts the text-retriever role, whose passages and skeleton facts \
+         join the KG evidence; in distributed mode run `kgmesh agent --role text-retriever`.",
+    ),
+    (
+        "text.context_tokens",
+        "Tokens of passages and facts the text retriever returns per question (L), 50 to \
+         100000.",
+    ),
+    (
+        "text.theta",
+        "Share of `text.context_tokens` for the entity channel over the KG skeleton (θ); the \
+         keyword channel fills the rest. 0 to 1.",
+    ),
+    (
+        "text.channels",
+        "`both`, `keyword` (passages by keyword only) or `skeleton` (skeleton facts and their \
+         passages only).",
+    ),
     // judge
     (
         "judge.complete_score",

@@ -43,6 +43,9 @@ enum Command {
     Agent(cmd::agent::AgentArgs),
     /// Load a KG into the embedded store (snapshot) or a Bolt database.
     Load(cmd::load::LoadArgs),
+    /// Index documents for the text retriever: passages, keywords, PageRank and, with a
+    /// model, a KG skeleton read from the most central chunks.
+    Index(cmd::index::IndexArgs),
     /// Evaluate answers against a question set.
     Eval(cmd::eval::EvalArgs),
     /// Pre-warm the plan cache (star schemas, verified QA pairs), apply feedback on
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(config, args),
         Command::Agent(args) => cmd::agent::run(config, args),
         Command::Load(args) => cmd::load::run(config, args),
+        Command::Index(args) => cmd::index::run(config, args),
         Command::Eval(args) => cmd::eval::run(config, args),
         Command::Cache(args) => cmd::cache::run(config, args),
         Command::Config(args) => cmd::config::run(config, args),

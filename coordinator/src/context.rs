@@ -121,7 +121,7 @@ impl ContextState {
             let ends: Vec<&Entity> = match &evidence.item {
                 EvidenceItem::Path(path) => vec![path.end()],
                 EvidenceItem::Triple(triple) => vec![&triple.head, &triple.tail],
-                EvidenceItem::Query { .. } => Vec::new(),
+                EvidenceItem::Query { .. } | EvidenceItem::Excerpt(_) => Vec::new(),
             };
             for end in ends {
                 if topic_ids.contains(&end.id) || !seen.insert(end.id) {
@@ -187,7 +187,7 @@ fn edges(item: &EvidenceItem) -> Vec<EvidenceEdge> {
                 })
                 .collect()
         }
-        EvidenceItem::Query { .. } => Vec::new(),
+        EvidenceItem::Query { .. } | EvidenceItem::Excerpt(_) => Vec::new(),
     }
 }
 
@@ -209,6 +209,7 @@ fn evidence_key(item: &EvidenceItem) -> String {
             key
         }
         EvidenceItem::Query { cypher, .. } => format!("q|{cypher}"),
+        EvidenceItem::Excerpt(excerpt) => format!("x|{}|{}", excerpt.file, excerpt.id),
     }
 }
 
@@ -248,6 +249,9 @@ pub fn verbalize(item: &EvidenceItem) -> String {
                 rows.columns.join(", "),
                 shown.join("; ")
             )
+        }
+        EvidenceItem::Excerpt(excerpt) => {
+            format!("Passage ({}): {}", excerpt.citation(), excerpt.text.trim())
         }
     }
 }

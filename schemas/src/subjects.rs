@@ -24,6 +24,7 @@ impl Role {
     pub const AGENTIC_TRAVERSER: &'static str = "agentic-traverser";
     pub const SCORING_RETRIEVER: &'static str = "scoring-retriever";
     pub const PATTERN_MATCHER: &'static str = "pattern-matcher";
+    pub const TEXT_RETRIEVER: &'static str = "text-retriever";
     pub const JUDGE: &'static str = "judge";
     pub const SUMMARIZER: &'static str = "summarizer";
     pub const CACHE_MANAGER: &'static str = "cache-manager";
@@ -39,6 +40,7 @@ impl Role {
         Self::AGENTIC_TRAVERSER,
         Self::SCORING_RETRIEVER,
         Self::PATTERN_MATCHER,
+        Self::TEXT_RETRIEVER,
         Self::JUDGE,
         Self::SUMMARIZER,
         Self::CACHE_MANAGER,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 pub mod bolt;
 pub mod embedded;
+pub mod text;
 pub mod vector;
 
 pub use embedded::EmbeddedGraph;

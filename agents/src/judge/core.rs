@@ -92,7 +92,7 @@ pub fn best_score(context: &Context) -> Option<f32> {
         .filter(|e| match &e.item {
             EvidenceItem::Query { rows, .. } => !rows.rows.is_empty(),
             EvidenceItem::Path(path) => !path.is_empty(),
-            EvidenceItem::Triple(_) => true,
+            EvidenceItem::Triple(_) | EvidenceItem::Excerpt(_) => true,
         })
         .map(|e| e.score)
         .max_by(f32::total_cmp)
@@ -131,7 +131,7 @@ fn best_relation_into(
                     None
                 }
             }
-            EvidenceItem::Query { .. } => None,
+            EvidenceItem::Query { .. } | EvidenceItem::Excerpt(_) => None,
         };
         if let Some((relation, direction)) = step {
             if best
@@ -159,7 +159,7 @@ pub fn relations_in_context(context: &Context) -> Vec<String> {
         match &evidence.item {
             EvidenceItem::Path(path) => path.steps.iter().for_each(|s| add(&s.relation)),
             EvidenceItem::Triple(triple) => add(&triple.relation),
-            EvidenceItem::Query { .. } => {}
+            EvidenceItem::Query { .. } | EvidenceItem::Excerpt(_) => {}
         }
     }
     relations

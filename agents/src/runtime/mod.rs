@@ -103,6 +103,15 @@ pub struct AgentDeps {
     pub retrieval: RetrievalSettings,
     /// The judge's, summarizer's, traverser's and cache manager's knobs.
     pub tuning: RoleTuning,
+    /// The documents the text retriever searches (`kgmesh index --text`).
+    pub text: Option<TextSource>,
+}
+
+/// A text index folder and how to search it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextSource {
+    pub dir: std::path::PathBuf,
+    pub search: crate::text_retriever::retrieve::SearchSettings,
 }
 
 /// The knobs of the roles that have some, as the configuration sets them (`[judge]`,
@@ -151,6 +160,7 @@ impl std::fmt::Debug for AgentDeps {
             .field("names", &self.names)
             .field("retrieval", &self.retrieval)
             .field("tuning", &self.tuning)
+            .field("text", &self.text)
             .finish()
     }
 }
@@ -169,7 +179,13 @@ impl AgentDeps {
             names: Arc::default(),
             retrieval: RetrievalSettings::default(),
             tuning: RoleTuning::default(),
+            text: None,
         }
+    }
+
+    pub fn with_text(mut self, text: TextSource) -> Self {
+        self.text = Some(text);
+        self
     }
 
     pub fn with_retrieval(mut self, retrieval: RetrievalSettings) -> Self {

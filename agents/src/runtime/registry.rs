@@ -51,6 +51,7 @@ pub fn roles() -> Vec<RoleEntry> {
         RoleEntry { name: Role::QUERY_EXECUTOR, summary: "validated read-only Cypher with row/time budgets, or repair hints", build: crate::query_executor::role::role },
         RoleEntry { name: Role::AGENTIC_TRAVERSER, summary: "step-wise relation and entity selection from the linked entities", build: crate::traverser::role::role },
         RoleEntry { name: Role::PATTERN_MATCHER, summary: "top-k subgraphs closest to the question's pattern by graph semantic distance (SimGRAG)", build: crate::pattern_matcher::role::role },
+        RoleEntry { name: Role::TEXT_RETRIEVER, summary: "passages of indexed documents and facts of their KG skeleton, by keyword and entity channels (KET-RAG)", build: crate::text_retriever::role::role },
         RoleEntry { name: Role::SCORING_RETRIEVER, summary: "top-k triplets within L hops by decomposed similarity", build: crate::scoring::role::role },
     ]
 }

@@ -374,6 +374,8 @@ fn collect(
                     }
                 }
             }
+            // Free text names no graph entity: only a model reads answers from it.
+            EvidenceItem::Excerpt(_) => {}
         }
     }
     if named.len() > 1 {
@@ -456,7 +458,7 @@ impl EvidenceGraph {
                         previous = step.node.id;
                     }
                 }
-                EvidenceItem::Query { .. } => {}
+                EvidenceItem::Query { .. } | EvidenceItem::Excerpt(_) => {}
             }
         }
         Self { edges }
@@ -639,7 +641,7 @@ pub(crate) fn path_evidence(
                     }
                 }
             }
-            EvidenceItem::Triple(_) => {}
+            EvidenceItem::Triple(_) | EvidenceItem::Excerpt(_) => {}
         }
     }
     (ends, metapaths, lines)
@@ -763,7 +765,7 @@ pub fn entity_named(context: &Context, text: &str, cited: &[u32]) -> Option<Enti
                 .into_iter()
                 .find(|e| matches(e))
                 .cloned(),
-            EvidenceItem::Query { .. } => None,
+            EvidenceItem::Query { .. } | EvidenceItem::Excerpt(_) => None,
         }
     };
     let cited_items = cited

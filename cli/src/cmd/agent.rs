@@ -66,6 +66,9 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
     if let Some(graph) = load_graph_if_configured(&config, args.kg.clone()).await? {
         deps = deps.with_graph(graph);
     }
+    if let Some(text) = config.text() {
+        deps = deps.with_text(text);
+    }
     if let Some(llm) = super::ask::language_model(&config)? {
         deps = deps.with_llm(llm).with_llm_roles(config.llm.roles.clone());
     }

@@ -298,6 +298,9 @@ impl EmbeddedRoles {
             .with_graph(graph)
             .with_retrieval(config.retrieval())
             .with_tuning(config.tuning());
+        if let Some(text) = config.text() {
+            deps = deps.with_text(text);
+        }
         if let Some(llm) = language_model(config)? {
             deps = deps.with_llm(llm).with_llm_roles(config.llm.roles.clone());
         }

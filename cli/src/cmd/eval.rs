@@ -132,6 +132,16 @@ struct RunArgs {
     /// No progress bar or progress lines on stderr.
     #[arg(long)]
     no_progress: bool,
+
+    /// Answer from the documents of this text index alone (`kgmesh index --text`):
+    /// coverage per channel setting, and Hits@1 when a model is configured.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["kg", "server", "store"])]
+    text_index: Option<PathBuf>,
+
+    /// With --text-index: the channel settings to measure, comma-separated (keyword,
+    /// skeleton, both).
+    #[arg(long, value_delimiter = ',', default_value = "keyword,skeleton,both")]
+    channels: Vec<kgmesh_agents::text_retriever::retrieve::Channels>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -339,6 +349,61 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
     })
 }
 
+/// Coverage and Hits@1 from documents alone ([`eval::text`]).
+fn run_text(config: Config, args: RunArgs, kind: DatasetKind) -> anyhow::Result<()> {
+    let Some(dir) = args.text_index.clone() else {
+        bail!("--text-index is required here");
+    };
+    if args.limit == Some(0) {
+        bail!("--limit must be at least 1");
+    }
+    let plan = QuestionPlan {
+        kind,
+        files: args.questions.clone(),
+        brackets: args.metaqa_brackets.unwrap_or_default(),
+        fold: args.fold.fold(),
+        limit: args.limit,
+        sample_seed: args.sample_seed,
+    };
+    let (questions, available) = eval::load_questions(&plan)?;
+    let selection = format!(
+        "of {available} in {}; {}{}",
+        args.questions
+            .iter()
+            .map(|q| q.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        match (args.limit, args.sample_seed) {
+            (Some(n), Some(seed)) => format!("{n} per file sampled with seed {seed}"),
+            (Some(n), None) => format!("first {n} per file"),
+            _ => "all".to_owned(),
+        },
+        plan.fold.map(|f| format!(", fold {f}")).unwrap_or_default()
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let mut settings = config.text().map(|t| t.search).unwrap_or_default();
+        settings.context_tokens = config.text.context_tokens;
+        settings.theta = config.text.theta;
+        eval::text::run(
+            eval::text::TextRun {
+                dir,
+                channels: args.channels.clone(),
+                settings,
+                embedder: crate::cmd::ask::embedder(&config).await?,
+                llm: crate::cmd::ask::language_model(&config)?,
+                progress: !args.no_progress,
+                selection,
+            },
+            questions,
+        )
+        .await
+    })
+}
+
 fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
     let Some(kind) = args.dataset else {
         bail!("--dataset is required");
@@ -349,6 +414,9 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
     }
     if kind == DatasetKind::Text2cypher {
         return run_text2cypher(config, args);
+    }
+    if args.text_index.is_some() {
+        return run_text(config, args, kind);
     }
     if args.store.is_some() {
         bail!("--store applies to --dataset text2cypher only (evaluate a server with --server)");

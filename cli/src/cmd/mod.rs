@@ -8,6 +8,7 @@ pub mod config;
 pub mod cypher;
 pub mod eval;
 pub mod fold;
+pub mod index;
 pub mod load;
 pub mod serve;
 

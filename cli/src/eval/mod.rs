@@ -16,6 +16,7 @@ pub mod normalize;
 pub mod plot;
 pub mod report;
 pub mod runner;
+pub mod text;
 pub mod text2cypher;
 
 use std::path::PathBuf;

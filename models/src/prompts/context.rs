@@ -64,6 +64,11 @@ pub fn verbalize(item: &EvidenceItem) -> String {
         EvidenceItem::Triple(triple) => verbalize_triple(triple),
         EvidenceItem::Path(path) => verbalize_path(path),
         EvidenceItem::Query { cypher, rows } => verbalize_rows(cypher, rows),
+        EvidenceItem::Excerpt(excerpt) => format!(
+            "passage from {}: {}",
+            quote(&excerpt.citation()),
+            quote(excerpt.text.trim())
+        ),
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod context;
 pub mod cypher_choice;
+pub mod extract;
 pub mod isr;
 pub mod judge;
 pub mod kg_linker;

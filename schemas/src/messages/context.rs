@@ -20,7 +20,37 @@ pub struct Evidence {
 pub enum EvidenceItem {
     Triple(Triple),
     Path(Path),
-    Query { cypher: String, rows: Rows },
+    Query {
+        cypher: String,
+        rows: Rows,
+    },
+    /// A passage of an indexed document, or a fact a model read from one.
+    Excerpt(Excerpt),
+}
+
+/// Text from an indexed document, cited by file and byte offset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+pub struct Excerpt {
+    /// The passage's id in its index (`p<number>`), or the fact's (`f<number>`).
+    pub id: String,
+    /// The file as it was given to `kgmesh index`.
+    pub file: String,
+    /// Byte range of the passage in the file (for a fact: of the passage it was read
+    /// from).
+    pub offset: u64,
+    pub len: u32,
+    /// The passage, or the fact as `head | relation | tail`.
+    pub text: String,
+    /// Which retrieval channel found it: `keyword` or `skeleton`.
+    pub channel: String,
+}
+
+impl Excerpt {
+    /// `file:offset`, how answers cite it.
+    pub fn citation(&self) -> String {
+        format!("{}:{}", self.file, self.offset)
+    }
 }
 
 /// Everything retrieved for a question so far, plus notes about what failed.

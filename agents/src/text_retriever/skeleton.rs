@@ -1,0 +1,162 @@
+//! The KG skeleton (KET-RAG Alg. 3, steps 3–4): a model reads the most central chunks,
+//! in PageRank order, and writes the facts they state. The work is anytime: chunks are
+//! read most central first and every reply is kept as soon as it is parsed, so stopping
+//! early (a call budget, a failing server, Ctrl-C) leaves the most central chunks read.
+//! A chunk whose reply cannot be used stays unread and is counted.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use kgmesh_models::{parse, prompts, LanguageModel};
+use kgmesh_stores::text::{SkeletonTriple, TextIndex};
+
+use super::build::by_rank;
+
+/// How much of the corpus the model reads.
+#[derive(Debug, Clone, Copy)]
+pub struct ExtractPlan {
+    /// Share of chunks that are core chunks (β; 1 reads every chunk, as full Graph-RAG
+    /// extraction does).
+    pub beta: f32,
+    /// Model calls this run may make at most.
+    pub max_calls: Option<u64>,
+    pub max_reply_tokens: u32,
+}
+
+/// What one extraction run did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExtractReport {
+    pub core_chunks: usize,
+    /// Core chunks read by an earlier run.
+    pub already_read: usize,
+    pub read_now: usize,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub failed: u64,
+    pub triples: usize,
+    /// Why the run stopped before reading every core chunk.
+    pub stopped: Option<String>,
+}
+
+/// The number of core chunks for `beta` over `chunks` chunks.
+pub fn core_count(beta: f32, chunks: usize) -> usize {
+    ((beta.clamp(0.0, 1.0) as f64) * chunks as f64).ceil() as usize
+}
+
+/// Reads the unread core chunks with `llm`, most central first.
+pub async fn extract_skeleton(
+    index: &mut TextIndex,
+    llm: &dyn LanguageModel,
+    plan: ExtractPlan,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(String),
+) -> ExtractReport {
+    let order = by_rank(index);
+    let core = core_count(plan.beta, order.len());
+    let mut report = ExtractReport {
+        core_chunks: core,
+        ..ExtractReport::default()
+    };
+    index.extractor = Some(llm.name().to_owned());
+    let mut consecutive_errors = 0;
+    for &chunk in &order[..core] {
+        if index.chunks[chunk].extracted {
+            report.already_read += 1;
+            continue;
+        }
+        if stop.load(Ordering::Relaxed) {
+            report.stopped = Some("interrupted".to_owned());
+            break;
+        }
+        if plan.max_calls.is_some_and(|max| report.calls >= max) {
+            report.stopped = Some(format!("the call budget ({}) is spent", report.calls));
+            break;
+        }
+        let first = index.chunks[chunk].first_passage as usize;
+        let count = index.chunks[chunk].passage_count as usize;
+        let text = index.passages[first..first + count]
+            .iter()
+            .map(|p| p.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        report.calls += 1;
+        index.extraction.calls += 1;
+        let reply = match llm
+            .chat(prompts::extract::extract(&text, plan.max_reply_tokens))
+            .await
+        {
+            Ok(reply) => reply,
+            Err(error) => {
+                report.failed += 1;
+                index.extraction.failed += 1;
+                consecutive_errors += 1;
+                progress(format!("chunk {chunk}: the model call failed: {error}"));
+                if consecutive_errors >= 3 {
+                    report.stopped = Some(format!("three calls in a row failed ({error})"));
+                    break;
+                }
+                continue;
+            }
+        };
+        consecutive_errors = 0;
+        report.prompt_tokens += reply.usage.prompt_tokens;
+        report.completion_tokens += reply.usage.completion_tokens;
+        index.extraction.prompt_tokens += reply.usage.prompt_tokens;
+        index.extraction.completion_tokens += reply.usage.completion_tokens;
+        let triples = match parse::pattern::parse(&reply.text) {
+            Ok(triples) => triples,
+            Err(error) => {
+                report.failed += 1;
+                index.extraction.failed += 1;
+                progress(format!("chunk {chunk}: unusable reply ({error})"));
+                continue;
+            }
+        };
+        let passages: Vec<(u32, String)> = (first..first + count)
+            .map(|p| (p as u32, index.passages[p].text.to_lowercase()))
+            .collect();
+        for triple in triples {
+            let (head, relation, tail) = (
+                triple.head.trim().to_owned(),
+                triple.relation.trim().to_owned(),
+                triple.tail.trim().to_owned(),
+            );
+            if head.is_empty()
+                || relation.is_empty()
+                || tail.is_empty()
+                || parse::pattern::is_unknown(&head)
+                || parse::pattern::is_unknown(&tail)
+            {
+                continue;
+            }
+            // Linked to the passages that name either end, else to the whole chunk.
+            let (h, t) = (head.to_lowercase(), tail.to_lowercase());
+            let mut linked: Vec<u32> = passages
+                .iter()
+                .filter(|(_, text)| text.contains(&h) || text.contains(&t))
+                .map(|(p, _)| *p)
+                .collect();
+            if linked.is_empty() {
+                linked = passages.iter().map(|(p, _)| *p).collect();
+            }
+            index.skeleton.push(SkeletonTriple {
+                head,
+                relation,
+                tail,
+                passages: linked,
+            });
+            report.triples += 1;
+        }
+        index.chunks[chunk].extracted = true;
+        report.read_now += 1;
+        if report.read_now.is_multiple_of(10) {
+            progress(format!(
+                "skeleton: {} of {} core chunks read, {} triples",
+                report.read_now + report.already_read,
+                core,
+                index.skeleton.len()
+            ));
+        }
+    }
+    report
+}

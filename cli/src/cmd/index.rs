@@ -1,0 +1,443 @@
+//! `kgmesh index --text`: indexes documents for the text retriever (KET-RAG). Files are
+//! cut into chunks and passages, every passage is linked to its keywords, the chunks
+//! are ranked by PageRank over their neighbour graph, and with a model the most central
+//! share β of them is read for a KG skeleton, which is written as a graph beside the
+//! index (or into a Bolt database).
+//!
+//! ```text
+//! kgmesh index --text docs/ notes.md --into embedded:text-index
+//! kgmesh index --text more.md --into embedded:text-index        # adds to it
+//! kgmesh index --text docs/ --into bolt://127.0.0.1:7687 --index-dir text-index
+//! ```
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{atomic::AtomicBool, Arc},
+    time::Instant,
+};
+
+use anyhow::{bail, Context as _};
+use kgmesh_agents::text_retriever::{
+    build::{add_files, describe, rank_chunks, FileLimits, FileStatus},
+    skeleton::{core_count, extract_skeleton, ExtractPlan},
+};
+use kgmesh_stores::{
+    embedded::{snapshot, GraphBuilder},
+    text::{TextIndex, TextSettings, TEXT_FILE},
+};
+
+use crate::config::Config;
+
+/// The skeleton graph's file name inside an index folder.
+pub const SKELETON_FILE: &str = "skeleton.kgs";
+
+#[derive(Debug, clap::Args)]
+pub struct IndexArgs {
+    /// Files or folders (read recursively, in name order) to index.
+    #[arg(long, required = true, num_args = 1..)]
+    pub text: Vec<PathBuf>,
+    /// `embedded:DIR` (index and skeleton graph in DIR) or `bolt://HOST:PORT` (the
+    /// skeleton into that database, the index into --index-dir).
+    #[arg(long)]
+    pub into: String,
+    /// Where the text index goes when --into is a Bolt database.
+    #[arg(long)]
+    pub index_dir: Option<PathBuf>,
+    /// Tokens per chunk (a new index only).
+    #[arg(long)]
+    pub chunk_tokens: Option<u32>,
+    /// Tokens shared by consecutive chunks (a new index only).
+    #[arg(long)]
+    pub overlap_tokens: Option<u32>,
+    /// Times each chunk is halved into passages, m (a new index only).
+    #[arg(long)]
+    pub splits: Option<u32>,
+    /// Neighbours per chunk in the chunk graph, lexical and by embedding each (k).
+    #[arg(long)]
+    pub knn: Option<u32>,
+    /// Share of chunks, most central first, the model reads for the skeleton (β).
+    #[arg(long, default_value_t = 0.8, value_parser = share)]
+    pub beta: f32,
+    /// Model calls this run may make at most (the skeleton stops there, most central
+    /// chunks read; run again to go on).
+    #[arg(long)]
+    pub max_calls: Option<u64>,
+    /// Skip the skeleton even when a model is configured.
+    #[arg(long)]
+    pub no_skeleton: bool,
+    /// No vectors even when an embedder is configured (lexical search only).
+    #[arg(long)]
+    pub no_vectors: bool,
+    /// Files larger than this many MB are skipped and reported.
+    #[arg(long, default_value_t = 64)]
+    pub max_file_mb: u64,
+    /// Start a new index instead of adding to the one in the folder.
+    #[arg(long)]
+    pub rebuild: bool,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn share(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!("`{text}` is not a share between 0 and 1")),
+    }
+}
+
+enum Target {
+    Embedded(PathBuf),
+    Bolt { url: String, dir: PathBuf },
+}
+
+fn target(args: &IndexArgs) -> anyhow::Result<Target> {
+    if let Some(dir) = args.into.strip_prefix("embedded:") {
+        anyhow::ensure!(!dir.is_empty(), "`--into embedded:` needs a folder");
+        return Ok(Target::Embedded(PathBuf::from(dir)));
+    }
+    if args.into.starts_with("bolt://") || args.into.starts_with("neo4j://") {
+        let Some(dir) = args.index_dir.clone() else {
+            bail!(
+                "--into {} needs --index-dir DIR for the text index",
+                args.into
+            );
+        };
+        return Ok(Target::Bolt {
+            url: args.into.clone(),
+            dir,
+        });
+    }
+    bail!(
+        "`--into {}`: expected `embedded:DIR` or `bolt://HOST:PORT`",
+        args.into
+    )
+}
+
+/// Every file under `paths`, folders read recursively in name order; a path that does
+/// not exist is reported, not fatal.
+fn files_under(paths: &[PathBuf], missing: &mut Vec<String>) -> Vec<PathBuf> {
+    fn walk(path: &Path, out: &mut Vec<PathBuf>, missing: &mut Vec<String>) {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                let mut entries: Vec<PathBuf> = match std::fs::read_dir(path) {
+                    Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+                    Err(error) => {
+                        missing.push(format!("{}: cannot list it: {error}", path.display()));
+                        return;
+                    }
+                };
+                entries.sort();
+                for entry in entries {
+                    walk(&entry, out, missing);
+                }
+            }
+            Ok(_) => out.push(path.to_owned()),
+            Err(error) => missing.push(format!("{}: {error}", path.display())),
+        }
+    }
+    let mut out = Vec::new();
+    for path in paths {
+        walk(path, &mut out, missing);
+    }
+    out
+}
+
+pub fn run(config: Config, args: IndexArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(index(config, args))
+}
+
+async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
+    let target = target(&args)?;
+    let dir = match &target {
+        Target::Embedded(dir) | Target::Bolt { dir, .. } => dir.clone(),
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the index folder {}", dir.display()))?;
+    let index_path = dir.join(TEXT_FILE);
+    let quiet = args.quiet;
+    let mut progress = |line: String| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    let mut index = match TextIndex::open_in(&dir) {
+        _ if args.rebuild => None,
+        Ok(index) => index,
+        Err(error) => {
+            return Err(error).with_context(|| {
+                format!(
+                    "cannot read the text index in {} (--rebuild starts anew)",
+                    dir.display()
+                )
+            })
+        }
+    }
+    .unwrap_or_else(|| {
+        let defaults = TextSettings::default();
+        TextIndex::new(TextSettings {
+            chunk_tokens: args.chunk_tokens.unwrap_or(defaults.chunk_tokens),
+            overlap_tokens: args.overlap_tokens.unwrap_or(defaults.overlap_tokens),
+            splits: args.splits.unwrap_or(defaults.splits),
+            knn: args.knn.unwrap_or(defaults.knn),
+        })
+    });
+    if !index.files.is_empty() {
+        let s = &index.settings;
+        for (flag, given, have) in [
+            ("--chunk-tokens", args.chunk_tokens, s.chunk_tokens),
+            ("--overlap-tokens", args.overlap_tokens, s.overlap_tokens),
+            ("--splits", args.splits, s.splits),
+        ] {
+            if given.is_some_and(|g| g != have) {
+                bail!(
+                    "{flag} {} differs from the index's {have}: add with the same chunking, or --rebuild",
+                    given.unwrap_or_default()
+                );
+            }
+        }
+        progress(format!(
+            "adding to the index in {} ({} files, {} passages)",
+            dir.display(),
+            index.files.len(),
+            index.passages.len()
+        ));
+    }
+    if let Some(k) = args.knn {
+        index.settings.knn = k;
+    }
+    anyhow::ensure!(
+        args.max_file_mb <= 4_000,
+        "--max-file-mb {} is more than the 4000 MB a file may have",
+        args.max_file_mb
+    );
+    let embedder = if args.no_vectors {
+        None
+    } else {
+        super::ask::embedder(&config).await?
+    };
+    let llm = if args.no_skeleton {
+        None
+    } else {
+        super::ask::language_model(&config)?
+    };
+
+    let started = Instant::now();
+    let mut unreadable = Vec::new();
+    let files = files_under(&args.text, &mut unreadable);
+    for line in &unreadable {
+        progress(format!("skipped {line}"));
+    }
+    let reports = add_files(
+        &mut index,
+        &files,
+        embedder.as_deref(),
+        FileLimits {
+            max_bytes: args.max_file_mb * 1_000_000,
+        },
+        &mut progress,
+    )
+    .await?;
+    let read_seconds = started.elapsed().as_secs_f64();
+    progress(format!(
+        "ranking {} chunks (PageRank over the chunk graph)",
+        index.chunks.len()
+    ));
+    rank_chunks(&mut index, &mut progress).await?;
+    let indexed_seconds = started.elapsed().as_secs_f64();
+    let bytes = index
+        .save(&index_path)
+        .with_context(|| format!("cannot write {}", index_path.display()))?;
+
+    // The skeleton, anytime: saved as it grows, Ctrl-C stops it with what was read kept.
+    let mut extraction = None;
+    match &llm {
+        Some(llm) if !index.chunks.is_empty() => {
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = stop.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+            progress(format!(
+                "skeleton: the model {} reads {} of {} chunks (β = {}), most central first",
+                llm.name(),
+                core_count(args.beta, index.chunks.len()),
+                index.chunks.len(),
+                args.beta
+            ));
+            let report = extract_skeleton(
+                &mut index,
+                llm.as_ref(),
+                ExtractPlan {
+                    beta: args.beta,
+                    max_calls: args.max_calls,
+                    max_reply_tokens: 400,
+                },
+                &stop,
+                &mut progress,
+            )
+            .await;
+            index
+                .save(&index_path)
+                .with_context(|| format!("cannot write {}", index_path.display()))?;
+            extraction = Some(report);
+        }
+        _ => {}
+    }
+    let skeleton_written = write_skeleton(&config, &target, &dir, &index).await?;
+
+    // Report.
+    let count = |pick: fn(&FileStatus) -> bool| reports.iter().filter(|r| pick(&r.status)).count();
+    println!("index      {}", index_path.display());
+    println!(
+        "files      {} indexed, {} replaced, {} unchanged, {} skipped",
+        count(|s| matches!(s, FileStatus::Indexed { .. })),
+        count(|s| matches!(s, FileStatus::Replaced { .. })),
+        count(|s| matches!(s, FileStatus::Unchanged)),
+        count(|s| matches!(s, FileStatus::Skipped(_))) + unreadable.len()
+    );
+    for report in &reports {
+        if let FileStatus::Skipped(_) = report.status {
+            println!("  {}: {}", report.path, describe(&report.status));
+        }
+    }
+    for line in &unreadable {
+        println!("  {line}");
+    }
+    let text_mb = index.text_bytes() as f64 / 1e6;
+    let s = &index.settings;
+    println!(
+        "settings   chunks of {} tokens (overlap {}), m = {} ({} passages per chunk), k = {}",
+        s.chunk_tokens,
+        s.overlap_tokens,
+        s.splits,
+        1u32 << s.splits,
+        s.knn
+    );
+    println!(
+        "text       {} files, {:.2} MB, {} chunks, {} passages, {} keywords",
+        index.files.len(),
+        text_mb,
+        index.chunks.len(),
+        index.passages.len(),
+        index.keywords.len()
+    );
+    println!(
+        "vectors    {}",
+        match &index.embedder {
+            Some(name) => format!("{name} ({} dimensions)", index.dim),
+            None => "none (lexical search only)".to_owned(),
+        }
+    );
+    println!(
+        "time       {:.1} s to read, cut, embed and rank ({:.1} s per MB of this run's text)",
+        indexed_seconds,
+        read_seconds / (new_bytes(&reports, &index) as f64 / 1e6).max(1e-9)
+    );
+    println!(
+        "size       {:.2} MB ({:.2} MB per MB of text)",
+        bytes as f64 / 1e6,
+        bytes as f64 / 1e6 / text_mb.max(1e-9)
+    );
+    match (&extraction, &llm) {
+        (Some(report), Some(llm)) => {
+            println!(
+                "skeleton   {} of {} core chunks read (β = {}), {} triples in all; this run: {} model calls ({}), {} prompt + {} completion tokens, {} unusable{}",
+                report.already_read + report.read_now,
+                report.core_chunks,
+                args.beta,
+                index.skeleton.len(),
+                report.calls,
+                llm.name(),
+                report.prompt_tokens,
+                report.completion_tokens,
+                report.failed,
+                report
+                    .stopped
+                    .as_ref()
+                    .map(|why| format!("; stopped early: {why}"))
+                    .unwrap_or_default()
+            );
+        }
+        _ if args.no_skeleton => println!("skeleton   skipped (--no-skeleton)"),
+        _ => println!(
+            "skeleton   skipped: no model configured (llm.base_url); the keyword channel works without one{}",
+            if index.skeleton.is_empty() {
+                String::new()
+            } else {
+                format!(", the {} triples read earlier are kept", index.skeleton.len())
+            }
+        ),
+    }
+    if let Some(written) = skeleton_written {
+        println!("graph      {written}");
+    }
+    Ok(())
+}
+
+/// Bytes of the files this run indexed.
+fn new_bytes(
+    reports: &[kgmesh_agents::text_retriever::build::FileReport],
+    index: &TextIndex,
+) -> u64 {
+    reports
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.status,
+                FileStatus::Indexed { .. } | FileStatus::Replaced { .. }
+            )
+        })
+        .filter_map(|r| index.files.iter().find(|f| f.path == r.path))
+        .map(|f| f.bytes)
+        .sum()
+}
+
+/// Writes the skeleton as a graph: `DIR/skeleton.kgs`, or into the Bolt database.
+async fn write_skeleton(
+    config: &Config,
+    target: &Target,
+    dir: &Path,
+    index: &TextIndex,
+) -> anyhow::Result<Option<String>> {
+    if index.skeleton.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = GraphBuilder::new();
+    for fact in &index.skeleton {
+        let head = builder.node(&fact.head);
+        let tail = builder.node(&fact.tail);
+        builder.add_edge(head, &fact.relation, tail);
+    }
+    let graph = builder.finish();
+    match target {
+        Target::Embedded(_) => {
+            let path = dir.join(SKELETON_FILE);
+            let bytes = snapshot::save(&graph, &path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(Some(format!(
+                "{} ({} nodes, {} edges, {:.2} MB)",
+                path.display(),
+                graph.node_count(),
+                graph.edge_count(),
+                bytes as f64 / 1e6
+            )))
+        }
+        Target::Bolt { url, .. } => {
+            let settings = super::ask::bolt_settings(config, url);
+            let written = kgmesh_stores::bolt::write_graph(&settings, &graph, 5_000, false)
+                .await
+                .with_context(|| format!("cannot write the skeleton to {url}"))?;
+            Ok(Some(format!(
+                "{url} ({} nodes, {} relationships written)",
+                written.nodes, written.relationships
+            )))
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! `kgmesh eval --text-index DIR`: question answering from documents alone, through the
+//! text retriever's search (no graph). Per channel setting it measures coverage (a gold
+//! answer appears in the retrieved context, the paper's measure) and the retrieval
+//! latency; with a model configured, the model reads the context with the summarizer's
+//! prompt and its first answer is scored (Hits@1). Everything is printed beside the
+//! configuration it ran with.
+
+use std::{path::PathBuf, sync::Arc, time::Instant};
+
+use anyhow::Context as _;
+use kgmesh_agents::text_retriever::{
+    retrieve::{Channels, SearchSettings},
+    role::{excerpts, load_text},
+};
+use kgmesh_models::{parse, prompts, Embedder, LanguageModel};
+use kgmesh_schemas::messages::{context::Context, summarizer::SummarizeRequest};
+
+use super::{
+    dataset::Question,
+    normalize::{contains_phrase, normalize},
+};
+
+/// One text evaluation.
+pub struct TextRun {
+    pub dir: PathBuf,
+    pub channels: Vec<Channels>,
+    pub settings: SearchSettings,
+    pub embedder: Option<Arc<dyn Embedder>>,
+    pub llm: Option<Arc<dyn LanguageModel>>,
+    pub progress: bool,
+    /// How the questions were chosen, for the printed configuration.
+    pub selection: String,
+}
+
+/// Scores of one channel setting.
+#[derive(Debug, Default)]
+struct Scores {
+    covered: usize,
+    hits: usize,
+    unusable: usize,
+    latencies_ms: Vec<f64>,
+    model_ms: Vec<f64>,
+    tokens: usize,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
+    let loaded = load_text(&run.dir, run.embedder.clone())
+        .await
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("cannot open the text index in {}", run.dir.display()))?;
+    let index = loaded.searcher.index();
+    println!("text evaluation: answers from documents alone (no graph)");
+    println!(
+        "index      {} ({} files, {:.2} MB, {} chunks, {} passages, {} keywords, {} skeleton triples{})",
+        run.dir.display(),
+        index.files.len(),
+        index.text_bytes() as f64 / 1e6,
+        index.chunks.len(),
+        index.passages.len(),
+        index.keywords.len(),
+        index.skeleton.len(),
+        index
+            .extractor
+            .as_ref()
+            .map(|m| format!(" by {m}"))
+            .unwrap_or_default()
+    );
+    println!(
+        "search     L = {} tokens, θ = {}, question vectors: {}",
+        run.settings.context_tokens,
+        run.settings.theta,
+        loaded
+            .embedder
+            .as_ref()
+            .map(|e| e.name().to_owned())
+            .unwrap_or_else(|| "none (lexical)".to_owned())
+    );
+    if let Some(note) = &loaded.note {
+        println!("note       {note}");
+    }
+    println!(
+        "reader     {}",
+        run.llm
+            .as_ref()
+            .map(|m| format!("model {} (summarizer prompt), cache none", m.name()))
+            .unwrap_or_else(|| "none: coverage only (Hits@1 needs a model)".to_owned())
+    );
+    println!("questions  {} ({})", questions.len(), run.selection);
+    let mut rows = Vec::new();
+    for &channels in &run.channels {
+        if channels != Channels::Keyword && index.skeleton.is_empty() {
+            println!(
+                "channels {channels}: skipped, the index has no skeleton (index with a model)"
+            );
+            continue;
+        }
+        let settings = SearchSettings {
+            channels,
+            ..run.settings
+        };
+        let mut by_source: Vec<(String, Scores)> = Vec::new();
+        for (n, question) in questions.iter().enumerate() {
+            let at = match by_source.iter().position(|(s, _)| *s == question.source) {
+                Some(at) => at,
+                None => {
+                    by_source.push((question.source.clone(), Scores::default()));
+                    by_source.len() - 1
+                }
+            };
+            let scores = &mut by_source[at].1;
+            let started = Instant::now();
+            let vector = match &loaded.embedder {
+                Some(embedder) => Some(
+                    embedder
+                        .embed(std::slice::from_ref(&question.question))
+                        .await
+                        .context("cannot embed a question")?
+                        .remove(0),
+                ),
+                None => None,
+            };
+            let hits = loaded
+                .searcher
+                .search(&question.question, vector.as_deref(), &settings);
+            scores
+                .latencies_ms
+                .push(started.elapsed().as_secs_f64() * 1e3);
+            let evidence = excerpts(&loaded.searcher, &hits);
+            let context_text: String = evidence
+                .iter()
+                .map(|e| match &e.item {
+                    kgmesh_schemas::messages::context::EvidenceItem::Excerpt(x) => x.text.as_str(),
+                    _ => "",
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            scores.tokens += hits
+                .iter()
+                .map(|h| loaded.searcher.tokens_of(h))
+                .sum::<usize>();
+            let context_norm = normalize(&context_text);
+            if question
+                .answers
+                .iter()
+                .any(|a| contains_phrase(&context_norm, &normalize(a)))
+            {
+                scores.covered += 1;
+            }
+            if let Some(llm) = &run.llm {
+                let request = SummarizeRequest {
+                    question: question.question.clone(),
+                    context: Context {
+                        evidence,
+                        notes: Vec::new(),
+                    },
+                    topic_entities: Vec::new(),
+                    max_answers: 5,
+                    cues: Vec::new(),
+                    plan: Vec::new(),
+                };
+                let started = Instant::now();
+                let prompt = prompts::summarizer::build(&request, settings.context_tokens * 2);
+                match llm.chat(prompt).await {
+                    Ok(reply) => {
+                        let parsed = parse::summarizer::parse(
+                            &reply.text,
+                            request.context.evidence.len(),
+                            5,
+                        );
+                        match parsed.answers.first() {
+                            Some(first) => {
+                                let given = normalize(&first.text);
+                                if question.answers.iter().any(|a| normalize(a) == given) {
+                                    scores.hits += 1;
+                                }
+                            }
+                            None => scores.unusable += 1,
+                        }
+                    }
+                    Err(error) => {
+                        scores.unusable += 1;
+                        tracing::warn!("the model failed on {}: {error}", question.id);
+                    }
+                }
+                scores.model_ms.push(started.elapsed().as_secs_f64() * 1e3);
+            }
+            if run.progress && (n + 1).is_multiple_of(100) {
+                eprintln!(
+                    "channels {channels}: {}/{} questions",
+                    n + 1,
+                    questions.len()
+                );
+            }
+        }
+        rows.push((channels, by_source));
+    }
+    println!();
+    println!("| channels | questions | n | coverage | Hits@1 (model) | no answer | context tokens (mean) | retrieval p50 | p99 | model p50 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (channels, (source, mut scores)) in rows
+        .into_iter()
+        .flat_map(|(c, sources)| sources.into_iter().map(move |s| (c, s)))
+    {
+        let total = scores.latencies_ms.len().max(1) as f64;
+        scores.latencies_ms.sort_by(f64::total_cmp);
+        scores.model_ms.sort_by(f64::total_cmp);
+        let (hits, unusable, model) = if run.llm.is_some() {
+            (
+                format!("{:.1} %", 100.0 * scores.hits as f64 / total),
+                scores.unusable.to_string(),
+                format!("{:.0} ms", percentile(&scores.model_ms, 50.0)),
+            )
+        } else {
+            ("—".to_owned(), "—".to_owned(), "—".to_owned())
+        };
+        println!(
+            "| {channels} | {source} | {} | {:.1} % | {hits} | {unusable} | {:.0} | {:.2} ms | {:.2} ms | {model} |",
+            scores.latencies_ms.len(),
+            100.0 * scores.covered as f64 / total,
+            scores.tokens as f64 / total,
+            percentile(&scores.latencies_ms, 50.0),
+            percentile(&scores.latencies_ms, 99.0),
+        );
+    }
+    Ok(())
+}

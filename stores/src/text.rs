@@ -1,0 +1,247 @@
+//! The text index that `kgmesh index --text` writes and the text retriever reads
+//! (KET-RAG): the source files, their chunks and sub-chunks with byte offsets, the
+//! chunk neighbour graph and each chunk's PageRank, the keyword → sub-chunk bipartite
+//! graph, the KG skeleton extracted from the most central chunks, and the vectors of
+//! sub-chunks, keywords and skeleton entities when an embedder was used.
+//!
+//! This module only holds the data and its file format; building and searching it live
+//! with the text-retriever role. The whole index is one checksummed file (`text.kgt`
+//! in the index folder), written to a temporary name and renamed, so a crash while
+//! writing leaves the previous index intact.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{StoreError, StoreResult};
+
+const FILE_MAGIC: &[u8; 8] = b"KGMTEXT\0";
+/// Bumped whenever [`TextIndex`] changes shape.
+pub const TEXT_FORMAT: u32 = 1;
+/// The index's file name inside an index folder.
+pub const TEXT_FILE: &str = "text.kgt";
+
+/// How an index was built; later additions must use the same chunking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextSettings {
+    /// Tokens per chunk.
+    pub chunk_tokens: u32,
+    /// Tokens shared by consecutive chunks of a file.
+    pub overlap_tokens: u32,
+    /// Each chunk is halved this many times (2^m sub-chunks).
+    pub splits: u32,
+    /// Neighbours per chunk in the chunk graph, lexical and by embedding each.
+    pub knn: u32,
+}
+
+impl Default for TextSettings {
+    /// The paper's low-cost setting: 1,200-token chunks halved three times, so that
+    /// sub-chunks hold about 150 tokens.
+    fn default() -> Self {
+        Self {
+            chunk_tokens: 1_200,
+            overlap_tokens: 100,
+            splits: 3,
+            knn: 2,
+        }
+    }
+}
+
+/// One indexed file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceFile {
+    /// As given on the command line.
+    pub path: String,
+    pub bytes: u64,
+    /// FNV-1a of the content: an unchanged file is not indexed again.
+    pub hash: u64,
+    /// Its chunks, `first..first + count` in [`TextIndex::chunks`].
+    pub first_chunk: u32,
+    pub chunk_count: u32,
+}
+
+/// A window of about `chunk_tokens` tokens of one file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    pub file: u32,
+    /// Byte range in the file.
+    pub offset: u64,
+    pub len: u32,
+    pub tokens: u32,
+    /// Its sub-chunks, `first..first + count` in [`TextIndex::passages`].
+    pub first_passage: u32,
+    pub passage_count: u32,
+    /// PageRank over the chunk graph (sums to 1 over all chunks).
+    pub rank: f32,
+    /// Whether the model has read it for the skeleton.
+    pub extracted: bool,
+}
+
+/// A sub-chunk: the unit the retriever returns and cites.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Passage {
+    pub chunk: u32,
+    pub offset: u64,
+    pub len: u32,
+    pub tokens: u32,
+    pub text: String,
+}
+
+/// A triple the model extracted, with the sub-chunks it was read from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkeletonTriple {
+    pub head: String,
+    pub relation: String,
+    pub tail: String,
+    pub passages: Vec<u32>,
+}
+
+/// What extracting the skeleton cost so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExtractionCost {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Replies that could not be used (the chunk stays unread).
+    pub failed: u64,
+}
+
+/// See the module documentation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TextIndex {
+    pub settings: TextSettings,
+    pub files: Vec<SourceFile>,
+    pub chunks: Vec<Chunk>,
+    pub passages: Vec<Passage>,
+    /// Per chunk: neighbours and edge weights (symmetric).
+    pub neighbours: Vec<Vec<(u32, f32)>>,
+    /// Keyword texts in the order first met; `postings[i]` lists the passages holding
+    /// `keywords[i]`, ascending.
+    pub keywords: Vec<String>,
+    pub postings: Vec<Vec<u32>>,
+    /// The embedder that made the vectors (`None`: no vectors).
+    pub embedder: Option<String>,
+    pub dim: u32,
+    /// `passages.len() * dim` floats, L2-normalized rows.
+    pub passage_vectors: Vec<f32>,
+    /// Per keyword, the sum of the vectors of the sentences holding it and their count;
+    /// the keyword's vector is the normalized sum (kept as a sum so that later files add
+    /// to it).
+    pub keyword_sums: Vec<f32>,
+    pub keyword_sentences: Vec<u32>,
+    pub skeleton: Vec<SkeletonTriple>,
+    pub extraction: ExtractionCost,
+    /// The model that wrote the skeleton, when one did.
+    pub extractor: Option<String>,
+}
+
+impl TextIndex {
+    pub fn new(settings: TextSettings) -> Self {
+        Self {
+            settings,
+            ..Self::default()
+        }
+    }
+
+    /// The index in `dir`, or `None` when the folder holds none.
+    pub fn open_in(dir: &Path) -> StoreResult<Option<Self>> {
+        let path = dir.join(TEXT_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        Self::open(&path).map(Some)
+    }
+
+    /// Writes the index to `path` (through a temporary file and a rename); returns the
+    /// bytes written.
+    pub fn save(&self, path: &Path) -> StoreResult<u64> {
+        let body =
+            bincode::serde::encode_to_vec(self, bincode::config::standard()).map_err(|error| {
+                StoreError::Backend {
+                    detail: format!("cannot encode the text index: {error}"),
+                }
+            })?;
+        let mut bytes = Vec::with_capacity(body.len() + 24);
+        bytes.extend_from_slice(FILE_MAGIC);
+        bytes.extend_from_slice(&TEXT_FORMAT.to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let temporary = path.with_extension("kgt.partial");
+        std::fs::write(&temporary, &bytes).map_err(|error| io_error(&temporary, error))?;
+        std::fs::rename(&temporary, path).map_err(|error| io_error(path, error))?;
+        Ok(bytes.len() as u64)
+    }
+
+    /// Reads an index written by [`TextIndex::save`]; a file of another format, a
+    /// truncated or a damaged one is refused with what is wrong.
+    pub fn open(path: &Path) -> StoreResult<Self> {
+        let corrupt = |detail: String| StoreError::Corrupt {
+            path: path.display().to_string(),
+            detail,
+        };
+        let bytes = std::fs::read(path).map_err(|error| io_error(path, error))?;
+        if bytes.len() < 24 || &bytes[..8] != FILE_MAGIC {
+            return Err(corrupt("not a kgmesh text index (bad magic)".to_owned()));
+        }
+        let word = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        let version = word(8);
+        if version != TEXT_FORMAT {
+            return Err(corrupt(format!(
+                "text index format {version}, this kgmesh reads {TEXT_FORMAT}; index the files again"
+            )));
+        }
+        let mut length = [0u8; 8];
+        length.copy_from_slice(&bytes[16..24]);
+        let body = &bytes[24..];
+        if u64::from_le_bytes(length) != body.len() as u64 {
+            return Err(corrupt("truncated text index".to_owned()));
+        }
+        if crc32fast::hash(body) != word(12) {
+            return Err(corrupt("checksum mismatch".to_owned()));
+        }
+        let (index, _) =
+            bincode::serde::decode_from_slice::<Self, _>(body, bincode::config::standard())
+                .map_err(|error| corrupt(format!("cannot decode: {error}")))?;
+        Ok(index)
+    }
+
+    /// The vector of passage `i`, when the index has vectors.
+    pub fn passage_vector(&self, i: usize) -> Option<&[f32]> {
+        let dim = self.dim as usize;
+        self.passage_vectors.get(i * dim..(i + 1) * dim)
+    }
+
+    /// Keyword text → its position in [`TextIndex::keywords`].
+    pub fn keyword_positions(&self) -> std::collections::HashMap<String, u32> {
+        self.keywords
+            .iter()
+            .enumerate()
+            .map(|(i, keyword)| (keyword.clone(), i as u32))
+            .collect()
+    }
+
+    /// Bytes of text indexed.
+    pub fn text_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes).sum()
+    }
+}
+
+fn io_error(path: &Path, error: std::io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.display().to_string(),
+        detail: error.to_string(),
+    }
+}
+
+/// FNV-1a, 64 bits: a stable content fingerprint (not a defence against tampering).
+pub fn fingerprint(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
