@@ -590,6 +590,11 @@ impl Run<'_> {
                 "the kg-linker found nothing new"
             };
             tracing::debug!(round, why, "rounds end");
+            // Retrievers that read the question itself (documents) still get the first
+            // round, even when nothing in it names a graph entity.
+            if round == 1 && !finish && self.context.is_empty() && !self.ledger.is_exhausted() {
+                self.retrieve_and_judge(round, RoundWork::default()).await;
+            }
             return false;
         };
         if self.ledger.is_exhausted() {

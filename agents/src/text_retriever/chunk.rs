@@ -105,14 +105,18 @@ pub fn windows(tokens: &[Token], size: usize, overlap: usize) -> Vec<Range<usize
     out
 }
 
-/// `range` halved `splits` times (up to 2^splits parts, none empty).
+/// Parts shorter than twice this are not halved further.
+pub const MIN_PASSAGE_TOKENS: usize = 24;
+
+/// `range` halved `splits` times (up to 2^splits parts, none empty, none halved below
+/// [`MIN_PASSAGE_TOKENS`]).
 pub fn halve(tokens: &[Token], range: Range<usize>, splits: u32) -> Vec<Range<usize>> {
     let mut parts = vec![range];
     for _ in 0..splits {
         let mut next = Vec::with_capacity(parts.len() * 2);
         for part in parts {
             let len = part.len();
-            if len < 2 {
+            if len < 2 * MIN_PASSAGE_TOKENS {
                 next.push(part);
                 continue;
             }

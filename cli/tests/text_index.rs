@@ -1,0 +1,180 @@
+//! `kgmesh index --text` end to end: bad files reported by path while the good ones are
+//! indexed, later runs adding to the index, a damaged index refused and left as it is,
+//! and the text retriever's cited passages in `kgmesh ask` and `kgmesh eval`.
+
+mod serve_support;
+
+use std::path::Path;
+
+use serve_support::*;
+
+/// Lexical search only, so that the test does not depend on the embedding model.
+fn lexical(mut command: std::process::Command) -> std::process::Command {
+    command.env("KGMESH__EMBEDDER__KIND", "none");
+    command
+}
+
+fn index(args: &[&str]) -> (i32, String, String) {
+    let mut command = lexical(kgmesh());
+    command.arg("index").args(args);
+    run(command)
+}
+
+fn write(dir: &Path, name: &str, body: &[u8]) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, body).expect("write a test file");
+    path.display().to_string()
+}
+
+const NOTES: &str = "The Harbour Light premiere was held in Porto in 1987. Mara Voss \
+directed it after years of work on documentaries.\n\nSalt Road, her second film, was shot \
+near Bergen and scored by Ivo Brandt.\n";
+
+#[test]
+fn bad_files_are_reported_by_path_and_the_index_grows_without_losing_anything() {
+    let docs = tempfile::tempdir().expect("tempdir");
+    let out = tempfile::tempdir().expect("tempdir");
+    let d = docs.path();
+    let good = write(d, "notes.md", NOTES.as_bytes());
+    let empty = write(d, "empty.txt", b"");
+    let binary = write(d, "photo.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01");
+    let latin1 = write(d, "latin1.txt", b"Fran\xe7ois Truffaut tourne en 1959.");
+    // One line of 1.2 MB (no line break, no sentence end): over --max-file-mb 1.
+    let long_line = write(d, "one-line.txt", "lighthouse ".repeat(110_000).as_bytes());
+    let into = format!("embedded:{}", out.path().display());
+
+    let (code, stdout, stderr) = index(&[
+        "--text",
+        &d.display().to_string(),
+        "--into",
+        &into,
+        "--max-file-mb",
+        "1",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stdout.contains("files      1 indexed, 0 replaced, 0 unchanged, 4 skipped"),
+        "{stdout}"
+    );
+    for (path, why) in [
+        (&empty, "empty file"),
+        (&binary, "binary file"),
+        (&latin1, "not UTF-8 text (invalid byte at offset 4)"),
+        (&long_line, "1.2 MB, larger than the 1.0 MB"),
+    ] {
+        assert!(
+            stdout.contains(&format!("  {path}: skipped: {why}")),
+            "{path} should be reported as `{why}`:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("skeleton   skipped: no model configured"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("vectors    none (lexical search only)"),
+        "{stdout}"
+    );
+
+    // The same files again change nothing; a new one is added.
+    let more = write(
+        d,
+        "more.md",
+        b"Glass Orchard (2010) was directed by Tomas Weil.\n",
+    );
+    let (code, stdout, _) = index(&["--text", &good, &more, "--into", &into]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains("files      1 indexed, 0 replaced, 1 unchanged, 0 skipped"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("text       2 files"), "{stdout}");
+
+    // Other chunking is refused rather than mixed in.
+    let (code, _, stderr) = index(&["--text", &more, "--into", &into, "--chunk-tokens", "300"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("--chunk-tokens 300 differs"), "{stderr}");
+
+    // A damaged index is refused and left as it is.
+    let file = out.path().join("text.kgt");
+    let mut bytes = std::fs::read(&file).expect("the index file");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(&file, &bytes).expect("damage the index");
+    let (code, _, stderr) = index(&["--text", &more, "--into", &into]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("checksum mismatch") && stderr.contains("--rebuild"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&file).expect("the index file"),
+        bytes,
+        "nothing was overwritten"
+    );
+}
+
+#[test]
+fn ask_and_eval_cite_passages_of_the_indexed_documents() {
+    let docs = tempfile::tempdir().expect("tempdir");
+    let out = tempfile::tempdir().expect("tempdir");
+    let notes = write(docs.path(), "notes.md", NOTES.as_bytes());
+    let into = format!("embedded:{}", out.path().display());
+    let (code, stdout, stderr) = index(&["--text", &notes, "--into", &into]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+
+    // The graph knows Heat; the documents know Salt Road. Both retrievers answer.
+    let mut ask = lexical(kgmesh());
+    ask.env("KGMESH__TEXT__INDEX", out.path())
+        .args(["ask", "--kg"])
+        .arg(sample_kg())
+        .args(["--json", "where was Salt Road shot"]);
+    let (code, stdout, stderr) = run(ask);
+    assert!(code == 0 || code == NO_ANSWER_EXIT, "{stdout}\n{stderr}");
+    let reply: serde_json::Value = serde_json::from_str(&stdout).expect("JSON reply");
+    // Each passage reads `Passage (FILE:OFFSET): TEXT`.
+    let lines: Vec<&str> = reply["evidence"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .filter(|e| e["source"] == "text-retriever")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    let bergen = lines
+        .iter()
+        .find(|line| line.contains("Bergen"))
+        .unwrap_or_else(|| panic!("no passage names Bergen: {lines:?}"));
+    let cited = bergen
+        .strip_prefix(&format!("Passage ({notes}:"))
+        .unwrap_or_else(|| panic!("{bergen} does not cite {notes}"));
+    let (offset, text) = cited.split_once("): ").expect("offset and text");
+    let offset: usize = offset.parse().expect("a byte offset");
+    assert!(NOTES[offset..].starts_with(text), "{offset}: {text}");
+
+    // Coverage from the documents alone.
+    let questions = write(docs.path(), "questions.txt", b"who directed [Harbour Light]\tMara Voss\nwhere was [Salt Road] shot\tBergen\nwho directed [Heat]\tMichael Mann\n");
+    let mut eval = lexical(kgmesh());
+    eval.args([
+        "eval",
+        "--dataset",
+        "metaqa",
+        "--questions",
+        &questions,
+        "--text-index",
+    ])
+    .arg(out.path())
+    .args(["--channels", "keyword", "--no-progress"]);
+    let (code, stdout, stderr) = run(eval);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("question vectors: none (lexical)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("reader     none"), "{stdout}");
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("| keyword |"))
+        .unwrap_or_else(|| panic!("no keyword row:\n{stdout}"));
+    // Two of the three answers are in the documents.
+    assert!(row.contains("| 3 | 66.7 % |"), "{row}");
+}
