@@ -36,8 +36,7 @@ fn paragraph(title: &str, person: &str, year: u32) -> String {
     )
 }
 
-async fn indexed(dir: &std::path::Path, files: &[PathBuf]) -> (TextIndex, Vec<FileStatus>) {
-    let _ = dir;
+async fn indexed(files: &[PathBuf]) -> (TextIndex, Vec<FileStatus>) {
     let mut index = TextIndex::new(small_settings());
     let reports = add_files(&mut index, files, None, LIMITS, &mut |_| {})
         .await
@@ -218,7 +217,7 @@ async fn passages_cite_their_bytes_and_keywords_find_them() {
     ]
     .concat();
     let file = write(dir.path(), "films.txt", body.as_bytes());
-    let (index, _) = indexed(dir.path(), &[file]).await;
+    let (index, _) = indexed(&[file]).await;
     for passage in &index.passages {
         let at = passage.offset as usize;
         assert_eq!(&body[at..at + passage.len as usize], passage.text);
@@ -257,7 +256,7 @@ async fn adding_files_keeps_unchanged_ones_and_replaces_changed_ones() {
         "b.txt",
         paragraph("Salt Road", "Ivo Brandt", 1992).as_bytes(),
     );
-    let (mut index, statuses) = indexed(dir.path(), &[a.clone()]).await;
+    let (mut index, statuses) = indexed(std::slice::from_ref(&a)).await;
     assert!(matches!(statuses[0], FileStatus::Indexed { .. }));
     let first_passages = index.passages.clone();
 
@@ -276,9 +275,15 @@ async fn adding_files_keeps_unchanged_ones_and_replaces_changed_ones() {
 
     // a.txt changes: its old passages go, b.txt's stay and are renumbered.
     std::fs::write(&a, paragraph("Harbour Dark", "Lena Ortiz", 1999)).unwrap();
-    let reports = add_files(&mut index, &[a.clone()], None, LIMITS, &mut |_| {})
-        .await
-        .unwrap();
+    let reports = add_files(
+        &mut index,
+        std::slice::from_ref(&a),
+        None,
+        LIMITS,
+        &mut |_| {},
+    )
+    .await
+    .unwrap();
     assert!(
         matches!(reports[0].status, FileStatus::Replaced { .. }),
         "{reports:?}"
@@ -363,7 +368,7 @@ async fn the_skeleton_is_read_most_central_first_within_the_budget_and_searchabl
         write(dir.path(), name, paragraph(title, person, *year).as_bytes())
     })
     .collect();
-    let (mut index, _) = indexed(dir.path(), &files).await;
+    let (mut index, _) = indexed(&files).await;
     assert_eq!(index.chunks.len(), 4);
     let model = FactModel {
         calls: Default::default(),
