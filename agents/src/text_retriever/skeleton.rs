@@ -2,7 +2,9 @@
 //! in PageRank order, and writes the facts they state. The work is anytime: chunks are
 //! read most central first and every reply is kept as soon as it is parsed, so stopping
 //! early (a call budget, a failing server, Ctrl-C) leaves the most central chunks read.
-//! A chunk whose reply cannot be used stays unread and is counted.
+//! A chunk whose reply cannot be used stays unread and is counted. A fact is kept only
+//! when both its ends are written in the chunk (a small model also "extracts" the
+//! prompt's example, or facts it knows from elsewhere); the dropped ones are counted.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -34,6 +36,8 @@ pub struct ExtractReport {
     pub completion_tokens: u64,
     pub failed: u64,
     pub triples: usize,
+    /// Facts dropped because an end of them is not in the chunk.
+    pub ungrounded: usize,
     /// Why the run stopped before reading every core chunk.
     pub stopped: Option<String>,
 }
@@ -115,6 +119,7 @@ pub async fn extract_skeleton(
         let passages: Vec<(u32, String)> = (first..first + count)
             .map(|p| (p as u32, index.passages[p].text.to_lowercase()))
             .collect();
+        let chunk_text = text.to_lowercase();
         for triple in triples {
             let (head, relation, tail) = (
                 triple.head.trim().to_owned(),
@@ -129,16 +134,18 @@ pub async fn extract_skeleton(
             {
                 continue;
             }
-            // Linked to the passages that name either end, else to the whole chunk.
+            // Both ends must be in the chunk; the fact is linked to the passages
+            // that name either.
             let (h, t) = (head.to_lowercase(), tail.to_lowercase());
-            let mut linked: Vec<u32> = passages
+            if !chunk_text.contains(&h) || !chunk_text.contains(&t) {
+                report.ungrounded += 1;
+                continue;
+            }
+            let linked: Vec<u32> = passages
                 .iter()
                 .filter(|(_, text)| text.contains(&h) || text.contains(&t))
                 .map(|(p, _)| *p)
                 .collect();
-            if linked.is_empty() {
-                linked = passages.iter().map(|(p, _)| *p).collect();
-            }
             index.skeleton.push(SkeletonTriple {
                 head,
                 relation,

@@ -320,7 +320,7 @@ async fn adding_files_keeps_unchanged_ones_and_replaces_changed_ones() {
     assert!(error.contains("checksum"), "{error}");
 }
 
-/// A model that states one fact per passage it reads, counting its calls.
+/// A model that states one fact per passage it reads, and copies one from elsewhere.
 struct FactModel {
     calls: std::sync::atomic::AtomicU64,
 }
@@ -342,7 +342,9 @@ impl LanguageModel for FactModel {
             .and_then(|rest| rest.split('.').next())
             .unwrap_or("");
         Ok(ChatResponse {
-            text: format!("<triples>\n{title} | directed by | {director}\n</triples>"),
+            text: format!(
+                "<triples>\n{title} | directed by | {director}\nNimbus Labs | founded in | 2011\n</triples>"
+            ),
             usage: Usage {
                 prompt_tokens: 100,
                 completion_tokens: 10,
@@ -400,7 +402,9 @@ async fn the_skeleton_is_read_most_central_first_within_the_budget_and_searchabl
     };
     let report = extract_skeleton(&mut index, &model, plan, &stop, &mut |_| {}).await;
     assert_eq!((report.already_read, report.read_now), (1, 1));
+    assert_eq!(report.ungrounded, 1, "the fact not in the chunk is dropped");
     assert_eq!(index.extraction.calls, 2);
+    assert_eq!(model.calls.load(std::sync::atomic::Ordering::Relaxed), 2);
     assert_eq!(index.extraction.prompt_tokens, 200);
     assert_eq!(index.skeleton.len(), 2);
     for fact in &index.skeleton {

@@ -335,10 +335,18 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
             None => "none (lexical search only)".to_owned(),
         }
     );
+    let new_mb = new_bytes(&reports, &index) as f64 / 1e6;
     println!(
-        "time       {:.1} s to read, cut, embed and rank ({:.1} s per MB of this run's text)",
+        "time       {:.1} s to read, cut, embed and rank{}",
         indexed_seconds,
-        read_seconds / (new_bytes(&reports, &index) as f64 / 1e6).max(1e-9)
+        if new_mb > 0.0 {
+            format!(
+                " ({:.2} s per MB of the {new_mb:.2} MB this run read)",
+                read_seconds / new_mb
+            )
+        } else {
+            " (no new text)".to_owned()
+        }
     );
     println!(
         "size       {:.2} MB ({:.2} MB per MB of text)",
@@ -348,7 +356,7 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
     match (&extraction, &llm) {
         (Some(report), Some(llm)) => {
             println!(
-                "skeleton   {} of {} core chunks read (β = {}), {} triples in all; this run: {} model calls ({}), {} prompt + {} completion tokens, {} unusable{}",
+                "skeleton   {} of {} core chunks read (β = {}), {} triples in all; this run: {} model calls ({}), {} prompt + {} completion tokens, {} unusable replies, {} facts dropped as not in their chunk{}",
                 report.already_read + report.read_now,
                 report.core_chunks,
                 args.beta,
@@ -358,6 +366,7 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
                 report.prompt_tokens,
                 report.completion_tokens,
                 report.failed,
+                report.ungrounded,
                 report
                     .stopped
                     .as_ref()
