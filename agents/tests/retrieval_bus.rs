@@ -310,3 +310,96 @@ async fn retrieval_settings_size_what_the_roles_return() {
     assert!(sizes[0].0 > 1 && sizes[0].1 > 2, "defaults: {sizes:?}");
     assert_eq!(sizes[1], (1, 2));
 }
+
+/// The text retriever on a real nats-server: passages of an indexed file, each citing its
+/// bytes; a folder without an index is an error that says how to build one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_retriever_cites_passages_on_nats() {
+    use kgmesh_agents::{
+        runtime::TextSource,
+        text_retriever::{
+            build::{add_files, rank_chunks, FileLimits},
+            retrieve::SearchSettings,
+        },
+    };
+    use kgmesh_stores::text::{TextIndex, TextSettings, TEXT_FILE};
+
+    let docs = tempfile::tempdir().unwrap();
+    let body = "Harbour Light came out in 1987. Mara Voss directed it in Porto.\n\n\
+                Salt Road was shot near Bergen; Ivo Brandt wrote its score.\n";
+    let file = docs.path().join("films.md");
+    std::fs::write(&file, body).unwrap();
+    let mut index = TextIndex::new(TextSettings::default());
+    add_files(
+        &mut index,
+        &[file.clone()],
+        None,
+        FileLimits { max_bytes: 1 << 20 },
+        &mut |_| {},
+    )
+    .await
+    .unwrap();
+    rank_chunks(&mut index, &mut |_| {}).await.unwrap();
+    index.save(&docs.path().join(TEXT_FILE)).unwrap();
+
+    let server = NatsServer::start();
+    let bus: Arc<dyn Bus> = Arc::new(
+        bounded(NatsBus::connect(&server.url(), NatsOptions::default()))
+            .await
+            .unwrap(),
+    );
+    let source = |dir: &std::path::Path| TextSource {
+        dir: dir.to_owned(),
+        search: SearchSettings::default(),
+    };
+    let deps = AgentDeps::new(bus.clone()).with_text(source(docs.path()));
+    let handle = bounded(registry::start(
+        Role::TEXT_RETRIEVER,
+        &deps,
+        StartOptions::default(),
+    ))
+    .await
+    .unwrap();
+    let client = Client::new(bus.clone()).with_timeout(Duration::from_secs(10));
+    let request = RetrieveRequest {
+        question: "where was Salt Road shot".to_owned(),
+        entities: Vec::new(),
+        draft_answers: Vec::new(),
+        metapaths: Vec::new(),
+        cypher: Vec::new(),
+        max_evidence: 10,
+        cues: Vec::new(),
+    };
+    let (reply, _) = bounded(client.call(&role(Role::TEXT_RETRIEVER), &meta(), &request))
+        .await
+        .unwrap();
+    let EvidenceItem::Excerpt(first) = &reply.evidence[0].item else {
+        panic!("not a passage: {:?}", reply.evidence[0]);
+    };
+    assert_eq!(reply.evidence[0].source, Role::TEXT_RETRIEVER);
+    assert!(first.text.contains("Bergen"), "{first:?}");
+    assert_eq!(first.file, file.display().to_string());
+    let at = first.offset as usize;
+    assert_eq!(&body[at..at + first.len as usize], first.text);
+    assert_eq!(first.channel, "keyword");
+
+    // A replica pointed at an empty folder fails with the reason.
+    bounded(handle.stop(Duration::from_secs(2))).await;
+    let empty = tempfile::tempdir().unwrap();
+    let broken = AgentDeps::new(bus.clone()).with_text(source(empty.path()));
+    let _broken = bounded(registry::start(
+        Role::TEXT_RETRIEVER,
+        &broken,
+        StartOptions::default(),
+    ))
+    .await
+    .unwrap();
+    let error = bounded(client.call(&role(Role::TEXT_RETRIEVER), &meta(), &request))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("holds no text index") && error.contains("kgmesh index"),
+        "{error}"
+    );
+}
