@@ -332,7 +332,7 @@ async fn text_retriever_cites_passages_on_nats() {
     let mut index = TextIndex::new(TextSettings::default());
     add_files(
         &mut index,
-        &[file.clone()],
+        std::slice::from_ref(&file),
         None,
         FileLimits { max_bytes: 1 << 20 },
         &mut |_| {},
