@@ -108,6 +108,8 @@ pub struct TextSearcher {
     index: TextIndex,
     positions: HashMap<String, u32>,
     idf: Vec<f32>,
+    /// Per passage, the keywords it holds (the postings inverted).
+    passage_keywords: Vec<Vec<u32>>,
     /// Normalized keyword vectors (empty without vectors).
     keyword_vectors: Vec<f32>,
     /// Skeleton entity names and the facts touching each.
@@ -128,6 +130,12 @@ impl TextSearcher {
             .iter()
             .map(|p| ((n + 1.0) / (p.len() as f32 + 0.5)).ln().max(0.0))
             .collect();
+        let mut passage_keywords: Vec<Vec<u32>> = vec![Vec::new(); index.passages.len()];
+        for (k, posting) in index.postings.iter().enumerate() {
+            for &p in posting {
+                passage_keywords[p as usize].push(k as u32);
+            }
+        }
         let dim = index.dim as usize;
         let mut keyword_vectors = index.keyword_sums.clone();
         if dim > 0 {
@@ -163,6 +171,7 @@ impl TextSearcher {
             index,
             positions,
             idf,
+            passage_keywords,
             keyword_vectors,
             entities,
             entity_facts,
@@ -273,10 +282,8 @@ impl TextSearcher {
         let mut scored: Vec<(u32, f32)> = candidates
             .into_iter()
             .map(|p| {
-                let words = keywords(&self.index.passages[p as usize].text);
-                let lexical: f32 = words
+                let lexical: f32 = self.passage_keywords[p as usize]
                     .iter()
-                    .filter_map(|w| self.positions.get(w))
                     .filter_map(|k| weight.get(k))
                     .sum::<f32>()
                     / most;
