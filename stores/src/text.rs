@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::{StoreError, StoreResult};
 
 const FILE_MAGIC: &[u8; 8] = b"KGMTEXT\0";
-/// Bumped whenever [`TextIndex`] changes shape.
-pub const TEXT_FORMAT: u32 = 1;
+/// Bumped whenever [`TextIndex`] changes shape (2: vectors as 16-bit floats, keyword
+/// means instead of sums).
+pub const TEXT_FORMAT: u32 = 2;
 /// The index's file name inside an index folder.
 pub const TEXT_FILE: &str = "text.kgt";
 
@@ -122,12 +123,14 @@ pub struct TextIndex {
     /// The embedder that made the vectors (`None`: no vectors).
     pub embedder: Option<String>,
     pub dim: u32,
-    /// `passages.len() * dim` floats, L2-normalized rows.
+    /// `passages.len() * dim` floats, L2-normalized rows (stored as 16-bit floats).
+    #[serde(with = "half_floats")]
     pub passage_vectors: Vec<f32>,
-    /// Per keyword, the sum of the vectors of the sentences holding it and their count;
-    /// the keyword's vector is the normalized sum (kept as a sum so that later files add
-    /// to it).
-    pub keyword_sums: Vec<f32>,
+    /// Per keyword, the mean of the vectors of the sentences holding it, and their
+    /// count; the keyword's vector is the normalized mean (kept as a mean, stored as
+    /// 16-bit floats, so that later files add to it).
+    #[serde(with = "half_floats")]
+    pub keyword_means: Vec<f32>,
     pub keyword_sentences: Vec<u32>,
     pub skeleton: Vec<SkeletonTriple>,
     pub extraction: ExtractionCost,
@@ -229,6 +232,59 @@ impl TextIndex {
     }
 }
 
+/// Vectors whose values lie within [-1, 1] written as IEEE half floats: half the bytes,
+/// about three significant digits, which cosine ranking does not notice.
+mod half_floats {
+    use serde::{Deserializer, Serializer};
+
+    /// Two little-endian bytes per value (a byte string: no per-value length prefix).
+    pub fn serialize<S: Serializer>(values: &[f32], serializer: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+            .collect();
+        serializer.serialize_bytes(&bytes)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<f32>, D::Error> {
+        let bytes = serde_bytes_vec(deserializer)?;
+        if bytes.len() % 2 != 0 {
+            return Err(serde::de::Error::custom("odd length of 16-bit floats"));
+        }
+        Ok(bytes
+            .chunks_exact(2)
+            .map(|pair| half::f16::from_le_bytes([pair[0], pair[1]]).to_f32())
+            .collect())
+    }
+
+    fn serde_bytes_vec<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        struct Bytes;
+        impl<'de> serde::de::Visitor<'de> for Bytes {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a byte string")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Vec<u8>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(byte) = seq.next_element::<u8>()? {
+                    out.push(byte);
+                }
+                Ok(out)
+            }
+        }
+        deserializer.deserialize_byte_buf(Bytes)
+    }
+}
+
 fn io_error(path: &Path, error: std::io::Error) -> StoreError {
     StoreError::Io {
         path: path.display().to_string(),
@@ -244,4 +300,54 @@ pub fn fingerprint(bytes: &[u8]) -> u64 {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_round_trip_as_half_floats_in_two_bytes_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(TEXT_FILE);
+        let mut index = TextIndex::new(TextSettings::default());
+        index.dim = 3;
+        index.passage_vectors = vec![0.5, -0.25, 0.123_456];
+        index.keyword_means = vec![1.0, -1.0, 0.0009];
+        let empty_size = TextIndex::new(TextSettings::default()).save(&path).unwrap();
+        let size = index.save(&path).unwrap();
+        // 6 values in 12 bytes, plus one length prefix per vector and the dim.
+        assert!(size - empty_size <= 12 + 4, "{size} vs {empty_size}");
+        let back = TextIndex::open(&path).unwrap();
+        for (a, b) in back
+            .passage_vectors
+            .iter()
+            .chain(&back.keyword_means)
+            .zip(index.passage_vectors.iter().chain(&index.keyword_means))
+        {
+            assert!((a - b).abs() < 1e-3, "{a} read back for {b}");
+        }
+        assert_eq!(back.passage_vector(0), Some(&back.passage_vectors[..]));
+    }
+
+    #[test]
+    fn another_format_or_a_foreign_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(TEXT_FILE);
+        std::fs::write(&path, b"not an index at all, just some text").unwrap();
+        let error = TextIndex::open(&path).unwrap_err().to_string();
+        assert!(error.contains("bad magic"), "{error}");
+        TextIndex::default().save(&path).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[8] = 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let error = TextIndex::open(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("format 1") && error.contains("index the files again"),
+            "{error}"
+        );
+        assert!(TextIndex::open_in(&dir.path().join("nothing"))
+            .unwrap()
+            .is_none());
+    }
 }

@@ -265,7 +265,7 @@ async fn append_text(
                 index.keywords.push(keyword);
                 index.postings.push(Vec::new());
                 if embedder.is_some() {
-                    index.keyword_sums.extend(std::iter::repeat_n(0.0, dim));
+                    index.keyword_means.extend(std::iter::repeat_n(0.0, dim));
                     index.keyword_sentences.push(0);
                 }
                 (index.keywords.len() - 1) as u32
@@ -317,18 +317,20 @@ async fn add_sentence_vectors(
                 continue;
             };
             let at = at as usize;
-            for (sum, v) in index.keyword_sums[at * dim..(at + 1) * dim]
+            // A running mean: every stored value stays within [-1, 1].
+            let count = index.keyword_sentences[at] as f32;
+            let after = if sign > 0.0 { count + 1.0 } else { count - 1.0 };
+            for (mean, v) in index.keyword_means[at * dim..(at + 1) * dim]
                 .iter_mut()
                 .zip(&vector)
             {
-                *sum += sign * v;
+                *mean = if after > 0.0 {
+                    (*mean * count + sign * v) / after
+                } else {
+                    0.0
+                };
             }
-            let count = &mut index.keyword_sentences[at];
-            *count = if sign > 0.0 {
-                *count + 1
-            } else {
-                count.saturating_sub(1)
-            };
+            index.keyword_sentences[at] = after.max(0.0) as u32;
         }
     }
     Ok(())

@@ -137,7 +137,7 @@ impl TextSearcher {
             }
         }
         let dim = index.dim as usize;
-        let mut keyword_vectors = index.keyword_sums.clone();
+        let mut keyword_vectors = index.keyword_means.clone();
         if dim > 0 {
             for row in keyword_vectors.chunks_mut(dim) {
                 normalize(row);

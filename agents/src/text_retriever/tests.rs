@@ -429,3 +429,109 @@ async fn the_skeleton_is_read_most_central_first_within_the_budget_and_searchabl
         }
     )));
 }
+
+/// A deterministic stand-in embedder: letter counts, normalized.
+struct Letters;
+
+#[async_trait::async_trait]
+impl kgmesh_models::Embedder for Letters {
+    fn name(&self) -> &str {
+        "letters"
+    }
+    fn dim(&self) -> usize {
+        26
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0.0f32; 26];
+                for c in t.to_lowercase().chars().filter(char::is_ascii_lowercase) {
+                    v[(c as u8 - b'a') as usize] += 1.0;
+                }
+                super::build::normalize(&mut v);
+                v
+            })
+            .collect())
+    }
+}
+
+#[tokio::test]
+async fn keyword_vectors_are_sentence_means_that_follow_a_replaced_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.txt", b"Alpha beta.");
+    let b = write(dir.path(), "b.txt", b"Gamma delta. Gamma zeta.");
+    let embedder = Letters;
+    let mut index = TextIndex::new(small_settings());
+    add_files(
+        &mut index,
+        &[a, b.clone()],
+        Some(&embedder),
+        LIMITS,
+        &mut |_| {},
+    )
+    .await
+    .unwrap();
+    let sentence = |text: &str| {
+        let mut v = vec![0.0f32; 26];
+        for c in text.to_lowercase().chars().filter(char::is_ascii_lowercase) {
+            v[(c as u8 - b'a') as usize] += 1.0;
+        }
+        super::build::normalize(&mut v);
+        v
+    };
+    let mean_of = |index: &TextIndex, keyword: &str| {
+        let at = index.keyword_positions()[keyword] as usize;
+        (
+            index.keyword_means[at * 26..(at + 1) * 26].to_vec(),
+            index.keyword_sentences[at],
+        )
+    };
+    let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(p, q)| (p - q).abs() < 1e-5);
+    let (gamma, count) = mean_of(&index, "gamma");
+    assert_eq!(count, 2);
+    let expected: Vec<f32> = sentence("Gamma delta.")
+        .iter()
+        .zip(sentence("Gamma zeta."))
+        .map(|(p, q)| (p + q) / 2.0)
+        .collect();
+    assert!(close(&gamma, &expected), "{gamma:?}");
+    assert_eq!(index.passage_vectors.len(), index.passages.len() * 26);
+
+    std::fs::write(&b, "Gamma epsilon.").unwrap();
+    add_files(
+        &mut index,
+        std::slice::from_ref(&b),
+        Some(&embedder),
+        LIMITS,
+        &mut |_| {},
+    )
+    .await
+    .unwrap();
+    let (gamma, count) = mean_of(&index, "gamma");
+    assert_eq!(count, 1);
+    assert!(close(&gamma, &sentence("Gamma epsilon.")), "{gamma:?}");
+    assert_eq!(mean_of(&index, "delta").1, 0);
+    let (alpha, _) = mean_of(&index, "alpha");
+    assert!(
+        close(&alpha, &sentence("Alpha beta.")),
+        "untouched by the replacement"
+    );
+    assert_eq!(index.passage_vectors.len(), index.passages.len() * 26);
+
+    // Another embedder may not add to these vectors.
+    let error = add_files(
+        &mut index,
+        std::slice::from_ref(&b),
+        None,
+        LIMITS,
+        &mut |_| {},
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("letters") && error.contains("--rebuild"),
+        "{error}"
+    );
+}
