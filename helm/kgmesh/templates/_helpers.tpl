@@ -145,7 +145,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- /* Roles of the chart that kgmesh does not build in (agents from outside it) are
        allowed, so that one `roles` entry is all an external agent needs. Keep the list
        equal to Role::BUILT_IN (schemas/src/subjects.rs). */ -}}
-{{- $builtIn := list "kg-linker" "entity-linker" "path-follower" "query-executor" "agentic-traverser" "scoring-retriever" "pattern-matcher" "judge" "summarizer" "cache-manager" "echo" -}}
+{{- $builtIn := list "kg-linker" "entity-linker" "path-follower" "query-executor" "agentic-traverser" "scoring-retriever" "pattern-matcher" "text-retriever" "judge" "summarizer" "cache-manager" "echo" -}}
 {{- $allowed := list -}}
 {{- with $config.bus -}}{{- $allowed = default list .allowed_roles -}}{{- end -}}
 {{- range $role, $overrides := .Values.roles -}}
