@@ -6,7 +6,10 @@
 //! when both its ends are written in the chunk (a small model also "extracts" the
 //! prompt's example, or facts it knows from elsewhere); the dropped ones are counted.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::{
+    collections::HashMap,
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 use kgmesh_models::{parse, prompts, LanguageModel};
 use kgmesh_stores::text::{SkeletonTriple, TextIndex};
@@ -165,5 +168,83 @@ pub async fn extract_skeleton(
             ));
         }
     }
+    report
+}
+
+/// What [`link_triples`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LinkReport {
+    pub linked: usize,
+    /// Triples no chunk writes both ends of.
+    pub unlinked: usize,
+}
+
+/// Adds known triples (a curated KG of the same documents, or a gold one to measure the
+/// entity channel with a perfect extractor) to the skeleton: each is linked, like a
+/// model's fact, to the chunks that write both its ends and there to the passages that
+/// name either. No chunk counts as read by a model.
+pub fn link_triples(
+    index: &mut TextIndex,
+    triples: &[(String, String, String)],
+    source: &str,
+) -> LinkReport {
+    let positions = index.keyword_positions();
+    let mut lowered: HashMap<u32, String> = HashMap::new();
+    let mut report = LinkReport::default();
+    for (head, relation, tail) in triples {
+        let (h, t) = (head.to_lowercase(), tail.to_lowercase());
+        // Candidate chunks: those holding the head's rarest keyword (or the tail's).
+        let rarest = |name: &str| {
+            super::build::keywords(name)
+                .iter()
+                .filter_map(|k| positions.get(k))
+                .map(|&k| &index.postings[k as usize])
+                .min_by_key(|p| p.len())
+        };
+        let Some(posting) = rarest(head).or_else(|| rarest(tail)) else {
+            report.unlinked += 1;
+            continue;
+        };
+        let mut chunks: Vec<u32> = posting
+            .iter()
+            .map(|&p| index.passages[p as usize].chunk)
+            .collect();
+        chunks.dedup();
+        let mut linked = Vec::new();
+        for chunk in chunks {
+            let c = &index.chunks[chunk as usize];
+            let (first, count) = (c.first_passage as usize, c.passage_count as usize);
+            let text = lowered.entry(chunk).or_insert_with(|| {
+                index.passages[first..first + count]
+                    .iter()
+                    .map(|p| p.text.to_lowercase())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+            if !text.contains(&h) || !text.contains(&t) {
+                continue;
+            }
+            for p in first..first + count {
+                let passage = index.passages[p].text.to_lowercase();
+                if passage.contains(&h) || passage.contains(&t) {
+                    linked.push(p as u32);
+                }
+            }
+        }
+        if linked.is_empty() {
+            report.unlinked += 1;
+            continue;
+        }
+        linked.sort_unstable();
+        linked.dedup();
+        index.skeleton.push(SkeletonTriple {
+            head: head.clone(),
+            relation: relation.clone(),
+            tail: tail.clone(),
+            passages: linked,
+        });
+        report.linked += 1;
+    }
+    index.extractor = Some(source.to_owned());
     report
 }

@@ -19,10 +19,13 @@ use std::{
 use anyhow::{bail, Context as _};
 use kgmesh_agents::text_retriever::{
     build::{add_files, describe, rank_chunks, FileLimits, FileStatus},
-    skeleton::{core_count, extract_skeleton, ExtractPlan},
+    skeleton::{core_count, extract_skeleton, link_triples, ExtractPlan},
 };
 use kgmesh_stores::{
-    embedded::{snapshot, GraphBuilder},
+    embedded::{
+        load::{load_graph, LoadOptions},
+        snapshot, GraphBuilder, NodeIdx,
+    },
     text::{TextIndex, TextSettings, TEXT_FILE},
 };
 
@@ -65,6 +68,11 @@ pub struct IndexArgs {
     /// Skip the skeleton even when a model is configured.
     #[arg(long)]
     pub no_skeleton: bool,
+    /// Add the triples of this KG file (any format `kgmesh load` reads) to the skeleton,
+    /// each linked to the chunks that write both its ends: a curated KG of the same
+    /// documents, or a gold KG to measure the entity channel with a perfect extractor.
+    #[arg(long, value_name = "KG")]
+    pub skeleton_from: Option<PathBuf>,
     /// No vectors even when an embedder is configured (lexical search only).
     #[arg(long)]
     pub no_vectors: bool,
@@ -249,7 +257,7 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
     ));
     rank_chunks(&mut index, &mut progress).await?;
     let indexed_seconds = started.elapsed().as_secs_f64();
-    let bytes = index
+    index
         .save(&index_path)
         .with_context(|| format!("cannot write {}", index_path.display()))?;
 
@@ -290,6 +298,38 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
         }
         _ => {}
     }
+    let mut linked = None;
+    if let Some(kg) = &args.skeleton_from {
+        let owned = kg.clone();
+        let (graph, _) = tokio::task::spawn_blocking(move || {
+            load_graph(&owned, &LoadOptions::default())
+        })
+        .await
+        .context("the KG loader panicked")?
+        .with_context(|| format!("cannot load {}", kg.display()))?;
+        let mut triples = Vec::with_capacity(graph.edge_count());
+        for node in 0..graph.node_count() {
+            let node = node as NodeIdx;
+            for (_, tail, edge) in graph.out_edges(node).iter() {
+                let (_, relation, _) = graph.edge(edge);
+                triples.push((
+                    graph.name(node).to_owned(),
+                    graph.relation_name(relation).to_owned(),
+                    graph.name(tail).to_owned(),
+                ));
+            }
+        }
+        progress(format!(
+            "skeleton: linking {} triples of {} to the chunks that write them",
+            triples.len(),
+            kg.display()
+        ));
+        let report = link_triples(&mut index, &triples, &format!("triples of {}", kg.display()));
+        index
+            .save(&index_path)
+            .with_context(|| format!("cannot write {}", index_path.display()))?;
+        linked = Some(report);
+    }
     let skeleton_written = write_skeleton(&config, &target, &dir, &index).await?;
 
     // Report.
@@ -310,6 +350,9 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
     for line in &unreadable {
         println!("  {line}");
     }
+    let bytes = std::fs::metadata(&index_path)
+        .with_context(|| format!("cannot read {}", index_path.display()))?
+        .len();
     let text_mb = index.text_bytes() as f64 / 1e6;
     let s = &index.settings;
     println!(
@@ -383,6 +426,14 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
                 format!(", the {} triples read earlier are kept", index.skeleton.len())
             }
         ),
+    }
+    if let (Some(report), Some(kg)) = (&linked, &args.skeleton_from) {
+        println!(
+            "linked     {} triples of {} to their chunks, {} written in none",
+            report.linked,
+            kg.display(),
+            report.unlinked
+        );
     }
     if let Some(written) = skeleton_written {
         println!("graph      {written}");

@@ -2,7 +2,7 @@
 //! text retriever's search (no graph). Per channel setting it measures coverage (a gold
 //! answer appears in the retrieved context, the paper's measure) and the retrieval
 //! latency; with a model configured, the model reads the context with the summarizer's
-//! prompt and its first answer is scored (Hits@1). Everything is printed beside the
+//! prompt and its first answer written in the context is scored (Hits@1). Everything is printed beside the
 //! configuration it ran with.
 
 use std::{path::PathBuf, sync::Arc, time::Instant};
@@ -175,7 +175,13 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                             request.context.evidence.len(),
                             5,
                         );
-                        match parsed.answers.first() {
+                        // As the summarizer role does: an answer must be written in
+                        // the context (a name the model invented is no answer).
+                        let grounded = parsed.answers.iter().find(|a| {
+                            let text = normalize(&a.text);
+                            !text.is_empty() && contains_phrase(&context_norm, &text)
+                        });
+                        match grounded {
                             Some(first) => {
                                 let given = normalize(&first.text);
                                 if question.answers.iter().any(|a| normalize(a) == given) {
