@@ -535,3 +535,37 @@ async fn keyword_vectors_are_sentence_means_that_follow_a_replaced_file() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn known_triples_link_to_the_chunks_that_write_both_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = [
+        ("a.txt", "Harbour Light", "Mara Voss", 1987),
+        ("b.txt", "Salt Road", "Ivo Brandt", 1992),
+    ]
+    .iter()
+    .map(|(name, title, person, year)| {
+        write(dir.path(), name, paragraph(title, person, *year).as_bytes())
+    })
+    .collect();
+    let (mut index, _) = indexed(&files).await;
+    let triple = |h: &str, r: &str, t: &str| (h.to_owned(), r.to_owned(), t.to_owned());
+    let report = super::skeleton::link_triples(
+        &mut index,
+        &[
+            triple("Salt Road", "directed_by", "Ivo Brandt"),
+            // Both ends are written, but in different files: no chunk states it.
+            triple("Salt Road", "directed_by", "Mara Voss"),
+            triple("Unwritten Film", "directed_by", "Nobody"),
+        ],
+        "gold",
+    );
+    assert_eq!((report.linked, report.unlinked), (1, 2));
+    assert_eq!(index.extractor.as_deref(), Some("gold"));
+    let fact = &index.skeleton[0];
+    assert!(fact.passages.iter().all(|&p| {
+        let text = &index.passages[p as usize].text;
+        text.contains("Salt Road") || text.contains("Ivo Brandt")
+    }));
+    assert!(index.chunks.iter().all(|c| !c.extracted));
+}

@@ -301,12 +301,11 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
     let mut linked = None;
     if let Some(kg) = &args.skeleton_from {
         let owned = kg.clone();
-        let (graph, _) = tokio::task::spawn_blocking(move || {
-            load_graph(&owned, &LoadOptions::default())
-        })
-        .await
-        .context("the KG loader panicked")?
-        .with_context(|| format!("cannot load {}", kg.display()))?;
+        let (graph, _) =
+            tokio::task::spawn_blocking(move || load_graph(&owned, &LoadOptions::default()))
+                .await
+                .context("the KG loader panicked")?
+                .with_context(|| format!("cannot load {}", kg.display()))?;
         let mut triples = Vec::with_capacity(graph.edge_count());
         for node in 0..graph.node_count() {
             let node = node as NodeIdx;
@@ -324,7 +323,11 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
             triples.len(),
             kg.display()
         ));
-        let report = link_triples(&mut index, &triples, &format!("triples of {}", kg.display()));
+        let report = link_triples(
+            &mut index,
+            &triples,
+            &format!("triples of {}", kg.display()),
+        );
         index
             .save(&index_path)
             .with_context(|| format!("cannot write {}", index_path.display()))?;
