@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 pub mod bolt;
 pub mod embedded;
+mod framed;
 pub mod text;
 pub mod vector;
 

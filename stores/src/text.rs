@@ -6,14 +6,14 @@
 //!
 //! This module only holds the data and its file format; building and searching it live
 //! with the text-retriever role. The whole index is one checksummed file (`text.kgt`
-//! in the index folder), written to a temporary name and renamed, so a crash while
-//! writing leaves the previous index intact.
+//! in the index folder, framed as [`crate::framed`] says), so a crash while writing
+//! leaves the previous index intact.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{StoreError, StoreResult};
+use crate::{framed, StoreError, StoreResult};
 
 const FILE_MAGIC: &[u8; 8] = b"KGMTEXT\0";
 /// Bumped whenever [`TextIndex`] changes shape (2: vectors as 16-bit floats, keyword
@@ -164,50 +164,24 @@ impl TextIndex {
                     detail: format!("cannot encode the text index: {error}"),
                 }
             })?;
-        let mut bytes = Vec::with_capacity(body.len() + 24);
-        bytes.extend_from_slice(FILE_MAGIC);
-        bytes.extend_from_slice(&TEXT_FORMAT.to_le_bytes());
-        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&body);
-        let temporary = path.with_extension("kgt.partial");
-        std::fs::write(&temporary, &bytes).map_err(|error| io_error(&temporary, error))?;
-        std::fs::rename(&temporary, path).map_err(|error| io_error(path, error))?;
-        Ok(bytes.len() as u64)
+        framed::write(path, FILE_MAGIC, TEXT_FORMAT, &body)
     }
 
     /// Reads an index written by [`TextIndex::save`]; a file of another format, a
     /// truncated or a damaged one is refused with what is wrong.
     pub fn open(path: &Path) -> StoreResult<Self> {
-        let corrupt = |detail: String| StoreError::Corrupt {
-            path: path.display().to_string(),
-            detail,
-        };
-        let bytes = std::fs::read(path).map_err(|error| io_error(path, error))?;
-        if bytes.len() < 24 || &bytes[..8] != FILE_MAGIC {
-            return Err(corrupt("not a kgmesh text index (bad magic)".to_owned()));
-        }
-        let word = |at: usize| {
-            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-        };
-        let version = word(8);
+        let (version, body) = framed::read(path, FILE_MAGIC, "text index")?;
         if version != TEXT_FORMAT {
-            return Err(corrupt(format!(
-                "text index format {version}, this kgmesh reads {TEXT_FORMAT}; index the files again"
-            )));
-        }
-        let mut length = [0u8; 8];
-        length.copy_from_slice(&bytes[16..24]);
-        let body = &bytes[24..];
-        if u64::from_le_bytes(length) != body.len() as u64 {
-            return Err(corrupt("truncated text index".to_owned()));
-        }
-        if crc32fast::hash(body) != word(12) {
-            return Err(corrupt("checksum mismatch".to_owned()));
+            return Err(framed::corrupt(
+                path,
+                format!(
+                    "text index format {version}, this kgmesh reads {TEXT_FORMAT}; index the files again"
+                ),
+            ));
         }
         let (index, _) =
-            bincode::serde::decode_from_slice::<Self, _>(body, bincode::config::standard())
-                .map_err(|error| corrupt(format!("cannot decode: {error}")))?;
+            bincode::serde::decode_from_slice::<Self, _>(&body, bincode::config::standard())
+                .map_err(|error| framed::corrupt(path, format!("cannot decode: {error}")))?;
         Ok(index)
     }
 
@@ -282,13 +256,6 @@ mod half_floats {
             }
         }
         deserializer.deserialize_byte_buf(Bytes)
-    }
-}
-
-fn io_error(path: &Path, error: std::io::Error) -> StoreError {
-    StoreError::Io {
-        path: path.display().to_string(),
-        detail: error.to_string(),
     }
 }
 

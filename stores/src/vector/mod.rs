@@ -251,47 +251,19 @@ impl EmbeddedVectorIndex {
                 detail: format!("cannot encode the vector index: {error}"),
             },
         )?;
-        let mut bytes = Vec::with_capacity(body.len() + 24);
-        bytes.extend_from_slice(FILE_MAGIC);
-        bytes.extend_from_slice(&FILE_VERSION.to_le_bytes());
-        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&body);
-        let temporary = path.with_extension("kgv.tmp");
-        std::fs::write(&temporary, &bytes).map_err(|error| io_error(&temporary, error))?;
-        std::fs::rename(&temporary, path).map_err(|error| io_error(path, error))
+        crate::framed::write(path, FILE_MAGIC, FILE_VERSION, &body).map(|_| ())
     }
 
     /// Reads an index written by [`EmbeddedVectorIndex::save`].
     pub fn open(path: &Path) -> StoreResult<Self> {
-        let corrupt = |detail: String| StoreError::Corrupt {
-            path: path.display().to_string(),
-            detail,
-        };
-        let bytes = std::fs::read(path).map_err(|error| io_error(path, error))?;
-        if bytes.len() < 24 || &bytes[..8] != FILE_MAGIC {
-            return Err(corrupt("not a kgmesh vector index (bad magic)".to_owned()));
-        }
-        let word = |at: usize| {
-            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-        };
-        let version = word(8);
+        let corrupt = |detail: String| crate::framed::corrupt(path, detail);
+        let (version, body) = crate::framed::read(path, FILE_MAGIC, "vector index")?;
         if version != FILE_VERSION && version != 1 {
             return Err(corrupt(format!(
                 "vector index version {version}, expected {FILE_VERSION} or 1"
             )));
         }
-        let mut length = [0u8; 8];
-        length.copy_from_slice(&bytes[16..24]);
-        let body = &bytes[24..];
-        if u64::from_le_bytes(length) != body.len() as u64 {
-            return Err(corrupt("truncated vector index".to_owned()));
-        }
-        if crc32fast::hash(body) != word(12) {
-            return Err(corrupt(
-                "checksum mismatch: the file was altered or damaged".to_owned(),
-            ));
-        }
+        let body = &body[..];
         let decode_error =
             |error: bincode::error::DecodeError| corrupt(format!("does not decode: {error}"));
         let persisted: Persisted = if version == 1 {
@@ -422,13 +394,6 @@ fn top_hits(state: &State, mut scored: Vec<(f32, usize)>, k: usize) -> Vec<Vecto
             payload: state.payloads[row].clone(),
         })
         .collect()
-}
-
-fn io_error(path: &Path, error: std::io::Error) -> StoreError {
-    StoreError::Io {
-        path: path.display().to_string(),
-        detail: error.to_string(),
-    }
 }
 
 fn normalized(vector: &[f32]) -> Vec<f32> {
