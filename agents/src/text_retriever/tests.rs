@@ -36,6 +36,16 @@ fn paragraph(title: &str, person: &str, year: u32) -> String {
     )
 }
 
+/// One file per (file name, title, director, year), each one paragraph.
+fn film_files(dir: &std::path::Path, films: &[(&str, &str, &str, u32)]) -> Vec<PathBuf> {
+    films
+        .iter()
+        .map(|(name, title, person, year)| {
+            write(dir, name, paragraph(title, person, *year).as_bytes())
+        })
+        .collect()
+}
+
 async fn indexed(files: &[PathBuf]) -> (TextIndex, Vec<FileStatus>) {
     let mut index = TextIndex::new(small_settings());
     let reports = add_files(&mut index, files, None, LIMITS, &mut |_| {})
@@ -359,17 +369,15 @@ impl LanguageModel for FactModel {
 #[tokio::test]
 async fn the_skeleton_is_read_most_central_first_within_the_budget_and_searchable() {
     let dir = tempfile::tempdir().unwrap();
-    let files: Vec<PathBuf> = [
-        ("a.txt", "Harbour Light", "Mara Voss", 1987),
-        ("b.txt", "Salt Road", "Ivo Brandt", 1992),
-        ("c.txt", "Night Ferry", "Mara Voss", 2001),
-        ("d.txt", "Glass Orchard", "Tomas Weil", 2010),
-    ]
-    .iter()
-    .map(|(name, title, person, year)| {
-        write(dir.path(), name, paragraph(title, person, *year).as_bytes())
-    })
-    .collect();
+    let files = film_files(
+        dir.path(),
+        &[
+            ("a.txt", "Harbour Light", "Mara Voss", 1987),
+            ("b.txt", "Salt Road", "Ivo Brandt", 1992),
+            ("c.txt", "Night Ferry", "Mara Voss", 2001),
+            ("d.txt", "Glass Orchard", "Tomas Weil", 2010),
+        ],
+    );
     let (mut index, _) = indexed(&files).await;
     assert_eq!(index.chunks.len(), 4);
     let model = FactModel {
@@ -430,7 +438,17 @@ async fn the_skeleton_is_read_most_central_first_within_the_budget_and_searchabl
     )));
 }
 
-/// A deterministic stand-in embedder: letter counts, normalized.
+/// Letter counts, normalized.
+fn letters(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; 26];
+    for c in text.to_lowercase().chars().filter(char::is_ascii_lowercase) {
+        v[(c as u8 - b'a') as usize] += 1.0;
+    }
+    super::build::normalize(&mut v);
+    v
+}
+
+/// A deterministic stand-in embedder: [`letters`].
 struct Letters;
 
 #[async_trait::async_trait]
@@ -442,17 +460,7 @@ impl kgmesh_models::Embedder for Letters {
         26
     }
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
-        Ok(texts
-            .iter()
-            .map(|t| {
-                let mut v = vec![0.0f32; 26];
-                for c in t.to_lowercase().chars().filter(char::is_ascii_lowercase) {
-                    v[(c as u8 - b'a') as usize] += 1.0;
-                }
-                super::build::normalize(&mut v);
-                v
-            })
-            .collect())
+        Ok(texts.iter().map(|t| letters(t)).collect())
     }
 }
 
@@ -472,14 +480,7 @@ async fn keyword_vectors_are_sentence_means_that_follow_a_replaced_file() {
     )
     .await
     .unwrap();
-    let sentence = |text: &str| {
-        let mut v = vec![0.0f32; 26];
-        for c in text.to_lowercase().chars().filter(char::is_ascii_lowercase) {
-            v[(c as u8 - b'a') as usize] += 1.0;
-        }
-        super::build::normalize(&mut v);
-        v
-    };
+    let sentence = letters;
     let mean_of = |index: &TextIndex, keyword: &str| {
         let at = index.keyword_positions()[keyword] as usize;
         (
@@ -539,15 +540,13 @@ async fn keyword_vectors_are_sentence_means_that_follow_a_replaced_file() {
 #[tokio::test]
 async fn known_triples_link_to_the_chunks_that_write_both_ends() {
     let dir = tempfile::tempdir().unwrap();
-    let files: Vec<PathBuf> = [
-        ("a.txt", "Harbour Light", "Mara Voss", 1987),
-        ("b.txt", "Salt Road", "Ivo Brandt", 1992),
-    ]
-    .iter()
-    .map(|(name, title, person, year)| {
-        write(dir.path(), name, paragraph(title, person, *year).as_bytes())
-    })
-    .collect();
+    let files = film_files(
+        dir.path(),
+        &[
+            ("a.txt", "Harbour Light", "Mara Voss", 1987),
+            ("b.txt", "Salt Road", "Ivo Brandt", 1992),
+        ],
+    );
     let (mut index, _) = indexed(&files).await;
     let triple = |h: &str, r: &str, t: &str| (h.to_owned(), r.to_owned(), t.to_owned());
     let report = super::skeleton::link_triples(

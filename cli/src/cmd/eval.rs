@@ -349,6 +349,18 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
     })
 }
 
+/// The questions `args` select from their files.
+fn question_plan(args: &RunArgs, kind: DatasetKind) -> QuestionPlan {
+    QuestionPlan {
+        kind,
+        files: args.questions.clone(),
+        brackets: args.metaqa_brackets.unwrap_or_default(),
+        fold: args.fold.fold(),
+        limit: args.limit,
+        sample_seed: args.sample_seed,
+    }
+}
+
 /// Coverage and Hits@1 from documents alone ([`eval::text`]).
 fn run_text(config: Config, args: RunArgs, kind: DatasetKind) -> anyhow::Result<()> {
     let Some(dir) = args.text_index.clone() else {
@@ -357,14 +369,7 @@ fn run_text(config: Config, args: RunArgs, kind: DatasetKind) -> anyhow::Result<
     if args.limit == Some(0) {
         bail!("--limit must be at least 1");
     }
-    let plan = QuestionPlan {
-        kind,
-        files: args.questions.clone(),
-        brackets: args.metaqa_brackets.unwrap_or_default(),
-        fold: args.fold.fold(),
-        limit: args.limit,
-        sample_seed: args.sample_seed,
-    };
+    let plan = question_plan(&args, kind);
     let (questions, available) = eval::load_questions(&plan)?;
     let selection = format!(
         "of {available} in {}; {}{}",
@@ -443,14 +448,7 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
         bail!("invalid arguments:\n  - {}", problems.join("\n  - "));
     }
 
-    let plan = QuestionPlan {
-        kind,
-        files: args.questions.clone(),
-        brackets: args.metaqa_brackets.unwrap_or_default(),
-        fold: args.fold.fold(),
-        limit: args.limit,
-        sample_seed: args.sample_seed,
-    };
+    let plan = question_plan(&args, kind);
     let (questions, available) = eval::load_questions(&plan)?;
     if let Some(fold) = plan.fold.filter(|_| questions.is_empty()) {
         bail!("fold {fold} keeps none of the {available} questions");
