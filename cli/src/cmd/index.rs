@@ -256,6 +256,8 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
         index.chunks.len()
     ));
     rank_chunks(&mut index, &mut progress).await?;
+    // Facts from here on are this run's (replaced files' facts were removed above).
+    let skeleton_before = index.skeleton.len();
     let indexed_seconds = started.elapsed().as_secs_f64();
     index
         .save(&index_path)
@@ -333,7 +335,7 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot write {}", index_path.display()))?;
         linked = Some(report);
     }
-    let skeleton_written = write_skeleton(&config, &target, &dir, &index).await?;
+    let skeleton_written = write_skeleton(&config, &target, &dir, &index, skeleton_before).await?;
 
     // Report.
     let count = |pick: fn(&FileStatus) -> bool| reports.iter().filter(|r| pick(&r.status)).count();
@@ -426,7 +428,7 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
             if index.skeleton.is_empty() {
                 String::new()
             } else {
-                format!(", the {} triples read earlier are kept", index.skeleton.len())
+                format!(", the skeleton holds {} triples", index.skeleton.len())
             }
         ),
     }
@@ -462,18 +464,25 @@ fn new_bytes(
         .sum()
 }
 
-/// Writes the skeleton as a graph: `DIR/skeleton.kgs`, or into the Bolt database.
+/// Writes the skeleton as a graph: the whole of it to `DIR/skeleton.kgs`, or the facts
+/// from `index.skeleton[new..]` (this run's) into the Bolt database, which keeps what
+/// earlier runs wrote (facts of a replaced file are not deleted from it).
 async fn write_skeleton(
     config: &Config,
     target: &Target,
     dir: &Path,
     index: &TextIndex,
+    new: usize,
 ) -> anyhow::Result<Option<String>> {
-    if index.skeleton.is_empty() {
+    let facts = match target {
+        Target::Embedded(_) => &index.skeleton[..],
+        Target::Bolt { .. } => &index.skeleton[new.min(index.skeleton.len())..],
+    };
+    if facts.is_empty() {
         return Ok(None);
     }
     let mut builder = GraphBuilder::new();
-    for fact in &index.skeleton {
+    for fact in facts {
         let head = builder.node(&fact.head);
         let tail = builder.node(&fact.tail);
         builder.add_edge(head, &fact.relation, tail);
@@ -498,7 +507,8 @@ async fn write_skeleton(
                 .await
                 .with_context(|| format!("cannot write the skeleton to {url}"))?;
             Ok(Some(format!(
-                "{url} ({} nodes, {} relationships written)",
+                "{url} ({} nodes, {} relationships of this run's facts written; facts of \
+                 replaced files stay in the database)",
                 written.nodes, written.relationships
             )))
         }
