@@ -98,7 +98,7 @@ pub fn check_embedder(
         None => "no embedder".to_owned(),
     };
     Err(BuildError::Embedder(format!(
-        "the index was built with {}, this run has {}: use the same embedder, or --rebuild",
+        "the index was built with {}, this run has {}: use the same embedder (`--no-vectors` for none), or --rebuild",
         say(&have),
         say(&wanted)
     )))

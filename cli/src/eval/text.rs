@@ -2,8 +2,8 @@
 //! text retriever's search (no graph). Per channel setting it measures coverage (a gold
 //! answer appears in the retrieved context, the paper's measure) and the retrieval
 //! latency; with a model configured, the model reads the context with the summarizer's
-//! prompt and its first answer written in the context is scored (Hits@1). Everything is printed beside the
-//! configuration it ran with.
+//! prompt and its first answer written in the context is scored (Hits@1). Everything
+//! is printed beside the configuration it ran with.
 
 use std::{path::PathBuf, sync::Arc, time::Instant};
 
