@@ -344,10 +344,13 @@ impl TextSearcher {
                 if seen.insert(f) {
                     let (h, t) = self.fact_ends[f as usize];
                     let both = rank.contains_key(&h) && rank.contains_key(&t);
-                    let best =
-                        rank.get(&h).copied().min(rank.get(&t).copied()).unwrap_or(
-                            rank.get(&h).or(rank.get(&t)).copied().unwrap_or(usize::MAX),
-                        );
+                    // The better rank of its seed ends.
+                    let best = [rank.get(&h), rank.get(&t)]
+                        .into_iter()
+                        .flatten()
+                        .min()
+                        .copied()
+                        .unwrap_or(usize::MAX);
                     facts.push((f, (!both, best)));
                 }
             }
