@@ -397,9 +397,13 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
         }
     );
     println!(
-        "size       {:.2} MB ({:.2} MB per MB of text)",
+        "size       {:.2} MB{}",
         bytes as f64 / 1e6,
-        bytes as f64 / 1e6 / text_mb.max(1e-9)
+        if text_mb > 0.0 {
+            format!(" ({:.2} MB per MB of text)", bytes as f64 / 1e6 / text_mb)
+        } else {
+            String::new()
+        }
     );
     match (&extraction, &llm) {
         (Some(report), Some(llm)) => {
