@@ -177,6 +177,8 @@ pub struct LinkReport {
     pub linked: usize,
     /// Triples no chunk writes both ends of.
     pub unlinked: usize,
+    /// Triples the skeleton already held (added by an earlier run).
+    pub known: usize,
 }
 
 /// Adds known triples (a curated KG of the same documents, or a gold one to measure the
@@ -191,7 +193,16 @@ pub fn link_triples(
     let positions = index.keyword_positions();
     let mut lowered: HashMap<u32, String> = HashMap::new();
     let mut report = LinkReport::default();
+    let mut held: std::collections::HashSet<(String, String, String)> = index
+        .skeleton
+        .iter()
+        .map(|f| (f.head.clone(), f.relation.clone(), f.tail.clone()))
+        .collect();
     for (head, relation, tail) in triples {
+        if !held.insert((head.clone(), relation.clone(), tail.clone())) {
+            report.known += 1;
+            continue;
+        }
         let (h, t) = (head.to_lowercase(), tail.to_lowercase());
         // Candidate chunks: those holding the head's rarest keyword (or the tail's).
         let rarest = |name: &str| {

@@ -559,7 +559,15 @@ async fn known_triples_link_to_the_chunks_that_write_both_ends() {
         ],
         "gold",
     );
-    assert_eq!((report.linked, report.unlinked), (1, 2));
+    assert_eq!((report.linked, report.unlinked, report.known), (1, 2, 0));
+    // Linking the same triple again adds nothing.
+    let again = super::skeleton::link_triples(
+        &mut index,
+        &[triple("Salt Road", "directed_by", "Ivo Brandt")],
+        "gold",
+    );
+    assert_eq!((again.linked, again.known), (0, 1));
+    assert_eq!(index.skeleton.len(), 1);
     assert_eq!(index.extractor.as_deref(), Some("gold"));
     let fact = &index.skeleton[0];
     assert!(fact.passages.iter().all(|&p| {

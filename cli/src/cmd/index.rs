@@ -263,7 +263,8 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
         .save(&index_path)
         .with_context(|| format!("cannot write {}", index_path.display()))?;
 
-    // The skeleton, anytime: saved as it grows, Ctrl-C stops it with what was read kept.
+    // The skeleton, anytime: Ctrl-C, the call budget or a failing server stops it, and
+    // what was read is saved.
     let mut extraction = None;
     match &llm {
         Some(llm) if !index.chunks.is_empty() => {
@@ -438,10 +439,11 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
     }
     if let (Some(report), Some(kg)) = (&linked, &args.skeleton_from) {
         println!(
-            "linked     {} triples of {} to their chunks, {} written in none",
+            "linked     {} triples of {} to their chunks, {} written in none, {} held already",
             report.linked,
             kg.display(),
-            report.unlinked
+            report.unlinked,
+            report.known
         );
     }
     if let Some(written) = skeleton_written {
