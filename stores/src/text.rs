@@ -185,6 +185,12 @@ impl TextIndex {
         Ok(index)
     }
 
+    /// The passages of chunk `chunk` (positions in [`TextIndex::passages`]).
+    pub fn passages_of(&self, chunk: usize) -> std::ops::Range<usize> {
+        let c = &self.chunks[chunk];
+        c.first_passage as usize..(c.first_passage + c.passage_count) as usize
+    }
+
     /// The vector of passage `i`, when the index has vectors.
     pub fn passage_vector(&self, i: usize) -> Option<&[f32]> {
         let dim = self.dim as usize;

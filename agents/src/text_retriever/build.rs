@@ -12,7 +12,7 @@ use std::{
     path::Path,
 };
 
-use kgmesh_models::{lexical::text, Embedder};
+use kgmesh_models::{l2_normalize, lexical::text::keywords, Embedder};
 use kgmesh_stores::{
     text::{fingerprint, Chunk, Passage, SourceFile, TextIndex},
     vector::EmbeddedVectorIndex,
@@ -68,18 +68,6 @@ pub enum BuildError {
 #[derive(Debug, Clone, Copy)]
 pub struct FileLimits {
     pub max_bytes: u64,
-}
-
-/// The keywords of a text: its words less stop words and one-letter words.
-pub fn keywords(text_: &str) -> Vec<String> {
-    let mut seen = HashSet::new();
-    text::words(text_)
-        .into_iter()
-        .filter(|w| {
-            (w.chars().count() > 1 || w.chars().all(|c| c.is_numeric())) && !text::is_stop_word(w)
-        })
-        .filter(|w| seen.insert(w.clone()))
-        .collect()
 }
 
 /// Checks that `embedder` may add to `index` (the same embedder, or none for an index
@@ -213,7 +201,6 @@ async fn append_text(
     let file = index.files.len() as u32;
     let first_chunk = index.chunks.len() as u32;
     let first_passage = index.passages.len();
-    let mut sentence_texts: Vec<(u32, String)> = Vec::new();
     for window in windows(
         &tokens,
         settings.chunk_tokens as usize,
@@ -234,11 +221,6 @@ async fn append_text(
         });
         for part in parts {
             let span = bytes_of(&tokens, &part);
-            let passage_id = index.passages.len() as u32;
-            for sentence in sentences(&tokens, part.clone()) {
-                let span = bytes_of(&tokens, &sentence);
-                sentence_texts.push((passage_id, body[span].to_owned()));
-            }
             index.passages.push(Passage {
                 chunk: chunk_id,
                 offset: span.start as u64,
@@ -281,7 +263,8 @@ async fn append_text(
         for vector in embed_all(embedder, &texts).await? {
             index.passage_vectors.extend(vector);
         }
-        add_sentence_vectors(index, &positions, embedder, &sentence_texts, 1.0).await?;
+        let sentences: Vec<String> = texts.iter().flat_map(|t| passage_sentences(t)).collect();
+        add_sentence_vectors(index, &positions, embedder, &sentences, 1.0).await?;
     }
     Ok((chunk_count as usize, index.passages.len() - first_passage))
 }
@@ -299,20 +282,29 @@ async fn embed_all(embedder: &dyn Embedder, texts: &[String]) -> Result<Vec<Vec<
     Ok(out)
 }
 
+/// The sentences of a passage, cut at [`super::chunk::MAX_SENTENCE_TOKENS`]: what a
+/// passage adds to its keywords' vectors, and takes away again when it is removed.
+fn passage_sentences(text: &str) -> Vec<String> {
+    let tokens = tokenize(text);
+    sentences(&tokens, 0..tokens.len())
+        .iter()
+        .map(|sentence| text[bytes_of(&tokens, sentence)].to_owned())
+        .collect()
+}
+
 /// Adds (`sign` 1) or takes away (-1) the vectors of `sentences` from the keywords they
 /// hold.
 async fn add_sentence_vectors(
     index: &mut TextIndex,
     positions: &HashMap<String, u32>,
     embedder: &dyn Embedder,
-    sentences: &[(u32, String)],
+    sentences: &[String],
     sign: f32,
 ) -> Result<(), BuildError> {
     let dim = index.dim as usize;
-    let texts: Vec<String> = sentences.iter().map(|(_, s)| s.clone()).collect();
-    let vectors = embed_all(embedder, &texts).await?;
-    for (text_, vector) in texts.iter().zip(vectors) {
-        for keyword in keywords(text_) {
+    let vectors = embed_all(embedder, sentences).await?;
+    for (sentence, vector) in sentences.iter().zip(vectors) {
+        for keyword in keywords(sentence) {
             let Some(&at) = positions.get(&keyword) else {
                 continue;
             };
@@ -355,16 +347,13 @@ pub async fn remove_files(
         .collect();
     // Take the removed passages' sentences out of the keyword vectors.
     if let Some(embedder) = embedder.filter(|_| index.embedder.is_some()) {
-        let mut removed = Vec::new();
-        for (i, passage) in index.passages.iter().enumerate() {
-            if !keep_passage[i] {
-                let tokens = tokenize(&passage.text);
-                for sentence in sentences(&tokens, 0..tokens.len()) {
-                    let span = bytes_of(&tokens, &sentence);
-                    removed.push((i as u32, passage.text[span].to_owned()));
-                }
-            }
-        }
+        let removed: Vec<String> = index
+            .passages
+            .iter()
+            .zip(&keep_passage)
+            .filter(|(_, &keep)| !keep)
+            .flat_map(|(passage, _)| passage_sentences(&passage.text))
+            .collect();
         let positions = index.keyword_positions();
         add_sentence_vectors(index, &positions, embedder, &removed, -1.0).await?;
     }
@@ -462,11 +451,7 @@ pub async fn rank_chunks(
     let idf: Vec<f32> = chunk_keywords
         .1
         .iter()
-        .map(|chunks| {
-            ((n as f32 + 1.0) / (chunks.len() as f32 + 0.5))
-                .ln()
-                .max(0.0)
-        })
+        .map(|chunks| idf(n, chunks.len()))
         .collect();
     for (a, words) in chunk_keywords.0.iter().enumerate() {
         let mut scores: HashMap<u32, f32> = HashMap::new();
@@ -490,10 +475,13 @@ pub async fn rank_chunks(
     if index.embedder.is_some() && n > 1 {
         let dim = index.dim as usize;
         let vectors = EmbeddedVectorIndex::new(dim, Metric::Cosine).with_index_threshold(4_096);
-        let items = (0..n)
-            .map(|c| VectorItem {
+        let chunk_vectors: Vec<Vec<f32>> = (0..n).map(|c| chunk_vector(index, c)).collect();
+        let items = chunk_vectors
+            .iter()
+            .enumerate()
+            .map(|(c, vector)| VectorItem {
                 id: c as u64,
-                vector: chunk_vector(index, c),
+                vector: vector.clone(),
                 payload: Vec::new(),
             })
             .collect();
@@ -501,9 +489,9 @@ pub async fn rank_chunks(
             .upsert(items)
             .await
             .map_err(|e| BuildError::Vectors(e.to_string()))?;
-        for c in 0..n {
+        for (c, vector) in chunk_vectors.iter().enumerate() {
             let hits = vectors
-                .search(&chunk_vector(index, c), k + 1, None)
+                .search(vector, k + 1, None)
                 .await
                 .map_err(|e| BuildError::Vectors(e.to_string()))?;
             for hit in hits.into_iter().filter(|h| h.id as usize != c).take(k) {
@@ -549,25 +537,25 @@ fn chunk_keywords(index: &TextIndex) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
 
 /// The normalized mean of a chunk's passage vectors.
 fn chunk_vector(index: &TextIndex, chunk: usize) -> Vec<f32> {
-    let chunk = &index.chunks[chunk];
     let dim = index.dim as usize;
     let mut sum = vec![0.0f32; dim];
-    for p in chunk.first_passage..chunk.first_passage + chunk.passage_count {
-        if let Some(v) = index.passage_vector(p as usize) {
+    for p in index.passages_of(chunk) {
+        if let Some(v) = index.passage_vector(p) {
             for (s, x) in sum.iter_mut().zip(v) {
                 *s += x;
             }
         }
     }
-    normalize(&mut sum);
+    l2_normalize(&mut sum);
     sum
 }
 
-pub fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
+/// The idf the text index ranks keywords by: rarer in `documents` (passages, chunks)
+/// weighs more; never negative.
+pub fn idf(documents: usize, holding: usize) -> f32 {
+    ((documents as f32 + 1.0) / (holding as f32 + 0.5))
+        .ln()
+        .max(0.0)
 }
 
 /// The `k` highest-scored, best first (ties by id).

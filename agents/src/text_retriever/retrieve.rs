@@ -19,11 +19,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kgmesh_models::lexical::Gazetteer;
+use kgmesh_models::{
+    l2_normalize,
+    lexical::{text::keywords, Gazetteer},
+};
 use kgmesh_schemas::NodeId;
 use kgmesh_stores::text::TextIndex;
 
-use super::build::{keywords, normalize};
+use super::build::idf;
 
 /// Entities seeding the entity channel (the paper's 10).
 pub const SEEDS: usize = 10;
@@ -124,12 +127,8 @@ pub struct TextSearcher {
 impl TextSearcher {
     pub fn new(index: TextIndex) -> Self {
         let positions = index.keyword_positions();
-        let n = index.passages.len().max(1) as f32;
-        let idf = index
-            .postings
-            .iter()
-            .map(|p| ((n + 1.0) / (p.len() as f32 + 0.5)).ln().max(0.0))
-            .collect();
+        let n = index.passages.len().max(1);
+        let idf = index.postings.iter().map(|p| idf(n, p.len())).collect();
         let mut passage_keywords: Vec<Vec<u32>> = vec![Vec::new(); index.passages.len()];
         for (k, posting) in index.postings.iter().enumerate() {
             for &p in posting {
@@ -140,7 +139,7 @@ impl TextSearcher {
         let mut keyword_vectors = index.keyword_means.clone();
         if dim > 0 {
             for row in keyword_vectors.chunks_mut(dim) {
-                normalize(row);
+                l2_normalize(row);
             }
         }
         let mut entity_at: HashMap<String, u32> = HashMap::new();

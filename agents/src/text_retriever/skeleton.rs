@@ -79,9 +79,8 @@ pub async fn extract_skeleton(
             report.stopped = Some(format!("the call budget ({}) is spent", report.calls));
             break;
         }
-        let first = index.chunks[chunk].first_passage as usize;
-        let count = index.chunks[chunk].passage_count as usize;
-        let text = index.passages[first..first + count]
+        let own = index.passages_of(chunk);
+        let text = index.passages[own.clone()]
             .iter()
             .map(|p| p.text.as_str())
             .collect::<Vec<_>>()
@@ -119,7 +118,7 @@ pub async fn extract_skeleton(
                 continue;
             }
         };
-        let passages: Vec<(u32, String)> = (first..first + count)
+        let passages: Vec<(u32, String)> = own
             .map(|p| (p as u32, index.passages[p].text.to_lowercase()))
             .collect();
         let chunk_text = text.to_lowercase();
@@ -206,7 +205,7 @@ pub fn link_triples(
         let (h, t) = (head.to_lowercase(), tail.to_lowercase());
         // Candidate chunks: those holding the head's rarest keyword (or the tail's).
         let rarest = |name: &str| {
-            super::build::keywords(name)
+            kgmesh_models::lexical::text::keywords(name)
                 .iter()
                 .filter_map(|k| positions.get(k))
                 .map(|&k| &index.postings[k as usize])
@@ -223,10 +222,9 @@ pub fn link_triples(
         chunks.dedup();
         let mut linked = Vec::new();
         for chunk in chunks {
-            let c = &index.chunks[chunk as usize];
-            let (first, count) = (c.first_passage as usize, c.passage_count as usize);
+            let own = index.passages_of(chunk as usize);
             let text = lowered.entry(chunk).or_insert_with(|| {
-                index.passages[first..first + count]
+                index.passages[own.clone()]
                     .iter()
                     .map(|p| p.text.to_lowercase())
                     .collect::<Vec<_>>()
@@ -235,7 +233,7 @@ pub fn link_triples(
             if !text.contains(&h) || !text.contains(&t) {
                 continue;
             }
-            for p in first..first + count {
+            for p in own {
                 let passage = index.passages[p].text.to_lowercase();
                 if passage.contains(&h) || passage.contains(&t) {
                     linked.push(p as u32);

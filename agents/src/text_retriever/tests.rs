@@ -444,7 +444,7 @@ fn letters(text: &str) -> Vec<f32> {
     for c in text.to_lowercase().chars().filter(char::is_ascii_lowercase) {
         v[(c as u8 - b'a') as usize] += 1.0;
     }
-    super::build::normalize(&mut v);
+    kgmesh_models::l2_normalize(&mut v);
     v
 }
 

@@ -331,6 +331,20 @@ pub fn inside_a_longer((start, end): (usize, usize), spans: &[(usize, usize)]) -
         .any(|&(s, e)| s <= start && end <= e && e - s > end - start)
 }
 
+/// Keywords of a text, in order, without duplicates: its words less stop words and
+/// one-letter words (a lone digit stays). Unlike [`content_stems`], not stemmed: they
+/// index documents by the words they are written with.
+pub fn keywords(text: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    words(text)
+        .into_iter()
+        .filter(|w| {
+            (w.chars().count() > 1 || w.chars().all(|c| c.is_numeric())) && !is_stop_word(w)
+        })
+        .filter(|w| seen.insert(w.clone()))
+        .collect()
+}
+
 /// Content stems of a text, in order, without stop words or duplicates.
 pub fn content_stems(text: &str) -> Vec<String> {
     let mut seen = HashSet::new();
