@@ -641,7 +641,7 @@ Heat\trelease_year\t1995
 
     #[async_trait]
     impl PlanStore for Refusing {
-        async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+        async fn load_every(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
             Ok(Vec::new())
         }
         async fn put(&self, _key: &str, _entry: &CacheEntry) -> Result<(), PersistError> {

@@ -20,14 +20,42 @@ pub enum PersistError {
     Remote(String),
 }
 
+/// Keys of grounded Cypher plans start with this; every other key holds a relation-path
+/// plan. One store holds both kinds, so that a cluster shares them through one bucket,
+/// but each kind has its own reader: the cache manager reads relation-path plans
+/// ([`PlanStore::load_all`]), the query executor grounded Cypher plans
+/// ([`PlanStore::load_cypher`]).
+pub const CYPHER_KEY_PREFIX: &str = "cypher.";
+
+/// Whether `key` holds a grounded Cypher plan rather than a relation-path plan.
+pub fn is_cypher_key(key: &str) -> bool {
+    key.starts_with(CYPHER_KEY_PREFIX)
+}
+
 #[async_trait]
 pub trait PlanStore: Send + Sync + 'static {
-    /// Every stored entry with its key.
-    async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError>;
+    /// Every stored entry with its key, of both kinds.
+    async fn load_every(&self) -> Result<Vec<(String, CacheEntry)>, PersistError>;
+
+    /// Every stored relation-path plan with its key.
+    async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+        let mut entries = self.load_every().await?;
+        entries.retain(|(key, _)| !is_cypher_key(key));
+        Ok(entries)
+    }
+
+    /// Every stored grounded Cypher plan with its key.
+    async fn load_cypher(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+        let mut entries = self.load_every().await?;
+        entries.retain(|(key, _)| is_cypher_key(key));
+        Ok(entries)
+    }
+
     async fn put(&self, key: &str, entry: &CacheEntry) -> Result<(), PersistError>;
     async fn delete(&self, key: &str) -> Result<(), PersistError>;
     /// Changes made by other writers, as they happen (`None` entry: deleted), when the
-    /// store is shared; `None` for a store only this process writes.
+    /// store is shared; `None` for a store only this process writes. Both kinds of
+    /// plan: readers tell them apart with [`is_cypher_key`].
     async fn changes(&self) -> Result<Option<ChangeStream>, PersistError> {
         Ok(None)
     }
@@ -166,7 +194,7 @@ impl FilePlanStore {
 
 #[async_trait]
 impl PlanStore for FilePlanStore {
-    async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+    async fn load_every(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
         // Writers wait while the log is read and perhaps replaced; the open handle
         // would point at the old file after a compaction, so it is dropped.
         let mut guard = self.file.lock().await;
@@ -249,18 +277,11 @@ impl KvPlanStore {
             .map_err(|e| PersistError::Remote(e.to_string()))
     }
 
-    /// Decodes a watched entry: `Some(entry)` for a put, `None` for a delete or purge.
-    pub fn decode(entry: &async_nats::jetstream::kv::Entry) -> Option<CacheEntry> {
-        match entry.operation {
-            async_nats::jetstream::kv::Operation::Put => serde_json::from_slice(&entry.value).ok(),
-            _ => None,
-        }
-    }
-}
-
-#[async_trait]
-impl PlanStore for KvPlanStore {
-    async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+    /// The entries whose keys `keep` accepts (only those values are fetched).
+    async fn load_matching(
+        &self,
+        keep: impl Fn(&str) -> bool + Send,
+    ) -> Result<Vec<(String, CacheEntry)>, PersistError> {
         use futures::TryStreamExt;
         let keys: Vec<String> = self
             .kv
@@ -270,6 +291,7 @@ impl PlanStore for KvPlanStore {
             .try_collect()
             .await
             .map_err(|e| PersistError::Remote(e.to_string()))?;
+        let keys: Vec<String> = keys.into_iter().filter(|key| keep(key)).collect();
         let mut entries = Vec::with_capacity(keys.len());
         for key in keys {
             let Some(bytes) = self
@@ -286,6 +308,29 @@ impl PlanStore for KvPlanStore {
             }
         }
         Ok(entries)
+    }
+
+    /// Decodes a watched entry: `Some(entry)` for a put, `None` for a delete or purge.
+    pub fn decode(entry: &async_nats::jetstream::kv::Entry) -> Option<CacheEntry> {
+        match entry.operation {
+            async_nats::jetstream::kv::Operation::Put => serde_json::from_slice(&entry.value).ok(),
+            _ => None,
+        }
+    }
+}
+
+#[async_trait]
+impl PlanStore for KvPlanStore {
+    async fn load_every(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+        self.load_matching(|_| true).await
+    }
+
+    async fn load_all(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+        self.load_matching(|key| !is_cypher_key(key)).await
+    }
+
+    async fn load_cypher(&self) -> Result<Vec<(String, CacheEntry)>, PersistError> {
+        self.load_matching(is_cypher_key).await
     }
 
     async fn put(&self, key: &str, entry: &CacheEntry) -> Result<(), PersistError> {

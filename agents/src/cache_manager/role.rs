@@ -406,6 +406,10 @@ fn lock(cache: &Mutex<PlanCache>) -> std::sync::MutexGuard<'_, PlanCache> {
 /// Applies one change made elsewhere: `Some` stores (or replaces) the entry exactly as
 /// written, counts included (a demotion is a change of counts), `None` removes the key.
 fn apply_change(cache: &Mutex<PlanCache>, key: &str, entry: Option<CacheEntry>) {
+    // Grounded Cypher plans share the store; the query executor reads those.
+    if crate::cache_manager::persist::is_cypher_key(key) {
+        return;
+    }
     let mut cache = lock(cache);
     match entry {
         Some(entry) => {
