@@ -211,7 +211,7 @@ pub fn verbalize_evidence(evidence: &[Evidence]) -> Vec<String> {
         match &item.item {
             EvidenceItem::Triple(triple) => triples.push(triple.clone()),
             EvidenceItem::Path(path) => paths.push(path.clone()),
-            EvidenceItem::Query { cypher, rows } => {
+            EvidenceItem::Query { cypher, rows, .. } => {
                 queries.push(verbalize_rows(cypher, rows, MAX_ROWS_SHOWN))
             }
             EvidenceItem::Excerpt(excerpt) => queries.push(format!(

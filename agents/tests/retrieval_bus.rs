@@ -403,3 +403,200 @@ async fn text_retriever_cites_passages_on_nats() {
         "{error}"
     );
 }
+
+/// A small shop as a property graph: labelled nodes with properties.
+fn shop() -> EmbeddedGraph {
+    use kgmesh_schemas::graph::Value;
+    let mut builder = GraphBuilder::new();
+    let supplier = |builder: &mut GraphBuilder, name: &str, country: &str| {
+        let node = builder.add_node(name);
+        builder.add_label(node, "Supplier");
+        builder.set_property(node, "country", Value::String(country.to_owned()));
+        node
+    };
+    let exotic = supplier(&mut builder, "Exotic Liquids", "UK");
+    let heli = supplier(&mut builder, "Heli Süßwaren", "Germany");
+    let plutzer = supplier(&mut builder, "Plutzer Lebensmittel", "Germany");
+    for (name, price, by) in [
+        ("Chai", 18.0, exotic),
+        ("Chang", 19.0, exotic),
+        ("Schoggi Schokolade", 43.9, heli),
+        ("Rhönbräu Klosterbier", 7.75, plutzer),
+    ] {
+        let product = builder.add_node(name);
+        builder.add_label(product, "Product");
+        builder.set_property(product, "unitPrice", Value::Float(price));
+        builder.add_edge(by, "SUPPLIES", product);
+    }
+    builder.finish()
+}
+
+/// The query executor on a real nats-server, on a property graph: the first round of a
+/// question also runs a query written from the question itself, marked as such, learned
+/// from the grounded Cypher plans of the plan cache in JetStream KV (those stored
+/// before the role started, and those stored later). On a graph of triples it writes
+/// none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_executor_writes_grounded_cypher_on_nats() {
+    use kgmesh_agents::cache_manager::persist::{KvPlanStore, PlanStore};
+    use kgmesh_agents::query_executor::grounded::{plans, GroundedCypher, Reference};
+    use kgmesh_stores::QueryLimits;
+
+    let server = NatsServer::start();
+    let bus: Arc<dyn Bus> = Arc::new(
+        bounded(NatsBus::connect(&server.url(), NatsOptions::default()))
+            .await
+            .unwrap(),
+    );
+    let client = bounded(async_nats::connect(server.url())).await.unwrap();
+    let kv = Arc::new(
+        bounded(KvPlanStore::open(client, "plans-test"))
+            .await
+            .unwrap(),
+    );
+    let store: Arc<dyn GraphStore> = Arc::new(shop());
+    // A plan verified before the role starts, learned as `cache warm --import` does.
+    let limits = QueryLimits::default();
+    let schema = bounded(store.schema()).await.unwrap();
+    let mut teacher = bounded(GroundedCypher::read(
+        store.as_ref(),
+        (*schema).clone(),
+        &limits,
+    ))
+    .await
+    .unwrap();
+    let verify = |question: &'static str, answers: &[&str]| {
+        let reference = Reference {
+            answers: answers.iter().map(|a| (*a).to_owned()).collect(),
+            ordered: false,
+            unlimited: None,
+            ties: None,
+        };
+        (question, reference)
+    };
+    let (asked, reference) = verify("Which suppliers are based in the UK?", &["Exotic Liquids"]);
+    let right = bounded(teacher.learn(store.as_ref(), asked, &reference, &limits))
+        .await
+        .unwrap();
+    assert!(!right.is_empty());
+    let entry = plans::entry(asked, reference.answers.clone(), &right);
+    bounded(kv.put(&plans::key(asked), &entry)).await.unwrap();
+    assert_eq!(
+        bounded(kv.load_all()).await.unwrap().len(),
+        0,
+        "not a relation plan"
+    );
+
+    let deps = AgentDeps::new(bus.clone())
+        .with_graph(store.clone())
+        .with_plan_store(kv.clone());
+    let handle = bounded(registry::start(
+        Role::QUERY_EXECUTOR,
+        &deps,
+        StartOptions::default(),
+    ))
+    .await
+    .unwrap();
+    let rpc = Client::new(bus.clone()).with_timeout(Duration::from_secs(20));
+    let request = |question: &str| RetrieveRequest {
+        question: question.to_owned(),
+        entities: Vec::new(),
+        draft_answers: Vec::new(),
+        metapaths: Vec::new(),
+        cypher: Vec::new(),
+        max_evidence: 10,
+        cues: Vec::new(),
+    };
+    let ask = |question: &'static str| {
+        let rpc = rpc.clone();
+        let request = request(question);
+        async move {
+            bounded(rpc.call(&role(Role::QUERY_EXECUTOR), &meta(), &request))
+                .await
+                .unwrap()
+                .0
+        }
+    };
+    let reply = ask("Which suppliers are in Germany?").await;
+    let EvidenceItem::Query {
+        cypher,
+        rows,
+        grounded,
+    } = &reply.evidence[0].item
+    else {
+        panic!("not a query: {:?}", reply.evidence);
+    };
+    assert!(grounded, "{cypher}");
+    assert!(
+        cypher.contains("'Germany'") && cypher.contains("Supplier"),
+        "{cypher}"
+    );
+    let mut names: Vec<String> = rows
+        .rows
+        .iter()
+        .map(|row| match &row[0] {
+            kgmesh_schemas::graph::Value::String(name) => name.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, ["Heli Süßwaren", "Plutzer Lebensmittel"]);
+    assert!(
+        reply
+            .notes
+            .iter()
+            .any(|n| n.contains("grounded Cypher") && n.contains("with 1 verified plans")),
+        "{:?}",
+        reply.notes
+    );
+
+    // A plan stored later (another replica, an import) is learned before the next
+    // question.
+    let (asked, reference) = verify(
+        "Which products does Exotic Liquids supply?",
+        &["Chai", "Chang"],
+    );
+    let right = bounded(teacher.learn(store.as_ref(), asked, &reference, &limits))
+        .await
+        .unwrap();
+    bounded(kv.put(
+        &plans::key(asked),
+        &plans::entry(asked, reference.answers, &right),
+    ))
+    .await
+    .unwrap();
+    let mut learned = false;
+    for _ in 0..50 {
+        let reply = ask("Which products does Heli Süßwaren supply?").await;
+        if reply
+            .notes
+            .iter()
+            .any(|n| n.contains("with 2 verified plans"))
+        {
+            learned = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(learned, "the plan stored later was not learned within 5 s");
+    bounded(handle.stop(Duration::from_secs(5))).await;
+
+    // A graph of triples: no grounded query, only the round's own queries.
+    let movies: Arc<dyn GraphStore> = Arc::new(graph());
+    let deps = AgentDeps::new(bus.clone()).with_graph(movies);
+    let handle = bounded(registry::start(
+        Role::QUERY_EXECUTOR,
+        &deps,
+        StartOptions::default(),
+    ))
+    .await
+    .unwrap();
+    let reply = ask("Which films did Michael Mann direct?").await;
+    assert!(reply.evidence.is_empty(), "{:?}", reply.evidence);
+    assert!(
+        !reply.notes.iter().any(|n| n.contains("grounded")),
+        "{:?}",
+        reply.notes
+    );
+    bounded(handle.stop(Duration::from_secs(5))).await;
+}

@@ -454,6 +454,13 @@ pub struct RetrievalConfig {
     /// it on and off). In distributed mode it runs as `kgmesh agent --role
     /// pattern-matcher`.
     pub pattern_matcher: bool,
+    /// When the query executor also writes a Cypher query from the question itself
+    /// (grounded Cypher: the question's values found in the graph, the best typed query
+    /// around them that returns a row) and returns its rows as evidence: `auto`
+    /// (default: on property graphs, whose nodes have labels or properties besides
+    /// their names), `on` or `off`. It learns from the grounded Cypher plans of the
+    /// plan cache (`kgmesh cache warm --import` on a property graph).
+    pub grounded_cypher: kgmesh_agents::query_executor::planner::GroundedMode,
 }
 
 impl Default for RetrievalConfig {
@@ -464,6 +471,7 @@ impl Default for RetrievalConfig {
             scoring_top_k: settings.scoring_top_k,
             embed_questions: settings.embed_questions,
             pattern_matcher: true,
+            grounded_cypher: settings.grounded_cypher,
         }
     }
 }
@@ -950,6 +958,7 @@ impl Config {
             top_metapaths: self.retrieval.top_metapaths,
             scoring_top_k: self.retrieval.scoring_top_k,
             embed_questions: self.retrieval.embed_questions,
+            grounded_cypher: self.retrieval.grounded_cypher,
         }
     }
 

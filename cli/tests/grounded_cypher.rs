@@ -308,3 +308,120 @@ fn over_bolt_the_same_queries_are_chosen_as_on_the_embedded_store() {
         embedded.len()
     );
 }
+
+/// `cache warm --import` on a property graph stores grounded Cypher plans beside (not
+/// among) the relation-path plans; `kgmesh ask` then answers from the query executor's
+/// grounded query, learned from them, and the text2cypher evaluation scores the whole
+/// pipeline's answers the same way.
+#[test]
+fn warmed_grounded_plans_teach_the_query_executor_of_ask() {
+    let (csv, mapping) = northwind();
+    let (csv, mapping) = (csv.display().to_string(), mapping.display().to_string());
+    let pairs = repo_root().join("examples/northwind/questions.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("plans.jsonl");
+    let cache_arg = cache.display().to_string();
+    let (code, stdout, stderr) = kgmesh_run(&[
+        "cache",
+        "warm",
+        "--kg",
+        &csv,
+        "--mapping",
+        &mapping,
+        "--import",
+        &pairs.display().to_string(),
+        "--cache-file",
+        &cache_arg,
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("verified     5"), "{stdout}");
+    assert!(
+        stdout.contains("cache now holds 5 grounded Cypher plans"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = kgmesh_run(&["cache", "stats", "--cache-file", &cache_arg]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("0 entries"), "not relation plans: {stdout}");
+    assert!(stdout.contains("5 grounded Cypher plans"), "{stdout}");
+    // Warming again changes nothing.
+    let (code, stdout, stderr) = kgmesh_run(&[
+        "cache",
+        "warm",
+        "--kg",
+        &csv,
+        "--mapping",
+        &mapping,
+        "--import",
+        &pairs.display().to_string(),
+        "--cache-file",
+        &cache_arg,
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("unchanged    5"), "{stdout}");
+
+    let mut ask = kgmesh();
+    ask.env("KGMESH__CACHE__PATH", &cache).args([
+        "ask",
+        "which category is Konbu in",
+        "--kg",
+        &csv,
+        "--mapping",
+        &mapping,
+        "--verbose",
+    ]);
+    let (code, stdout, stderr) = run(ask);
+    assert_eq!(code, 0, "{stderr}");
+    let first = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("1. "))
+        .unwrap_or_else(|| panic!("no answer: {stdout}"));
+    assert!(first.contains("Seafood"), "{stdout}");
+    assert!(
+        stdout.contains("from the query written for the question"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("grounded Cypher:") && stdout.contains("with 5 verified plans"),
+        "{stdout}"
+    );
+
+    let out = tempfile::tempdir().unwrap();
+    let questions = kgmesh_testkit::data::data_path("northwind/text2cypher.jsonl");
+    let (code, stdout, stderr) = kgmesh_run(&[
+        "eval",
+        "--dataset",
+        "text2cypher",
+        "--kg",
+        &csv,
+        "--mapping",
+        &mapping,
+        "--questions",
+        &questions.display().to_string(),
+        "--limit",
+        "40",
+        "--pipeline",
+        "--cache-file",
+        &cache_arg,
+        "--out",
+        &out.path().display().to_string(),
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("Pipeline (embedded"))
+        .unwrap_or_else(|| panic!("no pipeline line: {stdout}"));
+    assert!(line.contains("warm: 5 entries at start"), "{line}");
+    let share: f64 = line
+        .split_once("right ones for **")
+        .and_then(|(_, rest)| rest.split_once(" ("))
+        .and_then(|(_, rest)| rest.split_once(" %)"))
+        .and_then(|(number, _)| number.parse().ok())
+        .unwrap_or_else(|| panic!("no share in {line}"));
+    assert!(
+        share >= 40.0,
+        "the pipeline answers {share} % right: {line}"
+    );
+}

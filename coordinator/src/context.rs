@@ -232,7 +232,7 @@ pub fn verbalize(item: &EvidenceItem) -> String {
             }
             text
         }
-        EvidenceItem::Query { cypher, rows } => {
+        EvidenceItem::Query { cypher, rows, .. } => {
             let shown: Vec<String> = rows
                 .rows
                 .iter()

@@ -34,7 +34,7 @@ from nats.micro import add_service
 
 # The wire schema version this agent speaks (kgmesh_schemas::SCHEMA_VERSION): it is part
 # of every subject and must match the `Kgmesh-Schema` header of each request.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 JSON = "application/json"
 
 
@@ -90,6 +90,7 @@ class CsvRetriever:
                             "rows": [[{"String": value}]],
                             "truncated": False,
                         },
+                        "grounded": False,
                     }},
                 })
         return found[: max(1, body["max_evidence"])]

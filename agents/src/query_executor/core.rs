@@ -128,6 +128,7 @@ pub async fn execute_all(
                 item: EvidenceItem::Query {
                     cypher: cypher.to_owned(),
                     rows,
+                    grounded: false,
                 },
             }),
             Err(refused) if refused.transient => out

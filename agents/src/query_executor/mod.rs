@@ -2,6 +2,7 @@
 
 pub mod core;
 pub mod grounded;
+pub mod planner;
 pub mod role;
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The query-executor role: `retrieve` runs the round's Cypher as evidence or repair
-//! hints; `query` runs one query for whoever asks (rows or a typed refusal); `schema`
-//! describes the graph (labels, relations, counts).
+//! hints, and on a property graph, in the first round, a query grounded in the question
+//! ([`super::planner`]); `query` runs one query for whoever asks (rows or a typed
+//! refusal); `schema` describes the graph (labels, relations, counts).
 
 use std::{
     sync::Arc,
@@ -17,6 +18,7 @@ use kgmesh_schemas::{
 use kgmesh_stores::GraphStore;
 
 use super::core::{execute, execute_all, limits_from_budget};
+use super::planner::GroundedRetriever;
 use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
 
 /// Queries run per request at most.
@@ -24,6 +26,7 @@ const MAX_QUERIES: usize = 5;
 
 struct QueryExecutor {
     graph: Arc<dyn GraphStore>,
+    grounded: Arc<GroundedRetriever>,
 }
 
 impl QueryExecutor {
@@ -35,7 +38,13 @@ impl QueryExecutor {
         ctx.check_deadline()?;
         let started = Instant::now();
         let limits = limits_from_budget(ctx.budget(), None, None);
-        let executed = execute_all(
+        // The question's own query, once: later rounds would write the same one.
+        let (grounded, grounded_notes) = if ctx.round() <= 1 {
+            self.grounded.retrieve(&ctx, &request.question).await
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let mut executed = execute_all(
             self.graph.as_ref(),
             Role::QUERY_EXECUTOR,
             &request.cypher,
@@ -54,6 +63,8 @@ impl QueryExecutor {
             })
             .sum();
         ctx.record_graph(rows as u64, started.elapsed());
+        executed.evidence.splice(0..0, grounded);
+        executed.notes.extend(grounded_notes);
         Ok(RetrieveReply {
             evidence: executed.evidence,
             repair_hints: executed.repair_hints,
@@ -115,9 +126,22 @@ impl QueryExecutor {
 
 /// The role's factory (see [`crate::runtime::registry`]).
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
-    let executor = Arc::new(QueryExecutor {
-        graph: deps.require_graph(Role::QUERY_EXECUTOR)?,
-    });
+    let graph = deps.require_graph(Role::QUERY_EXECUTOR)?;
+    let grounded = Arc::new(GroundedRetriever::new(
+        graph.clone(),
+        deps.plan_store.clone(),
+        deps.llm_for(Role::QUERY_EXECUTOR),
+        deps.retrieval.grounded_cypher,
+    ));
+    // Read the graph's values before the first question asks for them.
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let grounded = grounded.clone();
+        runtime.spawn(async move {
+            grounded.warm_up().await;
+            grounded.follow_plans().await;
+        });
+    }
+    let executor = Arc::new(QueryExecutor { graph, grounded });
     let for_query = executor.clone();
     let for_schema = executor.clone();
     Ok(

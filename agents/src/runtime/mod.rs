@@ -138,6 +138,8 @@ pub struct RetrievalSettings {
     /// score evidence by whole-question embedding similarity instead of lexically
     /// (the KG-Linker and the summarizer use word embeddings either way).
     pub embed_questions: bool,
+    /// When the query executor writes grounded Cypher from the question.
+    pub grounded_cypher: crate::query_executor::planner::GroundedMode,
 }
 
 impl Default for RetrievalSettings {
@@ -146,6 +148,7 @@ impl Default for RetrievalSettings {
             top_metapaths: crate::kg_linker::core::LinkerConfig::default().top_metapaths,
             scoring_top_k: crate::scoring::core::ScoringConfig::default().top_k,
             embed_questions: false,
+            grounded_cypher: Default::default(),
         }
     }
 }

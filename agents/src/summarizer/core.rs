@@ -138,6 +138,9 @@ pub fn summarize_scored(
     path_scores: Option<&[f32]>,
 ) -> SummarizeReply {
     let max_answers = usize::from(request.max_answers.max(1));
+    if let Some(reply) = grounded_answers(request, max_answers) {
+        return reply;
+    }
     let topic_ids: HashSet<NodeId> = request.topic_entities.iter().map(|e| e.id).collect();
     let topic_names: HashSet<String> = request
         .topic_entities
@@ -250,6 +253,62 @@ pub fn summarize_scored(
         answers,
         explanation,
     }
+}
+
+/// The answers of a query written from the question itself (the first grounded Cypher
+/// evidence with rows): its first column, in row order (the query ranks and limits as
+/// the question asked), each citing that line. Other evidence supports, but cannot
+/// outvote, a query that was chosen for the question's own values and shape.
+fn grounded_answers(request: &SummarizeRequest, max_answers: usize) -> Option<SummarizeReply> {
+    let (line, rows) = request
+        .context
+        .evidence
+        .iter()
+        .enumerate()
+        .find_map(|(i, evidence)| match &evidence.item {
+            EvidenceItem::Query {
+                rows,
+                grounded: true,
+                ..
+            } if !rows.rows.is_empty() => Some((i as u32, rows)),
+            _ => None,
+        })?;
+    let mut seen = HashSet::new();
+    let found: Vec<(String, Option<Entity>)> = rows
+        .rows
+        .iter()
+        .filter_map(|row| row.first())
+        .filter_map(row_candidate)
+        .filter(|(key, _, _)| seen.insert(key.clone()))
+        .map(|(_, text, entity)| (text, entity))
+        .collect();
+    if found.is_empty() {
+        return None;
+    }
+    let total = found.len();
+    let answers: Vec<Answer> = found
+        .into_iter()
+        .take(max_answers)
+        .map(|(text, entity)| Answer {
+            text,
+            entity,
+            score: 1.0,
+            evidence: vec![line],
+        })
+        .collect();
+    let shown = if total > answers.len() {
+        format!(" (showing {})", answers.len())
+    } else {
+        String::new()
+    };
+    Some(SummarizeReply {
+        explanation: format!(
+            "{total} answer{} from the query written for the question{shown}, evidence line {}.",
+            if total == 1 { "" } else { "s" },
+            line + 1
+        ),
+        answers,
+    })
 }
 
 /// Whether the question asks for a count ("how many films …", "… and how many of

@@ -143,6 +143,7 @@ fn query_rows_answer_and_nothing_retrieved_means_i_dont_know() {
         item: EvidenceItem::Query {
             cypher: "MATCH (m) RETURN m".into(),
             rows,
+            grounded: false,
         },
     }];
     let reply = summarize(
@@ -883,6 +884,7 @@ fn a_property_the_question_names_outranks_the_neighbours_a_path_reaches() {
                 rows: vec![vec![value]],
                 truncated: false,
             },
+            grounded: false,
         },
     };
     let mut evidence = orders.clone();
@@ -941,4 +943,66 @@ async fn the_prompt_fits_the_models_declared_window() {
     // fitted one leaves room for the reply and a finer real tokenization.
     assert!(prompt_chars[0] / 4 > 4_000, "{prompt_chars:?}");
     assert!(prompt_chars[1] / 4 < 2_600, "{prompt_chars:?}");
+}
+
+#[test]
+fn a_query_written_for_the_question_answers_in_its_row_order() {
+    let heat = entity(1, "Heat");
+    let grounded = |rows: Vec<Vec<Value>>| {
+        Evidence {
+        source: "query-executor".into(),
+        score: 1.0,
+        item: EvidenceItem::Query {
+            cypher: "MATCH (x:Product) RETURN x.name AS answer, x.price AS value ORDER BY value DESC LIMIT 2".into(),
+            rows: Rows {
+                columns: vec!["answer".into(), "value".into()],
+                rows,
+                truncated: false,
+            },
+            grounded: true,
+        },
+    }
+    };
+    // A path to another candidate, which alone would be the answer.
+    let mut evidence = vec![path(&heat, "directed_by", &entity(2, "Michael Mann"), 0.9)];
+    evidence.push(grounded(vec![
+        vec![Value::String("Côte de Blaye".into()), Value::Float(263.5)],
+        vec![
+            Value::String("Thüringer Rostbratwurst".into()),
+            Value::Float(123.79),
+        ],
+        vec![Value::String("Côte de Blaye".into()), Value::Float(263.5)],
+    ]));
+    let asked = request(evidence.clone(), vec![heat.clone()]);
+    let reply = summarize(&asked, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["Côte de Blaye", "Thüringer Rostbratwurst"],
+        "{reply:?}"
+    );
+    assert!(reply.answers.iter().all(|a| a.evidence == [1]), "{reply:?}");
+    assert!(
+        reply.explanation.contains("query written for the question"),
+        "{}",
+        reply.explanation
+    );
+    // The second column (the ranking's values) is no answer; a cut is said.
+    let mut one = asked.clone();
+    one.max_answers = 1;
+    let reply = summarize(&one, &SummaryRule::default());
+    assert_eq!(reply.answers.len(), 1);
+    assert!(
+        reply.explanation.contains("showing 1"),
+        "{}",
+        reply.explanation
+    );
+    // The same rows from a query that was not written for the question are weighed
+    // against the rest of the evidence, and here the path wins.
+    let mut weighed = evidence;
+    if let EvidenceItem::Query { grounded, .. } = &mut weighed[1].item {
+        *grounded = false;
+    }
+    let reply = summarize(&request(weighed, vec![heat]), &SummaryRule::default());
+    assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
 }

@@ -85,8 +85,11 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
             deps = deps.with_vectors(vectors);
         }
     }
-    if entry.name == kgmesh_schemas::Role::CACHE_MANAGER {
-        // Every replica shares one cache in JetStream KV.
+    if entry.name == kgmesh_schemas::Role::CACHE_MANAGER
+        || entry.name == kgmesh_schemas::Role::QUERY_EXECUTOR
+    {
+        // Every replica shares one cache in JetStream KV: the cache manager's
+        // relation-path plans, the query executor's grounded Cypher plans.
         let store = kgmesh_agents::cache_manager::persist::KvPlanStore::open(
             nats_client.clone(),
             &config.cache.kv_bucket,

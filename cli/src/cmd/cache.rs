@@ -92,11 +92,19 @@ struct WarmArgs {
     #[arg(long)]
     kg: Option<PathBuf>,
 
+    /// TOML mapping of a property-graph CSV directory (default: `graph.mapping`). On a
+    /// property graph, warming learns grounded Cypher plans from --import.
+    #[arg(long, value_name = "FILE")]
+    mapping: Option<PathBuf>,
+
     /// Verified QA pairs, in any format `kgmesh eval` reads: MetaQA
     /// `question<TAB>answer1|answer2` lines (the topic entity in [brackets] when known),
     /// IRN lines of PathQuestion and WC2014 `question<TAB>answer(s)<TAB>gold path…` (the
     /// topic entity is the gold path's first node; the plan is still found from the
-    /// answers), or JSON lines `{"question", "answers", ["topic"]}`.
+    /// answers), or JSON lines `{"question", "answers", ["topic"]}`. On a property
+    /// graph (--mapping): JSON lines `{"question", "answers"}` or `{"question",
+    /// "cypher"}` (a query whose rows are the answers; the query itself is not learned),
+    /// from which grounded Cypher plans are learned.
     #[arg(long, value_name = "FILE")]
     import: Option<PathBuf>,
 
@@ -241,6 +249,149 @@ async fn stats_command(config: Config, args: StoreArgs) -> anyhow::Result<()> {
         let aspect = if aspect.is_empty() { "-" } else { &aspect };
         println!("  {domain} / {aspect}: {count}");
     }
+    let cypher = target
+        .store
+        .load_cypher()
+        .await
+        .with_context(|| format!("cannot read {}", target.shown))?;
+    if !cypher.is_empty() {
+        println!("{} grounded Cypher plans", cypher.len());
+    }
+    Ok(())
+}
+
+/// `cache warm` on a property graph: each imported question's candidates run (GraphRAFT
+/// §4.1), and those that give its answers are stored as its grounded Cypher plan, for
+/// every query executor to learn from.
+async fn warm_cypher(config: &Config, args: &WarmArgs, mapping: PathBuf) -> anyhow::Result<()> {
+    use kgmesh_agents::query_executor::grounded::{self, plans, GroundedCypher};
+    let Some(path) = &args.import else {
+        bail!(
+            "on a property graph, cache warm learns grounded Cypher plans from --import PAIRS \
+             (JSON lines with \"question\" and \"answers\" or \"cypher\"); sampling star \
+             schemas is for graphs of triples"
+        );
+    };
+    let pairs = crate::eval::text2cypher::read_pairs(path)?;
+    let read = pairs.len();
+    let mut pairs: Vec<_> = match args.fold.fold() {
+        Some(fold) => fold.select(pairs),
+        None => pairs,
+    };
+    if let Some(limit) = args.limit {
+        pairs.truncate(limit);
+    }
+    if pairs.is_empty() {
+        bail!(
+            "{}: no question pairs left to import (of {read})",
+            path.display()
+        );
+    }
+    let target = if args.dry_run {
+        None
+    } else {
+        Some(open_store(config, &args.store).await?)
+    };
+    let Some(kg) = args.kg.clone().or_else(|| config.graph.path.clone()) else {
+        bail!("cache warm needs the graph: pass --kg PATH (or set graph.path)");
+    };
+    let (graph, _, _) = super::ask::load_kg(&kg, Some(&mapping)).await?;
+    let schema = graph
+        .schema()
+        .await
+        .context("cannot read the graph's schema")?;
+    if !grounded::is_property_graph(&schema) {
+        bail!(
+            "{}: no labels or properties besides names, so no grounded Cypher to learn",
+            kg.display()
+        );
+    }
+    let limits = kgmesh_stores::QueryLimits {
+        max_rows: 10_000,
+        timeout: Duration::from_secs(10),
+        ..kgmesh_stores::QueryLimits::default()
+    };
+    let mut planner = GroundedCypher::read(graph.as_ref(), (*schema).clone(), &limits)
+        .await
+        .context("cannot read the graph's values")?;
+    println!(
+        "read {} question pairs from {}{}; learning grounded Cypher plans",
+        pairs.len(),
+        path.display(),
+        match args.fold.fold() {
+            Some(fold) => format!(" (fold {fold} of {read})"),
+            None => String::new(),
+        }
+    );
+    let mut progress = Progress::new(!args.no_progress, "pairs", pairs.len());
+    let (mut no_reference, mut no_candidate) = (0usize, 0usize);
+    let mut entries = Vec::new();
+    for (done, pair) in pairs.iter().enumerate() {
+        let reference =
+            crate::eval::text2cypher::reference_for(graph.as_ref(), &planner, pair, &limits).await;
+        match reference {
+            None => no_reference += 1,
+            Some(reference) => {
+                let right = planner
+                    .learn(graph.as_ref(), &pair.question, &reference, &limits)
+                    .await
+                    .context("a candidate query failed")?;
+                if right.is_empty() {
+                    no_candidate += 1;
+                } else {
+                    entries.push((
+                        plans::key(&pair.question),
+                        plans::entry(&pair.question, reference.answers, &right),
+                    ));
+                }
+            }
+        }
+        progress.tick(done + 1, entries.len());
+    }
+    println!("checked      {}", pairs.len());
+    println!("verified     {}", entries.len());
+    println!("skipped      {}", no_reference + no_candidate);
+    if no_reference > 0 {
+        println!("  {no_reference:>6}  no answers (its query gives no rows or does not run)");
+    }
+    if no_candidate > 0 {
+        println!("  {no_candidate:>6}  no candidate query gives its answers");
+    }
+    let Some(target) = target else {
+        println!("dry run: nothing written");
+        return Ok(());
+    };
+    let held: BTreeMap<String, kgmesh_schemas::messages::cache::CacheEntry> = target
+        .store
+        .load_cypher()
+        .await
+        .with_context(|| format!("cannot read {}", target.shown))?
+        .into_iter()
+        .collect();
+    let (mut written, mut unchanged) = (0usize, 0usize);
+    for (key, entry) in &entries {
+        if held.get(key).is_some_and(|old| old.plan == entry.plan) {
+            unchanged += 1;
+            continue;
+        }
+        target
+            .store
+            .put(key, entry)
+            .await
+            .with_context(|| format!("cannot write to {}", target.shown))?;
+        written += 1;
+    }
+    let total = held
+        .keys()
+        .chain(entries.iter().map(|(key, _)| key))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    println!("written      {written}");
+    println!("unchanged    {unchanged}");
+    println!(
+        "cache now holds {total} grounded Cypher plans in {}",
+        target.shown
+    );
     Ok(())
 }
 
@@ -488,6 +639,13 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     if fold.is_some() && args.import.is_none() {
         bail!("--fold and --fold-complement select QA pairs of --import FILE");
     }
+    if let Some(mapping) = args
+        .mapping
+        .clone()
+        .or_else(|| config.graph.mapping.clone())
+    {
+        return warm_cypher(&config, &args, mapping).await;
+    }
     // Read the input before the (slower) graph load, so a bad file fails fast.
     let import = match &args.import {
         Some(path) => Some(read_pairs(path, args.format.into())?),
@@ -668,10 +826,11 @@ fn read_pairs(path: &Path, format: QaFormat) -> anyhow::Result<Pairs> {
     Ok(Pairs { format, pairs, bad })
 }
 
-/// Entries in a plan cache file, for reports (`None` when it cannot be read).
+/// Entries in a plan cache file, of both kinds, for reports (`None` when it cannot be
+/// read).
 pub async fn count_file_entries(path: &Path) -> Option<usize> {
     FilePlanStore::new(path)
-        .load_all()
+        .load_every()
         .await
         .ok()
         .map(|entries| entries.len())

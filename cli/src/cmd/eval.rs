@@ -124,6 +124,12 @@ struct RunArgs {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["no_cache", "server"])]
     cache_file: Option<PathBuf>,
 
+    /// text2cypher only: also ask each scored question through the whole embedded
+    /// pipeline (every role, as `kgmesh ask` starts them, with --cache-file as its
+    /// plan cache) and score its answers the same way.
+    #[arg(long)]
+    pipeline: bool,
+
     /// The harness gives up on a question after this long
     /// (default: budget.timeout_ms + 5 s).
     #[arg(long, value_name = "MS")]
@@ -332,6 +338,47 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
         let store = source.open(&config).await?;
         // A configured model picks among the best candidates, scored beside them.
         let llm = crate::cmd::ask::language_model(&config)?;
+        let pipeline = if args.pipeline {
+            let Some(kg) = args.kg.clone().or_else(|| config.graph.path.clone()) else {
+                bail!("--pipeline needs the graph as --kg (a Bolt --store is not supported)");
+            };
+            if args.store.is_some() {
+                bail!("--pipeline needs the graph as --kg (a Bolt --store is not supported)");
+            }
+            let mut config = config.clone();
+            let cache = match &args.cache_file {
+                Some(warm) => {
+                    std::fs::create_dir_all(&out)
+                        .with_context(|| format!("cannot create {}", out.display()))?;
+                    let copy = out.join("plan-cache.jsonl");
+                    std::fs::copy(warm, &copy).with_context(|| {
+                        format!("cannot copy {} to {}", warm.display(), copy.display())
+                    })?;
+                    config.cache.path = Some(copy.clone());
+                    CacheStart::File {
+                        entries: crate::cmd::cache::count_file_entries(&copy)
+                            .await
+                            .unwrap_or(0),
+                        path: copy,
+                        warmed_from: Some(warm.clone()),
+                    }
+                }
+                None if args.no_cache => {
+                    config.cache.path = None;
+                    CacheStart::Disabled
+                }
+                None => {
+                    config.cache.path = None;
+                    CacheStart::Cold
+                }
+            };
+            let described = format!("embedded, plan cache {}", cache.describe());
+            let answerer: Arc<dyn Answerer> =
+                Arc::new(EmbeddedAnswerer::start(&config, &kg, cache).await?);
+            Some((answerer, described))
+        } else {
+            None
+        };
         eval::text2cypher::run(
             store,
             eval::text2cypher::Text2CypherRun {
@@ -343,6 +390,8 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
                 progress: !args.no_progress,
                 llm,
                 constraint: config.llm.choice_constraint.as_str(),
+                pipeline,
+                max_answers: args.max_answers.unwrap_or(1000),
             },
         )
         .await

@@ -26,7 +26,9 @@ use kgmesh_agents::query_executor::grounded::{
 };
 use kgmesh_models::LanguageModel;
 use kgmesh_schemas::graph::Value;
+use kgmesh_schemas::messages::ask::{AskOptions, AskRequest};
 
+use super::answerer::Answerer;
 use super::metrics::{percentile, ratio};
 use kgmesh_stores::{GraphStore, QueryLimits};
 use serde::Serialize;
@@ -144,6 +146,11 @@ pub struct Text2CypherRun {
     pub llm: Option<Arc<dyn LanguageModel>>,
     /// How the model's server is held to the offered numbers, for the report.
     pub constraint: &'static str,
+    /// The whole pipeline (every role, as `kgmesh ask` starts them), asked each scored
+    /// question too, and what to say about it in the report.
+    pub pipeline: Option<(Arc<dyn Answerer>, String)>,
+    /// Answers the pipeline returns at most.
+    pub max_answers: u16,
 }
 
 #[derive(Debug, Serialize)]
@@ -167,6 +174,13 @@ struct Outcome {
     model_fallback: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     model_ms: Option<f64>,
+    /// The pipeline's answers (with `--pipeline`), and whether they are the right ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pipeline_answers: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pipeline_right: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pipeline_ms: Option<f64>,
     /// Some candidate among the first `LEARN_TRIES` gives the right answers.
     reachable: bool,
     candidates: usize,
@@ -217,10 +231,10 @@ pub(crate) async fn learn_from(
             continue;
         };
         tried += 1;
-        if planner
+        if !planner
             .learn(store, question, reference, limits)
             .await?
-            .is_some()
+            .is_empty()
         {
             learned += 1;
         }
@@ -439,6 +453,27 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
             }
             model_ms = Some(asked.elapsed().as_secs_f64() * 1e3);
         }
+        let (mut pipeline_answers, mut pipeline_right, mut pipeline_ms) = (None, None, None);
+        if let Some((pipeline, _)) = &run.pipeline {
+            let asked = Instant::now();
+            let request = AskRequest {
+                question: pair.question.clone(),
+                options: AskOptions {
+                    max_answers: Some(run.max_answers),
+                    ..AskOptions::default()
+                },
+            };
+            let answers: Vec<String> = match pipeline.ask(request).await {
+                Ok(reply) => reply.answers.into_iter().map(|a| a.text).collect(),
+                Err(error) => {
+                    tracing::warn!(%error, question = %pair.question, "the pipeline gave no reply");
+                    Vec::new()
+                }
+            };
+            pipeline_right = Some(!answers.is_empty() && reference.matches(&answers));
+            pipeline_answers = Some(answers);
+            pipeline_ms = Some(asked.elapsed().as_secs_f64() * 1e3);
+        }
         outcomes.push(Outcome {
             index: i,
             question: pair.question.clone(),
@@ -453,6 +488,9 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
             model_right,
             model_fallback,
             model_ms,
+            pipeline_answers,
+            pipeline_right,
+            pipeline_ms,
             reachable,
             candidates: ranked.len(),
             enumerate_ms,
@@ -617,6 +655,36 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
                 .unwrap_or_default(),
             percentile(&model_latency, 50.0),
             percentile(&model_latency, 99.0)
+        )?;
+    }
+    if let Some((_, described)) = &run.pipeline {
+        let right = outcomes
+            .iter()
+            .filter(|o| o.pipeline_right == Some(true))
+            .count();
+        let mut by_kind: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for o in &outcomes {
+            let entry = by_kind.entry(o.kind).or_default();
+            entry.0 += 1;
+            entry.1 += usize::from(o.pipeline_right == Some(true));
+        }
+        let mut pipeline_latency: Vec<f64> =
+            outcomes.iter().filter_map(|o| o.pipeline_ms).collect();
+        pipeline_latency.sort_by(f64::total_cmp);
+        writeln!(summary)?;
+        writeln!(
+            summary,
+            "Pipeline ({described}; at most {} answers): its answers are the right ones for \
+             **{right} of {total} ({:.1} %)**; {}. Per question p50 {:.0} ms, p99 {:.0} ms.",
+            run.max_answers,
+            percent(right, total),
+            by_kind
+                .iter()
+                .map(|(kind, (n, r))| format!("{kind} {:.1} %", percent(*r, *n)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            percentile(&pipeline_latency, 50.0),
+            percentile(&pipeline_latency, 99.0)
         )?;
     }
     std::fs::write(run.out.join("summary.md"), &summary).context("cannot write summary.md")?;

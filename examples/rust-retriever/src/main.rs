@@ -84,6 +84,7 @@ fn retrieve(role: &str, facts: &[Fact], request: &RetrieveRequest) -> RetrieveRe
                         rows: vec![vec![Value::String(fact.value.clone())]],
                         truncated: false,
                     },
+                    grounded: false,
                 },
             });
         }

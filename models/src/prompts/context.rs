@@ -63,7 +63,7 @@ pub fn verbalize(item: &EvidenceItem) -> String {
     match item {
         EvidenceItem::Triple(triple) => verbalize_triple(triple),
         EvidenceItem::Path(path) => verbalize_path(path),
-        EvidenceItem::Query { cypher, rows } => verbalize_rows(cypher, rows),
+        EvidenceItem::Query { cypher, rows, .. } => verbalize_rows(cypher, rows),
         EvidenceItem::Excerpt(excerpt) => format!(
             "passage from {}: {}",
             quote(&excerpt.citation()),

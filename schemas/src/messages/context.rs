@@ -23,6 +23,12 @@ pub enum EvidenceItem {
     Query {
         cypher: String,
         rows: Rows,
+        /// The query was written from the question itself (grounded Cypher: chosen
+        /// among the typed queries that exist around the question's values), so its
+        /// first column, in row order, is the answer. False for a query run as a plan
+        /// asked (the KG-Linker's, a replayed one), whose rows are evidence to weigh.
+        #[serde(default)]
+        grounded: bool,
     },
     /// A passage of an indexed document, or a fact a model read from one.
     Excerpt(Excerpt),

@@ -20,6 +20,7 @@
 
 mod enumerate;
 mod learn;
+pub mod plans;
 mod values;
 
 #[cfg(test)]
@@ -337,6 +338,8 @@ pub struct ModelChoice {
     /// Why the LLM-free choice stands in for the model's: a failed call, an unusable
     /// reply.
     pub fallback: Option<String>,
+    /// What the model call cost, when one answered.
+    pub usage: Option<kgmesh_models::Usage>,
 }
 
 /// Candidates a model is shown to choose among.
@@ -680,6 +683,7 @@ impl GroundedCypher {
                 picked: None,
                 offered: offered.len(),
                 fallback: None,
+                usage: None,
             });
         }
         let queries: Vec<String> = offered
@@ -694,6 +698,7 @@ impl GroundedCypher {
                 picked: None,
                 offered: offered.len(),
                 fallback: Some(why),
+                usage: None,
             }
         };
         let reply = match llm.chat(request).await {
@@ -706,21 +711,26 @@ impl GroundedCypher {
                 picked: Some(k),
                 offered: offered.len(),
                 fallback: None,
+                usage: Some(reply.usage),
             }),
-            Err(error) => Some(fallback(format!("unusable model reply: {error}"))),
+            Err(error) => Some(ModelChoice {
+                usage: Some(reply.usage),
+                ..fallback(format!("unusable model reply: {error}"))
+            }),
         }
     }
 
     /// Runs the best-ranked candidates (at most [`LEARN_TRIES`]) of a question with known
     /// answers and keeps it for [`GroundedCypher::fit`] when one of them gives those
-    /// answers. Returns the signature of the best-ranked right candidate.
+    /// answers. Returns the right candidates, best-ranked first (empty: none was right,
+    /// nothing kept).
     pub async fn learn<R: CypherRunner + ?Sized>(
         &mut self,
         runner: &R,
         question: &str,
         reference: &Reference,
         limits: &QueryLimits,
-    ) -> StoreResult<Option<String>> {
+    ) -> StoreResult<Vec<Candidate>> {
         let question = self.question(question);
         let mut tried = Vec::new();
         for (candidate, cold) in self.ranked(&question).into_iter().take(LEARN_TRIES) {
@@ -736,8 +746,31 @@ impl GroundedCypher {
         self.ranker.add(&question, &tried);
         Ok(tried
             .into_iter()
-            .find(|(_, _, right)| *right)
-            .map(|(candidate, _, _)| candidate.shape.signature))
+            .filter(|(_, _, right)| *right)
+            .map(|(candidate, _, _)| candidate)
+            .collect())
+    }
+
+    /// Keeps a question verified earlier (a grounded Cypher plan of the plan cache)
+    /// without running anything: its best-ranked candidates (at most [`LEARN_TRIES`])
+    /// are enumerated again, and those whose query, values written in, is one of
+    /// `verified` are the right ones. Returns whether any was (a plan learned on
+    /// other values or by other code matches none, and is not kept). Call
+    /// [`GroundedCypher::fit`] after adding.
+    pub fn learn_verified(&mut self, question: &str, verified: &[String]) -> bool {
+        let question = self.question(question);
+        let tried: Vec<(Candidate, f32, bool)> = self
+            .ranked(&question)
+            .into_iter()
+            .take(LEARN_TRIES)
+            .map(|(candidate, cold)| {
+                let right = verified.contains(&candidate.display());
+                (candidate, cold, right)
+            })
+            .collect();
+        let any = tried.iter().any(|(_, _, right)| *right);
+        self.ranker.add(&question, &tried);
+        any
     }
 
     /// The first column of a result as comparable texts: a node by its display name.
@@ -931,6 +964,16 @@ async fn with_rows<R: CypherRunner + ?Sized>(
 
 /// Whether a result holds an answer: a row with some value (an average over no rows
 /// is one row of null).
+/// Whether a graph is a property graph that grounded Cypher can serve: its nodes have
+/// labels, or properties besides their names. A graph of triples (unlabelled nodes
+/// with a name each) is served by the relation-path retrievers alone.
+pub fn is_property_graph(schema: &GraphSchema) -> bool {
+    schema
+        .labels
+        .iter()
+        .any(|label| !label.name.is_empty() || label.property_keys.iter().any(|k| k != "name"))
+}
+
 pub fn has_rows(rows: &Rows) -> bool {
     rows.rows
         .iter()

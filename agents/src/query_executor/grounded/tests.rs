@@ -365,7 +365,11 @@ async fn a_plan_learned_from_answers_is_replayed_for_a_similar_question_with_its
         .learn(&shop, asked, &reference, &limits())
         .await
         .expect("candidates run");
-    let signature = learned.expect("a candidate gives the known answer");
+    let signature = &learned
+        .first()
+        .expect("a candidate gives the known answer")
+        .shape
+        .signature;
     assert!(signature.contains("`country`"), "{signature}");
     assert_eq!(planner.learned_examples(), 1);
     planner.fit();
@@ -382,7 +386,7 @@ async fn a_plan_learned_from_answers_is_replayed_for_a_similar_question_with_its
     let ranked = planner.ranked(&parsed);
     let (same, other): (Vec<_>, Vec<_>) = ranked
         .iter()
-        .partition(|(c, _)| c.shape.signature == signature);
+        .partition(|(c, _)| &c.shape.signature == signature);
     assert!(!same.is_empty() && !other.is_empty());
     assert!(same
         .iter()
@@ -576,4 +580,55 @@ async fn the_choice_skips_candidates_that_return_no_row() {
             "{text}: chose a later candidate without rows"
         );
     }
+}
+
+#[tokio::test]
+async fn a_plan_stored_in_the_plan_cache_teaches_another_planner_what_learning_did() {
+    let shop = shop();
+    let mut teacher = planner(&shop).await;
+    let asked = "What is the origin of the goods that Konbu comes from?";
+    let similar = "What is the origin of the goods that Chai comes from?";
+    let reference = Reference {
+        answers: vec!["Japan".into()],
+        ordered: false,
+        unlimited: None,
+        ties: None,
+    };
+    let right = teacher
+        .learn(&shop, asked, &reference, &limits())
+        .await
+        .expect("candidates run");
+    assert!(!right.is_empty());
+    let entry = plans::entry(asked, reference.answers.clone(), &right);
+    assert!(plans::is_cypher_key(&plans::key(asked)));
+    assert_eq!(
+        plans::key(asked),
+        plans::key("  what is the ORIGIN of the goods that konbu comes from")
+    );
+    assert!(
+        entry.plan.cypher[0].contains("'Konbu'"),
+        "{:?}",
+        entry.plan.cypher
+    );
+    // Through the store's JSON, into a planner that ran nothing.
+    let stored: kgmesh_schemas::messages::cache::CacheEntry =
+        serde_json::from_str(&serde_json::to_string(&entry).unwrap()).unwrap();
+    let mut student = planner(&shop).await;
+    assert_ne!(
+        answers(&shop, &student, similar).await,
+        ["UK"],
+        "cold already answers"
+    );
+    let stale = kgmesh_schemas::messages::cache::CacheEntry {
+        plan: kgmesh_schemas::messages::cache::Plan {
+            cypher: vec!["MATCH (n) RETURN n.`gone` AS answer".into()],
+            ..Default::default()
+        },
+        ..stored.clone()
+    };
+    let learned = plans::learn(&mut student, [&stored, &stale]);
+    assert_eq!(learned, plans::Learned { kept: 1, stale: 1 });
+    student.fit();
+    assert_eq!(student.learned_examples(), 1);
+    assert_eq!(answers(&shop, &student, similar).await, ["UK"]);
 }
