@@ -425,3 +425,43 @@ fn warmed_grounded_plans_teach_the_query_executor_of_ask() {
         "the pipeline answers {share} % right: {line}"
     );
 }
+
+/// With the embedder (all-MiniLM-L6-v2, found by `embedder.kind = auto`), a category
+/// value named in other words is grounded ("German" → `country = 'Germany'`); with
+/// lexical matching only, it is not.
+#[test]
+fn a_category_named_in_other_words_is_grounded_with_the_embedder() {
+    let (csv, mapping) = northwind();
+    let minilm = repo_root().join("models-cache/all-MiniLM-L6-v2");
+    let ask = |kind: &str| {
+        let mut command = kgmesh();
+        command
+            .env("KGMESH_MINILM_DIR", &minilm)
+            .env("KGMESH__EMBEDDER__KIND", kind)
+            .args(["cypher", "--kg"])
+            .arg(&csv)
+            .arg("--mapping")
+            .arg(&mapping)
+            .args(["--ask", "Which suppliers are German?"]);
+        run(command)
+    };
+    let (code, stdout, stderr) = ask("auto");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("category values embedded with all-MiniLM-L6-v2"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\"Germany\""), "{stderr}");
+    assert_eq!(
+        rows(&stdout),
+        [
+            "Heli Süßwaren GmbH & Co. KG",
+            "Nord-Ost-Fisch Handelsgesellschaft mbH",
+            "Plutzer Lebensmittelgroßmärkte AG"
+        ],
+        "{stderr}"
+    );
+    let (code, _, stderr) = ask("none");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("Germany"), "{stderr}");
+}

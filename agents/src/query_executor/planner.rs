@@ -13,7 +13,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kgmesh_models::LanguageModel;
+use kgmesh_models::{Embedder, LanguageModel};
 use kgmesh_schemas::messages::cache::CacheEntry;
 use kgmesh_schemas::messages::context::{Evidence, EvidenceItem};
 use kgmesh_schemas::Role;
@@ -53,6 +53,8 @@ pub struct GroundedRetriever {
     graph: Arc<dyn GraphStore>,
     plans: Option<Arc<dyn PlanStore>>,
     llm: Option<Arc<dyn LanguageModel>>,
+    /// Matches the question's other words to the graph's category values.
+    embedder: Option<Arc<dyn Embedder>>,
     mode: GroundedMode,
     /// `None` once known to be off for this graph (or unreadable: said once).
     ready: OnceCell<Option<Arc<Ready>>>,
@@ -63,12 +65,14 @@ impl GroundedRetriever {
         graph: Arc<dyn GraphStore>,
         plans: Option<Arc<dyn PlanStore>>,
         llm: Option<Arc<dyn LanguageModel>>,
+        embedder: Option<Arc<dyn Embedder>>,
         mode: GroundedMode,
     ) -> Self {
         Self {
             graph,
             plans,
             llm,
+            embedder,
             mode,
             ready: OnceCell::new(),
         }
@@ -120,10 +124,21 @@ impl GroundedRetriever {
                 return None;
             }
         };
+        if let Some(embedder) = &self.embedder {
+            match planner.use_embedder(embedder.clone()).await {
+                Ok(count) => tracing::debug!(count, "grounded Cypher: category values embedded"),
+                Err(error) => tracing::warn!(
+                    %error,
+                    "grounded Cypher: category values not embedded; whole and near matches only"
+                ),
+            }
+        }
         if let Some(store) = &self.plans {
             match store.load_cypher().await {
                 Ok(entries) => {
-                    let learned = plans::learn(&mut planner, entries.iter().map(|(_, e)| e));
+                    let entries: Vec<CacheEntry> =
+                        entries.into_iter().map(|(_, entry)| entry).collect();
+                    let learned = plans::learn(&mut planner, &entries).await;
                     planner.fit();
                     tracing::info!(
                         kept = learned.kept,
@@ -200,7 +215,7 @@ impl GroundedRetriever {
             std::mem::take(&mut *ready.pending.lock().unwrap_or_else(|p| p.into_inner()));
         if !pending.is_empty() {
             let mut planner = ready.planner.write().await;
-            plans::learn(&mut planner, &pending);
+            plans::learn(&mut planner, &pending).await;
             planner.fit();
         }
         let planner = ready.planner.read().await;
@@ -209,7 +224,7 @@ impl GroundedRetriever {
             timeout: ctx.remaining().min(Duration::from_secs(10)),
             ..QueryLimits::default()
         };
-        let parsed = planner.question(question);
+        let parsed = planner.read_question(question).await;
         let ranked = planner.ranked(&parsed);
         if ranked.is_empty() {
             return (Vec::new(), notes);

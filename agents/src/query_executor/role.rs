@@ -131,6 +131,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         graph.clone(),
         deps.plan_store.clone(),
         deps.llm_for(Role::QUERY_EXECUTOR),
+        deps.embedder.clone(),
         deps.retrieval.grounded_cypher,
     ));
     // Read the graph's values before the first question asks for them.

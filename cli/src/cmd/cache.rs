@@ -314,6 +314,12 @@ async fn warm_cypher(config: &Config, args: &WarmArgs, mapping: PathBuf) -> anyh
     let mut planner = GroundedCypher::read(graph.as_ref(), (*schema).clone(), &limits)
         .await
         .context("cannot read the graph's values")?;
+    crate::eval::text2cypher::use_embedder(
+        &mut planner,
+        super::ask::embedder(config).await?,
+        "kgmesh cache warm",
+    )
+    .await;
     println!(
         "read {} question pairs from {}{}; learning grounded Cypher plans",
         pairs.len(),

@@ -141,6 +141,14 @@ async fn ask(
     let mut planner = GroundedCypher::read(graph, (*schema).clone(), &read_limits)
         .await
         .context("cannot read the graph's values")?;
+    if question.is_some() || args.learn.is_some() {
+        crate::eval::text2cypher::use_embedder(
+            &mut planner,
+            super::ask::embedder(config).await?,
+            "kgmesh cypher",
+        )
+        .await;
+    }
     if let Some(path) = args.plans.as_ref().filter(|p| p.exists()) {
         let file = std::fs::File::open(path)
             .with_context(|| format!("cannot read learned plans from {}", path.display()))?;
@@ -185,7 +193,7 @@ async fn ask(
     let Some(question) = question else {
         return Ok(None);
     };
-    let parsed = planner.question(question);
+    let parsed = planner.read_question(question).await;
     let ranked = planner.ranked(&parsed);
     // With a model configured it picks among the best candidates; without one, or
     // when its reply is unusable, the LLM-free ranking chooses (and says so).

@@ -392,6 +392,7 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
                 constraint: config.llm.choice_constraint.as_str(),
                 pipeline,
                 max_answers: args.max_answers.unwrap_or(1000),
+                embedder: crate::cmd::ask::embedder(&config).await?,
             },
         )
         .await

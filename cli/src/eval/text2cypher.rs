@@ -24,7 +24,7 @@ use kgmesh_agents::qa::Fold;
 use kgmesh_agents::query_executor::grounded::{
     plain_text, GroundedCypher, Reference, Ties, EXISTENCE_TRIES, LEARN_TRIES, MODEL_CHOICES,
 };
-use kgmesh_models::LanguageModel;
+use kgmesh_models::{Embedder, LanguageModel};
 use kgmesh_schemas::graph::Value;
 use kgmesh_schemas::messages::ask::{AskOptions, AskRequest};
 
@@ -151,6 +151,8 @@ pub struct Text2CypherRun {
     pub pipeline: Option<(Arc<dyn Answerer>, String)>,
     /// Answers the pipeline returns at most.
     pub max_answers: u16,
+    /// Matches questions' words to category values by embedding.
+    pub embedder: Option<Arc<dyn Embedder>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -251,6 +253,29 @@ pub(crate) async fn learn_from(
     Ok((tried, learned))
 }
 
+/// Gives the planner an embedder, so that questions naming category values in other
+/// words are grounded; says how many values were embedded, or why none were.
+pub(crate) async fn use_embedder(
+    planner: &mut GroundedCypher,
+    embedder: Option<Arc<dyn Embedder>>,
+    prefix: &str,
+) {
+    let Some(embedder) = embedder else {
+        return;
+    };
+    let started = Instant::now();
+    match planner.use_embedder(embedder.clone()).await {
+        Ok(count) => eprintln!(
+            "{prefix}: {count} category values embedded with {} in {:.1?}",
+            embedder.name(),
+            started.elapsed()
+        ),
+        Err(error) => eprintln!(
+            "{prefix}: category values not embedded ({error}); values are matched by their words only"
+        ),
+    }
+}
+
 pub(crate) fn read_pairs(path: &Path) -> anyhow::Result<Vec<Pair>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -300,6 +325,7 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
     let mut planner = GroundedCypher::read(store.as_ref(), (*schema).clone(), &limits)
         .await
         .context("cannot read the graph's values")?;
+    use_embedder(&mut planner, run.embedder.clone(), "kgmesh eval").await;
     eprintln!(
         "kgmesh eval: text2cypher: {} labels, {} text values indexed in {:.1?}",
         planner.values().labels.len(),
@@ -364,7 +390,7 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         };
         let pair = &pairs[i];
         let timer = Instant::now();
-        let question = planner.question(&pair.question);
+        let question = planner.read_question(&pair.question).await;
         let ranked = planner.ranked(&question);
         let enumerate_ms = timer.elapsed().as_secs_f64() * 1e3;
         for (candidate, _) in &ranked {
@@ -546,6 +572,13 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         ),
         None => "model none; grounded Cypher, LLM-free".to_owned(),
     };
+    let model = format!(
+        "{model}; values grounded by their words{}",
+        match planner.embedder() {
+            Some(embedder) => format!(" and by embedding ({})", embedder.name()),
+            None => String::new(),
+        }
+    );
     writeln!(
         summary,
         "Configuration: graph {}; {model}; fold {}; learned \

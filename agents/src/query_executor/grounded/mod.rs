@@ -27,12 +27,13 @@ mod values;
 mod tests;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use kgmesh_models::lexical::text;
 use kgmesh_models::parse;
 use kgmesh_models::prompts::cypher_choice;
-use kgmesh_models::LanguageModel;
+use kgmesh_models::{EmbedError, Embedder, LanguageModel};
 use kgmesh_schemas::graph::{GraphSchema, Rows, Value};
 use kgmesh_stores::{GraphStore, QueryLimits, StoreResult};
 
@@ -353,6 +354,7 @@ pub struct GroundedCypher {
     values: GraphValues,
     schema: GraphSchema,
     ranker: learn::Ranker,
+    embedder: Option<Arc<dyn Embedder>>,
     /// Candidates enumerated at most per question.
     pub max_candidates: usize,
 }
@@ -375,6 +377,7 @@ impl GroundedCypher {
             values,
             schema,
             ranker: learn::Ranker::default(),
+            embedder: None,
             max_candidates: 5_000,
         })
     }
@@ -432,8 +435,55 @@ impl GroundedCypher {
         self.ranker.fit(learn::EPOCHS);
     }
 
-    pub fn question(&self, text: &str) -> Question {
+    /// Embeds the graph's category values with `embedder`, and keeps it to embed the
+    /// words of questions: [`GroundedCypher::read_question`] then grounds values named
+    /// in other words ("German suppliers" → `country = 'Germany'`). Returns how many
+    /// values were embedded.
+    pub async fn use_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<usize, EmbedError> {
+        let embedded = self.values.embed_categories(embedder.as_ref()).await?;
+        self.embedder = Some(embedder);
+        Ok(embedded)
+    }
+
+    /// The embedder questions are read with, if any ([`GroundedCypher::use_embedder`]).
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// A question read against the graph: [`GroundedCypher::question`], and with an
+    /// embedder ([`GroundedCypher::use_embedder`]) the question's other words matched
+    /// to category values too. A failed embedding leaves the whole-word and near
+    /// matches, and says so in the log.
+    pub async fn read_question(&self, text: &str) -> Question {
         let mut groundings = self.values.ground(text);
+        if let Some(embedder) = self
+            .embedder
+            .as_ref()
+            .filter(|_| self.values.has_categories())
+        {
+            let phrases = self.values.free_phrases(text, &groundings);
+            if !phrases.is_empty() {
+                let texts: Vec<String> = phrases.iter().map(|(_, p)| p.clone()).collect();
+                match embedder.embed(&texts).await {
+                    Ok(vectors) => {
+                        groundings.extend(self.values.ground_semantic(&phrases, &vectors))
+                    }
+                    Err(error) => tracing::warn!(
+                        %error,
+                        "grounded Cypher: question words not embedded; whole and near matches only"
+                    ),
+                }
+            }
+        }
+        self.question_from(text, groundings)
+    }
+
+    /// A question read against the graph by whole words and near misses only.
+    pub fn question(&self, text: &str) -> Question {
+        self.question_from(text, self.values.ground(text))
+    }
+
+    fn question_from(&self, text: &str, mut groundings: Vec<Grounding>) -> Question {
         // Pairs of groundings multiply candidates: a question naming dozens of values
         // (or a pasted list) keeps its longest mentions.
         groundings.truncate(MAX_GROUNDINGS);
@@ -731,7 +781,7 @@ impl GroundedCypher {
         reference: &Reference,
         limits: &QueryLimits,
     ) -> StoreResult<Vec<Candidate>> {
-        let question = self.question(question);
+        let question = self.read_question(question).await;
         let mut tried = Vec::new();
         for (candidate, cold) in self.ranked(&question).into_iter().take(LEARN_TRIES) {
             let right = match runner
@@ -757,8 +807,8 @@ impl GroundedCypher {
     /// `verified` are the right ones. Returns whether any was (a plan learned on
     /// other values or by other code matches none, and is not kept). Call
     /// [`GroundedCypher::fit`] after adding.
-    pub fn learn_verified(&mut self, question: &str, verified: &[String]) -> bool {
-        let question = self.question(question);
+    pub async fn learn_verified(&mut self, question: &str, verified: &[String]) -> bool {
+        let question = self.read_question(question).await;
         let tried: Vec<(Candidate, f32, bool)> = self
             .ranked(&question)
             .into_iter()

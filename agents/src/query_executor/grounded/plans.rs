@@ -55,16 +55,16 @@ pub struct Learned {
 
 /// Adds stored plans to what `planner` learns from (call [`GroundedCypher::fit`]
 /// afterwards). Entries without queries are skipped.
-pub fn learn<'a>(
-    planner: &mut GroundedCypher,
-    entries: impl IntoIterator<Item = &'a CacheEntry>,
-) -> Learned {
+pub async fn learn(planner: &mut GroundedCypher, entries: &[CacheEntry]) -> Learned {
     let mut learned = Learned::default();
     for entry in entries {
         if entry.plan.cypher.is_empty() {
             continue;
         }
-        if planner.learn_verified(&entry.question, &entry.plan.cypher) {
+        if planner
+            .learn_verified(&entry.question, &entry.plan.cypher)
+            .await
+        {
             learned.kept += 1;
         } else {
             learned.stale += 1;

@@ -91,7 +91,7 @@ async fn planner(shop: &Shop) -> GroundedCypher {
 }
 
 async fn answers(shop: &Shop, planner: &GroundedCypher, question: &str) -> Vec<String> {
-    let parsed = planner.question(question);
+    let parsed = planner.read_question(question).await;
     let choice = planner
         .choose(&parsed, &planner.ranked(&parsed))
         .unwrap_or_else(|| panic!("no candidate for {question:?}"));
@@ -626,9 +626,102 @@ async fn a_plan_stored_in_the_plan_cache_teaches_another_planner_what_learning_d
         },
         ..stored.clone()
     };
-    let learned = plans::learn(&mut student, [&stored, &stale]);
+    let learned = plans::learn(&mut student, &[stored, stale]).await;
     assert_eq!(learned, plans::Learned { kept: 1, stale: 1 });
     student.fit();
     assert_eq!(student.learned_examples(), 1);
     assert_eq!(answers(&shop, &student, similar).await, ["UK"]);
+}
+
+/// An embedder that knows a few words: each maps to an axis (or between two axes); any
+/// other text points along an axis of its own.
+struct Axes;
+
+#[async_trait]
+impl kgmesh_models::Embedder for Axes {
+    fn name(&self) -> &str {
+        "axes"
+    }
+    fn dim(&self) -> usize {
+        8
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
+        let axis = |i: usize| {
+            let mut v = vec![0.0; 8];
+            v[i] = 1.0;
+            v
+        };
+        let between = |a: usize, b: usize, wa: f32| {
+            let mut v = vec![0.0; 8];
+            v[a] = wa;
+            v[b] = (1.0 - wa * wa).sqrt();
+            v
+        };
+        if texts.iter().any(|t| t.contains("fail")) {
+            return Err(kgmesh_models::EmbedError::Remote("down".into()));
+        }
+        Ok(texts
+            .iter()
+            .map(|t| match t.to_lowercase().as_str() {
+                "germany" | "german" => axis(0),
+                "japan" => axis(1),
+                "uk" => axis(2),
+                // Near Japan, but not near enough.
+                "asian" => between(1, 7, 0.5),
+                // Between Japan and Germany: no lead.
+                "island" => between(1, 0, 0.7),
+                _ => axis(7),
+            })
+            .collect())
+    }
+}
+
+#[tokio::test]
+async fn category_values_named_in_other_words_are_grounded_by_embedding() {
+    let shop = shop();
+    let mut planner = planner(&shop).await;
+    // Without an embedder, "German" names no value.
+    let plain = planner.read_question("Which suppliers are German?").await;
+    assert!(plain.groundings.is_empty(), "{:?}", plain.groundings);
+    let embedded = planner
+        .use_embedder(std::sync::Arc::new(Axes))
+        .await
+        .unwrap();
+    assert!(embedded >= 3, "countries and categories: {embedded}");
+    let question = planner.read_question("Which suppliers are German?").await;
+    let values: Vec<(&str, &str, String)> = question
+        .groundings
+        .iter()
+        .map(|g| (g.label.as_str(), g.key.as_str(), plain_text(&g.value)))
+        .collect();
+    assert_eq!(values, [("Supplier", "country", "Germany".to_owned())]);
+    assert_eq!(
+        answers(&shop, &planner, "Which suppliers are German?").await,
+        ["Heli Süßwaren"]
+    );
+    // Words of the schema are not looked up; a value found whole is not looked up again.
+    let phrases = planner.values().free_phrases(
+        "Which suppliers are from Japan?",
+        &planner
+            .question("Which suppliers are from Japan?")
+            .groundings,
+    );
+    assert!(phrases.is_empty(), "{phrases:?}");
+    // Too far, or no clear lead: nothing.
+    for far in [
+        "Which suppliers are Asian?",
+        "Which suppliers are on an island?",
+    ] {
+        let question = planner.read_question(far).await;
+        assert!(
+            question.groundings.is_empty(),
+            "{far}: {:?}",
+            question.groundings
+        );
+    }
+    // A failed embedding keeps what words find.
+    let question = planner
+        .read_question("Which products does Exotic Liquids supply, fail?")
+        .await;
+    assert_eq!(question.groundings.len(), 1, "{:?}", question.groundings);
 }

@@ -7,11 +7,27 @@
 use std::collections::{HashMap, HashSet};
 
 use kgmesh_models::lexical::{text, Gazetteer};
+use kgmesh_models::{cosine, EmbedError, Embedder};
 use kgmesh_schemas::graph::{GraphSchema, Value};
 use kgmesh_schemas::NodeId;
 use kgmesh_stores::{QueryLimits, StoreResult};
 
 use super::CypherRunner;
+
+/// A text key with at most this many distinct values holds categories (countries,
+/// cities, category names, job titles): what a question may name in other words
+/// ("German" for Germany, "drinks" for Beverages). Its values are embedded for
+/// [`GraphValues::ground_semantic`]; names of single things are matched whole or near.
+pub const SEMANTIC_MAX_DISTINCT: usize = 100;
+/// The cosine (all-MiniLM-L6-v2) a question word must reach with a category value to
+/// stand for it, and its lead over the next value. Measured on Northwind values:
+/// demonyms and hypernyms reach 0.62–0.90 ("mexican" → Mexico 0.76, "drinks" →
+/// Beverages 0.90), question words that name no value stay under 0.45 ("expensive",
+/// "shipped", "discount"); the text2cypher dev pairs chose these bounds.
+pub const SEMANTIC_MIN: f32 = 0.6;
+pub const SEMANTIC_LEAD: f32 = 0.05;
+/// Words of a phrase looked up by embedding at most.
+const SEMANTIC_WORDS: usize = 2;
 
 /// A text key with more distinct values than this is not indexed (free text such as
 /// addresses and notes): its values are not the names questions use.
@@ -78,6 +94,19 @@ pub struct GraphValues {
     /// The toolkit's one name index over `indexed`, each value named by its place
     /// there: near-misses ("Exotic Liquid" for "Exotic Liquids").
     near: Option<Gazetteer>,
+    /// Category values with their embeddings, once [`GraphValues::embed_categories`]
+    /// ran: each distinct text with its places in `indexed`.
+    categories: Vec<Category>,
+    /// Stems of every label and key: a question word naming the schema ("city",
+    /// "suppliers") is no value.
+    schema_stems: HashSet<String>,
+}
+
+#[derive(Debug)]
+struct Category {
+    text: String,
+    places: Vec<usize>,
+    vector: Vec<f32>,
 }
 
 /// Backticks a label, type or key for Cypher.
@@ -198,6 +227,22 @@ impl GraphValues {
                 });
             }
         }
+        values.schema_stems = values
+            .labels
+            .iter()
+            .flat_map(|l| {
+                l.stems
+                    .iter()
+                    .chain(l.properties.iter().flat_map(|p| p.stems.iter()))
+            })
+            .chain(
+                values
+                    .relationship_numbers
+                    .iter()
+                    .flat_map(|p| p.stems.iter()),
+            )
+            .cloned()
+            .collect();
         values.near = Some(Gazetteer::build(
             values
                 .indexed
@@ -278,6 +323,145 @@ impl GraphValues {
             taken[start..end].iter_mut().for_each(|t| *t = true);
             let places = mention.candidates.iter().map(|c| c.entity.id.0 as usize);
             self.push_holders(places, (start, end), &mut found);
+        }
+        found
+    }
+
+    /// Embeds the values of category keys (at most [`SEMANTIC_MAX_DISTINCT`] distinct
+    /// values) for [`GraphValues::ground_semantic`]. Returns how many were embedded.
+    pub async fn embed_categories(&mut self, embedder: &dyn Embedder) -> Result<usize, EmbedError> {
+        let mut places: Vec<(String, Vec<usize>)> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        let mut keys: Vec<&(usize, String)> = self
+            .texts
+            .iter()
+            .filter(|(_, texts)| texts.len() <= SEMANTIC_MAX_DISTINCT)
+            .map(|(key, _)| key)
+            .collect();
+        keys.sort();
+        for (label, key) in keys {
+            for value in &self.texts[&(*label, key.clone())] {
+                let words = text::words(value);
+                // Codes ("ID", "EC1 4SD") sit near unrelated words in embedding space
+                // ("identify" → ID): they are matched by their words only.
+                let letters = value.chars().filter(|c| c.is_alphabetic()).count();
+                if letters < 3 || words.iter().any(|w| w.chars().any(|c| c.is_ascii_digit())) {
+                    continue;
+                }
+                let Some(holders) = self.by_words.get(&words.join(" ")) else {
+                    continue;
+                };
+                let mine = holders.iter().copied().filter(|&i| {
+                    let (l, k, _) = &self.indexed[i];
+                    l == label && k == key
+                });
+                let slot = *at.entry(words.join(" ")).or_insert_with(|| {
+                    places.push((value.clone(), Vec::new()));
+                    places.len() - 1
+                });
+                places[slot].1.extend(mine);
+            }
+        }
+        let texts: Vec<String> = places.iter().map(|(text, _)| text.clone()).collect();
+        let vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            embedder.embed(&texts).await?
+        };
+        self.categories = places
+            .into_iter()
+            .zip(vectors)
+            .map(|((text, places), vector)| Category {
+                text,
+                places,
+                vector,
+            })
+            .collect();
+        Ok(self.categories.len())
+    }
+
+    /// Whether category values were embedded ([`GraphValues::embed_categories`]).
+    pub fn has_categories(&self) -> bool {
+        !self.categories.is_empty()
+    }
+
+    /// The phrases of a question that [`GraphValues::ground_semantic`] looks up: runs of
+    /// one or two words outside the mentions `found` and quoted texts, none a stop
+    /// word, a number or a word of the schema's labels and keys.
+    pub fn free_phrases(
+        &self,
+        question: &str,
+        found: &[Grounding],
+    ) -> Vec<((usize, usize), String)> {
+        let words = text::words(question);
+        let mut free: Vec<bool> = words
+            .iter()
+            .map(|w| {
+                !text::is_stop_word(w)
+                    && !w.chars().all(|c| c.is_ascii_digit())
+                    && !self.schema_stems.contains(&text::stem(w))
+            })
+            .collect();
+        for g in found {
+            for flag in free.iter_mut().take(g.span.1).skip(g.span.0) {
+                *flag = false;
+            }
+        }
+        // A quoted text is meant as written ("described as 'boxes'").
+        for (range, _) in text::quoted_texts(question) {
+            let start = text::words(&question[..range.start]).len();
+            let len = text::words(&question[range]).len();
+            for flag in free.iter_mut().skip(start).take(len) {
+                *flag = false;
+            }
+        }
+        let mut phrases = Vec::new();
+        for width in 1..=SEMANTIC_WORDS {
+            for start in 0..words.len().saturating_sub(width - 1) {
+                let end = start + width;
+                if free[start..end].iter().all(|f| *f) {
+                    phrases.push(((start, end), words[start..end].join(" ")));
+                }
+            }
+        }
+        phrases
+    }
+
+    /// Category values named in other words: each phrase (from
+    /// [`GraphValues::free_phrases`], with its embedding) that comes within
+    /// [`SEMANTIC_MIN`] of a category value, [`SEMANTIC_LEAD`] ahead of the next one,
+    /// grounds that value; longer phrases first, none overlapping another.
+    pub fn ground_semantic(
+        &self,
+        phrases: &[((usize, usize), String)],
+        vectors: &[Vec<f32>],
+    ) -> Vec<Grounding> {
+        let mut found = Vec::new();
+        let mut order: Vec<usize> = (0..phrases.len().min(vectors.len())).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(phrases[i].0 .1 - phrases[i].0 .0));
+        let mut taken: Vec<(usize, usize)> = Vec::new();
+        for i in order {
+            let span = phrases[i].0;
+            if taken.iter().any(|t| t.0 < span.1 && span.0 < t.1) {
+                continue;
+            }
+            let (mut best, mut second) = ((f32::MIN, 0usize), f32::MIN);
+            for (c, category) in self.categories.iter().enumerate() {
+                let similarity = cosine(&vectors[i], &category.vector);
+                if similarity > best.0 {
+                    second = best.0;
+                    best = (similarity, c);
+                } else if similarity > second {
+                    second = similarity;
+                }
+            }
+            if best.0 < SEMANTIC_MIN || best.0 - second < SEMANTIC_LEAD {
+                continue;
+            }
+            let category = &self.categories[best.1];
+            tracing::debug!(phrase = %phrases[i].1, value = %category.text, cosine = best.0, "grounded by embedding");
+            taken.push(span);
+            self.push_holders(category.places.iter().copied(), span, &mut found);
         }
         found
     }
