@@ -339,12 +339,6 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
         // A configured model picks among the best candidates, scored beside them.
         let llm = crate::cmd::ask::language_model(&config)?;
         let pipeline = if args.pipeline {
-            let Some(kg) = args.kg.clone().or_else(|| config.graph.path.clone()) else {
-                bail!("--pipeline needs the graph as --kg (a Bolt --store is not supported)");
-            };
-            if args.store.is_some() {
-                bail!("--pipeline needs the graph as --kg (a Bolt --store is not supported)");
-            }
             let mut config = config.clone();
             let cache = match &args.cache_file {
                 Some(warm) => {
@@ -372,9 +366,13 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
                     CacheStart::Cold
                 }
             };
-            let described = format!("embedded, plan cache {}", cache.describe());
+            let described = format!(
+                "embedded on {}, plan cache {}",
+                source.describe(),
+                cache.describe()
+            );
             let answerer: Arc<dyn Answerer> =
-                Arc::new(EmbeddedAnswerer::start(&config, &kg, cache).await?);
+                Arc::new(EmbeddedAnswerer::start_on(&config, &source, cache).await?);
             Some((answerer, described))
         } else {
             None

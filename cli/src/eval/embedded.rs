@@ -28,13 +28,26 @@ pub struct EmbeddedAnswerer {
 impl EmbeddedAnswerer {
     /// Loads the KG and starts every role in-process.
     pub async fn start(config: &Config, kg: &Path, cache: CacheStart) -> Result<Self, AnswerError> {
+        Self::start_on(config, &GraphSource::File(kg.to_owned()), cache).await
+    }
+
+    /// Starts every role in-process on a graph file or database.
+    pub async fn start_on(
+        config: &Config,
+        source: &GraphSource,
+        cache: CacheStart,
+    ) -> Result<Self, AnswerError> {
         let started = Instant::now();
         let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
-        let roles = EmbeddedRoles::start(config, bus.clone(), &GraphSource::File(kg.to_owned()))
+        let roles = EmbeddedRoles::start(config, bus.clone(), source)
             .await
             .map_err(|error| AnswerError::Unavailable(format!("{error:#}")))?;
         let coordinator = Coordinator::new(bus, coordinator_config(config));
-        let mut description = describe_config(config, Some(kg), &cache);
+        let kg = match source {
+            GraphSource::File(path) => Some(path.as_path()),
+            _ => None,
+        };
+        let mut description = describe_config(config, kg, &cache);
         description.roles = roles.role_names();
         description.k_values = Some(k_values(coordinator.config()));
         description.setup_ms = Some(started.elapsed().as_secs_f64() * 1e3);

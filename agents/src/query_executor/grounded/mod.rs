@@ -1014,6 +1014,12 @@ async fn with_rows<R: CypherRunner + ?Sized>(
 
 /// Whether a result holds an answer: a row with some value (an average over no rows
 /// is one row of null).
+pub fn has_rows(rows: &Rows) -> bool {
+    rows.rows
+        .iter()
+        .any(|row| row.iter().any(|value| !matches!(value, Value::Null)))
+}
+
 /// Whether a graph is a property graph that grounded Cypher can serve: its nodes have
 /// labels, or properties besides their names. A graph of triples (unlabelled nodes
 /// with a name each) is served by the relation-path retrievers alone.
@@ -1022,12 +1028,6 @@ pub fn is_property_graph(schema: &GraphSchema) -> bool {
         .labels
         .iter()
         .any(|label| !label.name.is_empty() || label.property_keys.iter().any(|k| k != "name"))
-}
-
-pub fn has_rows(rows: &Rows) -> bool {
-    rows.rows
-        .iter()
-        .any(|row| row.iter().any(|value| !matches!(value, Value::Null)))
 }
 
 /// How well a candidate fits a question without any learned plan.
