@@ -168,6 +168,9 @@ impl GroundedRetriever {
     /// shared bucket): they are learned before the next question.
     pub async fn follow_plans(self: &Arc<Self>) {
         let Some(store) = &self.plans else { return };
+        if self.ready().await.is_none() {
+            return;
+        }
         let changes = match store.changes().await {
             Ok(Some(changes)) => changes,
             Ok(None) => return,

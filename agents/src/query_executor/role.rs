@@ -36,14 +36,15 @@ impl QueryExecutor {
         request: RetrieveRequest,
     ) -> Result<RetrieveReply, AgentError> {
         ctx.check_deadline()?;
-        let started = Instant::now();
-        let limits = limits_from_budget(ctx.budget(), None, None);
-        // The question's own query, once: later rounds would write the same one.
+        // The question's own query, once: later rounds would write the same one. It
+        // records its own rows and store time.
         let (grounded, grounded_notes) = if ctx.round() <= 1 {
             self.grounded.retrieve(&ctx, &request.question).await
         } else {
             (Vec::new(), Vec::new())
         };
+        let started = Instant::now();
+        let limits = limits_from_budget(ctx.budget(), None, None);
         let mut executed = execute_all(
             self.graph.as_ref(),
             Role::QUERY_EXECUTOR,

@@ -85,11 +85,25 @@ async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> a
             deps = deps.with_vectors(vectors);
         }
     }
-    if entry.name == kgmesh_schemas::Role::CACHE_MANAGER
-        || entry.name == kgmesh_schemas::Role::QUERY_EXECUTOR
-    {
-        // Every replica shares one cache in JetStream KV: the cache manager's
-        // relation-path plans, the query executor's grounded Cypher plans.
+    if entry.name == kgmesh_schemas::Role::QUERY_EXECUTOR {
+        // The grounded Cypher plans of the shared plan cache, when JetStream is there;
+        // without them grounded Cypher starts cold, and the role serves as before.
+        match kgmesh_agents::cache_manager::persist::KvPlanStore::open(
+            nats_client.clone(),
+            &config.cache.kv_bucket,
+        )
+        .await
+        {
+            Ok(store) => deps = deps.with_plan_store(Arc::new(store)),
+            Err(error) => tracing::warn!(
+                %error,
+                bucket = %config.cache.kv_bucket,
+                "no plan cache in JetStream KV: grounded Cypher starts cold (is JetStream enabled: nats-server -js?)"
+            ),
+        }
+    }
+    if entry.name == kgmesh_schemas::Role::CACHE_MANAGER {
+        // Every replica shares one cache in JetStream KV.
         let store = kgmesh_agents::cache_manager::persist::KvPlanStore::open(
             nats_client.clone(),
             &config.cache.kv_bucket,
