@@ -321,19 +321,23 @@ fn warmed_grounded_plans_teach_the_query_executor_of_ask() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("plans.jsonl");
     let cache_arg = cache.display().to_string();
-    let (code, stdout, stderr) = kgmesh_run(&[
-        "cache",
-        "warm",
-        "--kg",
-        &csv,
-        "--mapping",
-        &mapping,
-        "--import",
-        &pairs.display().to_string(),
-        "--cache-file",
-        &cache_arg,
-        "--no-progress",
-    ]);
+    let pairs_arg = pairs.display().to_string();
+    let warm = || {
+        kgmesh_run(&[
+            "cache",
+            "warm",
+            "--kg",
+            &csv,
+            "--mapping",
+            &mapping,
+            "--import",
+            &pairs_arg,
+            "--cache-file",
+            &cache_arg,
+            "--no-progress",
+        ])
+    };
+    let (code, stdout, stderr) = warm();
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("verified     5"), "{stdout}");
     assert!(
@@ -345,19 +349,7 @@ fn warmed_grounded_plans_teach_the_query_executor_of_ask() {
     assert!(stdout.contains("0 entries"), "not relation plans: {stdout}");
     assert!(stdout.contains("5 grounded Cypher plans"), "{stdout}");
     // Warming again changes nothing.
-    let (code, stdout, stderr) = kgmesh_run(&[
-        "cache",
-        "warm",
-        "--kg",
-        &csv,
-        "--mapping",
-        &mapping,
-        "--import",
-        &pairs.display().to_string(),
-        "--cache-file",
-        &cache_arg,
-        "--no-progress",
-    ]);
+    let (code, stdout, stderr) = warm();
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("unchanged    5"), "{stdout}");
 

@@ -93,7 +93,9 @@ struct WarmArgs {
     kg: Option<PathBuf>,
 
     /// TOML mapping of a property-graph CSV directory (default: `graph.mapping`). On a
-    /// property graph, warming learns grounded Cypher plans from --import.
+    /// property graph (nodes with labels or properties besides their names: a mapped
+    /// CSV directory or its snapshot), warming learns grounded Cypher plans from
+    /// --import.
     #[arg(long, value_name = "FILE")]
     mapping: Option<PathBuf>,
 
@@ -263,8 +265,14 @@ async fn stats_command(config: Config, args: StoreArgs) -> anyhow::Result<()> {
 /// `cache warm` on a property graph: each imported question's candidates run (GraphRAFT
 /// §4.1), and those that give its answers are stored as its grounded Cypher plan, for
 /// every query executor to learn from.
-async fn warm_cypher(config: &Config, args: &WarmArgs, mapping: PathBuf) -> anyhow::Result<()> {
-    use kgmesh_agents::query_executor::grounded::{self, plans, GroundedCypher};
+async fn warm_cypher(
+    config: &Config,
+    args: &WarmArgs,
+    target: Option<Target>,
+    graph: Arc<dyn GraphStore>,
+    schema: kgmesh_schemas::graph::GraphSchema,
+) -> anyhow::Result<()> {
+    use kgmesh_agents::query_executor::grounded::{plans, GroundedCypher};
     let Some(path) = &args.import else {
         bail!(
             "on a property graph, cache warm learns grounded Cypher plans from --import PAIRS \
@@ -287,31 +295,12 @@ async fn warm_cypher(config: &Config, args: &WarmArgs, mapping: PathBuf) -> anyh
             path.display()
         );
     }
-    let target = if args.dry_run {
-        None
-    } else {
-        Some(open_store(config, &args.store).await?)
-    };
-    let Some(kg) = args.kg.clone().or_else(|| config.graph.path.clone()) else {
-        bail!("cache warm needs the graph: pass --kg PATH (or set graph.path)");
-    };
-    let (graph, _, _) = super::ask::load_kg(&kg, Some(&mapping)).await?;
-    let schema = graph
-        .schema()
-        .await
-        .context("cannot read the graph's schema")?;
-    if !grounded::is_property_graph(&schema) {
-        bail!(
-            "{}: no labels or properties besides names, so no grounded Cypher to learn",
-            kg.display()
-        );
-    }
     let limits = kgmesh_stores::QueryLimits {
         max_rows: 10_000,
         timeout: Duration::from_secs(10),
         ..kgmesh_stores::QueryLimits::default()
     };
-    let mut planner = GroundedCypher::read(graph.as_ref(), (*schema).clone(), &limits)
+    let mut planner = GroundedCypher::read(graph.as_ref(), schema, &limits)
         .await
         .context("cannot read the graph's values")?;
     crate::eval::text2cypher::use_embedder(
@@ -645,24 +634,38 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     if fold.is_some() && args.import.is_none() {
         bail!("--fold and --fold-complement select QA pairs of --import FILE");
     }
-    if let Some(mapping) = args
-        .mapping
-        .clone()
-        .or_else(|| config.graph.mapping.clone())
-    {
-        return warm_cypher(&config, &args, mapping).await;
-    }
-    // Read the input before the (slower) graph load, so a bad file fails fast.
-    let import = match &args.import {
-        Some(path) => Some(read_pairs(path, args.format.into())?),
-        None => None,
-    };
     let target = if args.dry_run {
         None
     } else {
         Some(open_store(&config, &args.store).await?)
     };
-    let graph = load_kg(&config, args.kg.clone(), "warm").await?;
+    let Some(kg) = args.kg.clone().or_else(|| config.graph.path.clone()) else {
+        bail!("cache warm needs the graph: pass --kg PATH (or set graph.path)");
+    };
+    let mapping = args
+        .mapping
+        .clone()
+        .or_else(|| config.graph.mapping.clone());
+    let (graph, _, _) = super::ask::load_kg(&kg, mapping.as_deref()).await?;
+    let schema = graph
+        .schema()
+        .await
+        .context("cannot read the graph's schema")?;
+    // A property graph (a CSV directory with its mapping, or its snapshot) learns
+    // grounded Cypher plans; a graph of triples relation-path plans.
+    if kgmesh_agents::query_executor::grounded::is_property_graph(&schema) {
+        return warm_cypher(&config, &args, target, graph, (*schema).clone()).await;
+    }
+    if mapping.is_some() {
+        bail!(
+            "{}: no labels or properties besides names, so no grounded Cypher to learn",
+            kg.display()
+        );
+    }
+    let import = match &args.import {
+        Some(path) => Some(read_pairs(path, args.format.into())?),
+        None => None,
+    };
     let llm = intent_model(&config)?;
     let gazetteer = Arc::new(
         warm::build_gazetteer(graph.as_ref())
