@@ -8,7 +8,7 @@
 //! The planner reads the graph's values once, in the background from the role's start,
 //! and learns its ranking from the grounded Cypher plans of the plan cache
 //! (`kgmesh cache warm --import`); plans other replicas or imports add later are
-//! learned before the next question that follows them.
+//! learned before the next question.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

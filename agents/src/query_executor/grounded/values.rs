@@ -20,10 +20,11 @@ use super::CypherRunner;
 /// [`GraphValues::ground_semantic`]; names of single things are matched whole or near.
 pub const SEMANTIC_MAX_DISTINCT: usize = 100;
 /// The cosine (all-MiniLM-L6-v2) a question word must reach with a category value to
-/// stand for it, and its lead over the next value. Measured on Northwind values:
-/// demonyms and hypernyms reach 0.62–0.90 ("mexican" → Mexico 0.76, "drinks" →
-/// Beverages 0.90), question words that name no value stay under 0.45 ("expensive",
-/// "shipped", "discount"); the text2cypher dev pairs chose these bounds.
+/// stand for it, and its lead over the next value. Chosen on 32 words probed against
+/// Northwind values: demonyms and hypernyms reach 0.62–0.90 ("mexican" → Mexico 0.76,
+/// "drinks" → Beverages 0.90), question words that name no value stay under 0.45
+/// ("expensive", "shipped", "discount"). On the text2cypher dev pairs the match fires
+/// on no question (they name values exactly or quote them).
 pub const SEMANTIC_MIN: f32 = 0.6;
 pub const SEMANTIC_LEAD: f32 = 0.05;
 /// Words of a phrase looked up by embedding at most.
@@ -328,7 +329,8 @@ impl GraphValues {
     }
 
     /// Embeds the values of category keys (at most [`SEMANTIC_MAX_DISTINCT`] distinct
-    /// values) for [`GraphValues::ground_semantic`]. Returns how many were embedded.
+    /// values; codes left out) for [`GraphValues::ground_semantic`]. Returns how many
+    /// were embedded.
     pub async fn embed_categories(&mut self, embedder: &dyn Embedder) -> Result<usize, EmbedError> {
         let mut places: Vec<(String, Vec<usize>)> = Vec::new();
         let mut at: HashMap<String, usize> = HashMap::new();
@@ -428,8 +430,8 @@ impl GraphValues {
     }
 
     /// Category values named in other words: each phrase (from
-    /// [`GraphValues::free_phrases`], with its embedding) that comes within
-    /// [`SEMANTIC_MIN`] of a category value, [`SEMANTIC_LEAD`] ahead of the next one,
+    /// [`GraphValues::free_phrases`], with its embedding) whose cosine with a category
+    /// value reaches [`SEMANTIC_MIN`], [`SEMANTIC_LEAD`] ahead of the next value's,
     /// grounds that value; longer phrases first, none overlapping another.
     pub fn ground_semantic(
         &self,
