@@ -313,6 +313,14 @@ const KEYS: &[(&str, &str)] = &[
         "Start the pattern-matcher retriever in embedded mode; in distributed mode it runs as \
          `kgmesh agent --role pattern-matcher`.",
     ),
+    (
+        "retrieval.grounded_cypher",
+        "When the query executor also runs a query written from the question (grounded \
+         Cypher: the best typed query around the question's values that returns a row), \
+         whose first column the LLM-free summarizer answers with: `auto` (on property \
+         graphs, whose nodes have labels or properties besides their names), `on` or `off`. \
+         It learns from the grounded Cypher plans `kgmesh cache warm --import` stores.",
+    ),
     // text
     (
         "text.index",
