@@ -272,13 +272,7 @@ impl GroundedRetriever {
                         None => "the only candidate that returns a row".to_owned(),
                     },
                 };
-                let candidate = &picked.choice.candidate;
-                let rows = self
-                    .graph
-                    .cypher(&candidate.cypher, &candidate.params, &limits)
-                    .await
-                    .ok();
-                (picked.choice, rows, how)
+                (picked.choice, picked.rows, how)
             }
             None => {
                 let Some((choice, rows)) = planner

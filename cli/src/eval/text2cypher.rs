@@ -468,13 +468,8 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
                 )
                 .await
             {
-                let candidate = &picked.choice.candidate;
-                let rows = store
-                    .cypher(&candidate.cypher, &candidate.params, &limits)
-                    .await
-                    .ok();
-                model_query = Some(candidate.cypher.clone());
-                model_right = Some(right(rows));
+                model_query = Some(picked.choice.candidate.cypher.clone());
+                model_right = Some(right(picked.rows));
                 model_fallback = picked.fallback;
             }
             model_ms = Some(asked.elapsed().as_secs_f64() * 1e3);

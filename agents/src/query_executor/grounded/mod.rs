@@ -341,6 +341,9 @@ pub struct ModelChoice {
     pub fallback: Option<String>,
     /// What the model call cost, when one answered.
     pub usage: Option<kgmesh_models::Usage>,
+    /// The chosen query's rows, from the run that found it returns a row; `None` when
+    /// no candidate tried returned one.
+    pub rows: Option<Rows>,
 }
 
 /// Candidates a model is shown to choose among.
@@ -721,12 +724,14 @@ impl GroundedCypher {
             limits,
         )
         .await;
-        let mut offered: Vec<(usize, f32, f32)> =
-            found.into_iter().map(|(entry, _)| entry).collect();
+        let (mut offered, mut rows): (Vec<(usize, f32, f32)>, Vec<Rows>) =
+            found.into_iter().unzip();
         if offered.is_empty() {
             offered = scored.iter().take(shown).copied().collect();
         }
         let best = *offered.first()?;
+        // The rows of the k-th offered query, taken once it is the one chosen.
+        let mut rows_of = |k: usize| (k < rows.len()).then(|| rows.swap_remove(k));
         if offered.len() < 2 {
             return Some(ModelChoice {
                 choice: self.choice(ranked, best),
@@ -734,6 +739,7 @@ impl GroundedCypher {
                 offered: offered.len(),
                 fallback: None,
                 usage: None,
+                rows: rows_of(0),
             });
         }
         let queries: Vec<String> = offered
@@ -741,7 +747,7 @@ impl GroundedCypher {
             .map(|(i, _, _)| ranked[*i].0.display())
             .collect();
         let request = cypher_choice::build(&question.text, &queries);
-        let fallback = |why: String| {
+        let fallback = |why: String, rows: Option<Rows>| {
             tracing::warn!(reason = %why, "grounded Cypher: the model's pick is unusable; the LLM-free choice stands");
             ModelChoice {
                 choice: self.choice(ranked, best),
@@ -749,11 +755,17 @@ impl GroundedCypher {
                 offered: offered.len(),
                 fallback: Some(why),
                 usage: None,
+                rows,
             }
         };
         let reply = match llm.chat(request).await {
             Ok(reply) => reply,
-            Err(error) => return Some(fallback(format!("the model call failed: {error}"))),
+            Err(error) => {
+                return Some(fallback(
+                    format!("the model call failed: {error}"),
+                    rows_of(0),
+                ))
+            }
         };
         match parse::cypher_choice::parse(&reply.text, offered.len()) {
             Ok(k) => Some(ModelChoice {
@@ -762,10 +774,11 @@ impl GroundedCypher {
                 offered: offered.len(),
                 fallback: None,
                 usage: Some(reply.usage),
+                rows: rows_of(k),
             }),
             Err(error) => Some(ModelChoice {
                 usage: Some(reply.usage),
-                ..fallback(format!("unusable model reply: {error}"))
+                ..fallback(format!("unusable model reply: {error}"), rows_of(0))
             }),
         }
     }

@@ -491,6 +491,16 @@ async fn a_model_picks_among_the_best_candidates_and_an_unusable_reply_falls_bac
         (Some(1), 4, &None)
     );
     assert_ne!(picked.choice.candidate, llm_free);
+    // The picked query's rows come with it, from the run that offered it.
+    let rerun = shop
+        .run(
+            &picked.choice.candidate.cypher,
+            &picked.choice.candidate.params,
+            &limits(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(picked.rows.as_ref(), Some(&rerun));
     let prompt = model.prompts()[0].clone();
     assert!(prompt.contains("'Exotic Liquids'"), "{prompt}");
     assert!(prompt.contains("4. MATCH"), "{prompt}");
@@ -506,6 +516,7 @@ async fn a_model_picks_among_the_best_candidates_and_an_unusable_reply_falls_bac
         assert_eq!(picked.choice.candidate, llm_free);
         assert_eq!(picked.picked, None);
         assert!(picked.fallback.is_some());
+        assert!(picked.rows.as_ref().is_some_and(has_rows));
     }
 }
 
