@@ -501,10 +501,8 @@ impl GroundedCypher {
         }
         // Quoted texts are values, not counts or limits ("'1997-06-01'").
         let mut blocked = grounded.clone();
-        for (range, _) in text::quoted_texts(text) {
-            let start = text::words(&text[..range.start]).len();
-            let len = text::words(&text[range.clone()]).len();
-            for flag in blocked.iter_mut().skip(start).take(len) {
+        for (start, end) in values::quoted_word_spans(text) {
+            for flag in blocked.iter_mut().take(end).skip(start) {
                 *flag = true;
             }
         }

@@ -410,10 +410,8 @@ impl GraphValues {
             }
         }
         // A quoted text is meant as written ("described as 'boxes'").
-        for (range, _) in text::quoted_texts(question) {
-            let start = text::words(&question[..range.start]).len();
-            let len = text::words(&question[range]).len();
-            for flag in free.iter_mut().skip(start).take(len) {
+        for (start, end) in quoted_word_spans(question) {
+            for flag in free.iter_mut().take(end).skip(start) {
                 *flag = false;
             }
         }
@@ -488,6 +486,18 @@ impl GraphValues {
             }
         }
     }
+}
+
+/// The word positions `[start, end)` of each quoted text of `question`, as
+/// [`text::words`] counts them.
+pub(super) fn quoted_word_spans(question: &str) -> Vec<(usize, usize)> {
+    text::quoted_texts(question)
+        .into_iter()
+        .map(|(range, _)| {
+            let start = text::words(&question[..range.start]).len();
+            (start, start + text::words(&question[range]).len())
+        })
+        .collect()
 }
 
 /// Whether a value's words can be looked for in questions: not only stop words, and a
