@@ -60,6 +60,20 @@ fn link_request(question: &str) -> KgLinkRequest {
     }
 }
 
+/// A retrieve request carrying only the question, as a retriever that reads the
+/// question itself (text, grounded Cypher) gets it in the first round.
+fn question_only(question: &str, max_evidence: u32) -> RetrieveRequest {
+    RetrieveRequest {
+        question: question.to_owned(),
+        entities: Vec::new(),
+        draft_answers: Vec::new(),
+        metapaths: Vec::new(),
+        cypher: Vec::new(),
+        max_evidence,
+        cues: Vec::new(),
+    }
+}
+
 fn role(name: &'static str) -> Role {
     Role::well_known(name)
 }
@@ -361,15 +375,7 @@ async fn text_retriever_cites_passages_on_nats() {
     .await
     .unwrap();
     let client = Client::new(bus.clone()).with_timeout(Duration::from_secs(10));
-    let request = RetrieveRequest {
-        question: "where was Salt Road shot".to_owned(),
-        entities: Vec::new(),
-        draft_answers: Vec::new(),
-        metapaths: Vec::new(),
-        cypher: Vec::new(),
-        max_evidence: 10,
-        cues: Vec::new(),
-    };
+    let request = question_only("where was Salt Road shot", 10);
     let (reply, _) = bounded(client.call(&role(Role::TEXT_RETRIEVER), &meta(), &request))
         .await
         .unwrap();
@@ -498,18 +504,9 @@ async fn query_executor_writes_grounded_cypher_on_nats() {
     .await
     .unwrap();
     let rpc = Client::new(bus.clone()).with_timeout(Duration::from_secs(20));
-    let request = |question: &str| RetrieveRequest {
-        question: question.to_owned(),
-        entities: Vec::new(),
-        draft_answers: Vec::new(),
-        metapaths: Vec::new(),
-        cypher: Vec::new(),
-        max_evidence: 10,
-        cues: Vec::new(),
-    };
     let ask = |question: &'static str| {
         let rpc = rpc.clone();
-        let request = request(question);
+        let request = question_only(question, 10);
         async move {
             bounded(rpc.call(&role(Role::QUERY_EXECUTOR), &meta(), &request))
                 .await

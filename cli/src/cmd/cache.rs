@@ -295,11 +295,7 @@ async fn warm_cypher(
             path.display()
         );
     }
-    let limits = kgmesh_stores::QueryLimits {
-        max_rows: 10_000,
-        timeout: Duration::from_secs(10),
-        ..kgmesh_stores::QueryLimits::default()
-    };
+    let limits = crate::eval::text2cypher::learning_limits();
     let mut planner = GroundedCypher::read(graph.as_ref(), schema, &limits)
         .await
         .context("cannot read the graph's values")?;

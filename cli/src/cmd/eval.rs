@@ -314,6 +314,21 @@ fn write_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     std::fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// Copies a pre-warmed plan cache into the run's output folder: the run works on the
+/// copy, so the file stays as warmed and runs repeat. Returns the copy's path.
+fn copy_warm_cache(warm: &Path, out: &Path) -> anyhow::Result<PathBuf> {
+    if !warm.is_file() {
+        bail!(
+            "--cache-file {}: no such file (create it with `kgmesh cache warm`)",
+            warm.display()
+        );
+    }
+    let copy = out.join("plan-cache.jsonl");
+    std::fs::copy(warm, &copy)
+        .with_context(|| format!("cannot copy {} to {}", warm.display(), copy.display()))?;
+    Ok(copy)
+}
+
 /// Execution accuracy of grounded Cypher on question/query pairs.
 fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
     let [questions] = args.questions.as_slice() else {
@@ -344,10 +359,7 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
                 Some(warm) => {
                     std::fs::create_dir_all(&out)
                         .with_context(|| format!("cannot create {}", out.display()))?;
-                    let copy = out.join("plan-cache.jsonl");
-                    std::fs::copy(warm, &copy).with_context(|| {
-                        format!("cannot copy {} to {}", warm.display(), copy.display())
-                    })?;
+                    let copy = copy_warm_cache(warm, &out)?;
                     config.cache.path = Some(copy.clone());
                     CacheStart::File {
                         entries: crate::cmd::cache::count_file_entries(&copy)
@@ -522,16 +534,7 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let versions = Versions::collect();
     if let Some(warm) = &args.cache_file {
-        if !warm.is_file() {
-            bail!(
-                "--cache-file {}: no such file (create it with `kgmesh cache warm`)",
-                warm.display()
-            );
-        }
-        let copy = out_dir.join("plan-cache.jsonl");
-        std::fs::copy(warm, &copy)
-            .with_context(|| format!("cannot copy {} to {}", warm.display(), copy.display()))?;
-        config.cache.path = Some(copy);
+        config.cache.path = Some(copy_warm_cache(warm, &out_dir)?);
     } else if args.no_cache {
         // Nothing is looked up or stored; a configured file would only be misreported.
         config.cache.path = None;

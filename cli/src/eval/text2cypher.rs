@@ -216,6 +216,16 @@ fn without_limit(cypher: &str) -> Option<String> {
     (!tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit())).then(|| trimmed[..at].to_owned())
 }
 
+/// The limits of every query run to read references and to learn from pairs (the
+/// evaluation's and `cache warm`'s alike).
+pub(crate) fn learning_limits() -> QueryLimits {
+    QueryLimits {
+        max_rows: 10_000,
+        timeout: Duration::from_secs(10),
+        ..QueryLimits::default()
+    }
+}
+
 /// Learns the ranking from questions with their references (those without one are
 /// skipped), then fits it. Returns how many had a reference, and how many of those a
 /// right candidate. `progress` prefixes a line on stderr every 50 questions.
@@ -312,11 +322,7 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
     if pairs.is_empty() {
         bail!("{}: no question/query pairs", run.questions.display());
     }
-    let limits = QueryLimits {
-        max_rows: 10_000,
-        timeout: Duration::from_secs(10),
-        ..QueryLimits::default()
-    };
+    let limits = learning_limits();
     let schema = store
         .schema()
         .await
