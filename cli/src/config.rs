@@ -60,6 +60,11 @@ pub struct SummarizerConfig {
     pub keep_within: f32,
     /// Evidence lines cited per answer at most.
     pub max_citations: usize,
+    /// With an embedder: "I don't know" when the best path's relations and what they
+    /// found are under this cosine to the question's words...
+    pub abstain_found_cosine: f32,
+    /// ... and its relations alone under this one. Either at 0 turns it off.
+    pub abstain_relations_cosine: f32,
 }
 
 impl Default for SummarizerConfig {
@@ -68,6 +73,8 @@ impl Default for SummarizerConfig {
         Self {
             keep_within: rule.keep_within,
             max_citations: rule.max_citations,
+            abstain_found_cosine: rule.abstain_found_cosine,
+            abstain_relations_cosine: rule.abstain_relations_cosine,
         }
     }
 }
@@ -799,6 +806,16 @@ impl Config {
             &mut problems,
         );
         unit(
+            "summarizer.abstain_found_cosine",
+            self.summarizer.abstain_found_cosine,
+            &mut problems,
+        );
+        unit(
+            "summarizer.abstain_relations_cosine",
+            self.summarizer.abstain_relations_cosine,
+            &mut problems,
+        );
+        unit(
             "traverser.min_relevance",
             self.traverser.min_relevance,
             &mut problems,
@@ -992,6 +1009,8 @@ impl Config {
             summarizer: SummaryRule {
                 keep_within: self.summarizer.keep_within,
                 max_citations: self.summarizer.max_citations,
+                abstain_found_cosine: self.summarizer.abstain_found_cosine,
+                abstain_relations_cosine: self.summarizer.abstain_relations_cosine,
             },
             traverser: TraverseConfig {
                 max_steps: t.max_steps,

@@ -364,6 +364,19 @@ const KEYS: &[(&str, &str)] = &[
         "summarizer.max_citations",
         "Evidence lines an answer cites at most.",
     ),
+    (
+        "summarizer.abstain_found_cosine",
+        "With an embedder, the rule answers \"I don't know\" when the path that best \
+         explains the question reads far from the question's words: under this cosine to \
+         the path's relations and the names it found, and under \
+         `summarizer.abstain_relations_cosine` to its relations alone. 0 turns it off. Not \
+         applied to a plan, learned cues or a grounded query.",
+    ),
+    (
+        "summarizer.abstain_relations_cosine",
+        "See `summarizer.abstain_found_cosine`: the cosine to the best path's relations \
+         alone under which the rule abstains. 0 turns it off.",
+    ),
     // traverser
     (
         "traverser.max_steps",

@@ -324,6 +324,67 @@ fn the_auto_embedder_uses_minilm_where_its_files_are_and_says_lexical_elsewhere(
     );
 }
 
+/// With MiniLM, what the paths found is read against the question: "what kind of
+/// movie is Heat" names no relation by any single word, and "which football club does
+/// Tom Hanks play for" has no relation in a film graph. Lexically the first is answered
+/// with the director and the second with a film; with MiniLM the genre, and "I don't
+/// know" with the path it would have followed.
+#[test]
+fn with_minilm_what_the_paths_found_is_read_against_the_question() {
+    let minilm = repo_root().join("models-cache/all-MiniLM-L6-v2");
+    assert!(
+        minilm.join("model.safetensors").is_file(),
+        "all-MiniLM-L6-v2 not found in {}: run scripts/fetch-minilm",
+        minilm.display()
+    );
+    let kg = sample_kg();
+    let ask = |question: &str, embedder: &str| {
+        let mut command = kgmesh();
+        command
+            .args(["ask", question, "--kg"])
+            .arg(&kg)
+            .env("KGMESH_MINILM_DIR", &minilm)
+            .env("KGMESH__EMBEDDER__KIND", embedder);
+        run(command)
+    };
+    let kind = "what kind of movie is Heat";
+    let (code, stdout, stderr) = ask(kind, "none");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("1. Michael Mann"),
+        "lexically, evidence order: {stdout}"
+    );
+    let (code, stdout, stderr) = ask(kind, "auto");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("1. Crime"),
+        "with MiniLM, the genre: {stdout}"
+    );
+
+    let club = "which football club does Tom Hanks play for";
+    let (code, stdout, stderr) = ask(club, "none");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("1. "), "lexically, a film: {stdout}");
+    let (code, stdout, stderr) = ask(club, "auto");
+    assert_eq!(code, 3, "with MiniLM, I don't know: {stdout} {stderr}");
+    assert!(
+        stdout.contains(
+            "I don't know: the path that best explains the question (starred actors \
+             (inverse)) is far from its words by meaning"
+        ),
+        "{stdout}"
+    );
+    // Turned off in the configuration, the path is followed again.
+    let mut command = kgmesh();
+    command
+        .args(["ask", club, "--kg"])
+        .arg(&kg)
+        .env("KGMESH_MINILM_DIR", &minilm)
+        .env("KGMESH__SUMMARIZER__ABSTAIN_FOUND_COSINE", "0");
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stdout} {stderr}");
+}
+
 /// The roles' knobs come from the configuration: the summarizer cites as many lines as
 /// `summarizer.max_citations` allows, and an out-of-range knob is refused.
 #[test]

@@ -54,6 +54,14 @@ pub struct SummaryRule {
     pub keep_within: f32,
     /// Evidence indices cited per answer at most.
     pub max_citations: usize,
+    /// With an embedder, the rule says "I don't know" when the path that explains the
+    /// question best is far from it by meaning: the cosine of the question's words
+    /// (outside its entities' names) to the path's relations and the names it found
+    /// is under `abstain_found_cosine`, and to its relations alone under
+    /// `abstain_relations_cosine` (see [`super::profile`]). Either at zero or below
+    /// turns this off.
+    pub abstain_found_cosine: f32,
+    pub abstain_relations_cosine: f32,
 }
 
 impl Candidate {
@@ -67,6 +75,8 @@ impl Default for SummaryRule {
         Self {
             keep_within: 0.05,
             max_citations: 5,
+            abstain_found_cosine: 0.25,
+            abstain_relations_cosine: 0.1,
         }
     }
 }
@@ -721,7 +731,7 @@ fn returned_property(column: &str) -> Option<&str> {
 }
 
 /// Path scores this close to the best count as explaining the question as well.
-const EXPLAINED_TIE: f32 = 1e-3;
+pub(crate) const EXPLAINED_TIE: f32 = 1e-3;
 
 /// The anchors grouped by the name the question gives them: nodes that share a name
 /// (an actor and the tag spelled like them) are one named entity of the question, at

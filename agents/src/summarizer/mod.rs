@@ -12,18 +12,28 @@
 //! the answer says it was degraded.
 
 pub mod core;
+mod profile;
 
 use std::{sync::Arc, time::Instant};
 
-use kgmesh_models::{lexical::gazetteer::spelled_as, parse, prompts, LanguageModel};
+use kgmesh_models::{
+    lexical::{gazetteer::spelled_as, text::words_outside},
+    parse, prompts, LanguageModel,
+};
 use kgmesh_schemas::{
     graph::Metapath,
-    messages::summarizer::{Answer, SummarizeReply, SummarizeRequest},
+    messages::{
+        context::EvidenceItem,
+        summarizer::{Answer, SummarizeReply, SummarizeRequest},
+    },
     AgentError, Role, RoleKind,
 };
 use kgmesh_stores::GraphStore;
 
-use self::core::{entity_named, path_evidence, summarize, summarize_scored, SummaryRule};
+use self::{
+    core::{entity_named, path_evidence, summarize, summarize_scored, SummaryRule, EXPLAINED_TIE},
+    profile::Profiles,
+};
 use crate::{
     kg_linker::core::{graph_relations, metapath_text},
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
@@ -140,12 +150,14 @@ impl Summarizer {
 
 impl Summarizer {
     /// The deterministic rule's reply, paths judged with word embeddings when the
-    /// process has an embedder.
+    /// process has an embedder: ties the question's words cannot break are broken by
+    /// what the paths found, and a best path far from the question by meaning ends in
+    /// "I don't know" ([`profile`]).
     async fn rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
         let Some(vectors) = &self.vectors_opt else {
             return summarize(request, &self.rule);
         };
-        let (_, metapaths, _) = path_evidence(request);
+        let (_, metapaths, lines) = path_evidence(request);
         let names: Vec<&str> = request
             .topic_entities
             .iter()
@@ -159,8 +171,76 @@ impl Summarizer {
         }
         let references: Vec<&Metapath> = metapaths.iter().collect();
         let texts: Vec<String> = metapaths.iter().map(metapath_text).collect();
-        let scores = relevance.metapaths(&references, &texts).await;
+        let mut scores = relevance.metapaths(&references, &texts).await;
+        let ends: Vec<String> = lines
+            .iter()
+            .map(
+                |&line| match &request.context.evidence[line as usize].item {
+                    EvidenceItem::Path(path) => path.end().name.clone(),
+                    _ => String::new(),
+                },
+            )
+            .collect();
+        // What the paths found is read only where nothing but the question's words
+        // chose among them: not over a plan the evidence follows (a model's, a
+        // replayed verified one), cues the plan cache learned for the question's
+        // words (what verified plans taught outranks the embedder), or a query
+        // written from the question.
+        let chosen_elsewhere = !request.cues.is_empty()
+            || metapaths.iter().any(|m| request.plan.contains(m))
+            || request
+                .context
+                .evidence
+                .iter()
+                .any(|e| matches!(e.item, EvidenceItem::Query { grounded: true, .. }));
+        if !chosen_elsewhere {
+            let question = words_outside(&request.question, &names).join(" ");
+            let profiles = Profiles::new(&question, &texts, &ends);
+            if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
+                tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
+            }
+            if let Some(reply) = self.far_from_question(&profiles, &texts, &scores).await {
+                return reply;
+            }
+        }
         summarize_scored(request, &self.rule, Some(&scores))
+    }
+
+    /// "I don't know" when the path that explains the question best (the first in
+    /// evidence order of the best-scored) is far from it by meaning
+    /// ([`SummaryRule::abstain_found_cosine`]).
+    async fn far_from_question(
+        &self,
+        profiles: &Profiles<'_>,
+        texts: &[String],
+        scores: &[f32],
+    ) -> Option<SummarizeReply> {
+        let (found_min, relations_min) = (
+            self.rule.abstain_found_cosine,
+            self.rule.abstain_relations_cosine,
+        );
+        let vectors = self.vectors_opt.as_ref()?;
+        if found_min <= 0.0 || relations_min <= 0.0 {
+            return None;
+        }
+        let best = scores.iter().copied().reduce(f32::max)?;
+        let index = scores.iter().position(|&s| s >= best - EXPLAINED_TIE)?;
+        let nearness = match profiles.nearness(vectors, &texts[index]).await {
+            Ok(nearness) => nearness,
+            Err(error) => {
+                tracing::warn!(%error, "path profile not embedded; answering without it");
+                return None;
+            }
+        };
+        (nearness.found < found_min && nearness.relations < relations_min).then(|| SummarizeReply {
+            answers: Vec::new(),
+            explanation: format!(
+                "I don't know: the path that best explains the question ({}) is far from \
+                     its words by meaning (cosine {:.2} to what it found, under {found_min}, \
+                     and {:.2} to its relations, under {relations_min}).",
+                texts[index], nearness.found, nearness.relations
+            ),
+        })
     }
 }
 

@@ -763,11 +763,125 @@ async fn with_an_embedder_the_path_a_word_names_by_meaning_explains_the_question
     assert_eq!(answer(lexical).await, "1995");
     let embedded = Summarizer {
         llm: None,
-        rule: SummaryRule::default(),
+        // The word table places every whole text apart from the question's words,
+        // which would read as a path far from the question: not what is tested here.
+        rule: SummaryRule {
+            abstain_found_cosine: 0.0,
+            ..SummaryRule::default()
+        },
         vectors_opt: Some(Arc::new(TextVectors::new(Arc::new(TYPES_MEAN_GENRE), 100))),
         graph_opt: None,
     };
     assert_eq!(answer(embedded).await, "Crime");
+}
+
+/// The rule's reply to `request` with the word table `table` as embedder.
+async fn embedded_reply(
+    table: crate::scoring::fixtures::WordTable,
+    rule: SummaryRule,
+    request: &SummarizeRequest,
+) -> kgmesh_schemas::messages::summarizer::SummarizeReply {
+    use crate::scoring::relevance::TextVectors;
+    let summarizer = Summarizer {
+        llm: None,
+        rule,
+        vectors_opt: Some(Arc::new(TextVectors::new(Arc::new(table), 100))),
+        graph_opt: None,
+    };
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        summarizer.summarize(&CallContext::for_test(Role::SUMMARIZER), request.clone()),
+    )
+    .await
+    .expect("in time")
+    .expect("a reply")
+}
+
+/// "what kind of movie is Heat" over the film's director and genre paths, director
+/// first: no word of the question names either relation.
+fn kind_of_movie_request() -> SummarizeRequest {
+    let heat = entity(1, "Heat");
+    let evidence = vec![
+        walk(
+            &heat,
+            vec![step("directed_by", false, &entity(2, "Michael Mann"))],
+            0.9,
+        ),
+        walk(
+            &heat,
+            vec![step("has_genre", false, &entity(3, "Crime"))],
+            0.9,
+        ),
+    ];
+    let mut request = request(evidence, vec![heat]);
+    request.question = "what kind of movie is Heat".into();
+    request
+}
+
+#[tokio::test]
+async fn a_tie_no_word_breaks_goes_to_the_path_whose_findings_read_nearest() {
+    use crate::scoring::fixtures::KIND_OF_MOVIE_MEANS_GENRE;
+
+    let request = kind_of_movie_request();
+    // Lexically the two paths tie, and evidence order decides.
+    let lexical = summarize(&request, &SummaryRule::default());
+    assert_eq!(lexical.answers[0].text, "Michael Mann", "{lexical:?}");
+    // "has genre: Crime" reads nearest to "what kind of movie is".
+    let reply = embedded_reply(KIND_OF_MOVIE_MEANS_GENRE, SummaryRule::default(), &request).await;
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Crime"], "{reply:?}");
+    assert_eq!(reply.answers[0].evidence, vec![1]);
+}
+
+#[tokio::test]
+async fn a_best_path_far_from_the_question_by_meaning_is_no_answer() {
+    use crate::scoring::fixtures::TYPES_MEAN_GENRE;
+
+    // A football question asked of a film graph: "player" is no relation of it, and
+    // the table places the question's words apart from every path's profile.
+    let spain = entity(1, "Spain");
+    let evidence = vec![path(&spain, "has_tags", &entity(2, "Talk to Her"), 0.9)];
+    let mut request = request(evidence, vec![spain]);
+    request.question = "which football club has a player from Spain".into();
+    let reply = embedded_reply(TYPES_MEAN_GENRE, SummaryRule::default(), &request).await;
+    assert!(reply.answers.is_empty(), "{reply:?}");
+    assert!(
+        reply.explanation.starts_with(
+            "I don't know: the path that best explains the question (has tags (inverse)) is \
+             far from its words by meaning"
+        ),
+        "{}",
+        reply.explanation
+    );
+    // Turned off, or where something besides the question's words chose the path (a
+    // plan the evidence follows, learned cues), the path's end is the answer.
+    let off = SummaryRule {
+        abstain_relations_cosine: 0.0,
+        ..SummaryRule::default()
+    };
+    let mut planned = request.clone();
+    planned.plan = vec![Metapath {
+        steps: vec![RelationStep {
+            relation: "has_tags".into(),
+            direction: Direction::In,
+        }],
+    }];
+    let mut cued = request.clone();
+    cued.cues = vec![kgmesh_schemas::messages::cache::RelationCue {
+        word: "club".into(),
+        relation: "has_tags".into(),
+        inverse: true,
+        weight: 0.9,
+    }];
+    for (rule, request) in [
+        (off, &request),
+        (SummaryRule::default(), &planned),
+        (SummaryRule::default(), &cued),
+    ] {
+        let reply = embedded_reply(TYPES_MEAN_GENRE, rule, request).await;
+        let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+        assert_eq!(texts, ["Talk to Her"], "{reply:?}");
+    }
 }
 
 #[test]

@@ -311,6 +311,22 @@ fn only_part_of_a_name(all: &[String], spans: &[(usize, usize)], mention: &str) 
     !places.is_empty() && places.iter().all(|&place| inside_a_longer(place, spans))
 }
 
+/// The [`words`] of `text` outside every place one of `names` stands in it, in order
+/// ("what kind of movie is [Heat]" with "Heat": "what kind of movie is").
+pub fn words_outside(text: &str, names: &[&str]) -> Vec<String> {
+    let all = words(text);
+    let mut inside = vec![false; all.len()];
+    for name in names {
+        for (start, end) in word_spans(&all, &words(name)) {
+            inside[start..end].fill(true);
+        }
+    }
+    all.into_iter()
+        .zip(inside)
+        .filter_map(|(word, inside)| (!inside).then_some(word))
+        .collect()
+}
+
 /// Every place the word sequence `name` stands in `all`, as `[start, end)` spans of
 /// word indices (none for an empty name).
 pub fn word_spans(all: &[String], name: &[String]) -> Vec<(usize, usize)> {
@@ -401,6 +417,23 @@ mod tests {
         let mut sorted = STOP_WORDS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, STOP_WORDS);
+    }
+
+    #[test]
+    fn words_outside_names_leave_out_every_place_a_name_stands() {
+        assert_eq!(
+            words_outside(
+                "what kind of movie is [Rocket Science]",
+                &["Rocket Science"]
+            ),
+            ["what", "kind", "of", "movie", "is"]
+        );
+        // Every place, any case; a name the text does not hold changes nothing.
+        assert_eq!(
+            words_outside("Heat or heat, said Al", &["heat", "Michael Mann"]),
+            ["or", "said", "al"]
+        );
+        assert!(words_outside("Heat", &["Heat"]).is_empty());
     }
 
     #[test]
