@@ -245,6 +245,11 @@ impl Report {
         if let Some(k_values) = &s.k_values {
             row(&mut out, "k values", compact_json(k_values));
         }
+        // The summarizer's rule decides answers without a model (and when to say "I
+        // don't know"), so its knobs stand beside the scores too.
+        if let Some(rule) = s.config.as_ref().and_then(|c| c.get("summarizer")) {
+            row(&mut out, "summarizer rule", compact_json(rule));
+        }
         row(&mut out, "plan cache", s.cache.clone());
         if !s.roles.is_empty() {
             row(&mut out, "roles", s.roles.join(", "));
@@ -399,6 +404,10 @@ fn compact_json(value: &serde_json::Value) -> String {
                 .collect();
             parts.join(", ")
         }
+        // Settings are f32: 0.05 read back as f64 prints 0.05000000074505806.
+        serde_json::Value::Number(number) if number.is_f64() => number
+            .as_f64()
+            .map_or_else(|| number.to_string(), |x| (x as f32).to_string()),
         other => other.to_string(),
     }
 }
@@ -479,5 +488,20 @@ mod tests {
         // 2000-02-29 12:34:56 UTC (a leap day).
         assert_eq!(rfc3339(951_827_696), "2000-02-29T12:34:56Z");
         assert_eq!(rfc3339(1_798_761_599), "2026-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn settings_read_as_they_were_written() {
+        // An f32 setting serialized through f64 keeps its written digits.
+        let rule = serde_json::json!({
+            "keep_within": 0.05f32,
+            "max_citations": 5,
+            "abstain_relations_cosine": 0.1f32,
+        });
+        assert_eq!(
+            compact_json(&rule),
+            "abstain_relations_cosine 0.1, keep_within 0.05, max_citations 5"
+        );
+        assert_eq!(compact_json(&serde_json::json!(1e-9)), "0.000000001");
     }
 }
