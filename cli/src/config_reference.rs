@@ -636,7 +636,17 @@ fn format_default(value: &Value) -> String {
         Value::String(text) if text.is_empty() => "`\"\"`".to_owned(),
         Value::String(text) => format!("`{text}`"),
         Value::Array(_) | Value::Object(_) => format!("`{value}`"),
-        Value::Bool(_) | Value::Number(_) => value.to_string(),
+        Value::Number(number) => number_as_written(number),
+        Value::Bool(_) => value.to_string(),
+    }
+}
+
+/// A setting's number as it is written in a configuration file: settings are f32, and
+/// 0.05 read back as f64 would show as 0.05000000074505806.
+pub(crate) fn number_as_written(number: &serde_json::Number) -> String {
+    match number.as_f64() {
+        Some(x) if number.is_f64() => (x as f32).to_string(),
+        _ => number.to_string(),
     }
 }
 
@@ -687,6 +697,7 @@ mod tests {
             "`[\"a\",\"b\"]`"
         );
         assert_eq!(format_default(&serde_json::json!(5000)), "5000");
+        assert_eq!(format_default(&serde_json::json!(0.05f32)), "0.05");
         assert_eq!(format_default(&serde_json::json!(false)), "false");
         assert_eq!(env_var("llm.base_url"), "KGMESH__LLM__BASE_URL");
         let text = reference().unwrap();

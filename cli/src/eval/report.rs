@@ -404,10 +404,7 @@ fn compact_json(value: &serde_json::Value) -> String {
                 .collect();
             parts.join(", ")
         }
-        // Settings are f32: 0.05 read back as f64 prints 0.05000000074505806.
-        serde_json::Value::Number(number) if number.is_f64() => number
-            .as_f64()
-            .map_or_else(|| number.to_string(), |x| (x as f32).to_string()),
+        serde_json::Value::Number(number) => crate::config_reference::number_as_written(number),
         other => other.to_string(),
     }
 }
