@@ -703,6 +703,11 @@ impl PlanCache {
         template::mask(question, &mentions)
     }
 
+    /// How many entries' templates have no embedding yet.
+    pub fn unembedded_count(&self) -> usize {
+        self.unembedded.len()
+    }
+
     /// Entries whose template has no embedding yet: (key, text to embed), at most
     /// `limit`, oldest first.
     pub fn unembedded(&self, limit: usize) -> Vec<(String, String)> {

@@ -6,7 +6,10 @@
 //! mentions are found with the graph's gazetteer, so the cache works with no model at
 //! all; with a model, the ISR prompt supplies domain, aspect and topic entities.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc, Mutex,
+};
 
 use kgmesh_models::{lexical::gazetteer::Gazetteer, parse, prompts, Embedder, LanguageModel};
 use kgmesh_schemas::{
@@ -43,10 +46,16 @@ pub struct CacheManager {
     /// Embeds templates for replays of similar questions ([`PlanCache::near_replay`]).
     embedder: Option<Arc<dyn Embedder>>,
     /// The embedder has failed once (said once in the log, not on every lookup).
-    embedder_failed: std::sync::atomic::AtomicBool,
+    embedder_failed: Arc<AtomicBool>,
+    /// A background task is embedding the templates a lookup left unembedded.
+    embedding: Arc<AtomicBool>,
 }
 
-/// Templates embedded per call of the embedder.
+/// Templates embedded per call of the embedder, and at most by one lookup itself: a
+/// larger backlog (the first lookup on a warmed cache: 1,300 PathQuestion 3-hop
+/// templates took about 10 s of MiniLM on 2 CPUs, past the role's deadline) is embedded
+/// in the background, and until it is done a similar question is matched among the
+/// templates already embedded.
 const EMBED_BATCH: usize = 64;
 
 impl CacheManager {
@@ -64,7 +73,8 @@ impl CacheManager {
             names: Arc::default(),
             llm,
             embedder: None,
-            embedder_failed: Default::default(),
+            embedder_failed: Arc::default(),
+            embedding: Arc::default(),
         }
     }
 
@@ -74,39 +84,31 @@ impl CacheManager {
         self
     }
 
-    /// Embeds every template that has no vector yet (after a load, a store, or a
-    /// change another replica made), in batches, without holding the cache's lock
-    /// while the embedder works. A failing embedder leaves them unembedded: similar
-    /// questions then get no replay, and the exact-template path is unchanged.
-    async fn embed_templates(&self, embedder: &dyn Embedder) {
-        loop {
-            let missing = self.cache().unembedded(EMBED_BATCH);
-            if missing.is_empty() {
-                return;
-            }
-            let texts: Vec<String> = missing.iter().map(|(_, text)| text.clone()).collect();
-            match embedder.embed(&texts).await {
-                Ok(vectors) if vectors.len() == missing.len() => {
-                    let mut cache = self.cache();
-                    for ((key, _), vector) in missing.iter().zip(vectors) {
-                        cache.set_vector(key, vector);
-                    }
-                }
-                outcome => {
-                    use std::sync::atomic::Ordering;
-                    if !self.embedder_failed.swap(true, Ordering::Relaxed) {
-                        let detail = match outcome {
-                            Err(error) => error.to_string(),
-                            Ok(vectors) => {
-                                format!("{} vectors for {} texts", vectors.len(), texts.len())
-                            }
-                        };
-                        tracing::warn!(%detail, "cannot embed plan templates; similar questions get no replay");
-                    }
-                    return;
-                }
-            }
+    /// Embeds the templates that have no vector yet (after a load, a store, or a
+    /// change another replica made): one batch now, and the rest, if any, in a
+    /// background task (one at a time), so that no lookup waits for a whole warmed
+    /// cache to be embedded.
+    async fn embed_templates(&self, embedder: &Arc<dyn Embedder>) {
+        embed_missing(
+            &self.cache,
+            embedder.as_ref(),
+            &self.embedder_failed,
+            Some(1),
+        )
+        .await;
+        if self.cache().unembedded_count() == 0 || self.embedding.swap(true, Ordering::AcqRel) {
+            return;
         }
+        let (cache, embedder, failed, embedding) = (
+            self.cache.clone(),
+            embedder.clone(),
+            self.embedder_failed.clone(),
+            self.embedding.clone(),
+        );
+        tokio::spawn(async move {
+            embed_missing(&cache, embedder.as_ref(), &failed, None).await;
+            embedding.store(false, Ordering::Release);
+        });
     }
 
     /// Uses the process's shared name index instead of a private one.
@@ -210,7 +212,7 @@ impl CacheManager {
         if self.cache().config().near_replay_min > 1.0 {
             return None;
         }
-        self.embed_templates(embedder.as_ref()).await;
+        self.embed_templates(embedder).await;
         let candidates = self.cache().near_candidates(question, entities, isr);
         if candidates.is_empty() {
             return None;
@@ -390,6 +392,12 @@ impl CacheManager {
         self.cache().len()
     }
 
+    /// Templates still waiting for their embedding (similar questions are matched
+    /// among the others until then).
+    pub fn unembedded(&self) -> usize {
+        self.cache().unembedded_count()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -417,6 +425,47 @@ fn apply_change(cache: &Mutex<PlanCache>, key: &str, entry: Option<CacheEntry>) 
         }
         None => {
             cache.remove(key);
+        }
+    }
+}
+
+/// Embeds templates that have no vector yet, [`EMBED_BATCH`] per call of the embedder,
+/// up to `batches` calls (all of them when `None`), without holding the cache's lock
+/// while the embedder works. A failing embedder leaves them unembedded: similar
+/// questions then get no replay, and the exact-template path is unchanged.
+async fn embed_missing(
+    cache: &Mutex<PlanCache>,
+    embedder: &dyn Embedder,
+    failed: &AtomicBool,
+    batches: Option<usize>,
+) {
+    let mut left = batches;
+    while left != Some(0) {
+        left = left.map(|n| n - 1);
+        let missing = lock(cache).unembedded(EMBED_BATCH);
+        if missing.is_empty() {
+            return;
+        }
+        let texts: Vec<String> = missing.iter().map(|(_, text)| text.clone()).collect();
+        match embedder.embed(&texts).await {
+            Ok(vectors) if vectors.len() == missing.len() => {
+                let mut cache = lock(cache);
+                for ((key, _), vector) in missing.iter().zip(vectors) {
+                    cache.set_vector(key, vector);
+                }
+            }
+            outcome => {
+                if !failed.swap(true, Ordering::Relaxed) {
+                    let detail = match outcome {
+                        Err(error) => error.to_string(),
+                        Ok(vectors) => {
+                            format!("{} vectors for {} texts", vectors.len(), texts.len())
+                        }
+                    };
+                    tracing::warn!(%detail, "cannot embed plan templates; similar questions get no replay");
+                }
+                return;
+            }
         }
     }
 }

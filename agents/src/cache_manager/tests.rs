@@ -313,3 +313,78 @@ fn a_similar_questions_plan_is_replayed_and_feedback_on_its_answer_demotes_it() 
         within(handle.stop(Duration::from_secs(5))).await;
     });
 }
+
+/// An embedder whose first call answers at once and whose later calls wait until the
+/// test opens the gate.
+struct GatedEmbedder {
+    calls: std::sync::atomic::AtomicUsize,
+    gate: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl kgmesh_models::Embedder for GatedEmbedder {
+    fn name(&self) -> &str {
+        "gated"
+    }
+
+    fn dim(&self) -> usize {
+        2
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            self.gate.acquire().await.expect("gate open").forget();
+        }
+        Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+    }
+}
+
+#[test]
+fn a_lookup_does_not_wait_for_a_whole_warmed_cache_to_be_embedded() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let embedder = Arc::new(GatedEmbedder {
+            calls: Default::default(),
+            gate: tokio::sync::Semaphore::new(0),
+        });
+        let manager = CacheManager::new(CacheConfig::default(), None, Some(graph()), None)
+            .with_embedder(Some(embedder.clone()));
+        // 200 templates: more than one batch of the embedder.
+        let words = [
+            "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf",
+        ];
+        for i in 0..200 {
+            let mut entry = verified_entry();
+            entry.hits = 1;
+            entry.question = format!(
+                "who directed Heat {} {} {}",
+                words[i % 7],
+                words[(i / 7) % 7],
+                words[(i / 49) % 7]
+            );
+            let stored = within(manager.store(CacheStore { entry })).await.unwrap();
+            assert!(stored.stored, "template {i}");
+        }
+        assert_eq!(manager.unembedded(), 200);
+        // The first lookup embeds one batch itself and leaves the rest to a background
+        // task, whose embedder calls wait: a lookup that waited for every template
+        // would not return.
+        let ctx = crate::runtime::CallContext::for_test(Role::CACHE_MANAGER);
+        let lookup = CacheLookup {
+            question: "who really directed Alien".to_owned(),
+            entities: Vec::new(),
+            k: 5,
+        };
+        within(manager.lookup(&ctx, lookup)).await.unwrap();
+        let left = manager.unembedded();
+        assert!(0 < left && left < 200, "{left} templates left unembedded");
+        // Opened, the background task embeds the rest.
+        embedder.gate.add_permits(100);
+        within(async {
+            while manager.unembedded() > 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+    });
+}
