@@ -89,14 +89,18 @@ impl CacheManager {
     /// background task (one at a time), so that no lookup waits for a whole warmed
     /// cache to be embedded.
     async fn embed_templates(&self, embedder: &Arc<dyn Embedder>) {
-        embed_missing(
+        let embedded = embed_missing(
             &self.cache,
             embedder.as_ref(),
             &self.embedder_failed,
             Some(1),
         )
         .await;
-        if self.cache().unembedded_count() == 0 || self.embedding.swap(true, Ordering::AcqRel) {
+        // (A failing embedder is tried again by the next lookup, not in the background.)
+        if !embedded
+            || self.cache().unembedded_count() == 0
+            || self.embedding.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         let (cache, embedder, failed, embedding) = (
@@ -432,19 +436,20 @@ fn apply_change(cache: &Mutex<PlanCache>, key: &str, entry: Option<CacheEntry>) 
 /// Embeds templates that have no vector yet, [`EMBED_BATCH`] per call of the embedder,
 /// up to `batches` calls (all of them when `None`), without holding the cache's lock
 /// while the embedder works. A failing embedder leaves them unembedded: similar
-/// questions then get no replay, and the exact-template path is unchanged.
+/// questions then get no replay, and the exact-template path is unchanged. Returns
+/// false when the embedder failed.
 async fn embed_missing(
     cache: &Mutex<PlanCache>,
     embedder: &dyn Embedder,
     failed: &AtomicBool,
     batches: Option<usize>,
-) {
+) -> bool {
     let mut left = batches;
     while left != Some(0) {
         left = left.map(|n| n - 1);
         let missing = lock(cache).unembedded(EMBED_BATCH);
         if missing.is_empty() {
-            return;
+            break;
         }
         let texts: Vec<String> = missing.iter().map(|(_, text)| text.clone()).collect();
         match embedder.embed(&texts).await {
@@ -464,10 +469,11 @@ async fn embed_missing(
                     };
                     tracing::warn!(%detail, "cannot embed plan templates; similar questions get no replay");
                 }
-                return;
+                return false;
             }
         }
     }
+    true
 }
 
 /// The role's factory: an in-memory cache persisted to `deps.plan_store` when set.
