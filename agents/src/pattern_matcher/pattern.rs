@@ -21,7 +21,7 @@ use std::{
 
 use kgmesh_models::parse::pattern::{is_unknown, PatternTriple};
 
-use crate::scoring::text::{inside_a_longer, word_spans, words, QuestionTerms};
+use crate::scoring::text::{inside_a_longer, name_positions, word_spans, words, QuestionTerms};
 
 /// A pattern node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -284,16 +284,6 @@ fn relative_clause_around(all: &[String], in_names: &HashSet<usize>) -> Option<u
 
 fn class_only(terms: &QuestionTerms, run: &Run) -> bool {
     run.terms.iter().all(|&i| terms.names_a_class(i))
-}
-
-/// Positions of the words of the entities' names in the question (a one-word name a
-/// question also uses as a plain word, "position *midfielder*", is still the name).
-fn name_positions(all: &[String], names: &[&str]) -> HashSet<usize> {
-    names
-        .iter()
-        .flat_map(|name| word_spans(all, &words(name)))
-        .flat_map(|(at, end)| at..end)
-        .collect()
 }
 
 /// The words of a run, shared-value markers left out (they shape the pattern instead).

@@ -311,19 +311,25 @@ fn only_part_of_a_name(all: &[String], spans: &[(usize, usize)], mention: &str) 
     !places.is_empty() && places.iter().all(|&place| inside_a_longer(place, spans))
 }
 
+/// Positions in `all` of the words of every place one of `names` stands in it (a
+/// one-word name a text also uses as a plain word, "position *midfielder*", is still
+/// the name there).
+pub fn name_positions(all: &[String], names: &[&str]) -> HashSet<usize> {
+    names
+        .iter()
+        .flat_map(|name| word_spans(all, &words(name)))
+        .flat_map(|(start, end)| start..end)
+        .collect()
+}
+
 /// The [`words`] of `text` outside every place one of `names` stands in it, in order
 /// ("what kind of movie is [Heat]" with "Heat": "what kind of movie is").
 pub fn words_outside(text: &str, names: &[&str]) -> Vec<String> {
     let all = words(text);
-    let mut inside = vec![false; all.len()];
-    for name in names {
-        for (start, end) in word_spans(&all, &words(name)) {
-            inside[start..end].fill(true);
-        }
-    }
+    let inside = name_positions(&all, names);
     all.into_iter()
-        .zip(inside)
-        .filter_map(|(word, inside)| (!inside).then_some(word))
+        .enumerate()
+        .filter_map(|(at, word)| (!inside.contains(&at)).then_some(word))
         .collect()
 }
 
