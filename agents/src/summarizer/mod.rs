@@ -199,7 +199,10 @@ impl Summarizer {
             if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
                 tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
             }
-            if let Some(reply) = self.far_from_question(&profiles, &texts, &scores).await {
+            if let Some(reply) = self
+                .far_from_question(vectors, &profiles, &texts, &scores)
+                .await
+            {
                 return reply;
             }
         }
@@ -211,6 +214,7 @@ impl Summarizer {
     /// ([`SummaryRule::abstain_found_cosine`]).
     async fn far_from_question(
         &self,
+        vectors: &TextVectors,
         profiles: &Profiles<'_>,
         texts: &[String],
         scores: &[f32],
@@ -219,7 +223,6 @@ impl Summarizer {
             self.rule.abstain_found_cosine,
             self.rule.abstain_relations_cosine,
         );
-        let vectors = self.vectors_opt.as_ref()?;
         if found_min <= 0.0 || relations_min <= 0.0 {
             return None;
         }

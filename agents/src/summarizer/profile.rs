@@ -69,7 +69,7 @@ impl<'a> Profiles<'a> {
     /// words cannot break: when the best score is below zero (no word explains any of
     /// the best paths, as in "what kind of movie is X" over a film's relations), the
     /// paths of the relation sequence whose profile is nearest to the question gain
-    /// [`TIE_BREAK_BONUS`]. Returns that sequence, if a tie was broken.
+    /// [`TIE_BREAK_BONUS`].
     ///
     /// Only such ties: where words explain the tied paths, their order comes from
     /// the rest of the rule (WC2014 2-hop dev lost 14 points when every tie was
@@ -79,12 +79,12 @@ impl<'a> Profiles<'a> {
         &self,
         vectors: &TextVectors,
         scores: &mut [f32],
-    ) -> Result<Option<&'a str>, EmbedError> {
+    ) -> Result<(), EmbedError> {
         let Some(best) = scores.iter().copied().reduce(f32::max) else {
-            return Ok(None);
+            return Ok(());
         };
         if best >= 0.0 || self.question.is_empty() {
-            return Ok(None);
+            return Ok(());
         }
         let tied = |score: f32| score >= best - EXPLAINED_TIE;
         let mut candidates: Vec<&'a str> = Vec::new();
@@ -99,7 +99,7 @@ impl<'a> Profiles<'a> {
             }
         }
         if candidates.len() < 2 {
-            return Ok(None);
+            return Ok(());
         }
         let mut inputs = vec![self.question.to_owned()];
         inputs.extend(candidates.iter().map(|text| self.profile(text)));
@@ -110,14 +110,14 @@ impl<'a> Profiles<'a> {
             })
             .map(|index| candidates[index - 1])
         else {
-            return Ok(None);
+            return Ok(());
         };
         for (score, text) in scores.iter_mut().zip(self.texts) {
             if tied(*score) && text == chosen {
                 *score += TIE_BREAK_BONUS;
             }
         }
-        Ok(Some(chosen))
+        Ok(())
     }
 
     /// How near the relation sequence `text` is to the question.
