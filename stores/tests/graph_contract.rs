@@ -379,3 +379,50 @@ async fn a_wrong_bolt_password_fails_within_the_timeout() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// A query cut off by its timeout leaves a Bolt connection mid-reply. It must not go
+/// back into the pool as if clean: the next queries would read the stale reply (an
+/// answer to another question, or a protocol error) or wait forever.
+#[tokio::test]
+async fn a_bolt_query_cut_off_by_its_timeout_leaves_later_queries_right() {
+    let server = BoltServer::start();
+    let settings = BoltSettings {
+        uri: server.uri(),
+        user: server.user().to_owned(),
+        password: server.password().to_owned(),
+        database: Some(server.database().to_owned()),
+        timeout: Duration::from_secs(30),
+    };
+    within(write_graph(&settings, &movies(), 2, true))
+        .await
+        .unwrap();
+    let store = within(BoltGraph::connect(&settings)).await.unwrap();
+    let slow = QueryLimits {
+        timeout: Duration::from_millis(40),
+        ..QueryLimits::default()
+    };
+    let quick = QueryLimits::default();
+    let count = "MATCH (m)-[:starred_actors]->(a) WHERE a.name = $actor RETURN count(m) AS films";
+    let actor = [("actor".to_owned(), Value::String("Al Pacino".to_owned()))];
+    for round in 0..4 {
+        let cut = within(store.cypher(
+            "UNWIND range(1, 2000) AS i UNWIND range(1, 2000) AS j WITH i, j WHERE (i * j) % 7 = 3 RETURN count(*) AS n",
+            &[],
+            &slow,
+        ))
+        .await;
+        assert!(
+            matches!(cut, Err(StoreError::Timeout { .. })),
+            "round {round}: {cut:?}"
+        );
+        for _ in 0..12 {
+            let rows = within(store.cypher(count, &actor, &quick)).await.unwrap();
+            assert_eq!(rows.columns, vec!["films"], "round {round}");
+            assert_eq!(rows.rows, vec![vec![Value::Int(2)]], "round {round}");
+        }
+        let names = within(store.resolve(&["Heat".to_owned()], NameMatch::Exact))
+            .await
+            .unwrap();
+        assert_eq!(names[0].len(), 1, "round {round}: {names:?}");
+    }
+}

@@ -28,6 +28,11 @@
 //! - `SET n = $map` and `SET r = $map` work for whole property maps; relationship types
 //!   with spaces work when backtick-quoted.
 //! - A wrong password is never answered: the connection waits (hence the timeouts).
+//! - A query cut off by the client's timeout keeps running on the server until it ends
+//!   (closing its connection does not stop it). Four 36M-row queries cut off in turn
+//!   held up an unrelated one-row query for 22 s. Before the pool was renewed on a
+//!   timeout ([`Pool`]), the next query on the cut-off connection read its stale reply
+//!   (`unexpected response for ROLLBACK: Record`).
 //! - Neo4j drivers' read/write access mode is not sent by neo4rs 0.8; read-only is
 //!   enforced here by refusing writes and rolling back.
 
@@ -85,7 +90,7 @@ impl std::fmt::Debug for BoltSettings {
 
 /// A Bolt database as a [`GraphStore`].
 pub struct BoltGraph {
-    graph: Graph,
+    pool: Pool,
     timeout: Duration,
     schema: OnceCell<Arc<GraphSchema>>,
 }
@@ -96,102 +101,165 @@ pub(crate) fn backend_error(error: impl std::fmt::Display) -> StoreError {
     }
 }
 
-/// Opens a connection pool and proves it works with `RETURN 1`, all within the timeout.
-pub(crate) async fn connect_graph(settings: &BoltSettings) -> StoreResult<Graph> {
-    let address = settings
-        .uri
-        .trim_start_matches("bolt://")
-        .trim_start_matches("neo4j://")
-        .to_owned();
-    // A refused or unroutable address fails in moments, not after `settings.timeout`
-    // (the Bolt client does not tell a refused connection from a slow one).
-    let host_port = address.split('/').next().unwrap_or(&address);
-    let host_port = if host_port.contains(':') {
-        host_port.to_owned()
-    } else {
-        format!("{host_port}:7687")
-    };
-    let probe = settings.timeout.min(std::time::Duration::from_secs(3));
-    match tokio::time::timeout(probe, tokio::net::TcpStream::connect(&host_port)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => {
-            return Err(StoreError::Unavailable {
-                detail: format!("cannot connect to {}: {error}", settings.uri),
-            })
-        }
-        Err(_) => {
-            return Err(StoreError::Unavailable {
-                detail: format!(
-                    "no answer from {} within {} ms",
-                    settings.uri,
-                    probe.as_millis()
-                ),
-            })
-        }
-    }
-    let mut config = ConfigBuilder::default()
-        .uri(address)
-        .user(settings.user.as_str())
-        .password(settings.password.as_str())
-        .fetch_size(1_000)
-        .max_connections(8);
-    if let Some(database) = &settings.database {
-        config = config.db(database.as_str());
-    }
-    let config = config.build().map_err(backend_error)?;
-    let timeout = settings.timeout;
-    let connect = async {
-        let graph = Graph::connect(config)
-            .await
-            .map_err(|error| StoreError::Unavailable {
-                detail: format!("cannot connect to {}: {error}", settings.uri),
-            })?;
-        graph
-            .run(neo4rs::query("RETURN 1"))
-            .await
-            .map_err(|error| StoreError::Unavailable {
-                detail: format!("{} refused a query: {error}", settings.uri),
-            })?;
-        Ok(graph)
-    };
-    match tokio::time::timeout(timeout, connect).await {
-        Ok(result) => result,
-        Err(_) => Err(StoreError::Unavailable {
-            detail: format!(
-                "no answer from {} within {} ms (wrong address, or wrong credentials: the Bolt client waits forever on those)",
-                settings.uri,
-                timeout.as_millis()
-            ),
-        }),
-    }
+/// The connection pool, replaced by a fresh one whenever a call is cut off by its
+/// timeout.
+///
+/// A call cut off mid-reply leaves its connection with the rest of that reply unread,
+/// and neo4rs hands such a connection out again: the next query on it reads the stale
+/// reply, or waits behind the query still running on the server. So a timed-out call
+/// swaps in a new pool *before* its connection is released; the old pool closes its
+/// connections once the calls still holding them finish, which also ends the cut-off
+/// query on the server. Opening a pool does no I/O: connections are made on first use.
+pub(crate) struct Pool {
+    config: neo4rs::Config,
+    current: std::sync::RwLock<Graph>,
+    uri: String,
 }
 
-/// Runs a query and collects its rows as maps, bounded by `timeout` and `max_rows`.
-pub(crate) async fn fetch(
-    graph: &Graph,
-    query: Query,
-    timeout: Duration,
-    max_rows: usize,
-) -> StoreResult<(Vec<HashMap<String, BoltType>>, bool)> {
-    let work = async {
-        let mut stream = graph.execute(query).await.map_err(backend_error)?;
-        let mut rows = Vec::new();
-        let mut truncated = false;
-        while let Some(row) = stream.next().await.map_err(backend_error)? {
-            if rows.len() >= max_rows {
-                truncated = true;
-                break;
+impl Pool {
+    /// Opens a connection pool and proves it works with `RETURN 1`, all within the
+    /// timeout.
+    pub(crate) async fn connect(settings: &BoltSettings) -> StoreResult<Self> {
+        let address = settings
+            .uri
+            .trim_start_matches("bolt://")
+            .trim_start_matches("neo4j://")
+            .to_owned();
+        // A refused or unroutable address fails in moments, not after `settings.timeout`
+        // (the Bolt client does not tell a refused connection from a slow one).
+        let host_port = address.split('/').next().unwrap_or(&address);
+        let host_port = if host_port.contains(':') {
+            host_port.to_owned()
+        } else {
+            format!("{host_port}:7687")
+        };
+        let probe = settings.timeout.min(std::time::Duration::from_secs(3));
+        match tokio::time::timeout(probe, tokio::net::TcpStream::connect(&host_port)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                return Err(StoreError::Unavailable {
+                    detail: format!("cannot connect to {}: {error}", settings.uri),
+                })
             }
-            let map: HashMap<String, BoltType> = row.to().map_err(backend_error)?;
-            rows.push(map);
+            Err(_) => {
+                return Err(StoreError::Unavailable {
+                    detail: format!(
+                        "no answer from {} within {} ms",
+                        settings.uri,
+                        probe.as_millis()
+                    ),
+                })
+            }
         }
-        Ok((rows, truncated))
-    };
-    tokio::time::timeout(timeout, work)
+        let mut config = ConfigBuilder::default()
+            .uri(address)
+            .user(settings.user.as_str())
+            .password(settings.password.as_str())
+            .fetch_size(1_000)
+            .max_connections(8);
+        if let Some(database) = &settings.database {
+            config = config.db(database.as_str());
+        }
+        let config = config.build().map_err(backend_error)?;
+        let timeout = settings.timeout;
+        let connect = async {
+            let graph =
+                Graph::connect(config.clone())
+                    .await
+                    .map_err(|error| StoreError::Unavailable {
+                        detail: format!("cannot connect to {}: {error}", settings.uri),
+                    })?;
+            graph
+                .run(neo4rs::query("RETURN 1"))
+                .await
+                .map_err(|error| StoreError::Unavailable {
+                    detail: format!("{} refused a query: {error}", settings.uri),
+                })?;
+            Ok::<_, StoreError>(graph)
+        };
+        let graph = match tokio::time::timeout(timeout, connect).await {
+            Ok(result) => result?,
+            Err(_) => return Err(StoreError::Unavailable {
+                detail: format!(
+                    "no answer from {} within {} ms (wrong address, or wrong credentials: the Bolt client waits forever on those)",
+                    settings.uri,
+                    timeout.as_millis()
+                ),
+            }),
+        };
+        Ok(Self {
+            config,
+            current: std::sync::RwLock::new(graph),
+            uri: settings.uri.clone(),
+        })
+    }
+
+    fn graph(&self) -> Graph {
+        self.current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Runs `work` on the current pool within `timeout`. When the timeout cuts it off,
+    /// a fresh pool replaces the current one before `work` (and the connection it
+    /// holds) is dropped.
+    pub(crate) async fn bounded<T, F, Fut>(&self, timeout: Duration, work: F) -> StoreResult<T>
+    where
+        F: FnOnce(Graph) -> Fut,
+        Fut: std::future::Future<Output = StoreResult<T>>,
+    {
+        let work = work(self.graph());
+        tokio::pin!(work);
+        tokio::select! {
+            result = &mut work => result,
+            () = tokio::time::sleep(timeout) => {
+                self.renew().await;
+                Err(StoreError::Timeout {
+                    millis: timeout.as_millis() as u64,
+                })
+            }
+        }
+    }
+
+    async fn renew(&self) {
+        match Graph::connect(self.config.clone()).await {
+            Ok(fresh) => {
+                *self
+                    .current
+                    .write()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = fresh;
+                tracing::debug!(uri = %self.uri, "bolt: a call timed out; its connections are set aside");
+            }
+            Err(error) => {
+                tracing::warn!(uri = %self.uri, %error, "bolt: a call timed out and no fresh pool could be opened; the old one stays");
+            }
+        }
+    }
+
+    /// Runs a query and collects its rows as maps, bounded by `timeout` and `max_rows`.
+    pub(crate) async fn fetch(
+        &self,
+        query: Query,
+        timeout: Duration,
+        max_rows: usize,
+    ) -> StoreResult<(Vec<HashMap<String, BoltType>>, bool)> {
+        self.bounded(timeout, |graph| async move {
+            let mut stream = graph.execute(query).await.map_err(backend_error)?;
+            let mut rows = Vec::new();
+            let mut truncated = false;
+            while let Some(row) = stream.next().await.map_err(backend_error)? {
+                if rows.len() >= max_rows {
+                    truncated = true;
+                    break;
+                }
+                let map: HashMap<String, BoltType> = row.to().map_err(backend_error)?;
+                rows.push(map);
+            }
+            Ok((rows, truncated))
+        })
         .await
-        .map_err(|_| StoreError::Timeout {
-            millis: timeout.as_millis() as u64,
-        })?
+    }
 }
 
 /// Backtick-quotes a label or relationship type for the places Cypher allows no parameter.
@@ -300,14 +368,14 @@ type Hop = (NodeId, String, NodeId, String, bool);
 impl BoltGraph {
     pub async fn connect(settings: &BoltSettings) -> StoreResult<Self> {
         Ok(Self {
-            graph: connect_graph(settings).await?,
+            pool: Pool::connect(settings).await?,
             timeout: settings.timeout,
             schema: OnceCell::new(),
         })
     }
 
     async fn rows(&self, query: Query) -> StoreResult<Vec<HashMap<String, BoltType>>> {
-        Ok(fetch(&self.graph, query, self.timeout, usize::MAX).await?.0)
+        Ok(self.pool.fetch(query, self.timeout, usize::MAX).await?.0)
     }
 
     /// One hop from each node of `frontier`, at most `cap` edges per node per direction
@@ -936,9 +1004,10 @@ impl GraphStore for BoltGraph {
             statement = statement.param(key, to_bolt(value));
         }
         let max_rows = limits.max_rows;
-        let work =
-            async {
-                let mut transaction = self.graph.start_txn().await.map_err(backend_error)?;
+        let (rows, truncated) = self
+            .pool
+            .bounded(limits.timeout, |graph| async move {
+                let mut transaction = graph.start_txn().await.map_err(backend_error)?;
                 let mut stream = transaction.execute(statement).await.map_err(|error| {
                     StoreError::InvalidQuery {
                         reason: error.to_string(),
@@ -962,14 +1031,9 @@ impl GraphStore for BoltGraph {
                 drop(stream);
                 // Always rolled back: nothing a query does can persist.
                 transaction.rollback().await.map_err(backend_error)?;
-                Ok::<_, StoreError>((rows, truncated))
-            };
-        let (rows, truncated) =
-            tokio::time::timeout(limits.timeout, work)
-                .await
-                .map_err(|_| StoreError::Timeout {
-                    millis: limits.timeout.as_millis() as u64,
-                })??;
+                Ok((rows, truncated))
+            })
+            .await?;
         // neo4rs 0.8 hands rows over as maps and hides the column order: it is taken
         // from the query's own RETURN clause instead.
         let keys: Vec<String> = rows

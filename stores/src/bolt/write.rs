@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use neo4rs::{BoltMap, BoltString, BoltType};
 
 use super::{
-    backend_error, connect_graph, fetch, quote_name, to_bolt, BoltSettings, NAME_PROPERTY,
-    NORMALIZED_PROPERTY,
+    backend_error, quote_name, to_bolt, BoltSettings, Pool, NAME_PROPERTY, NORMALIZED_PROPERTY,
 };
 use crate::{
     embedded::{normalize_name, EdgeId, EmbeddedGraph, NodeIdx},
@@ -44,17 +43,13 @@ pub async fn write_graph(
     batch_size: usize,
     clear: bool,
 ) -> StoreResult<WriteStats> {
-    let connection = connect_graph(settings).await?;
+    let connection = Pool::connect(settings).await?;
     let timeout = settings.timeout;
     let batch_size = batch_size.max(1);
     if clear {
-        fetch(
-            &connection,
-            neo4rs::query("MATCH (n) DETACH DELETE n"),
-            timeout,
-            0,
-        )
-        .await?;
+        connection
+            .fetch(neo4rs::query("MATCH (n) DETACH DELETE n"), timeout, 0)
+            .await?;
     }
 
     // ---- nodes, grouped by label set -------------------------------------------------
@@ -102,7 +97,7 @@ pub async fn write_graph(
                 })
                 .collect();
             let query = neo4rs::query(&statement).param("rows", rows);
-            let (returned, _) = fetch(&connection, query, timeout, usize::MAX).await?;
+            let (returned, _) = connection.fetch(query, timeout, usize::MAX).await?;
             for row in returned {
                 let (Some(BoltType::Integer(key)), Some(BoltType::Integer(id))) =
                     (row.get("k"), row.get("id"))
@@ -156,7 +151,7 @@ pub async fn write_graph(
                 })
                 .collect();
             let query = neo4rs::query(&statement).param("rows", rows);
-            let (returned, _) = fetch(&connection, query, timeout, usize::MAX).await?;
+            let (returned, _) = connection.fetch(query, timeout, usize::MAX).await?;
             let created = returned
                 .first()
                 .and_then(|row| match row.get("c") {
