@@ -440,8 +440,8 @@ fn shop() -> EmbeddedGraph {
 /// The query executor on a real nats-server, on a property graph: the first round of a
 /// question also runs a query written from the question itself, marked as such, learned
 /// from the grounded Cypher plans of the plan cache in JetStream KV (those stored
-/// before the role started, and those stored later). On a graph of triples it writes
-/// none.
+/// before the role started, and those stored later; one stored again is replaced, one
+/// deleted is forgotten). On a graph of triples it writes none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn query_executor_writes_grounded_cypher_on_nats() {
     use kgmesh_agents::cache_manager::persist::{KvPlanStore, PlanStore};
@@ -576,6 +576,25 @@ async fn query_executor_writes_grounded_cypher_on_nats() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(learned, "the plan stored later was not learned within 5 s");
+    // Stored again (a second import): replaced, still two. Then deleted: forgotten.
+    let again = bounded(kv.load_cypher()).await.unwrap();
+    assert_eq!(again.len(), 2);
+    for (key, entry) in &again {
+        bounded(kv.put(key, entry)).await.unwrap();
+    }
+    bounded(kv.delete(&plans::key(asked))).await.unwrap();
+    let mut forgotten = false;
+    for _ in 0..50 {
+        let reply = ask("Which products does Heli Süßwaren supply?").await;
+        let notes = reply.notes.join(" | ");
+        assert!(!notes.contains("with 3 verified plans"), "{notes}");
+        if notes.contains("with 1 verified plans") {
+            forgotten = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(forgotten, "the deleted plan was still learned after 5 s");
     bounded(handle.stop(Duration::from_secs(5))).await;
 
     // A graph of triples: no grounded query, only the round's own queries.

@@ -133,6 +133,12 @@ impl CacheManager {
         self.loaded
             .get_or_try_init(|| async {
                 if let Some(store) = &self.store {
+                    // Follow what other replicas store and demote, watched from before
+                    // the read so nothing stored in between is missed (a plan seen by
+                    // both is replaced by itself).
+                    let changes = store.changes().await.map_err(|e| AgentError::Unavailable {
+                        detail: e.to_string(),
+                    })?;
                     let entries = store
                         .load_all()
                         .await
@@ -145,10 +151,6 @@ impl CacheManager {
                             cache.replace(entry);
                         }
                     }
-                    // Follow what other replicas store and demote.
-                    let changes = store.changes().await.map_err(|e| AgentError::Unavailable {
-                        detail: e.to_string(),
-                    })?;
                     if let Some(mut changes) = changes {
                         let cache = Arc::downgrade(&self.cache);
                         tokio::spawn(async move {

@@ -44,8 +44,9 @@ const READ_TIMEOUT: Duration = Duration::from_secs(120);
 
 struct Ready {
     planner: RwLock<GroundedCypher>,
-    /// Plans stored since the planner was fitted, learned before the next question.
-    pending: Mutex<Vec<CacheEntry>>,
+    /// Changes to the stored plans since the planner was fitted (`None`: deleted),
+    /// applied before the next question.
+    pending: Mutex<Vec<(String, Option<CacheEntry>)>>,
 }
 
 /// The grounded-Cypher side of the query executor.
@@ -136,8 +137,6 @@ impl GroundedRetriever {
         if let Some(store) = &self.plans {
             match store.load_cypher().await {
                 Ok(entries) => {
-                    let entries: Vec<CacheEntry> =
-                        entries.into_iter().map(|(_, entry)| entry).collect();
                     let learned = plans::learn(&mut planner, &entries).await;
                     planner.fit();
                     tracing::info!(
@@ -164,36 +163,42 @@ impl GroundedRetriever {
         })
     }
 
-    /// Follows plans stored later (other replicas, `cache warm --import` into the
-    /// shared bucket): they are learned before the next question.
+    /// Reads the graph's values and the stored plans, then follows the plans stored
+    /// or deleted later (other replicas, `cache warm --import` into the shared
+    /// bucket): they are applied before the next question. The changes are watched
+    /// from before the stored plans are read, so none stored in between is missed
+    /// (one seen twice is replaced, not learned twice).
     pub async fn follow_plans(self: &Arc<Self>) {
-        let Some(store) = &self.plans else { return };
+        let Some(store) = &self.plans else {
+            self.warm_up().await;
+            return;
+        };
+        let changes = match store.changes().await {
+            Ok(changes) => changes,
+            Err(error) => {
+                tracing::warn!(%error, "grounded Cypher does not follow the plan cache");
+                None
+            }
+        };
         if self.ready().await.is_none() {
             return;
         }
-        let changes = match store.changes().await {
-            Ok(Some(changes)) => changes,
-            Ok(None) => return,
-            Err(error) => {
-                tracing::warn!(%error, "grounded Cypher does not follow the plan cache");
-                return;
-            }
-        };
+        let Some(changes) = changes else { return };
         let this = Arc::downgrade(self);
         tokio::spawn(async move {
             use futures::StreamExt;
             let mut changes = changes;
             while let Some((key, entry)) = changes.next().await {
                 let Some(this) = this.upgrade() else { break };
-                let Some(entry) = entry.filter(|_| is_cypher_key(&key)) else {
+                if !is_cypher_key(&key) {
                     continue;
-                };
+                }
                 if let Some(ready) = this.ready().await {
                     ready
                         .pending
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .push(entry);
+                        .push((key, entry));
                 }
             }
         });
@@ -214,12 +219,19 @@ impl GroundedRetriever {
             return (Vec::new(), notes);
         };
         let started = Instant::now();
-        let pending: Vec<CacheEntry> =
+        let pending: Vec<(String, Option<CacheEntry>)> =
             std::mem::take(&mut *ready.pending.lock().unwrap_or_else(|p| p.into_inner()));
         if !pending.is_empty() {
             let mut planner = ready.planner.write().await;
-            plans::learn(&mut planner, &pending).await;
+            let applied = plans::apply(&mut planner, &pending).await;
             planner.fit();
+            tracing::info!(
+                kept = applied.kept,
+                stale = applied.stale,
+                removed = applied.removed,
+                examples = planner.learned_examples(),
+                "grounded Cypher followed the plan cache"
+            );
         }
         let planner = ready.planner.read().await;
         let limits = QueryLimits {

@@ -138,10 +138,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     // Read the graph's values before the first question asks for them.
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         let grounded = grounded.clone();
-        runtime.spawn(async move {
-            grounded.warm_up().await;
-            grounded.follow_plans().await;
-        });
+        runtime.spawn(async move { grounded.follow_plans().await });
     }
     let executor = Arc::new(QueryExecutor { graph, grounded });
     let for_query = executor.clone();

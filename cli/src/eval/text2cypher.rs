@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use kgmesh_agents::qa::Fold;
 use kgmesh_agents::query_executor::grounded::{
-    plain_text, GroundedCypher, Reference, Ties, EXISTENCE_TRIES, LEARN_TRIES, MODEL_CHOICES,
+    plain_text, CypherRunner, GroundedCypher, Reference, Ties, EXISTENCE_TRIES, LEARN_TRIES,
+    MODEL_CHOICES,
 };
 use kgmesh_models::{Embedder, LanguageModel};
 use kgmesh_schemas::graph::Value;
@@ -187,6 +188,34 @@ struct Outcome {
     reachable: bool,
     candidates: usize,
     enumerate_ms: f64,
+    /// The cold choice: existence checks and the chosen query's run.
+    choose_ms: f64,
+    /// Queries the cold choice sent to the store.
+    choose_queries: usize,
+}
+
+/// A store that counts the queries sent through it.
+struct Counted<'a> {
+    store: &'a dyn GraphStore,
+    queries: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl CypherRunner for Counted<'_> {
+    async fn run(
+        &self,
+        query: &str,
+        params: &[(String, Value)],
+        limits: &QueryLimits,
+    ) -> kgmesh_stores::StoreResult<kgmesh_schemas::graph::Rows> {
+        self.queries
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.store.cypher(query, params, limits).await
+    }
+
+    fn remote(&self) -> bool {
+        CypherRunner::remote(self.store)
+    }
 }
 
 /// The kind of question a gold query answers, read from its text.
@@ -410,9 +439,14 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         };
         // Cold and warm alike: the best candidate that returns a row, among the first
         // EXISTENCE_TRIES of the cold ranking or of the learned one.
+        let counted = Counted {
+            store: store.as_ref(),
+            queries: Default::default(),
+        };
+        let timer = Instant::now();
         let (cold, cold_rows) = match planner
             .choose_existing(
-                store.as_ref(),
+                &counted,
                 &question,
                 &ranked,
                 false,
@@ -424,6 +458,8 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
             Some((choice, rows)) => (Some(choice.candidate), rows),
             None => (None, None),
         };
+        let choose_ms = timer.elapsed().as_secs_f64() * 1e3;
+        let choose_queries = counted.queries.into_inner();
         let cold_right = right(cold_rows);
         let mut reachable = cold_right;
         for (candidate, _) in ranked.iter().take(LEARN_TRIES) {
@@ -521,6 +557,8 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
             reachable,
             candidates: ranked.len(),
             enumerate_ms,
+            choose_ms,
+            choose_queries,
         });
         if run.progress && (n + 1) % 100 == 0 {
             eprintln!("kgmesh eval: {}/{} questions", n + 1, selected.len());
@@ -556,6 +594,9 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
         .count();
     let mut latencies: Vec<f64> = outcomes.iter().map(|o| o.enumerate_ms).collect();
     latencies.sort_by(f64::total_cmp);
+    let mut choose_latencies: Vec<f64> = outcomes.iter().map(|o| o.choose_ms).collect();
+    choose_latencies.sort_by(f64::total_cmp);
+    let choose_queries: Vec<usize> = outcomes.iter().map(|o| o.choose_queries).collect();
     let candidates: Vec<usize> = outcomes.iter().map(|o| o.candidates).collect();
     let mean_candidates = candidates.iter().sum::<usize>() as f64 / total.max(1) as f64;
 
@@ -669,6 +710,16 @@ pub async fn run(store: Arc<dyn GraphStore>, run: Text2CypherRun) -> anyhow::Res
          p50 {:.2} ms, p99 {:.2} ms.",
         percentile(&latencies, 50.0),
         percentile(&latencies, 99.0)
+    )?;
+    writeln!(summary)?;
+    writeln!(
+        summary,
+        "Cold choice (existence checks among the first {EXISTENCE_TRIES} candidates, then the chosen \
+         query): p50 {:.2} ms, p99 {:.2} ms; queries sent per question: mean {:.2}, max {}.",
+        percentile(&choose_latencies, 50.0),
+        percentile(&choose_latencies, 99.0),
+        choose_queries.iter().sum::<usize>() as f64 / total.max(1) as f64,
+        choose_queries.iter().max().copied().unwrap_or(0)
     )?;
     if with_model {
         let fallbacks: Vec<&str> = outcomes

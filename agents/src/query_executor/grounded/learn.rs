@@ -35,6 +35,10 @@ struct Example {
     stems: Vec<u32>,
     candidates: Vec<(Vec<u32>, f32, bool)>,
     right: Vec<String>,
+    /// The plan-store key of a stored plan: storing it again replaces the example,
+    /// deleting it removes the example. `None` for pairs learned directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
 }
 
 #[derive(Default)]
@@ -114,6 +118,7 @@ impl Ranker {
                     stems: e.stems.clone(),
                     candidates: e.candidates.clone(),
                     right: e.right.clone(),
+                    key: e.key.clone(),
                 })
                 .collect(),
         }
@@ -160,9 +165,15 @@ impl Ranker {
                 stems,
                 candidates,
                 right: example.right,
+                key: example.key,
             });
         }
         let count = added.len();
+        for example in &added {
+            if let Some(key) = &example.key {
+                self.forget(key);
+            }
+        }
         self.examples.extend(added);
         Ok(count)
     }
@@ -171,8 +182,18 @@ impl Ranker {
         !self.weights.is_empty()
     }
 
-    /// Keeps a training question whose tried candidates include a right one.
-    pub fn add(&mut self, question: &Question, tried: &[(Candidate, f32, bool)]) {
+    /// Keeps a training question whose tried candidates include a right one. With a
+    /// `key`, it replaces the example kept under that key (which goes even when this
+    /// one is not kept).
+    pub fn add(
+        &mut self,
+        question: &Question,
+        tried: &[(Candidate, f32, bool)],
+        key: Option<&str>,
+    ) {
+        if let Some(key) = key {
+            self.forget(key);
+        }
         if !tried.iter().any(|(_, _, right)| *right) {
             return;
         }
@@ -195,7 +216,16 @@ impl Ranker {
             stems,
             candidates,
             right,
+            key: key.map(str::to_owned),
         });
+    }
+
+    /// Drops the example kept under `key`; whether there was one. Fit again to stop
+    /// using it.
+    pub fn forget(&mut self, key: &str) -> bool {
+        let before = self.examples.len();
+        self.examples.retain(|e| e.key.as_deref() != Some(key));
+        self.examples.len() != before
     }
 
     fn learned(weights: &HashMap<u64, f32>, stems: &[u32], tokens: &[u32]) -> f32 {

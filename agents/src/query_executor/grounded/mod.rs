@@ -15,10 +15,12 @@
 //!   cold score ([`learn`]). A new question gets them for whatever values it names, and
 //!   a shape verified on a similar training question replays.
 //!
-//! The query run is the best-ranked one that returns a row. With a model, the model
-//! picks among the best candidates instead ([`GroundedCypher::choose_with_model`]).
+//! The query run is the best-ranked one that returns a row, found with at most three
+//! round trips to a database server ([`exists`]). With a model, the model picks among the
+//! best candidates instead ([`GroundedCypher::choose_with_model`]).
 
 mod enumerate;
+mod exists;
 mod learn;
 pub mod plans;
 mod values;
@@ -39,6 +41,7 @@ use kgmesh_stores::{GraphStore, QueryLimits, StoreResult};
 
 use enumerate::VALUES_MARK;
 pub use enumerate::{Candidate, Shape};
+use exists::with_rows;
 pub use values::{GraphValues, Grounding, LabelInfo, PropertyInfo, PropertyKind};
 
 /// Where candidates run: a [`GraphStore`] (embedded or Bolt), or any read-only Cypher
@@ -51,6 +54,13 @@ pub trait CypherRunner: Send + Sync {
         params: &[(String, Value)],
         limits: &QueryLimits,
     ) -> StoreResult<Rows>;
+
+    /// Whether each query is a round trip to a database server, so that asking about
+    /// several candidates in one probe saves time ([`exists`]). In-process engines
+    /// answer a query as fast as a probe part, and stop at the first candidate found.
+    fn remote(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait]
@@ -62,6 +72,10 @@ impl<S: GraphStore + ?Sized> CypherRunner for S {
         limits: &QueryLimits,
     ) -> StoreResult<Rows> {
         self.cypher(query, params, limits).await
+    }
+
+    fn remote(&self) -> bool {
+        self.backend() != "embedded"
     }
 }
 
@@ -655,8 +669,10 @@ impl GroundedCypher {
     }
 
     /// The best of `ranked` by cold score plus what learning adds, among those that
-    /// return a row (GraphRAFT's queries that provably exist in the database): at most
-    /// `tries` run, best first, and the chosen one's rows are kept. When none of them
+    /// return a row (GraphRAFT's queries that provably exist in the database): of the
+    /// first `tries`, the best runs; if it has no row, the others run in order, or on
+    /// a database server one probe first finds which of them do ([`exists`]). The
+    /// chosen one's rows are kept. When none of them
     /// returns a row, the best one stands, with its rows.
     ///
     /// With `learned` false, the cold ranking alone orders them (what a cold
@@ -804,7 +820,7 @@ impl GroundedCypher {
             };
             tried.push((candidate, cold, right));
         }
-        self.ranker.add(&question, &tried);
+        self.ranker.add(&question, &tried, None);
         Ok(tried
             .into_iter()
             .filter(|(_, _, right)| *right)
@@ -816,9 +832,15 @@ impl GroundedCypher {
     /// without running anything: its best-ranked candidates (at most [`LEARN_TRIES`])
     /// are enumerated again, and those whose query, values written in, is one of
     /// `verified` are the right ones. Returns whether any was (a plan learned on
-    /// other values or by other code matches none, and is not kept). Call
-    /// [`GroundedCypher::fit`] after adding.
-    pub async fn learn_verified(&mut self, question: &str, verified: &[String]) -> bool {
+    /// other values or by other code matches none, and is not kept). With a `key`
+    /// (the plan's key in the plan store), what was kept under that key is replaced.
+    /// Call [`GroundedCypher::fit`] after adding.
+    pub async fn learn_verified(
+        &mut self,
+        question: &str,
+        verified: &[String],
+        key: Option<&str>,
+    ) -> bool {
         let question = self.read_question(question).await;
         let tried: Vec<(Candidate, f32, bool)> = self
             .ranked(&question)
@@ -830,8 +852,14 @@ impl GroundedCypher {
             })
             .collect();
         let any = tried.iter().any(|(_, _, right)| *right);
-        self.ranker.add(&question, &tried);
+        self.ranker.add(&question, &tried, key);
         any
+    }
+
+    /// Stops learning from the plan kept under `key` (deleted from the plan store);
+    /// whether one was kept. Call [`GroundedCypher::fit`] after.
+    pub fn forget(&mut self, key: &str) -> bool {
+        self.ranker.forget(key)
     }
 
     /// The first column of a result as comparable texts: a node by its display name.
@@ -988,39 +1016,6 @@ impl Reference {
             None => predicted == answers,
         }
     }
-}
-
-/// Runs the candidates of `order` (entries of [`GroundedCypher::rescored`]'s shape,
-/// best first), at most `tries` of them, until `want` have returned a row. Returns
-/// those with their rows, and the rows of the first one run (`None` when it failed).
-async fn with_rows<R: CypherRunner + ?Sized>(
-    runner: &R,
-    ranked: &[(Candidate, f32)],
-    order: &[(usize, f32, f32)],
-    want: usize,
-    tries: usize,
-    limits: &QueryLimits,
-) -> (Vec<((usize, f32, f32), Rows)>, Option<Rows>) {
-    let mut found = Vec::with_capacity(want);
-    let mut first_rows = None;
-    for (n, entry) in order.iter().take(tries.max(1)).enumerate() {
-        let candidate = &ranked[entry.0].0;
-        let rows = runner
-            .run(&candidate.cypher, &candidate.params, limits)
-            .await
-            .ok();
-        match rows {
-            Some(rows) if has_rows(&rows) => {
-                found.push((*entry, rows));
-                if found.len() >= want {
-                    break;
-                }
-            }
-            rows if n == 0 => first_rows = rows,
-            _ => {}
-        }
-    }
-    (found, first_rows)
 }
 
 /// Whether a result holds an answer: a row with some value (an average over no rows

@@ -51,24 +51,49 @@ pub struct Learned {
     /// Plans none of whose queries is a candidate any more (the graph's values or the
     /// enumeration changed since they were verified): not kept.
     pub stale: usize,
+    /// Plans deleted from the store that had been kept: no longer learned from.
+    pub removed: usize,
 }
 
-/// Adds stored plans to what `planner` learns from (call [`GroundedCypher::fit`]
-/// afterwards). Entries without queries are skipped.
-pub async fn learn(planner: &mut GroundedCypher, entries: &[CacheEntry]) -> Learned {
+/// Adds stored plans (with their keys) to what `planner` learns from; a plan stored
+/// again under a key replaces the one learned under it (call
+/// [`GroundedCypher::fit`] afterwards). Entries without queries are skipped.
+pub async fn learn(planner: &mut GroundedCypher, entries: &[(String, CacheEntry)]) -> Learned {
     let mut learned = Learned::default();
-    for entry in entries {
-        if entry.plan.cypher.is_empty() {
-            continue;
-        }
-        if planner
-            .learn_verified(&entry.question, &entry.plan.cypher)
-            .await
-        {
-            learned.kept += 1;
-        } else {
-            learned.stale += 1;
-        }
+    for (key, entry) in entries {
+        learned.add(planner, key, Some(entry)).await;
     }
     learned
+}
+
+/// Applies changes to the plan store as they came (`None`: the key was deleted), in
+/// order (call [`GroundedCypher::fit`] afterwards).
+pub async fn apply(
+    planner: &mut GroundedCypher,
+    changes: &[(String, Option<CacheEntry>)],
+) -> Learned {
+    let mut learned = Learned::default();
+    for (key, entry) in changes {
+        learned.add(planner, key, entry.as_ref()).await;
+    }
+    learned
+}
+
+impl Learned {
+    async fn add(&mut self, planner: &mut GroundedCypher, key: &str, entry: Option<&CacheEntry>) {
+        match entry {
+            Some(entry) if !entry.plan.cypher.is_empty() => {
+                if planner
+                    .learn_verified(&entry.question, &entry.plan.cypher, Some(key))
+                    .await
+                {
+                    self.kept += 1;
+                } else {
+                    self.stale += 1;
+                }
+            }
+            // Stored again without queries, or deleted.
+            _ => self.removed += usize::from(planner.forget(key)),
+        }
+    }
 }

@@ -637,11 +637,48 @@ async fn a_plan_stored_in_the_plan_cache_teaches_another_planner_what_learning_d
         },
         ..stored.clone()
     };
-    let learned = plans::learn(&mut student, &[stored, stale]).await;
-    assert_eq!(learned, plans::Learned { kept: 1, stale: 1 });
+    let key = plans::key(asked);
+    let learned = plans::learn(
+        &mut student,
+        &[
+            (key.clone(), stored.clone()),
+            (plans::key("gone"), stale.clone()),
+        ],
+    )
+    .await;
+    assert_eq!(
+        learned,
+        plans::Learned {
+            kept: 1,
+            stale: 1,
+            removed: 0
+        }
+    );
     student.fit();
     assert_eq!(student.learned_examples(), 1);
     assert_eq!(answers(&shop, &student, similar).await, ["UK"]);
+
+    // Stored again under its key: replaced, not learned twice.
+    let again = plans::apply(&mut student, &[(key.clone(), Some(stored.clone()))]).await;
+    assert_eq!((again.kept, again.removed), (1, 0));
+    student.fit();
+    assert_eq!(student.learned_examples(), 1);
+    // Stored again stale: the example goes. Deleted: nothing left to forget.
+    let replaced = plans::apply(&mut student, &[(key.clone(), Some(stale))]).await;
+    assert_eq!((replaced.kept, replaced.stale), (0, 1));
+    student.fit();
+    assert_eq!(student.learned_examples(), 0);
+    let gone = plans::apply(&mut student, &[(key.clone(), None)]).await;
+    assert_eq!(gone, plans::Learned::default());
+    // Learned back, then deleted: the planner answers as before it learned.
+    plans::apply(&mut student, &[(key.clone(), Some(stored))]).await;
+    student.fit();
+    assert_eq!(answers(&shop, &student, similar).await, ["UK"]);
+    let deleted = plans::apply(&mut student, &[(key, None)]).await;
+    assert_eq!(deleted.removed, 1);
+    student.fit();
+    assert_eq!(student.learned_examples(), 0);
+    assert_ne!(answers(&shop, &student, similar).await, ["UK"]);
 }
 
 /// An embedder that knows a few words: each maps to an axis (or between two axes); any
@@ -735,4 +772,148 @@ async fn category_values_named_in_other_words_are_grounded_by_embedding() {
         .read_question("Which products does Exotic Liquids supply, fail?")
         .await;
     assert_eq!(question.groundings.len(), 1, "{:?}", question.groundings);
+}
+
+/// Counts the queries a choice sends; `remote` says it is a database server; with
+/// `refuse_unions`, fails any `UNION` as a backend without it would.
+struct Counting<'a> {
+    inner: &'a Shop,
+    queries: std::sync::atomic::AtomicUsize,
+    remote: bool,
+    refuse_unions: bool,
+}
+
+#[async_trait]
+impl CypherRunner for Counting<'_> {
+    async fn run(
+        &self,
+        query: &str,
+        params: &[(String, Value)],
+        limits: &QueryLimits,
+    ) -> StoreResult<Rows> {
+        self.queries
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.refuse_unions && query.contains(" UNION ALL ") {
+            return Err(kgmesh_stores::StoreError::InvalidQuery {
+                reason: "UNION is not supported here".to_owned(),
+                hint: None,
+            });
+        }
+        self.inner.run(query, params, limits).await
+    }
+
+    fn remote(&self) -> bool {
+        self.remote
+    }
+}
+
+#[tokio::test]
+async fn one_probe_tells_which_candidates_return_a_row_as_running_each_would() {
+    let shop = shop();
+    let planner = planner(&shop).await;
+    let mut probed = 0;
+    for text in [
+        "Which products have a unit price greater than 40?",
+        "Which products have a unit price greater than 100?",
+        "Which suppliers are from Japan?",
+        "How many products does Exotic Liquids supply?",
+        "Which supplier has the most products?",
+        "What is the average unit price of Seafood products?",
+        "Which categories does Tokyo Traders supply?",
+    ] {
+        let question = planner.question(text);
+        let ranked = planner.ranked(&question);
+        let candidates: Vec<&Candidate> = ranked.iter().take(12).map(|(c, _)| c).collect();
+        let (query, params) = exists::probe(&candidates).expect("a probe");
+        check_read_only(&query, &shop.schema, &limits()).expect("the probe is valid");
+        let rows = shop.run(&query, &params, &limits()).await.unwrap();
+        let said: BTreeSet<i64> = rows
+            .rows
+            .iter()
+            .map(|row| match row[..] {
+                [Value::Int(n)] => n,
+                ref other => panic!("{text}: probe row {other:?}"),
+            })
+            .collect();
+        let mut truth = BTreeSet::new();
+        for (n, candidate) in candidates.iter().enumerate() {
+            let rows = shop
+                .run(&candidate.cypher, &candidate.params, &limits())
+                .await
+                .unwrap();
+            if has_rows(&rows) {
+                truth.insert(n as i64);
+            }
+        }
+        assert_eq!(said, truth, "{text}");
+        probed += candidates.len();
+    }
+    assert!(probed > 30, "too few candidates probed: {probed}");
+}
+
+#[tokio::test]
+async fn past_the_best_candidate_a_server_gets_one_probe_and_an_engine_runs_them_in_order() {
+    let shop = shop();
+    let planner = planner(&shop).await;
+    // A question whose best candidates return no row.
+    let mut search = None;
+    for text in [
+        "Which products have a unit price greater than 40?",
+        "Which suppliers are from Japan?",
+        "Which categories does Tokyo Traders supply?",
+        "Which products are discontinued?",
+        "What does Heli Süßwaren supply in Seafood?",
+        "Which suppliers supply Beverages and are from Japan?",
+        "How much is Ikura?",
+    ] {
+        let question = planner.question(text);
+        let ranked = planner.ranked(&question);
+        for (n, (candidate, _)) in ranked.iter().take(EXISTENCE_TRIES).enumerate() {
+            let rows = shop
+                .run(&candidate.cypher, &candidate.params, &limits())
+                .await
+                .unwrap();
+            if has_rows(&rows) {
+                if n >= 2 {
+                    search = Some((question, ranked, n));
+                }
+                break;
+            }
+        }
+        if search.is_some() {
+            break;
+        }
+    }
+    let (question, ranked, at) = search.expect("a question whose best candidates have no row");
+    for (remote, refuse_unions) in [(true, false), (true, true), (false, false)] {
+        let counting = Counting {
+            inner: &shop,
+            queries: Default::default(),
+            remote,
+            refuse_unions,
+        };
+        let (choice, rows) = planner
+            .choose_existing(
+                &counting,
+                &question,
+                &ranked,
+                false,
+                EXISTENCE_TRIES,
+                &limits(),
+            )
+            .await
+            .expect("a choice");
+        let case = format!("remote {remote}, refuse_unions {refuse_unions}");
+        assert_eq!(choice.candidate, ranked[at].0, "{case}");
+        assert!(rows.as_ref().is_some_and(has_rows), "{case}");
+        let sent = counting.queries.load(std::sync::atomic::Ordering::Relaxed);
+        // The best, the probe and the one it found; a refused probe, then each in
+        // order; in process, each in order.
+        let expected = match (remote, refuse_unions) {
+            (true, false) => 3,
+            (true, true) => 1 + 1 + at,
+            (false, _) => 1 + at,
+        };
+        assert_eq!(sent, expected, "{case}");
+    }
 }
