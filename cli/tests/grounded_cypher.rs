@@ -307,6 +307,45 @@ fn over_bolt_the_same_queries_are_chosen_as_on_the_embedded_store() {
         "{agree} of {} agree",
         embedded.len()
     );
+
+    // `cache warm` learns the same grounded plans from the database as from the files.
+    let pairs = repo_root()
+        .join("examples/northwind/questions.jsonl")
+        .display()
+        .to_string();
+    let warm = |graph: &[&str], name: &str| {
+        let cache = dir.path().join(name);
+        let mut command = kgmesh();
+        command
+            .env("KGMESH_TEST_BOLT_PASSWORD", server.password())
+            .args(["cache", "warm", "--import", &pairs, "--no-progress"])
+            .args(["--config", &creds, "--cache-file"])
+            .arg(&cache)
+            .args(graph);
+        let (code, stdout, stderr) = run(command);
+        assert_eq!(code, 0, "{graph:?}: {stderr}\n{}", server.log());
+        assert!(stdout.contains("verified     5"), "{graph:?}: {stdout}");
+        let mut plans: Vec<(String, Vec<String>)> = std::fs::read_to_string(&cache)
+            .expect("plans written")
+            .lines()
+            .map(|line| {
+                let line: serde_json::Value = serde_json::from_str(line).expect("JSON");
+                let queries = line["entry"]["plan"]["cypher"]
+                    .as_array()
+                    .expect("queries")
+                    .iter()
+                    .map(|q| q.as_str().expect("text").to_owned())
+                    .collect();
+                (line["key"].as_str().expect("key").to_owned(), queries)
+            })
+            .collect();
+        plans.sort();
+        plans
+    };
+    let from_files = warm(&["--kg", &csv, "--mapping", &mapping], "files.jsonl");
+    let from_bolt = warm(&["--store", &server.uri()], "bolt.jsonl");
+    assert_eq!(from_files.len(), 5);
+    assert_eq!(from_files, from_bolt);
 }
 
 /// `cache warm --import` on a property graph stores grounded Cypher plans beside (not

@@ -86,11 +86,17 @@ struct StoreArgs {
 #[derive(Debug, clap::Args)]
 struct WarmArgs {
     #[command(flatten)]
-    store: StoreArgs,
+    plans: StoreArgs,
 
     /// KG file or directory (default: `graph.path`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "store")]
     kg: Option<PathBuf>,
+
+    /// A graph database (`bolt://host:port`) instead of --kg; user, password and
+    /// database come from the `graph` section (default: `graph.backend = "bolt"` with
+    /// `graph.bolt_uri`).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
 
     /// TOML mapping of a property-graph CSV directory (default: `graph.mapping`). On a
     /// property graph (nodes with labels or properties besides their names: a mapped
@@ -633,16 +639,30 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     let target = if args.dry_run {
         None
     } else {
-        Some(open_store(&config, &args.store).await?)
+        Some(open_store(&config, &args.plans).await?)
     };
-    let Some(kg) = args.kg.clone().or_else(|| config.graph.path.clone()) else {
-        bail!("cache warm needs the graph: pass --kg PATH (or set graph.path)");
+    use super::ask::GraphSource;
+    let source = match (&args.store, &args.kg) {
+        (Some(url), _) => GraphSource::from_args(&config, None, Some(url.clone()))?,
+        (None, Some(kg)) => GraphSource::File(kg.clone()),
+        (None, None) => match GraphSource::from_args(&config, None, None)? {
+            GraphSource::Sample => bail!(
+                "cache warm needs the graph: pass --kg PATH or --store bolt://HOST:PORT (or set graph.path)"
+            ),
+            source => source,
+        },
     };
     let mapping = args
         .mapping
         .clone()
         .or_else(|| config.graph.mapping.clone());
-    let (graph, _, _) = super::ask::load_kg(&kg, mapping.as_deref()).await?;
+    if args.mapping.is_some() && matches!(source, GraphSource::Bolt(_)) {
+        bail!("--mapping describes CSV files; a graph database (--store) brings its own labels");
+    }
+    let graph = match &source {
+        GraphSource::File(kg) => super::ask::load_kg(kg, mapping.as_deref()).await?.0,
+        _ => source.open(&config).await?,
+    };
     let schema = graph
         .schema()
         .await
@@ -652,10 +672,10 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
     if kgmesh_agents::query_executor::grounded::is_property_graph(&schema) {
         return warm_cypher(&config, &args, target, graph, (*schema).clone()).await;
     }
-    if mapping.is_some() {
+    if mapping.is_some() && matches!(source, GraphSource::File(_)) {
         bail!(
             "{}: no labels or properties besides names, so no grounded Cypher to learn",
-            kg.display()
+            source.describe()
         );
     }
     let import = match &args.import {
