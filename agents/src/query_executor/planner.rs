@@ -21,7 +21,7 @@ use kgmesh_stores::{GraphStore, QueryLimits};
 use tokio::sync::{OnceCell, RwLock};
 
 use super::grounded::{self, plans, GroundedCypher, EXISTENCE_TRIES, MODEL_CHOICES};
-use crate::cache_manager::persist::{is_cypher_key, PlanStore};
+use crate::cache_manager::persist::{is_cypher_key, ChangeStream, PlanStore};
 use crate::runtime::CallContext;
 
 /// When the query executor writes grounded Cypher from the question
@@ -47,6 +47,9 @@ struct Ready {
     /// Changes to the stored plans since the planner was fitted (`None`: deleted),
     /// applied before the next question.
     pending: Mutex<Vec<(String, Option<CacheEntry>)>>,
+    /// The plan store's changes, watched from before its plans were read; taken by
+    /// [`GroundedRetriever::follow_plans`].
+    changes: Mutex<Option<ChangeStream>>,
 }
 
 /// The grounded-Cypher side of the query executor.
@@ -134,7 +137,17 @@ impl GroundedRetriever {
                 ),
             }
         }
+        // Changes are watched from before the stored plans are read, so none stored in
+        // between is missed (one seen twice is replaced, not learned twice).
+        let mut changes = None;
         if let Some(store) = &self.plans {
+            changes = match store.changes().await {
+                Ok(changes) => changes,
+                Err(error) => {
+                    tracing::warn!(%error, "grounded Cypher does not follow the plan cache");
+                    None
+                }
+            };
             match store.load_cypher().await {
                 Ok(entries) => {
                     let learned = plans::learn(&mut planner, &entries).await;
@@ -160,30 +173,25 @@ impl GroundedRetriever {
         Some(Ready {
             planner: RwLock::new(planner),
             pending: Mutex::new(Vec::new()),
+            changes: Mutex::new(changes),
         })
     }
 
     /// Reads the graph's values and the stored plans, then follows the plans stored
     /// or deleted later (other replicas, `cache warm --import` into the shared
-    /// bucket): they are applied before the next question. The changes are watched
-    /// from before the stored plans are read, so none stored in between is missed
-    /// (one seen twice is replaced, not learned twice).
+    /// bucket): they are applied before the next question.
     pub async fn follow_plans(self: &Arc<Self>) {
-        let Some(store) = &self.plans else {
-            self.warm_up().await;
+        let Some(ready) = self.ready().await else {
             return;
         };
-        let changes = match store.changes().await {
-            Ok(changes) => changes,
-            Err(error) => {
-                tracing::warn!(%error, "grounded Cypher does not follow the plan cache");
-                None
-            }
-        };
-        if self.ready().await.is_none() {
+        let Some(changes) = ready
+            .changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
             return;
-        }
-        let Some(changes) = changes else { return };
+        };
         let this = Arc::downgrade(self);
         tokio::spawn(async move {
             use futures::StreamExt;

@@ -108,8 +108,9 @@ pub(crate) fn backend_error(error: impl std::fmt::Display) -> StoreError {
 /// and neo4rs hands such a connection out again: the next query on it reads the stale
 /// reply, or waits behind the query still running on the server. So a timed-out call
 /// swaps in a new pool *before* its connection is released; the old pool closes its
-/// connections once the calls still holding them finish, which also ends the cut-off
-/// query on the server. Opening a pool does no I/O: connections are made on first use.
+/// connections once the calls still holding them finish (the server may still run the
+/// cut-off query to its end). Opening a pool does no I/O: connections are made on
+/// first use.
 pub(crate) struct Pool {
     config: neo4rs::Config,
     current: std::sync::RwLock<Graph>,
