@@ -278,16 +278,21 @@ async fn embedded_store_meets_the_contract() {
     contract(&movies()).await;
 }
 
-#[tokio::test]
-async fn bolt_store_meets_the_contract_against_arcadedb() {
-    let server = BoltServer::start();
-    let settings = BoltSettings {
+/// How to reach `server`, with a 30 s bound on each call.
+fn settings_for(server: &BoltServer) -> BoltSettings {
+    BoltSettings {
         uri: server.uri(),
         user: server.user().to_owned(),
         password: server.password().to_owned(),
         database: Some(server.database().to_owned()),
         timeout: Duration::from_secs(30),
-    };
+    }
+}
+
+#[tokio::test]
+async fn bolt_store_meets_the_contract_against_arcadedb() {
+    let server = BoltServer::start();
+    let settings = settings_for(&server);
     let written = within(write_graph(&settings, &movies(), 2, true))
         .await
         .unwrap();
@@ -380,19 +385,14 @@ async fn a_wrong_bolt_password_fails_within_the_timeout() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
-/// A query cut off by its timeout leaves a Bolt connection mid-reply. It must not go
-/// back into the pool as if clean: the next queries would read the stale reply (an
-/// answer to another question, or a protocol error) or wait forever.
+/// A query cut off by its timeout would leave a Bolt connection mid-reply. It must not
+/// go back into the pool as if clean: the next queries on it would read the stale reply
+/// (an answer to another question, or a protocol error) or wait forever. The code
+/// before this test read `unexpected response for ROLLBACK: Record` in round 0.
 #[tokio::test]
 async fn a_bolt_query_cut_off_by_its_timeout_leaves_later_queries_right() {
     let server = BoltServer::start();
-    let settings = BoltSettings {
-        uri: server.uri(),
-        user: server.user().to_owned(),
-        password: server.password().to_owned(),
-        database: Some(server.database().to_owned()),
-        timeout: Duration::from_secs(30),
-    };
+    let settings = settings_for(&server);
     within(write_graph(&settings, &movies(), 2, true))
         .await
         .unwrap();
@@ -401,12 +401,17 @@ async fn a_bolt_query_cut_off_by_its_timeout_leaves_later_queries_right() {
         timeout: Duration::from_millis(40),
         ..QueryLimits::default()
     };
-    let quick = QueryLimits::default();
+    // The server still runs each cut-off query to its end: later queries may wait
+    // behind them on a loaded machine, and must then be right, not fast.
+    let quick = QueryLimits {
+        timeout: Duration::from_secs(50),
+        ..QueryLimits::default()
+    };
     let count = "MATCH (m)-[:starred_actors]->(a) WHERE a.name = $actor RETURN count(m) AS films";
     let actor = [("actor".to_owned(), Value::String("Al Pacino".to_owned()))];
     for round in 0..4 {
         let cut = within(store.cypher(
-            "UNWIND range(1, 2000) AS i UNWIND range(1, 2000) AS j WITH i, j WHERE (i * j) % 7 = 3 RETURN count(*) AS n",
+            "UNWIND range(1, 1500) AS i UNWIND range(1, 1500) AS j WITH i, j WHERE (i * j) % 7 = 3 RETURN count(*) AS n",
             &[],
             &slow,
         ))
@@ -415,8 +420,10 @@ async fn a_bolt_query_cut_off_by_its_timeout_leaves_later_queries_right() {
             matches!(cut, Err(StoreError::Timeout { .. })),
             "round {round}: {cut:?}"
         );
-        for _ in 0..12 {
-            let rows = within(store.cypher(count, &actor, &quick)).await.unwrap();
+        for n in 0..12 {
+            let rows = within(store.cypher(count, &actor, &quick))
+                .await
+                .unwrap_or_else(|error| panic!("round {round}, query {n}: {error:?}"));
             assert_eq!(rows.columns, vec!["films"], "round {round}");
             assert_eq!(rows.rows, vec![vec![Value::Int(2)]], "round {round}");
         }

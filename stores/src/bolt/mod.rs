@@ -30,9 +30,9 @@
 //! - A wrong password is never answered: the connection waits (hence the timeouts).
 //! - A query cut off by the client's timeout keeps running on the server until it ends
 //!   (closing its connection does not stop it). Four 36M-row queries cut off in turn
-//!   held up an unrelated one-row query for 22 s. Before the pool was renewed on a
-//!   timeout ([`Pool`]), the next query on the cut-off connection read its stale reply
-//!   (`unexpected response for ROLLBACK: Record`).
+//!   held up an unrelated one-row query for 22 s. While a cut-off call dropped its
+//!   connection back into the pool, the next query on it read the stale reply
+//!   (`unexpected response for ROLLBACK: Record`); see [`Pool`].
 //! - Neo4j drivers' read/write access mode is not sent by neo4rs 0.8; read-only is
 //!   enforced here by refusing writes and rolling back.
 
@@ -101,20 +101,19 @@ pub(crate) fn backend_error(error: impl std::fmt::Display) -> StoreError {
     }
 }
 
-/// The connection pool, replaced by a fresh one whenever a call is cut off by its
-/// timeout.
+/// The connection pool, whose connections are never dropped mid-reply.
 ///
-/// A call cut off mid-reply leaves its connection with the rest of that reply unread,
-/// and neo4rs hands such a connection out again: the next query on it reads the stale
-/// reply, or waits behind the query still running on the server. So a timed-out call
-/// swaps in a new pool *before* its connection is released; the old pool closes its
-/// connections once the calls still holding them finish (the server may still run the
-/// cut-off query to its end). Opening a pool does no I/O: connections are made on
-/// first use.
+/// A call cut off mid-reply would leave its connection with the rest of that reply
+/// unread, and neo4rs hands such a connection out again: the next query on it reads
+/// the stale reply, or waits behind the query still running on the server. So each
+/// call runs as a task of its own: when its timeout passes, the caller gets
+/// [`StoreError::Timeout`] at once, and the task reads the reply to its end (at most
+/// `max_rows` rows), rolls back and gives the connection back clean. Dropping the
+/// connection instead, in a fresh pool, made the next query on a new connection read
+/// an extra reply under load (ArcadeDB 26.10): a cause not found, so not relied on.
+/// A server that never answers keeps a connection busy until it does; the pool holds 8.
 pub(crate) struct Pool {
-    config: neo4rs::Config,
-    current: std::sync::RwLock<Graph>,
-    uri: String,
+    graph: Graph,
 }
 
 impl Pool {
@@ -164,12 +163,11 @@ impl Pool {
         let config = config.build().map_err(backend_error)?;
         let timeout = settings.timeout;
         let connect = async {
-            let graph =
-                Graph::connect(config.clone())
-                    .await
-                    .map_err(|error| StoreError::Unavailable {
-                        detail: format!("cannot connect to {}: {error}", settings.uri),
-                    })?;
+            let graph = Graph::connect(config)
+                .await
+                .map_err(|error| StoreError::Unavailable {
+                    detail: format!("cannot connect to {}: {error}", settings.uri),
+                })?;
             graph
                 .run(neo4rs::query("RETURN 1"))
                 .await
@@ -188,52 +186,26 @@ impl Pool {
                 ),
             }),
         };
-        Ok(Self {
-            config,
-            current: std::sync::RwLock::new(graph),
-            uri: settings.uri.clone(),
-        })
+        Ok(Self { graph })
     }
 
-    fn graph(&self) -> Graph {
-        self.current
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
-    /// Runs `work` on the current pool within `timeout`. When the timeout cuts it off,
-    /// a fresh pool replaces the current one before `work` (and the connection it
-    /// holds) is dropped.
+    /// Runs `work` as a task of its own, waiting at most `timeout` for it; a task cut
+    /// off runs on to the end of its reply, so its connection goes back clean.
     pub(crate) async fn bounded<T, F, Fut>(&self, timeout: Duration, work: F) -> StoreResult<T>
     where
         F: FnOnce(Graph) -> Fut,
-        Fut: std::future::Future<Output = StoreResult<T>>,
+        Fut: std::future::Future<Output = StoreResult<T>> + Send + 'static,
+        T: Send + 'static,
     {
-        let work = work(self.graph());
-        tokio::pin!(work);
-        tokio::select! {
-            result = &mut work => result,
-            () = tokio::time::sleep(timeout) => {
-                self.renew().await;
+        let mut task = tokio::spawn(work(self.graph.clone()));
+        match tokio::time::timeout(timeout, &mut task).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(error)) => Err(backend_error(format!("the Bolt call failed: {error}"))),
+            Err(_) => {
+                tracing::debug!("bolt: a call timed out; it finishes in the background");
                 Err(StoreError::Timeout {
                     millis: timeout.as_millis() as u64,
                 })
-            }
-        }
-    }
-
-    async fn renew(&self) {
-        match Graph::connect(self.config.clone()).await {
-            Ok(fresh) => {
-                *self
-                    .current
-                    .write()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = fresh;
-                tracing::debug!(uri = %self.uri, "bolt: a call timed out; its connections are set aside");
-            }
-            Err(error) => {
-                tracing::warn!(uri = %self.uri, %error, "bolt: a call timed out and no fresh pool could be opened; the old one stays");
             }
         }
     }
