@@ -14,7 +14,7 @@
 
 pub mod ast;
 pub mod error;
-mod lexer;
+pub mod lexer;
 mod parser;
 
 pub use error::{CypherError, CypherResult, ErrorKind, Position, Span};

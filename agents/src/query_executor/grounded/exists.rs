@@ -24,6 +24,7 @@
 //! server refuses or fails leaves the old way: one candidate at a time.
 
 use kgmesh_schemas::graph::{Rows, Value};
+use kgmesh_stores::cypher::lexer::{lex, Tok, Token};
 use kgmesh_stores::QueryLimits;
 
 use super::{has_rows, Candidate, CypherRunner};
@@ -33,14 +34,15 @@ const PROBE_COLUMN: &str = "candidate";
 
 /// The probe for `candidates`: one `UNION ALL` part per candidate, each returning the
 /// candidate's position in `candidates` when it has a row with some value, with every
-/// parameter renamed to `c{position}_{name}`. `None` when a candidate's text has no
-/// final `RETURN` to rewrite (never for the enumerator's candidates).
+/// parameter renamed to `c{position}_{name}`. `None` when a candidate's text does not
+/// lex or has no final `RETURN` with named items to rewrite (never for the
+/// enumerator's candidates).
 pub(super) fn probe(candidates: &[&Candidate]) -> Option<(String, Vec<(String, Value)>)> {
     let mut parts = Vec::with_capacity(candidates.len());
     let mut params = Vec::new();
     for (position, candidate) in candidates.iter().enumerate() {
         let prefix = format!("c{position}_");
-        let cypher = renamed_params(&candidate.cypher, &prefix);
+        let cypher = renamed_params(&candidate.cypher, &prefix)?;
         parts.push(probe_part(&cypher, position)?);
         params.extend(
             candidate
@@ -54,85 +56,55 @@ pub(super) fn probe(candidates: &[&Candidate]) -> Option<(String, Vec<(String, V
 
 /// `MATCH … RETURN items [ORDER BY …] [LIMIT k]` as `MATCH … WITH items WHERE some
 /// item IS NOT NULL RETURN position AS candidate LIMIT 1`. Ordering and a limit of at
-/// least one change nothing about whether a row exists.
+/// least one change nothing about whether a row exists. Read with the Cypher lexer, so
+/// names in backticks and string literals are never taken for keywords.
 fn probe_part(cypher: &str, position: usize) -> Option<String> {
-    let ret = last_keyword(cypher, " RETURN ")?;
-    let head = &cypher[..ret];
-    let mut items = &cypher[ret + " RETURN ".len()..];
-    if let Some(order) = last_keyword(items, " ORDER BY ") {
-        items = &items[..order];
-    } else if let Some(limit) = last_keyword(items, " LIMIT ") {
-        items = &items[..limit];
+    let tokens = lex(cypher).ok()?;
+    let keyword = |token: &Token, word: &str| matches!(&token.tok, Tok::Ident(w) if w.eq_ignore_ascii_case(word));
+    let ret = tokens.iter().rposition(|t| keyword(t, "RETURN"))?;
+    let projection = &tokens[ret + 1..];
+    let end = projection
+        .iter()
+        .position(|t| keyword(t, "ORDER") || keyword(t, "LIMIT") || t.tok == Tok::Eof)
+        .map_or(cypher.len(), |at| projection[at].span.start);
+    let head = cypher[..tokens[ret].span.start].trim_end();
+    let items = cypher[tokens[ret].span.end..end].trim();
+    // The `AS` names of the items (every item of an enumerated candidate has one).
+    let mut present = Vec::new();
+    for pair in projection.windows(2) {
+        if keyword(&pair[0], "AS") {
+            match &pair[1].tok {
+                Tok::Ident(alias) => present.push(format!("{alias} IS NOT NULL")),
+                _ => return None,
+            }
+        }
     }
-    let aliases = aliases(items)?;
-    let present: Vec<String> = aliases.iter().map(|a| format!("{a} IS NOT NULL")).collect();
+    if present.is_empty() {
+        return None;
+    }
     Some(format!(
         "{head} WITH {items} WHERE {} RETURN {position} AS {PROBE_COLUMN} LIMIT 1",
         present.join(" OR ")
     ))
 }
 
-/// The `AS` names of a projection's items (every item of an enumerated candidate has
-/// one), outside backtick-quoted names.
-fn aliases(items: &str) -> Option<Vec<String>> {
-    let mut out = Vec::new();
-    let mut rest = items;
-    while let Some(at) = first_keyword(rest, " AS ") {
-        let after = &rest[at + " AS ".len()..];
-        let end = after
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(after.len());
-        if end == 0 {
-            return None;
-        }
-        out.push(after[..end].to_owned());
-        rest = &after[end..];
-    }
-    (!out.is_empty()).then_some(out)
-}
-
-/// Byte offsets of `text` outside backtick-quoted names (a doubled backtick inside a
-/// name is part of it).
-fn outside_names(text: &str) -> Vec<bool> {
-    let mut outside = vec![true; text.len()];
-    let mut quoted = false;
-    for (at, byte) in text.bytes().enumerate() {
-        if byte == b'`' {
-            quoted = !quoted;
-            outside[at] = false;
-        } else {
-            outside[at] = !quoted;
-        }
-    }
-    outside
-}
-
-fn last_keyword(text: &str, keyword: &str) -> Option<usize> {
-    let outside = outside_names(text);
-    text.match_indices(keyword)
-        .map(|(at, _)| at)
-        .filter(|&at| outside[at..at + keyword.len()].iter().all(|&o| o))
-        .last()
-}
-
-fn first_keyword(text: &str, keyword: &str) -> Option<usize> {
-    let outside = outside_names(text);
-    text.match_indices(keyword)
-        .map(|(at, _)| at)
-        .find(|&at| outside[at..at + keyword.len()].iter().all(|&o| o))
-}
-
-/// `$name` as `${prefix}name` everywhere outside backtick-quoted names.
-fn renamed_params(cypher: &str, prefix: &str) -> String {
-    let outside = outside_names(cypher);
+/// `$name` as `${prefix}name` for every parameter the Cypher lexer finds; `None` when
+/// the text does not lex.
+fn renamed_params(cypher: &str, prefix: &str) -> Option<String> {
+    let tokens = lex(cypher).ok()?;
     let mut out = String::with_capacity(cypher.len() + 16);
-    for (at, c) in cypher.char_indices() {
-        out.push(c);
-        if c == '$' && outside[at] {
+    let mut copied = 0;
+    for token in &tokens {
+        if let Tok::Param(name) = &token.tok {
+            out.push_str(&cypher[copied..token.span.start]);
+            out.push('$');
             out.push_str(prefix);
+            out.push_str(name);
+            copied = token.span.end;
         }
     }
-    out
+    out.push_str(&cypher[copied..]);
+    Some(out)
 }
 
 /// Runs the candidates of `order` (entries of [`super::GroundedCypher::rescored`]'s
@@ -243,8 +215,8 @@ mod tests {
         let cypher =
             "MATCH (x:`a RETURN b`) WHERE x.`$v0 AS q` = $v0 RETURN x.`c ORDER BY d` AS answer";
         assert_eq!(
-            renamed_params(cypher, "c1_"),
-            "MATCH (x:`a RETURN b`) WHERE x.`$v0 AS q` = $c1_v0 RETURN x.`c ORDER BY d` AS answer"
+            renamed_params(cypher, "c1_").as_deref(),
+            Some("MATCH (x:`a RETURN b`) WHERE x.`$v0 AS q` = $c1_v0 RETURN x.`c ORDER BY d` AS answer")
         );
         assert_eq!(
             probe_part(cypher, 1).as_deref(),
