@@ -13,6 +13,7 @@
 
 pub mod core;
 mod profile;
+pub mod reader;
 
 use std::{sync::Arc, time::Instant};
 
@@ -33,12 +34,13 @@ use kgmesh_stores::GraphStore;
 use self::{
     core::{entity_named, path_evidence, summarize, summarize_scored, SummaryRule, EXPLAINED_TIE},
     profile::Profiles,
+    reader::Reading,
 };
 use crate::{
     kg_linker::core::{graph_relations, metapath_text},
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::{
-        relevance::{Relevance, TextVectors},
+        relevance::{cosine, Relevance, TextVectors},
         text_vectors,
     },
     verbalize::verbalize_evidence,
@@ -152,8 +154,63 @@ impl Summarizer {
     /// The deterministic rule's reply, paths judged with word embeddings when the
     /// process has an embedder: ties the question's words cannot break are broken by
     /// what the paths found, and a best path far from the question by meaning ends in
-    /// "I don't know" ([`profile`]).
-    async fn rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
+    /// "I don't know" ([`profile`]). When the graph's evidence names no answer and the
+    /// context holds document text, the passages are read without a model
+    /// ([`reader`]); when they answer nothing either, the reply gives both reasons.
+    pub async fn rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
+        let reply = self.graph_rule_reply(request).await;
+        if !reply.answers.is_empty() || !reader::has_text(request) {
+            return reply;
+        }
+        let mut read = self.read_passages(request).await;
+        if read.answers.is_empty() && !reply.explanation.is_empty() {
+            let why = read
+                .explanation
+                .strip_prefix("I don't know: ")
+                .unwrap_or(&read.explanation);
+            read.explanation = format!("{} The documents: {why}", reply.explanation);
+        }
+        read
+    }
+
+    /// The passages' answer without a model ([`reader`]), statements read against the
+    /// question by embedding when the process has an embedder; "I don't know" with the
+    /// reason when none answers.
+    async fn read_passages(&self, request: &SummarizeRequest) -> SummarizeReply {
+        let reading = match Reading::new(request) {
+            Ok(reading) => reading,
+            Err(why) => {
+                return SummarizeReply {
+                    answers: Vec::new(),
+                    explanation: format!("I don't know: {why}."),
+                }
+            }
+        };
+        let max_answers = usize::from(request.max_answers.max(1));
+        let cosines = match &self.vectors_opt {
+            Some(vectors) if !reading.question.is_empty() => {
+                let mut texts = vec![reading.question.clone()];
+                texts.extend(reading.statements.iter().map(|s| s.relation.clone()));
+                match vectors.vectors(&texts).await {
+                    Ok(found) => Some(
+                        found[1..]
+                            .iter()
+                            .map(|v| cosine(&found[0], v))
+                            .collect::<Vec<f32>>(),
+                    ),
+                    Err(error) => {
+                        tracing::warn!(%error, "passage statements not embedded; read by words only");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        reading.answer(&self.rule, max_answers, cosines.as_deref())
+    }
+
+    /// The graph rule's reply (see [`Self::rule_reply`]).
+    async fn graph_rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
         let Some(vectors) = &self.vectors_opt else {
             return summarize(request, &self.rule);
         };

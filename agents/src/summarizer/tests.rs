@@ -1120,3 +1120,62 @@ fn a_query_written_for_the_question_answers_in_its_row_order() {
     let reply = summarize(&request(weighed, vec![heat]), &SummaryRule::default());
     assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
 }
+
+fn passage(text: &str) -> Evidence {
+    Evidence {
+        source: "text-retriever".into(),
+        score: 1.0,
+        item: EvidenceItem::Excerpt(kgmesh_schemas::messages::context::Excerpt {
+            id: "p0".into(),
+            file: "notes.md".into(),
+            offset: 0,
+            len: text.len() as u32,
+            text: text.into(),
+            channel: "keyword".into(),
+        }),
+    }
+}
+
+#[tokio::test]
+async fn without_a_model_passages_are_read_when_the_graph_names_no_answer() {
+    let summarizer = Summarizer {
+        llm: None,
+        rule: SummaryRule::default(),
+        vectors_opt: None,
+        graph_opt: None,
+    };
+    let notes = passage("Heat premiered in 1995. Michael Mann directed it.");
+    let mut asked = request(vec![notes.clone()], Vec::new());
+    asked.question = "who directed [Heat]".into();
+    let ctx = CallContext::for_test(Role::SUMMARIZER);
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        summarizer.summarize(&ctx, asked.clone()),
+    )
+    .await
+    .expect("in time")
+    .expect("a reply");
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Michael Mann"], "{reply:?}");
+    assert_eq!(reply.answers[0].evidence, [0]);
+    assert!(
+        reply.explanation.contains("notes.md:24"),
+        "{}",
+        reply.explanation
+    );
+
+    // Where the graph's evidence answers, the passages are not read.
+    let heat = entity(2, "Heat");
+    let mann = entity(3, "Mann (the graph's)");
+    asked
+        .context
+        .evidence
+        .push(path(&heat, "directed_by", &mann, 0.9));
+    asked.topic_entities = vec![heat];
+    let reply = tokio::time::timeout(Duration::from_secs(10), summarizer.summarize(&ctx, asked))
+        .await
+        .expect("in time")
+        .expect("a reply");
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Mann (the graph's)"], "{reply:?}");
+}

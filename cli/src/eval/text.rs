@@ -1,16 +1,22 @@
 //! `kgmesh eval --text-index DIR`: question answering from documents alone, through the
 //! text retriever's search (no graph). Per channel setting it measures coverage (a gold
 //! answer appears in the retrieved context, the paper's measure) and the retrieval
-//! latency; with a model configured, the model reads the context with the summarizer's
-//! prompt and its first answer written in the context is scored (Hits@1). Everything
-//! is printed beside the configuration it ran with.
+//! latency, and the first answer of a reader (Hits@1): with a model configured, the
+//! model reading the context with the summarizer's prompt (its first answer written in
+//! the context counts); without one, the summarizer's own rule, which reads passages
+//! without a model (`kgmesh_agents::summarizer::reader`). Everything is printed beside
+//! the configuration it ran with.
 
 use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use anyhow::Context as _;
-use kgmesh_agents::text_retriever::{
-    retrieve::{Channels, SearchSettings},
-    role::{excerpts, load_text},
+use kgmesh_agents::{
+    scoring::relevance::TextVectors,
+    summarizer::{core::SummaryRule, reader, Summarizer},
+    text_retriever::{
+        retrieve::{Channels, SearchSettings},
+        role::{excerpts, load_text},
+    },
 };
 use kgmesh_models::{parse, prompts, Embedder, LanguageModel};
 use kgmesh_schemas::messages::{context::Context, summarizer::SummarizeRequest};
@@ -27,6 +33,8 @@ pub struct TextRun {
     pub settings: SearchSettings,
     pub embedder: Option<Arc<dyn Embedder>>,
     pub llm: Option<Arc<dyn LanguageModel>>,
+    /// The summarizer's rule, the reader without a model.
+    pub rule: SummaryRule,
     pub progress: bool,
     /// How the questions were chosen, for the printed configuration.
     pub selection: String,
@@ -39,9 +47,12 @@ struct Scores {
     hits: usize,
     unusable: usize,
     latencies_ms: Vec<f64>,
-    model_ms: Vec<f64>,
+    reader_ms: Vec<f64>,
     tokens: usize,
 }
+
+/// Texts the reader keeps embedded (statements repeat across questions).
+const TEXT_VECTOR_CACHE: usize = 200_000;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -88,10 +99,21 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
     }
     println!(
         "reader     {}",
-        run.llm
-            .as_ref()
-            .map(|m| format!("model {} (summarizer prompt), cache none", m.name()))
-            .unwrap_or_else(|| "none: coverage only (Hits@1 needs a model)".to_owned())
+        match (&run.llm, &run.embedder) {
+            (Some(m), _) => format!("model {} (summarizer prompt), cache none", m.name()),
+            (None, Some(e)) => format!(
+                "no model: the summarizer's passage reader, statements by words and {} \
+                 (keep within {}, cosine at least {})",
+                e.name(),
+                run.rule.keep_within,
+                reader::MIN_COSINE
+            ),
+            (None, None) => format!(
+                "no model: the summarizer's passage reader, statements by words only (keep \
+                 within {})",
+                run.rule.keep_within
+            ),
+        }
     );
     println!("questions  {} ({})", questions.len(), run.selection);
     let mut rows = Vec::new();
@@ -105,6 +127,17 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         let settings = SearchSettings {
             channels,
             ..run.settings
+        };
+        // The reader without a model: the summarizer role's rule, as `kgmesh ask` runs
+        // it; its embedding cache starts empty for each channel setting.
+        let summarizer = Summarizer {
+            llm: None,
+            rule: run.rule,
+            vectors_opt: run
+                .embedder
+                .clone()
+                .map(|e| Arc::new(TextVectors::new(e, TEXT_VECTOR_CACHE))),
+            graph_opt: None,
         };
         let mut by_source: Vec<(String, Scores)> = Vec::new();
         for (n, question) in questions.iter().enumerate() {
@@ -154,49 +187,58 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             {
                 scores.covered += 1;
             }
-            if let Some(llm) = &run.llm {
-                let request = SummarizeRequest {
-                    question: question.question.clone(),
-                    context: Context {
-                        evidence,
-                        notes: Vec::new(),
-                    },
-                    topic_entities: Vec::new(),
-                    max_answers: 5,
-                    cues: Vec::new(),
-                    plan: Vec::new(),
-                };
-                let started = Instant::now();
-                let prompt = prompts::summarizer::build(&request, settings.context_tokens * 2);
-                match llm.chat(prompt).await {
-                    Ok(reply) => {
-                        let parsed = parse::summarizer::parse(
-                            &reply.text,
-                            request.context.evidence.len(),
-                            5,
-                        );
-                        // As the summarizer role does: an answer must be written in
-                        // the context (a name the model invented is no answer).
-                        let grounded = parsed.answers.iter().find(|a| {
-                            let text = normalize(&a.text);
-                            !text.is_empty() && contains_phrase(&context_norm, &text)
-                        });
-                        match grounded {
-                            Some(first) => {
-                                let given = normalize(&first.text);
-                                if question.answers.iter().any(|a| normalize(a) == given) {
-                                    scores.hits += 1;
-                                }
-                            }
-                            None => scores.unusable += 1,
+            let request = SummarizeRequest {
+                question: question.question.clone(),
+                context: Context {
+                    evidence,
+                    notes: Vec::new(),
+                },
+                topic_entities: Vec::new(),
+                max_answers: 5,
+                cues: Vec::new(),
+                plan: Vec::new(),
+            };
+            let started = Instant::now();
+            let first = match &run.llm {
+                Some(llm) => {
+                    let prompt = prompts::summarizer::build(&request, settings.context_tokens * 2);
+                    match llm.chat(prompt).await {
+                        Ok(reply) => {
+                            let parsed = parse::summarizer::parse(
+                                &reply.text,
+                                request.context.evidence.len(),
+                                5,
+                            );
+                            // As the summarizer role does: an answer must be written in
+                            // the context (a name the model invented is no answer).
+                            parsed
+                                .answers
+                                .iter()
+                                .map(|a| normalize(&a.text))
+                                .find(|text| {
+                                    !text.is_empty() && contains_phrase(&context_norm, text)
+                                })
+                        }
+                        Err(error) => {
+                            tracing::warn!("the model failed on {}: {error}", question.id);
+                            None
                         }
                     }
-                    Err(error) => {
-                        scores.unusable += 1;
-                        tracing::warn!("the model failed on {}: {error}", question.id);
-                    }
                 }
-                scores.model_ms.push(started.elapsed().as_secs_f64() * 1e3);
+                None => summarizer
+                    .rule_reply(&request)
+                    .await
+                    .answers
+                    .first()
+                    .map(|a| normalize(&a.text)),
+            };
+            scores.reader_ms.push(started.elapsed().as_secs_f64() * 1e3);
+            match first {
+                Some(given) if question.answers.iter().any(|a| normalize(a) == given) => {
+                    scores.hits += 1;
+                }
+                Some(_) => {}
+                None => scores.unusable += 1,
             }
             if run.progress && (n + 1).is_multiple_of(100) {
                 eprintln!(
@@ -209,7 +251,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         rows.push((channels, by_source));
     }
     println!();
-    println!("| channels | questions | n | coverage | Hits@1 (model) | no answer | context tokens (mean) | retrieval p50 | p99 | model p50 |");
+    println!("| channels | questions | n | coverage | Hits@1 | no answer | context tokens (mean) | retrieval p50 | p99 | reader p50 |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for (channels, (source, mut scores)) in rows
         .into_iter()
@@ -217,18 +259,12 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
     {
         let total = scores.latencies_ms.len().max(1) as f64;
         scores.latencies_ms.sort_by(f64::total_cmp);
-        scores.model_ms.sort_by(f64::total_cmp);
-        let (hits, unusable, model) = if run.llm.is_some() {
-            (
-                format!("{:.1} %", 100.0 * scores.hits as f64 / total),
-                scores.unusable.to_string(),
-                format!("{:.0} ms", percentile(&scores.model_ms, 50.0)),
-            )
-        } else {
-            ("—".to_owned(), "—".to_owned(), "—".to_owned())
-        };
+        scores.reader_ms.sort_by(f64::total_cmp);
+        let hits = format!("{:.1} %", 100.0 * scores.hits as f64 / total);
+        let unusable = scores.unusable;
+        let reader = format!("{:.2} ms", percentile(&scores.reader_ms, 50.0));
         println!(
-            "| {channels} | {source} | {} | {:.1} % | {hits} | {unusable} | {:.0} | {:.2} ms | {:.2} ms | {model} |",
+            "| {channels} | {source} | {} | {:.1} % | {hits} | {unusable} | {:.0} | {:.2} ms | {:.2} ms | {reader} |",
             scores.latencies_ms.len(),
             100.0 * scores.covered as f64 / total,
             scores.tokens as f64 / total,
