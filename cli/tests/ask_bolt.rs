@@ -96,6 +96,134 @@ fn a_configured_or_named_bolt_database_is_the_graph_that_answers() {
     assert_eq!(from_file.as_array().map(Vec::len), Some(2), "{from_file}");
 }
 
+/// `kgmesh index --text … --into bolt://…`: the skeleton joins the curated graph's nodes
+/// by name, writes only what changed, and a replaced file's facts leave the database.
+#[test]
+fn a_text_skeleton_in_a_bolt_database_follows_the_index_and_joins_the_curated_graph() {
+    let server = BoltServer::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let creds = bolt_config(dir.path(), &server, false);
+    let configured = bolt_config(dir.path(), &server, true);
+    let kg = dir.path().join("kb.tsv");
+    std::fs::write(&kg, "Night Shift\tdirected_by\tAda Quill\n").expect("kg written");
+    let mut load = kgmesh();
+    load.env("KGMESH_TEST_BOLT_PASSWORD", server.password())
+        .args([
+            "load",
+            "--kg",
+            kg.to_str().expect("utf-8"),
+            "--into",
+            &server.uri(),
+        ])
+        .args(["--replace", "--config", creds.to_str().expect("utf-8")]);
+    let (code, _, stderr) = run(load);
+    assert_eq!(code, 0, "load into Bolt: {stderr}\n{}", server.log());
+
+    // Known triples stand for a model's facts: each is kept while a chunk writes both ends.
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).expect("docs folder");
+    std::fs::write(
+        docs.join("a.md"),
+        "Night Shift premiered in 1990. Ada Quill directed it, and Ivo Brandt scored it.\n",
+    )
+    .expect("a.md");
+    std::fs::write(
+        docs.join("b.md"),
+        "Salt Road was shot near Bergen in 2001.\n",
+    )
+    .expect("b.md");
+    let facts = dir.path().join("facts.tsv");
+    std::fs::write(
+        &facts,
+        "Night Shift\tscored_by\tIvo Brandt\nSalt Road\tshot_in\tBergen\n\
+         Night Shift\tdirected_by\tAda Quill\n",
+    )
+    .expect("facts written");
+    let index_dir = dir.path().join("notes-index");
+    let index = || {
+        let mut command = kgmesh();
+        command
+            .env("KGMESH_TEST_BOLT_PASSWORD", server.password())
+            .env("KGMESH__EMBEDDER__KIND", "none")
+            .args(["index", "--text", docs.to_str().expect("utf-8")])
+            .args(["--into", &server.uri(), "--index-dir"])
+            .arg(&index_dir)
+            .args(["--skeleton-from", facts.to_str().expect("utf-8")])
+            .args(["--config", creds.to_str().expect("utf-8")]);
+        let (code, stdout, stderr) = run(command);
+        assert_eq!(code, 0, "{stdout}\n{stderr}\n{}", server.log());
+        stdout
+            .lines()
+            .find(|l| l.starts_with("graph "))
+            .unwrap_or_else(|| panic!("no graph line: {stdout}"))
+            .to_owned()
+    };
+    let rows = |query: &str| {
+        let mut command = kgmesh();
+        command
+            .env("KGMESH_TEST_BOLT_PASSWORD", server.password())
+            .args(["cypher", query, "--json"])
+            .args(["--config", configured.to_str().expect("utf-8")]);
+        let (code, stdout, stderr) = run(command);
+        assert_eq!(code, 0, "{query}: {stderr}");
+        let rows: serde_json::Value = serde_json::from_str(&stdout).expect("JSON rows");
+        rows["rows"].clone()
+    };
+    let facts_query = "MATCH (a)-[r]->(b) RETURN a.name AS head, type(r) AS relation, \
+                       b.name AS tail, r.kgmesh_skeleton AS tag ORDER BY relation, head";
+    let names_query = "MATCH (n) RETURN n.name AS name ORDER BY name";
+
+    let first = index();
+    assert!(
+        first.contains("tagged kgmesh_skeleton = \"notes-index\": 2 facts created, 0 removed, 0 kept, 1 held by the graph already; 3 nodes created, 0 removed"),
+        "{first}"
+    );
+    assert_eq!(
+        rows(facts_query),
+        serde_json::json!([
+            ["Night Shift", "directed_by", "Ada Quill", null],
+            ["Night Shift", "scored_by", "Ivo Brandt", "notes-index"],
+            ["Salt Road", "shot_in", "Bergen", "notes-index"]
+        ])
+    );
+    // One node per name: the skeleton reuses the curated graph's "Night Shift".
+    let names = serde_json::json!([
+        ["Ada Quill"],
+        ["Bergen"],
+        ["Ivo Brandt"],
+        ["Night Shift"],
+        ["Salt Road"]
+    ]);
+    assert_eq!(rows(names_query), names);
+
+    // Again, unchanged: nothing is written.
+    let again = index();
+    assert!(
+        again.contains(": 0 facts created, 0 removed, 2 kept"),
+        "{again}"
+    );
+    assert_eq!(rows(names_query), names);
+
+    // b.md no longer writes Bergen: its fact and the nodes only it used leave.
+    std::fs::write(docs.join("b.md"), "Salt Road was shot in 2001.\n").expect("b.md");
+    let replaced = index();
+    assert!(
+        replaced.contains(": 0 facts created, 1 removed, 1 kept, 1 held by the graph already; 0 nodes created, 2 removed"),
+        "{replaced}"
+    );
+    assert_eq!(
+        rows(facts_query),
+        serde_json::json!([
+            ["Night Shift", "directed_by", "Ada Quill", null],
+            ["Night Shift", "scored_by", "Ivo Brandt", "notes-index"]
+        ])
+    );
+    assert_eq!(
+        rows(names_query),
+        serde_json::json!([["Ada Quill"], ["Ivo Brandt"], ["Night Shift"]])
+    );
+}
+
 #[test]
 fn a_bolt_database_that_cannot_be_reached_is_an_error_not_another_graph() {
     // A port nothing listens on.

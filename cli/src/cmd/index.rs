@@ -22,6 +22,7 @@ use kgmesh_agents::text_retriever::{
     skeleton::{core_count, extract_skeleton, link_triples, ExtractPlan},
 };
 use kgmesh_stores::{
+    bolt::{NamedFact, SKELETON_PROPERTY},
     embedded::{
         load::{load_graph, LoadOptions},
         snapshot, GraphBuilder, NodeIdx,
@@ -256,8 +257,6 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
         index.chunks.len()
     ));
     rank_chunks(&mut index, &mut progress).await?;
-    // Facts from here on are this run's (replaced files' facts were removed above).
-    let skeleton_before = index.skeleton.len();
     let indexed_seconds = started.elapsed().as_secs_f64();
     index
         .save(&index_path)
@@ -336,7 +335,7 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot write {}", index_path.display()))?;
         linked = Some(report);
     }
-    let skeleton_written = write_skeleton(&config, &target, &dir, &index, skeleton_before).await?;
+    let skeleton_written = write_skeleton(&config, &target, &dir, &index).await?;
 
     // Report.
     let count = |pick: fn(&FileStatus) -> bool| reports.iter().filter(|r| pick(&r.status)).count();
@@ -470,32 +469,28 @@ fn new_bytes(
         .sum()
 }
 
-/// Writes the skeleton as a graph: the whole of it to `DIR/skeleton.kgs`, or the facts
-/// from `index.skeleton[new..]` (this run's) into the Bolt database, which keeps what
-/// earlier runs wrote (facts of a replaced file are not deleted from it).
+/// Writes the skeleton as a graph: the whole of it to `DIR/skeleton.kgs`, or into the
+/// Bolt database, where the relationships tagged with the index folder's name are made
+/// exactly the index's facts (only the difference is written: facts of replaced files
+/// are deleted, new ones created, nodes found by name).
 async fn write_skeleton(
     config: &Config,
     target: &Target,
     dir: &Path,
     index: &TextIndex,
-    new: usize,
 ) -> anyhow::Result<Option<String>> {
-    let facts = match target {
-        Target::Embedded(_) => &index.skeleton[..],
-        Target::Bolt { .. } => &index.skeleton[new.min(index.skeleton.len())..],
-    };
-    if facts.is_empty() {
-        return Ok(None);
-    }
-    let mut builder = GraphBuilder::new();
-    for fact in facts {
-        let head = builder.node(&fact.head);
-        let tail = builder.node(&fact.tail);
-        builder.add_edge(head, &fact.relation, tail);
-    }
-    let graph = builder.finish();
     match target {
         Target::Embedded(_) => {
+            if index.skeleton.is_empty() {
+                return Ok(None);
+            }
+            let mut builder = GraphBuilder::new();
+            for fact in &index.skeleton {
+                let head = builder.node(&fact.head);
+                let tail = builder.node(&fact.tail);
+                builder.add_edge(head, &fact.relation, tail);
+            }
+            let graph = builder.finish();
             let path = dir.join(SKELETON_FILE);
             let bytes = snapshot::save(&graph, &path)
                 .with_context(|| format!("cannot write {}", path.display()))?;
@@ -508,15 +503,40 @@ async fn write_skeleton(
             )))
         }
         Target::Bolt { url, .. } => {
+            let tag = skeleton_tag(dir);
+            let facts: Vec<NamedFact> = index
+                .skeleton
+                .iter()
+                .map(|fact| NamedFact {
+                    head: fact.head.clone(),
+                    relation: fact.relation.clone(),
+                    tail: fact.tail.clone(),
+                })
+                .collect();
             let settings = super::ask::bolt_settings(config, url);
-            let written = kgmesh_stores::bolt::write_graph(&settings, &graph, 5_000, false)
+            let stats = kgmesh_stores::bolt::sync_facts(&settings, &tag, &facts, 5_000)
                 .await
                 .with_context(|| format!("cannot write the skeleton to {url}"))?;
             Ok(Some(format!(
-                "{url} ({} nodes, {} relationships of this run's facts written; facts of \
-                 replaced files stay in the database)",
-                written.nodes, written.relationships
+                "{url}, tagged {SKELETON_PROPERTY} = {tag:?}: {} facts created, {} removed, {} \
+                 kept, {} held by the graph already; {} nodes created, {} removed",
+                stats.created,
+                stats.removed,
+                stats.kept,
+                stats.present,
+                stats.nodes_created,
+                stats.nodes_removed
             )))
         }
     }
+}
+
+/// The value that tags a text index's skeleton in a Bolt database: its folder's name,
+/// so that two indexes in one database keep their facts apart.
+fn skeleton_tag(dir: &Path) -> String {
+    let absolute = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    absolute
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "text-index".to_owned())
 }

@@ -51,7 +51,7 @@ use kgmesh_schemas::{
 use neo4rs::{BoltType, ConfigBuilder, Graph, Query};
 use tokio::sync::OnceCell;
 
-pub use write::{write_graph, WriteStats};
+pub use write::{sync_facts, write_graph, NamedFact, SyncStats, WriteStats, SKELETON_PROPERTY};
 
 use crate::{
     embedded::{check_depth as ops_check_depth, normalize_name},

@@ -164,3 +164,305 @@ pub async fn write_graph(
     }
     Ok(stats)
 }
+
+/// Property that tags what a text index's skeleton wrote (relationships, and the nodes
+/// it had to create), with the index's name as its value.
+pub const SKELETON_PROPERTY: &str = "kgmesh_skeleton";
+
+/// The shortest time [`sync_facts`] gives one statement (it scans the database).
+const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Names [`sync_facts`] looks up one by one at most; more are read in one scan.
+const NAMES_LOOKED_UP: usize = 256;
+
+/// One fact, by names: `head -[relation]-> tail`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NamedFact {
+    pub head: String,
+    pub relation: String,
+    pub tail: String,
+}
+
+/// What [`sync_facts`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncStats {
+    /// Tagged relationships already as wanted.
+    pub kept: u64,
+    /// Facts the graph holds already as untagged relationships (a curated KG's), not
+    /// written again.
+    pub present: u64,
+    pub created: u64,
+    pub removed: u64,
+    pub nodes_created: u64,
+    pub nodes_removed: u64,
+}
+
+/// A tagged relationship as the database holds it.
+struct Held {
+    head: i64,
+    tail: i64,
+    fact: NamedFact,
+}
+
+/// Makes the relationships tagged `tag` ([`SKELETON_PROPERTY`]) exactly `facts`, and
+/// writes only the difference:
+/// - tagged relationships that are not among `facts` are deleted (the facts of a file
+///   that was replaced or removed), and so are duplicates of one fact;
+/// - missing facts are created between the nodes of their names: the node with the
+///   lowest id when the database has the name already (a curated KG's node, so the
+///   skeleton joins that graph), else a new `Entity` node, tagged; a fact the graph
+///   already holds untagged is left to that edge;
+/// - tagged nodes left without any relationship are deleted.
+///
+/// Nothing untagged is changed or deleted. Running it twice with the same facts changes
+/// nothing the second time.
+pub async fn sync_facts(
+    settings: &BoltSettings,
+    tag: &str,
+    facts: &[NamedFact],
+    batch_size: usize,
+) -> StoreResult<SyncStats> {
+    let connection = Pool::connect(settings).await?;
+    // Reading every tagged relationship, or every node's name, scans the database: a
+    // question's query timeout is too short for that.
+    let timeout = settings.timeout.max(SYNC_TIMEOUT);
+    let batch_size = batch_size.max(1);
+    let mut stats = SyncStats::default();
+
+    // ---- what the database holds -------------------------------------------------------
+    let query = neo4rs::query(&format!(
+        "MATCH (a)-[r]->(b) WHERE r.{SKELETON_PROPERTY} = $tag \
+         RETURN id(a) AS h, a.{NAME_PROPERTY} AS hn, type(r) AS rel, id(b) AS t, b.{NAME_PROPERTY} AS tn"
+    ))
+    .param("tag", tag);
+    let (rows, _) = connection.fetch(query, timeout, usize::MAX).await?;
+    let text = |row: &HashMap<String, BoltType>, key: &str| match row.get(key) {
+        Some(BoltType::String(s)) => s.value.clone(),
+        _ => String::new(),
+    };
+    let int = |row: &HashMap<String, BoltType>, key: &str| match row.get(key) {
+        Some(BoltType::Integer(i)) => Ok(i.value),
+        _ => Err(backend_error(format!(
+            "a tagged relationship without `{key}`"
+        ))),
+    };
+    let mut held: Vec<Held> = Vec::with_capacity(rows.len());
+    for row in &rows {
+        held.push(Held {
+            head: int(row, "h")?,
+            tail: int(row, "t")?,
+            fact: NamedFact {
+                head: text(row, "hn"),
+                relation: text(row, "rel"),
+                tail: text(row, "tn"),
+            },
+        });
+    }
+    let wanted: std::collections::HashSet<&NamedFact> = facts.iter().collect();
+    let mut copies: HashMap<&NamedFact, usize> = HashMap::new();
+    for h in &held {
+        *copies.entry(&h.fact).or_default() += 1;
+    }
+    // Node ids by name: the ones tagged relationships already use come first.
+    let mut node_of: HashMap<String, i64> = HashMap::new();
+    for h in &held {
+        node_of.entry(h.fact.head.clone()).or_insert(h.head);
+        node_of.entry(h.fact.tail.clone()).or_insert(h.tail);
+    }
+
+    // ---- delete what is not wanted, and duplicates (one is created again) ---------------
+    let mut doomed: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
+    let mut recreate: Vec<&NamedFact> = Vec::new();
+    for h in &held {
+        let duplicated = copies.get(&h.fact).copied().unwrap_or(0) > 1;
+        if !wanted.contains(&h.fact) || duplicated {
+            doomed
+                .entry(h.fact.relation.as_str())
+                .or_default()
+                .push((h.head, h.tail));
+        }
+        if wanted.contains(&h.fact) && duplicated && !recreate.contains(&&h.fact) {
+            recreate.push(&h.fact);
+        }
+    }
+    let mut relations: Vec<&&str> = doomed.keys().collect();
+    relations.sort();
+    for relation in relations {
+        let statement = format!(
+            "UNWIND $rows AS row MATCH (a)-[r:{}]->(b) WHERE id(a) = row.h AND id(b) = row.t \
+             AND r.{SKELETON_PROPERTY} = $tag WITH DISTINCT r DELETE r RETURN count(*) AS c",
+            quote_name(relation)
+        );
+        let mut pairs = doomed[*relation].clone();
+        pairs.sort_unstable();
+        pairs.dedup();
+        for chunk in pairs.chunks(batch_size) {
+            let query = neo4rs::query(&statement)
+                .param("rows", pair_rows(chunk))
+                .param("tag", tag);
+            stats.removed += count(&connection.fetch(query, timeout, 1).await?.0);
+        }
+    }
+
+    // ---- create what is missing ----------------------------------------------------------
+    let missing: Vec<&NamedFact> = facts
+        .iter()
+        .filter(|f| !copies.contains_key(f))
+        .chain(recreate)
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let missing: Vec<&NamedFact> = missing.into_iter().filter(|f| seen.insert(*f)).collect();
+    stats.kept = held
+        .iter()
+        .filter(|h| wanted.contains(&h.fact) && copies.get(&h.fact) == Some(&1))
+        .count() as u64;
+    let mut unknown: Vec<String> = Vec::new();
+    for fact in &missing {
+        for name in [&fact.head, &fact.tail] {
+            if !node_of.contains_key(name.as_str()) && !unknown.contains(name) {
+                unknown.push(name.clone());
+            }
+        }
+    }
+    // A few names are looked up one by one (a scan each where the name has no index);
+    // more are found in one pass over every node's name.
+    if unknown.len() <= NAMES_LOOKED_UP {
+        let lookup = format!(
+            "UNWIND $names AS name MATCH (n) WHERE n.{NAME_PROPERTY} = name \
+             RETURN name AS name, min(id(n)) AS id"
+        );
+        let query = neo4rs::query(&lookup).param("names", unknown.clone());
+        for row in connection.fetch(query, timeout, usize::MAX).await?.0 {
+            if let (name, Ok(id)) = (text(&row, "name"), int(&row, "id")) {
+                node_of.insert(name, id);
+            }
+        }
+    } else {
+        let wanted: std::collections::HashSet<&str> = unknown.iter().map(String::as_str).collect();
+        let scan = format!(
+            "MATCH (n) WHERE n.{NAME_PROPERTY} IS NOT NULL RETURN n.{NAME_PROPERTY} AS name, id(n) AS id"
+        );
+        let (rows, _) = connection
+            .fetch(neo4rs::query(&scan), timeout, usize::MAX)
+            .await?;
+        for row in rows {
+            let name = text(&row, "name");
+            if !wanted.contains(name.as_str()) {
+                continue;
+            }
+            let id = int(&row, "id")?;
+            node_of
+                .entry(name)
+                .and_modify(|known| *known = (*known).min(id))
+                .or_insert(id);
+        }
+    }
+    let new_names: Vec<&String> = unknown
+        .iter()
+        .filter(|n| !node_of.contains_key(*n))
+        .collect();
+    let create = format!(
+        "UNWIND $rows AS row CREATE (n:{}) SET n = row RETURN row.{NAME_PROPERTY} AS name, id(n) AS id",
+        quote_name(DEFAULT_LABEL)
+    );
+    for chunk in new_names.chunks(batch_size) {
+        let rows: Vec<BoltType> = chunk
+            .iter()
+            .map(|name| {
+                map([
+                    (NAME_PROPERTY.to_owned(), BoltType::from(name.as_str())),
+                    (
+                        NORMALIZED_PROPERTY.to_owned(),
+                        BoltType::from(normalize_name(name)),
+                    ),
+                    (SKELETON_PROPERTY.to_owned(), BoltType::from(tag)),
+                ])
+            })
+            .collect();
+        let query = neo4rs::query(&create).param("rows", rows);
+        for row in connection.fetch(query, timeout, usize::MAX).await?.0 {
+            node_of.insert(text(&row, "name"), int(&row, "id")?);
+            stats.nodes_created += 1;
+        }
+    }
+    let mut by_relation: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
+    for fact in &missing {
+        let (Some(&h), Some(&t)) = (node_of.get(&fact.head), node_of.get(&fact.tail)) else {
+            return Err(backend_error(format!(
+                "no node for {:?} or {:?} after creating them",
+                fact.head, fact.tail
+            )));
+        };
+        by_relation
+            .entry(fact.relation.as_str())
+            .or_default()
+            .push((h, t));
+    }
+    let mut relations: Vec<&&str> = by_relation.keys().collect();
+    relations.sort();
+    for relation in relations {
+        // A fact the graph holds already, untagged (a curated KG's edge), is not
+        // written again beside it.
+        let existing = format!(
+            "UNWIND $rows AS row MATCH (a)-[r:{}]->(b) WHERE id(a) = row.h AND id(b) = row.t \
+             RETURN DISTINCT row.h AS h, row.t AS t",
+            quote_name(relation)
+        );
+        let mut pairs = by_relation[*relation].clone();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut present = std::collections::HashSet::new();
+        for chunk in pairs.chunks(batch_size) {
+            let query = neo4rs::query(&existing).param("rows", pair_rows(chunk));
+            for row in connection.fetch(query, timeout, usize::MAX).await?.0 {
+                present.insert((int(&row, "h")?, int(&row, "t")?));
+            }
+        }
+        stats.present += present.len() as u64;
+        pairs.retain(|pair| !present.contains(pair));
+        let statement = format!(
+            "UNWIND $rows AS row MATCH (a) WHERE id(a) = row.h MATCH (b) WHERE id(b) = row.t \
+             CREATE (a)-[r:{}]->(b) SET r.{SKELETON_PROPERTY} = $tag RETURN count(r) AS c",
+            quote_name(relation)
+        );
+        for chunk in pairs.chunks(batch_size) {
+            let query = neo4rs::query(&statement)
+                .param("rows", pair_rows(chunk))
+                .param("tag", tag);
+            stats.created += count(&connection.fetch(query, timeout, 1).await?.0);
+        }
+    }
+
+    // ---- tagged nodes left alone ----------------------------------------------------------
+    if stats.removed > 0 {
+        let query = neo4rs::query(&format!(
+            "MATCH (n) WHERE n.{SKELETON_PROPERTY} = $tag AND NOT (n)--() DELETE n RETURN count(*) AS c"
+        ))
+        .param("tag", tag);
+        stats.nodes_removed = count(&connection.fetch(query, timeout, 1).await?.0);
+    }
+    Ok(stats)
+}
+
+/// `{h, t}` rows of node id pairs.
+fn pair_rows(pairs: &[(i64, i64)]) -> Vec<BoltType> {
+    pairs
+        .iter()
+        .map(|(h, t)| {
+            map([
+                ("h".to_owned(), BoltType::from(*h)),
+                ("t".to_owned(), BoltType::from(*t)),
+            ])
+        })
+        .collect()
+}
+
+/// The `c` column of a one-row count.
+fn count(rows: &[HashMap<String, BoltType>]) -> u64 {
+    rows.first()
+        .and_then(|row| match row.get("c") {
+            Some(BoltType::Integer(count)) => Some(count.value.max(0) as u64),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
