@@ -31,7 +31,7 @@
 //!    A statement with no word of the question and a cosine under
 //!    [`MIN_COSINE`] says nothing the question asks: the reply is "I don't know".
 //!
-//! 6. **A second read** ([`Reading::second_hop`]), when no statement explains every
+//! 6. **A second read** (`Reading::second_hop`), when no statement explains every
 //!    question word: the statements about the names the best ones propose, chained
 //!    when the two together explain more of the question ("who directed the films X
 //!    starred in": X's film, then its director). Chains are judged by words only.
