@@ -389,6 +389,8 @@ pub struct VectorsConfig {
     pub backend: VectorBackend,
     /// Embedded backend: the index file (conventionally `graph.kgv` beside a snapshot).
     pub path: Option<PathBuf>,
+    /// Embedded backend: the rows as 32-bit floats or half floats.
+    pub precision: kgmesh_stores::vector::Precision,
     /// Qdrant gRPC endpoint (`http://host:6334`); `QDRANT_URL` when unset.
     pub qdrant_url: Option<String>,
     /// Name of the environment variable holding a Qdrant API key.
@@ -404,6 +406,7 @@ impl Default for VectorsConfig {
         Self {
             backend: VectorBackend::None,
             path: None,
+            precision: kgmesh_stores::vector::Precision::F32,
             qdrant_url: None,
             qdrant_api_key_env: None,
             collection: "kgmesh_entities".to_owned(),

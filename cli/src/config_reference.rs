@@ -248,6 +248,12 @@ const KEYS: &[(&str, &str)] = &[
          (conventionally `graph.kgv` beside a snapshot); unset keeps the index in memory.",
     ),
     (
+        "vectors.precision",
+        "How the `embedded` backend holds its rows: `f32`, or `f16` (half floats: half the \
+         memory and file; recall@10 in docs/evaluation.md). An index file is converted when \
+         read.",
+    ),
+    (
         "vectors.qdrant_url",
         "Qdrant gRPC endpoint (`http://host:6334`), else `QDRANT_URL`.",
     ),

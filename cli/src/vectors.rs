@@ -55,9 +55,11 @@ pub(crate) async fn vector_index(
                             index.dim()
                         );
                     }
-                    index
+                    index.with_precision(vectors.precision)
                 }
-                _ => EmbeddedVectorIndex::new(dim, Metric::Cosine),
+                _ => {
+                    EmbeddedVectorIndex::new(dim, Metric::Cosine).with_precision(vectors.precision)
+                }
             };
             let index = Arc::new(index);
             if fill_if_empty(config, embedder.as_ref(), graph, index.as_ref()).await? {

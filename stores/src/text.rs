@@ -214,7 +214,7 @@ impl TextIndex {
 
 /// Vectors whose values lie within [-1, 1] written as IEEE half floats: half the bytes,
 /// about three significant digits, which cosine ranking does not notice.
-mod half_floats {
+pub(crate) mod half_floats {
     use serde::{Deserializer, Serializer};
 
     /// Two little-endian bytes per value (a byte string: no per-value length prefix).
@@ -235,6 +235,30 @@ mod half_floats {
             .chunks_exact(2)
             .map(|pair| half::f16::from_le_bytes([pair[0], pair[1]]).to_f32())
             .collect())
+    }
+
+    /// Half floats held by their bits, written the same way (two little-endian bytes
+    /// each).
+    pub(crate) mod bits {
+        use serde::{Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer>(bits: &[u16], serializer: S) -> Result<S::Ok, S::Error> {
+            let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+            serializer.serialize_bytes(&bytes)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<Vec<u16>, D::Error> {
+            let bytes = super::serde_bytes_vec(deserializer)?;
+            if bytes.len() % 2 != 0 {
+                return Err(serde::de::Error::custom("odd length of 16-bit floats"));
+            }
+            Ok(bytes
+                .chunks_exact(2)
+                .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+                .collect())
+        }
     }
 
     fn serde_bytes_vec<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {

@@ -479,7 +479,7 @@ fn statements_about<'a>(
     statements
 }
 
-/// Where a name's words stand in `all`: any of `topic`'s word sequences.
+/// Whether `name` is one of the `topic` names, word for word.
 fn names_topic(name: &Name, topic: &[Vec<String>]) -> bool {
     topic.iter().any(|t| !t.is_empty() && name.words == *t)
 }

@@ -11,6 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::rows::Rows;
+
 /// Lloyd iterations of k-means on the sample.
 const ITERATIONS: usize = 10;
 /// Sample rows per list that k-means trains on (at most; all rows when fewer).
@@ -80,8 +82,8 @@ impl Ivf {
     /// lists; returns the index and the order the rows must be stored in for it (the
     /// old position of each row, list by list). Deterministic: the same rows give the
     /// same index.
-    pub(super) fn build(rows: &[f32], dim: usize, cosine: bool) -> (Self, Vec<u32>) {
-        let count = rows.len().checked_div(dim).unwrap_or(0);
+    pub(super) fn build(rows: &Rows, dim: usize, cosine: bool) -> (Self, Vec<u32>) {
+        let count = rows.values().checked_div(dim).unwrap_or(0);
         if count == 0 {
             let empty = Self {
                 dim,
@@ -92,7 +94,8 @@ impl Ivf {
             return (empty, Vec::new());
         }
         let lists = list_count(count).min(count.max(1));
-        let row = |i: usize| &rows[i * dim..(i + 1) * dim];
+        let mut buffer = vec![0.0f32; dim];
+        let mut row = |i: usize| rows.row(i, &mut buffer).to_vec();
         // A sample spread evenly over the rows: k-means trains on it.
         let sample_size = (lists * SAMPLE_PER_LIST).min(count);
         let sample: Vec<usize> = (0..sample_size)
@@ -100,7 +103,7 @@ impl Ivf {
             .collect();
         // Initial centroids: rows spread evenly over the sample.
         let mut centroids: Vec<f32> = (0..lists)
-            .flat_map(|i| row(sample[i * sample.len() / lists]).iter().copied())
+            .flat_map(|i| row(sample[i * sample.len() / lists]))
             .collect();
         let mut index = Self {
             dim,
@@ -115,7 +118,7 @@ impl Ivf {
             let mut members = vec![0usize; lists];
             for (&list, &at) in assigned.iter().zip(&sample) {
                 members[list] += 1;
-                for (sum, value) in sums[list * dim..(list + 1) * dim].iter_mut().zip(row(at)) {
+                for (sum, value) in sums[list * dim..(list + 1) * dim].iter_mut().zip(&row(at)) {
                     *sum += value;
                 }
             }
@@ -154,7 +157,7 @@ impl Ivf {
     }
 
     /// The list of each row of `which`, computed on every core.
-    fn nearest_lists(&self, rows: &[f32], which: &[usize]) -> Vec<usize> {
+    fn nearest_lists(&self, rows: &Rows, which: &[usize]) -> Vec<usize> {
         let threads = std::thread::available_parallelism()
             .map(usize::from)
             .unwrap_or(1)
@@ -164,8 +167,9 @@ impl Ivf {
         std::thread::scope(|scope| {
             for (slots, positions) in out.chunks_mut(chunk).zip(which.chunks(chunk)) {
                 scope.spawn(move || {
+                    let mut buffer = vec![0.0f32; self.dim];
                     for (slot, &at) in slots.iter_mut().zip(positions) {
-                        *slot = self.nearest(&rows[at * self.dim..(at + 1) * self.dim]);
+                        *slot = self.nearest(rows.row(at, &mut buffer));
                     }
                 });
             }
@@ -229,7 +233,7 @@ mod tests {
 
     #[test]
     fn an_empty_collection_has_one_empty_index() {
-        let (index, order) = Ivf::build(&[], 4, true);
+        let (index, order) = Ivf::build(&Rows::F32(Vec::new()), 4, true);
         assert!(order.is_empty());
         assert!(index.covers(0, 4));
         assert_eq!(index.candidates(&[1.0, 0.0, 0.0, 0.0]).count(), 0);
@@ -257,7 +261,7 @@ mod tests {
                 rows.extend_from_slice(&[-1.0 - jitter, 0.0]);
             }
         }
-        let (index, order) = Ivf::build(&rows, 2, false);
+        let (index, order) = Ivf::build(&Rows::F32(rows.clone()), 2, false);
         assert!(index.covers(200, 2));
         assert_eq!(index.lists(), list_count(200));
         let mut seen = order.clone();

@@ -44,24 +44,45 @@ use crate::{Metric, StoreError, StoreResult, VectorHit, VectorIndex, VectorItem}
 
 mod ivf;
 pub mod qdrant;
+mod rows;
 use ivf::{dot, squared_l2, Ivf};
 pub use qdrant::{QdrantIndex, QdrantOptions};
+pub use rows::Precision;
+use rows::Rows;
 
 const FILE_MAGIC: &[u8; 8] = b"KGMVECS\0";
-/// 2: inverted lists; 1: an HNSW graph (still read, the graph dropped).
-const FILE_VERSION: u32 = 2;
+/// 3: rows as 32- or 16-bit floats; 2: 32-bit rows and inverted lists (still read); 1:
+/// an HNSW graph (still read, the graph dropped).
+const FILE_VERSION: u32 = 3;
 /// Collections smaller than this are always searched exactly.
 pub const DEFAULT_INDEX_THRESHOLD: usize = 20_000;
 
 #[derive(Default, Serialize, Deserialize)]
 struct State {
     ids: Vec<u64>,
-    /// `ids.len() * dim` floats.
-    rows: Vec<f32>,
+    /// `ids.len() * dim` values.
+    rows: Rows,
     payloads: Vec<Vec<(String, String)>>,
     /// Inverted lists over the rows as they were at the last build.
     ivf: Option<Ivf>,
     ivf_fresh: bool,
+}
+
+/// A version-2 file's state: 32-bit rows.
+#[derive(Deserialize)]
+struct StateV2 {
+    ids: Vec<u64>,
+    rows: Vec<f32>,
+    payloads: Vec<Vec<(String, String)>>,
+    ivf: Option<Ivf>,
+    ivf_fresh: bool,
+}
+
+#[derive(Deserialize)]
+struct PersistedV2 {
+    dim: usize,
+    cosine: bool,
+    state: StateV2,
 }
 
 /// A version-1 file: the same rows, and an HNSW graph this version does not use.
@@ -128,6 +149,31 @@ impl EmbeddedVectorIndex {
         }
     }
 
+    /// Holds the rows at `precision` (those already held are converted). Half floats
+    /// need unit rows, so an L2 collection keeps 32-bit floats whatever is asked.
+    pub fn with_precision(self, precision: Precision) -> Self {
+        let precision = match self.metric {
+            Metric::Cosine => precision,
+            Metric::L2 => Precision::F32,
+        };
+        {
+            let mut state = self.state.write();
+            if state.rows.precision() != precision {
+                state.rows = state.rows.to_precision(precision);
+            }
+        }
+        self
+    }
+
+    pub fn precision(&self) -> Precision {
+        self.state.read().rows.precision()
+    }
+
+    /// Bytes the rows take in memory.
+    pub fn row_bytes(&self) -> usize {
+        self.state.read().rows.bytes()
+    }
+
     /// Size from which unfiltered searches use the inverted lists (tests lower it).
     pub fn with_index_threshold(mut self, threshold: usize) -> Self {
         self.index_threshold = threshold;
@@ -170,10 +216,6 @@ impl EmbeddedVectorIndex {
         }
     }
 
-    fn score(&self, query: &[f32], row: &[f32]) -> f32 {
-        score(self.metric, query, row)
-    }
-
     /// Exact top-k over all rows or over the rows of `only`.
     fn exact(
         &self,
@@ -183,6 +225,8 @@ impl EmbeddedVectorIndex {
         k: usize,
         only: Option<&[u64]>,
     ) -> Vec<VectorHit> {
+        let mut buffer = vec![0.0f32; self.dim];
+        let mut score = |row: usize| state.rows.score(self.metric, query, row, &mut buffer);
         let scored: Vec<(f32, usize)> = match only {
             Some(ids) => {
                 let mut rows: Vec<usize> = ids
@@ -191,21 +235,9 @@ impl EmbeddedVectorIndex {
                     .collect();
                 rows.sort_unstable();
                 rows.dedup();
-                rows.into_iter()
-                    .map(|row| {
-                        (
-                            self.score(query, &state.rows[row * self.dim..(row + 1) * self.dim]),
-                            row,
-                        )
-                    })
-                    .collect()
+                rows.into_iter().map(|row| (score(row), row)).collect()
             }
-            None => state
-                .rows
-                .chunks_exact(self.dim.max(1))
-                .enumerate()
-                .map(|(row, values)| (self.score(query, values), row))
-                .collect(),
+            None => (0..state.ids.len()).map(|row| (score(row), row)).collect(),
         };
         top_hits(state, scored, k)
     }
@@ -258,9 +290,9 @@ impl EmbeddedVectorIndex {
     pub fn open(path: &Path) -> StoreResult<Self> {
         let corrupt = |detail: String| crate::framed::corrupt(path, detail);
         let (version, body) = crate::framed::read(path, FILE_MAGIC, "vector index")?;
-        if version != FILE_VERSION && version != 1 {
+        if !(1..=FILE_VERSION).contains(&version) {
             return Err(corrupt(format!(
-                "vector index version {version}, expected {FILE_VERSION} or 1"
+                "vector index version {version}, expected {FILE_VERSION}, 2 or 1"
             )));
         }
         let body = &body[..];
@@ -275,10 +307,25 @@ impl EmbeddedVectorIndex {
                 cosine: legacy.cosine,
                 state: State {
                     ids: legacy.state.ids,
-                    rows: legacy.state.rows,
+                    rows: Rows::F32(legacy.state.rows),
                     payloads: legacy.state.payloads,
                     ivf: None,
                     ivf_fresh: false,
+                },
+            }
+        } else if version == 2 {
+            let (old, _): (PersistedV2, usize) =
+                bincode::serde::decode_from_slice(body, bincode::config::standard())
+                    .map_err(decode_error)?;
+            Persisted {
+                dim: old.dim,
+                cosine: old.cosine,
+                state: State {
+                    ids: old.state.ids,
+                    rows: Rows::F32(old.state.rows),
+                    payloads: old.state.payloads,
+                    ivf: old.state.ivf,
+                    ivf_fresh: old.state.ivf_fresh,
                 },
             }
         } else {
@@ -288,7 +335,7 @@ impl EmbeddedVectorIndex {
         };
         let state = persisted.state;
         let dim = persisted.dim;
-        if state.rows.len() != state.ids.len() * dim || state.payloads.len() != state.ids.len() {
+        if state.rows.values() != state.ids.len() * dim || state.payloads.len() != state.ids.len() {
             return Err(corrupt(
                 "rows, ids and payloads disagree in length".to_owned(),
             ));
@@ -342,12 +389,7 @@ fn rebuild(state: &mut State, positions: &mut HashMap<u64, usize>, dim: usize, c
         return;
     }
     let (ivf, order) = Ivf::build(&state.rows, dim, cosine);
-    let mut rows = Vec::with_capacity(state.rows.len());
-    for &old in &order {
-        let old = old as usize;
-        rows.extend_from_slice(&state.rows[old * dim..(old + 1) * dim]);
-    }
-    state.rows = rows;
+    state.rows = state.rows.reordered(&order, dim);
     state.ids = order.iter().map(|&old| state.ids[old as usize]).collect();
     let mut payloads: Vec<Option<Vec<(String, String)>>> = std::mem::take(&mut state.payloads)
         .into_iter()
@@ -365,14 +407,6 @@ fn rebuild(state: &mut State, positions: &mut HashMap<u64, usize>, dim: usize, c
         .collect();
     state.ivf = Some(ivf);
     state.ivf_fresh = true;
-}
-
-/// How near `row` is to `query` under `metric` (higher is nearer).
-fn score(metric: Metric, query: &[f32], row: &[f32]) -> f32 {
-    match metric {
-        Metric::Cosine => dot(query, row),
-        Metric::L2 => -squared_l2(query, row).sqrt(),
-    }
 }
 
 /// The `k` best of `scored` (score, row position), best first (ties by position), as
@@ -429,14 +463,13 @@ impl VectorIndex for EmbeddedVectorIndex {
             match positions.get(&item.id) {
                 Some(existing) => {
                     let existing = *existing;
-                    state.rows[existing * self.dim..(existing + 1) * self.dim]
-                        .copy_from_slice(&row);
+                    state.rows.set(existing, &row);
                     state.payloads[existing] = item.payload;
                 }
                 None => {
                     positions.insert(item.id, state.ids.len());
                     state.ids.push(item.id);
-                    state.rows.extend_from_slice(&row);
+                    state.rows.push(&row);
                     state.payloads.push(item.payload);
                 }
             }
@@ -478,15 +511,11 @@ impl VectorIndex for EmbeddedVectorIndex {
             let Some(ivf) = state.ivf.as_ref() else {
                 return Vec::new();
             };
+            let mut buffer = vec![0.0f32; dim];
             let scored: Vec<(f32, usize)> = ivf
                 .candidates(&query)
                 .flatten()
-                .map(|row| {
-                    (
-                        score(metric, &query, &state.rows[row * dim..(row + 1) * dim]),
-                        row,
-                    )
-                })
+                .map(|row| (state.rows.score(metric, &query, row, &mut buffer), row))
                 .collect();
             top_hits(&state, scored, k)
         })
@@ -504,11 +533,9 @@ impl VectorIndex for EmbeddedVectorIndex {
                 continue;
             };
             let last = state.ids.len() - 1;
+            // Move the last row into the hole.
+            state.rows.swap_remove(row, self.dim);
             if row != last {
-                // Move the last row into the hole.
-                let dim = self.dim;
-                let (head, tail) = state.rows.split_at_mut(last * dim);
-                head[row * dim..(row + 1) * dim].copy_from_slice(&tail[..dim]);
                 state.ids.swap(row, last);
                 state.payloads.swap(row, last);
                 let moved = state.ids[row];
@@ -516,8 +543,6 @@ impl VectorIndex for EmbeddedVectorIndex {
             }
             state.ids.pop();
             state.payloads.pop();
-            let new_length = state.ids.len() * self.dim;
-            state.rows.truncate(new_length);
         }
         state.ivf_fresh = false;
         Ok(())

@@ -160,6 +160,104 @@ async fn saved_indexes_reopen_with_their_lists_and_reject_damage() {
     ));
 }
 
+#[tokio::test]
+async fn half_float_rows_find_what_full_ones_find_in_half_the_memory_and_survive_a_save() {
+    let dim = 32;
+    let vectors = clustered_vectors(4_000, dim, 40, 11);
+    let items: Vec<VectorItem> = vectors
+        .iter()
+        .enumerate()
+        .map(|(id, v)| item(id as u64, v.clone()))
+        .collect();
+    let full = EmbeddedVectorIndex::new(dim, Metric::Cosine);
+    let half = EmbeddedVectorIndex::new(dim, Metric::Cosine)
+        .with_precision(Precision::F16)
+        .with_index_threshold(1);
+    within(full.upsert(items.clone())).await.unwrap();
+    within(half.upsert(items)).await.unwrap();
+    assert_eq!(half.precision(), Precision::F16);
+    assert_eq!(half.row_bytes() * 2, full.row_bytes());
+    let queries = clustered_vectors(100, dim, 40, 99);
+    let (mut found, mut exact_found) = (0, 0);
+    for query in &queries {
+        let truth: Vec<u64> = within(full.search(query, 10, None))
+            .await
+            .unwrap()
+            .iter()
+            .map(|h| h.id)
+            .collect();
+        let hits = within(half.search(query, 10, None)).await.unwrap();
+        found += hits.iter().filter(|hit| truth.contains(&hit.id)).count();
+        let exact = half.exact_search(query, 10).unwrap();
+        exact_found += exact.iter().filter(|hit| truth.contains(&hit.id)).count();
+    }
+    assert!(half.index_is_fresh(), "the searches went through the lists");
+    let total = (queries.len() * 10) as f64;
+    assert!(
+        exact_found as f64 / total >= 0.98,
+        "exact over half floats: {exact_found}"
+    );
+    assert!(
+        found as f64 / total >= 0.9,
+        "lists over half floats: {found}"
+    );
+
+    // Saved and reopened, the rows stay half floats and answer alike; a delete moves
+    // the last row into the hole.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("half.kgv");
+    half.save(&path).unwrap();
+    let reopened = EmbeddedVectorIndex::open(&path).unwrap();
+    assert_eq!(reopened.precision(), Precision::F16);
+    let before = within(half.search(&queries[0], 5, None)).await.unwrap();
+    let after = within(reopened.search(&queries[0], 5, None)).await.unwrap();
+    assert_eq!(before, after);
+    within(reopened.delete(&[after[0].id])).await.unwrap();
+    let hits = within(reopened.search(&queries[0], 5, None)).await.unwrap();
+    assert!(hits.iter().all(|h| h.id != after[0].id));
+    assert_eq!(hits[0].id, after[1].id);
+    // An L2 collection keeps full floats (its rows need not be unit vectors).
+    let l2 = EmbeddedVectorIndex::new(3, Metric::L2).with_precision(Precision::F16);
+    assert_eq!(l2.precision(), Precision::F32);
+}
+
+#[tokio::test]
+async fn a_version_2_file_with_full_float_rows_is_read() {
+    #[derive(Serialize)]
+    struct V2 {
+        dim: usize,
+        cosine: bool,
+        state: V2State,
+    }
+    #[derive(Serialize)]
+    struct V2State {
+        ids: Vec<u64>,
+        rows: Vec<f32>,
+        payloads: Vec<Vec<(String, String)>>,
+        ivf: Option<Ivf>,
+        ivf_fresh: bool,
+    }
+    let v2 = V2 {
+        dim: 2,
+        cosine: true,
+        state: V2State {
+            ids: vec![1, 2, 3],
+            rows: [[1.0f32, 0.0], [0.0, 1.0], [0.6, 0.8]].concat(),
+            payloads: vec![Vec::new(); 3],
+            ivf: None,
+            ivf_fresh: false,
+        },
+    };
+    let body = bincode::serde::encode_to_vec(&v2, bincode::config::standard()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.kgv");
+    crate::framed::write(&path, FILE_MAGIC, 2, &body).unwrap();
+    let index = EmbeddedVectorIndex::open(&path).unwrap();
+    assert_eq!(index.precision(), Precision::F32);
+    let hits = within(index.search(&[0.5, 0.9], 1, None)).await.unwrap();
+    assert_eq!(hits[0].id, 3);
+}
+
 /// Deterministic pseudo-random vectors in [-1, 1).
 fn lcg_vectors(count: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
     let mut state = seed;
