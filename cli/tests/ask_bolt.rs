@@ -28,6 +28,22 @@ fn bolt_config(dir: &std::path::Path, server: &BoltServer, backend: bool) -> std
     path
 }
 
+/// `kgmesh load --kg KG --into` the server, replacing what it held.
+fn load_into(server: &BoltServer, kg: &std::path::Path, creds: &std::path::Path) {
+    let mut load = kgmesh();
+    load.env("KGMESH_TEST_BOLT_PASSWORD", server.password())
+        .args([
+            "load",
+            "--kg",
+            kg.to_str().expect("utf-8"),
+            "--into",
+            &server.uri(),
+        ])
+        .args(["--replace", "--config", creds.to_str().expect("utf-8")]);
+    let (code, _, stderr) = run(load);
+    assert_eq!(code, 0, "load into Bolt: {stderr}\n{}", server.log());
+}
+
 #[test]
 fn a_configured_or_named_bolt_database_is_the_graph_that_answers() {
     let server = BoltServer::start();
@@ -41,18 +57,7 @@ fn a_configured_or_named_bolt_database_is_the_graph_that_answers() {
         "Night Shift\tdirected_by\tAda Quill\nNight Shift\tstarred_actors\tBo Lark\n",
     )
     .expect("kg written");
-    let mut load = kgmesh();
-    load.env("KGMESH_TEST_BOLT_PASSWORD", server.password())
-        .args([
-            "load",
-            "--kg",
-            kg.to_str().expect("utf-8"),
-            "--into",
-            &server.uri(),
-        ])
-        .args(["--replace", "--config", creds.to_str().expect("utf-8")]);
-    let (code, _, stderr) = run(load);
-    assert_eq!(code, 0, "load into Bolt: {stderr}\n{}", server.log());
+    load_into(&server, &kg, &creds);
 
     let ask = |extra: &[&str]| {
         let mut command = kgmesh();
@@ -106,18 +111,7 @@ fn a_text_skeleton_in_a_bolt_database_follows_the_index_and_joins_the_curated_gr
     let configured = bolt_config(dir.path(), &server, true);
     let kg = dir.path().join("kb.tsv");
     std::fs::write(&kg, "Night Shift\tdirected_by\tAda Quill\n").expect("kg written");
-    let mut load = kgmesh();
-    load.env("KGMESH_TEST_BOLT_PASSWORD", server.password())
-        .args([
-            "load",
-            "--kg",
-            kg.to_str().expect("utf-8"),
-            "--into",
-            &server.uri(),
-        ])
-        .args(["--replace", "--config", creds.to_str().expect("utf-8")]);
-    let (code, _, stderr) = run(load);
-    assert_eq!(code, 0, "load into Bolt: {stderr}\n{}", server.log());
+    load_into(&server, &kg, &creds);
 
     // Known triples stand for a model's facts: each is kept while a chunk writes both ends.
     let docs = dir.path().join("docs");

@@ -895,6 +895,13 @@ mod tests {
         Norwegian.\n\nSalt Road was released in 2001. Anna Lind, Tomas Berg and Ingrid \
         Solberg star in the film. Behind the camera for Salt Road was Per Aas.";
 
+    /// The reader's reply to `question` over one passage, without an embedder.
+    fn answer_to(question: &str, text: &str) -> SummarizeReply {
+        Reading::new(&request(question, vec![passage(0, text)]))
+            .expect("statements")
+            .answer(&SummaryRule::default(), 10, None)
+    }
+
     fn read(question: &str, cosines: Option<&[f32]>) -> SummarizeReply {
         let request = request(
             question,
@@ -986,11 +993,7 @@ mod tests {
     #[test]
     fn a_sentence_opening_with_a_lone_common_word_keeps_the_name_after_it() {
         let text = "Tides was released in 1990. Tags for Tides include Harbour Lights.";
-        let tides = request("what is [Tides] tagged with", vec![passage(0, text)]);
-        let reply =
-            Reading::new(&tides)
-                .expect("statements")
-                .answer(&SummaryRule::default(), 10, None);
+        let reply = answer_to("what is [Tides] tagged with", text);
         assert_eq!(texts(&reply), ["Harbour Lights"], "{reply:?}");
     }
 
@@ -998,11 +1001,7 @@ mod tests {
     fn a_name_inside_a_longer_name_is_not_the_entity() {
         let text = "Brett Simon directed After the Fox in 1966.\n\nSimon premiered in 2004. \
             The film was directed by Eddy Terstall.";
-        let simon = request("who directed the film [Simon]", vec![passage(0, text)]);
-        let reply =
-            Reading::new(&simon)
-                .expect("statements")
-                .answer(&SummaryRule::default(), 10, None);
+        let reply = answer_to("who directed the film [Simon]", text);
         assert_eq!(texts(&reply), ["Eddy Terstall"], "{reply:?}");
     }
 
@@ -1010,14 +1009,7 @@ mod tests {
     fn a_class_word_of_the_question_says_nothing_of_what_is_asked() {
         // "the film" is in both sentences; only "released" says what is asked.
         let text = "Tides is a film directed by Per Aas. It was released in 1990.";
-        let tides = request(
-            "what year was the film [Tides] released",
-            vec![passage(0, text)],
-        );
-        let reply =
-            Reading::new(&tides)
-                .expect("statements")
-                .answer(&SummaryRule::default(), 10, None);
+        let reply = answer_to("what year was the film [Tides] released", text);
         assert_eq!(texts(&reply), ["1990"], "{reply:?}");
     }
 
@@ -1027,14 +1019,7 @@ mod tests {
         let text = "Salt Road was released in 2001. Anna Lind and Tomas Berg star in the \
             film. The film was directed by Per Aas.\n\nHarbour Lights premiered in 1987. \
             The film was directed by Ingrid Solberg.";
-        let chained = request(
-            "who directed the films [Tomas Berg] starred in",
-            vec![passage(0, text)],
-        );
-        let reply =
-            Reading::new(&chained)
-                .expect("statements")
-                .answer(&SummaryRule::default(), 10, None);
+        let reply = answer_to("who directed the films [Tomas Berg] starred in", text);
         assert_eq!(texts(&reply), ["Per Aas"], "{reply:?}");
         assert!(
             reply.explanation.contains("two steps"),
@@ -1042,11 +1027,7 @@ mod tests {
             reply.explanation
         );
         // One statement that says it all needs no second one.
-        let direct = request("who directed [Salt Road]", vec![passage(0, text)]);
-        let reply =
-            Reading::new(&direct)
-                .expect("statements")
-                .answer(&SummaryRule::default(), 10, None);
+        let reply = answer_to("who directed [Salt Road]", text);
         assert_eq!(texts(&reply), ["Per Aas"], "{reply:?}");
         assert!(
             !reply.explanation.contains("two steps"),
@@ -1078,11 +1059,7 @@ mod tests {
         let why = Reading::new(&blue).expect_err("nothing about Blue Hour");
         assert!(why.contains("\"Blue Hour\""), "{why}");
         // Without brackets, the longest run of question words a passage writes.
-        let salt = request("who directed salt road", vec![passage(0, HARBOUR)]);
-        let reply =
-            Reading::new(&salt)
-                .expect("statements")
-                .answer(&SummaryRule::default(), 10, None);
+        let reply = answer_to("who directed salt road", HARBOUR);
         assert!(
             reply.explanation.contains("\"salt road\""),
             "{}",

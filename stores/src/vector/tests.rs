@@ -26,12 +26,7 @@ async fn inverted_lists_recall_matches_exact_search_on_clustered_vectors() {
     // Embeddings of names cluster (by topic, by kind of thing); 4,000 vectors around
     // 40 centres, as such embeddings do, and queries near the same centres.
     let dim = 32;
-    let vectors = clustered_vectors(4_000, dim, 40, 11);
-    let items: Vec<VectorItem> = vectors
-        .iter()
-        .enumerate()
-        .map(|(id, v)| item(id as u64, v.clone()))
-        .collect();
+    let items = clustered_items(4_000, dim);
     let exact = EmbeddedVectorIndex::new(dim, Metric::Cosine);
     let approximate = EmbeddedVectorIndex::new(dim, Metric::Cosine).with_index_threshold(1);
     within(exact.upsert(items.clone())).await.unwrap();
@@ -163,12 +158,7 @@ async fn saved_indexes_reopen_with_their_lists_and_reject_damage() {
 #[tokio::test]
 async fn half_float_rows_find_what_full_ones_find_in_half_the_memory_and_survive_a_save() {
     let dim = 32;
-    let vectors = clustered_vectors(4_000, dim, 40, 11);
-    let items: Vec<VectorItem> = vectors
-        .iter()
-        .enumerate()
-        .map(|(id, v)| item(id as u64, v.clone()))
-        .collect();
+    let items = clustered_items(4_000, dim);
     let full = EmbeddedVectorIndex::new(dim, Metric::Cosine);
     let half = EmbeddedVectorIndex::new(dim, Metric::Cosine)
         .with_precision(Precision::F16)
@@ -256,6 +246,15 @@ async fn a_version_2_file_with_full_float_rows_is_read() {
     assert_eq!(index.precision(), Precision::F32);
     let hits = within(index.search(&[0.5, 0.9], 1, None)).await.unwrap();
     assert_eq!(hits[0].id, 3);
+}
+
+/// `count` items around 40 centres (`clustered_vectors`), ids from 0.
+fn clustered_items(count: usize, dim: usize) -> Vec<VectorItem> {
+    clustered_vectors(count, dim, 40, 11)
+        .into_iter()
+        .enumerate()
+        .map(|(id, v)| item(id as u64, v))
+        .collect()
 }
 
 /// Deterministic pseudo-random vectors in [-1, 1).
