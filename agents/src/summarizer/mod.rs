@@ -187,6 +187,7 @@ impl Summarizer {
             }
         };
         let max_answers = usize::from(request.max_answers.max(1));
+        let mut failed = None;
         let cosines = match &self.vectors_opt {
             Some(vectors) if !reading.question.is_empty() => {
                 let mut texts = vec![reading.question.clone()];
@@ -200,13 +201,21 @@ impl Summarizer {
                     ),
                     Err(error) => {
                         tracing::warn!(%error, "passage statements not embedded; read by words only");
+                        failed = Some(error.to_string());
                         None
                     }
                 }
             }
             _ => None,
         };
-        reading.answer(&self.rule, max_answers, cosines.as_deref())
+        let mut reply = reading.answer(&self.rule, max_answers, cosines.as_deref());
+        if let Some(error) = failed {
+            reply.explanation = format!(
+                "{} (read by words only: the embedder failed: {error})",
+                reply.explanation
+            );
+        }
+        reply
     }
 
     /// The graph rule's reply (see [`Self::rule_reply`]).

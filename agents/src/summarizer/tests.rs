@@ -1179,3 +1179,54 @@ async fn without_a_model_passages_are_read_when_the_graph_names_no_answer() {
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Mann (the graph's)"], "{reply:?}");
 }
+
+/// An embedder whose service is down.
+struct Unreachable;
+
+#[async_trait::async_trait]
+impl kgmesh_models::Embedder for Unreachable {
+    fn name(&self) -> &str {
+        "unreachable"
+    }
+
+    fn dim(&self) -> usize {
+        2
+    }
+
+    async fn embed(&self, _: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
+        Err(kgmesh_models::EmbedError::Remote("connection refused".into()))
+    }
+}
+
+#[tokio::test]
+async fn passages_read_by_words_when_the_embedder_fails_say_so() {
+    let summarizer = Summarizer {
+        llm: None,
+        rule: SummaryRule::default(),
+        vectors_opt: Some(Arc::new(crate::scoring::relevance::TextVectors::new(
+            Arc::new(Unreachable),
+            16,
+        ))),
+        graph_opt: None,
+    };
+    let mut asked = request(
+        vec![passage("Heat premiered in 1995. Michael Mann directed it.")],
+        Vec::new(),
+    );
+    asked.question = "who directed [Heat]".into();
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        summarizer.summarize(&CallContext::for_test(Role::SUMMARIZER), asked),
+    )
+    .await
+    .expect("in time")
+    .expect("a reply");
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Michael Mann"], "{reply:?}");
+    assert!(
+        reply.explanation.contains("read by words only: the embedder failed")
+            && reply.explanation.contains("connection refused"),
+        "{}",
+        reply.explanation
+    );
+}

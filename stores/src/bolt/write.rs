@@ -243,7 +243,7 @@ pub async fn sync_facts(
     let int = |row: &HashMap<String, BoltType>, key: &str| match row.get(key) {
         Some(BoltType::Integer(i)) => Ok(i.value),
         _ => Err(backend_error(format!(
-            "a tagged relationship without `{key}`"
+            "the database returned a row without an integer `{key}`"
         ))),
     };
     let mut held: Vec<Held> = Vec::with_capacity(rows.len());
