@@ -1194,7 +1194,9 @@ impl kgmesh_models::Embedder for Unreachable {
     }
 
     async fn embed(&self, _: &[String]) -> Result<Vec<Vec<f32>>, kgmesh_models::EmbedError> {
-        Err(kgmesh_models::EmbedError::Remote("connection refused".into()))
+        Err(kgmesh_models::EmbedError::Remote(
+            "connection refused".into(),
+        ))
     }
 }
 
@@ -1224,7 +1226,9 @@ async fn passages_read_by_words_when_the_embedder_fails_say_so() {
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Michael Mann"], "{reply:?}");
     assert!(
-        reply.explanation.contains("read by words only: the embedder failed")
+        reply
+            .explanation
+            .contains("read by words only: the embedder failed")
             && reply.explanation.contains("connection refused"),
         "{}",
         reply.explanation

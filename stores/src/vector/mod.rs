@@ -2,9 +2,10 @@
 //! filtered searches, and an inverted-file index ([`ivf`]: k-means lists, the nearest
 //! lists scanned exactly) for large collections.
 //!
-//! Rows live in one `Vec<f32>` (`dim` floats per item, row-major), so exact search is a
-//! straight pass the compiler vectorizes. Cosine vectors are stored normalized, making
-//! cosine a dot product. The lists are built lazily: after writes they are stale, and
+//! Rows live in one contiguous buffer (`dim` values per item, row-major), so exact
+//! search is a straight pass the compiler vectorizes. They are 32-bit floats, or half
+//! floats with [`Precision::F16`] (half the memory; each row scored is converted back,
+//! see `rows.rs`). Cosine vectors are stored normalized, making cosine a dot product. The lists are built lazily: after writes they are stale, and
 //! the next unfiltered search on a collection of at least
 //! [`EmbeddedVectorIndex::index_threshold`] items rebuilds them on the blocking pool
 //! (every core; seconds for a million MiniLM vectors, where the HNSW graph used before
@@ -13,8 +14,9 @@
 //!
 //! [`EmbeddedVectorIndex::save`] writes everything, lists included, to one checksummed
 //! file that is conventionally placed next to the graph snapshot (`graph.kgs` →
-//! `graph.kgv`). Files of the previous version (with an HNSW graph) are still read:
-//! their rows are kept and the lists built on first use.
+//! `graph.kgv`). Files of earlier versions are still read: version 2 (32-bit rows and
+//! lists) as it is, version 1 (with an HNSW graph) with its rows kept and the lists
+//! built on first use.
 //!
 //! The Qdrant backend ([`QdrantIndex`], in [`qdrant`]) implements the same trait over gRPC.
 //!
