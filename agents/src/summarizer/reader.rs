@@ -36,8 +36,6 @@
 //!    when the two together explain more of the question ("who directed the films X
 //!    starred in": X's film, then its director). Chains are judged by words only.
 
-use std::collections::HashMap;
-
 use kgmesh_models::lexical::text::{
     content_stems, delimited_names, is_stop_word, stem_similarity, words, words_outside,
 };
@@ -98,7 +96,9 @@ pub(crate) struct Reading {
     topic: Vec<String>,
     /// The question's words outside the entity's name.
     pub question: String,
-    terms: QuestionTerms,
+    /// The stems of the question words a statement can explain (see
+    /// [`explainable_words`]).
+    asked: Vec<String>,
     pub statements: Vec<Statement>,
     /// Passages and skeleton facts in the context.
     passages: usize,
@@ -143,7 +143,7 @@ impl Reading {
         let topic_words: Vec<Vec<String>> = topic.iter().map(|t| words(t)).collect();
         let statements = statements_about(excerpts.iter().copied(), &topic_words);
         let names: Vec<&str> = topic.iter().map(String::as_str).collect();
-        let terms = QuestionTerms::new(&request.question, &names);
+        let asked = explainable_words(&QuestionTerms::new(&request.question, &names));
         // Read by meaning, class words help: "which movies … act in" reads near "… appear
         // in the movie".
         let question = words_outside(&request.question, &names).join(" ");
@@ -156,7 +156,7 @@ impl Reading {
         Ok(Self {
             topic,
             question,
-            terms,
+            asked,
             statements,
             passages: passages.len(),
             facts: excerpts.len() - passages.len(),
@@ -176,12 +176,17 @@ impl Reading {
         max_answers: usize,
         cosines: Option<&[f32]>,
     ) -> SummarizeReply {
-        let scores: Vec<f32> = self
+        // Per statement, how well each question word is matched by its words.
+        let matched: Vec<Vec<f32>> = self
             .statements
             .iter()
+            .map(|s| self.matches(&[s.relation.as_str()]))
+            .collect();
+        let scores: Vec<f32> = matched
+            .iter()
             .enumerate()
-            .map(|(i, statement)| {
-                let lexical = self.coverage(&statement.relation);
+            .map(|(i, matched)| {
+                let lexical = self.share(matched);
                 let cosine = cosines.and_then(|c| c.get(i)).copied();
                 match cosine {
                     Some(cosine) if lexical > 0.0 || cosine >= MIN_COSINE => lexical + cosine,
@@ -211,7 +216,7 @@ impl Reading {
                 ),
             };
         };
-        if let Some(reply) = self.second_hop(rule, max_answers, &scores) {
+        if let Some(reply) = self.second_hop(rule, max_answers, &scores, &matched) {
             return reply;
         }
         // Candidates in order of statement score, then of evidence.
@@ -220,30 +225,17 @@ impl Reading {
             .collect();
         order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
         let mut answers: Vec<Answer> = Vec::new();
-        let mut at: HashMap<Vec<String>, usize> = HashMap::new();
         for &i in &order {
             let statement = &self.statements[i];
             for name in &statement.candidates {
-                match at.get(&name.words) {
-                    Some(&k) => {
-                        let evidence = &mut answers[k].evidence;
-                        if !evidence.contains(&statement.evidence)
-                            && evidence.len() < rule.max_citations
-                        {
-                            evidence.push(statement.evidence);
-                        }
-                    }
-                    None if answers.len() < max_answers => {
-                        at.insert(name.words.clone(), answers.len());
-                        answers.push(Answer {
-                            text: name.text.clone(),
-                            entity: None,
-                            score: scores[i],
-                            evidence: vec![statement.evidence],
-                        });
-                    }
-                    None => {}
-                }
+                gather(
+                    &mut answers,
+                    name,
+                    scores[i],
+                    &[statement.evidence],
+                    rule,
+                    max_answers,
+                );
             }
         }
         let first = &self.statements[order[0]];
@@ -274,17 +266,12 @@ impl Reading {
         rule: &SummaryRule,
         max_answers: usize,
         scores: &[f32],
+        lexical: &[Vec<f32>],
     ) -> Option<SummarizeReply> {
-        let asked = self.asked_words().len();
-        if asked < 2 {
+        if self.asked.len() < 2 {
             return None;
         }
-        let lexical: Vec<Vec<f32>> = self
-            .statements
-            .iter()
-            .map(|s| self.matches(&[s.relation.as_str()]))
-            .collect();
-        let share = |m: &[f32]| m.iter().sum::<f32>() / asked as f32;
+        let share = |m: &[f32]| self.share(m);
         let best_one = (0..self.statements.len())
             .filter(|&i| scores[i].is_finite())
             .map(|i| share(&lexical[i]))
@@ -340,32 +327,7 @@ impl Reading {
         for (score, i, next) in &chains {
             let lines = [self.statements[*i].evidence, next.evidence];
             for name in &next.candidates {
-                let known = answers.iter().position(|a| words(&a.text) == name.words);
-                match known {
-                    Some(k) => {
-                        let answer = &mut answers[k];
-                        for line in lines {
-                            if !answer.evidence.contains(&line)
-                                && answer.evidence.len() < rule.max_citations
-                            {
-                                answer.evidence.push(line);
-                            }
-                        }
-                    }
-                    None if answers.len() < max_answers => {
-                        let mut evidence = vec![lines[0]];
-                        if lines[1] != lines[0] {
-                            evidence.push(lines[1]);
-                        }
-                        answers.push(Answer {
-                            text: name.text.clone(),
-                            entity: None,
-                            score: *score,
-                            evidence,
-                        });
-                    }
-                    None => {}
-                }
+                gather(&mut answers, name, *score, &lines, rule, max_answers);
             }
         }
         let (_, i, next) = &chains[0];
@@ -386,31 +348,17 @@ impl Reading {
         })
     }
 
-    /// How much of the question a statement's words say: each question word's best
-    /// match among them (the toolkit's stem similarity), averaged, in `[0, 1]`.
-    fn coverage(&self, relation: &str) -> f32 {
-        self.matches(&[relation]).iter().sum::<f32>() / self.asked_words().len().max(1) as f32
+    /// How much of the question words matched as `matched` ([`Self::matches`]) say:
+    /// the matches averaged, in `[0, 1]`.
+    fn share(&self, matched: &[f32]) -> f32 {
+        matched.iter().sum::<f32>() / self.asked.len().max(1) as f32
     }
 
-    /// The question words a relation text can explain: not an opening wh-word ("who",
-    /// "when"), which names what is asked by meaning only, and not a class word ("the
-    /// film X", "which movies"), which names no relation (every statement about a film
-    /// says "the film").
-    fn asked_words(&self) -> Vec<&String> {
-        self.terms
-            .stems()
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !self.terms.asks_a_kind(*i) && !self.terms.names_a_class(*i))
-            .map(|(_, stem)| stem)
-            .collect()
-    }
-
-    /// Per question word of [`Self::asked_words`], its best match among the words of
-    /// `relations`.
+    /// Per explainable question word, its best match among the words of `relations`
+    /// (the toolkit's stem similarity).
     fn matches(&self, relations: &[&str]) -> Vec<f32> {
         let stems: Vec<String> = relations.iter().flat_map(|r| content_stems(r)).collect();
-        self.asked_words()
+        self.asked
             .iter()
             .map(|q| {
                 stems
@@ -419,6 +367,57 @@ impl Reading {
                     .fold(0.0, f32::max)
             })
             .collect()
+    }
+}
+
+/// The question words a statement's words can explain: not an opening wh-word ("who",
+/// "when"), which names what is asked by meaning only, and not a class word ("the film
+/// X", "which movies"), which names no relation (every statement about a film says "the
+/// film").
+fn explainable_words(terms: &QuestionTerms) -> Vec<String> {
+    terms
+        .stems()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !terms.asks_a_kind(*i) && !terms.names_a_class(*i))
+        .map(|(_, stem)| stem.clone())
+        .collect()
+}
+
+/// Adds `name` as an answer citing `lines`, or, when it is one already, adds the lines
+/// its evidence lacks (up to `rule.max_citations`); at most `max_answers` answers.
+fn gather(
+    answers: &mut Vec<Answer>,
+    name: &Name,
+    score: f32,
+    lines: &[u32],
+    rule: &SummaryRule,
+    max_answers: usize,
+) {
+    match answers.iter().position(|a| words(&a.text) == name.words) {
+        Some(known) => {
+            let answer = &mut answers[known];
+            for &line in lines {
+                if !answer.evidence.contains(&line) && answer.evidence.len() < rule.max_citations {
+                    answer.evidence.push(line);
+                }
+            }
+        }
+        None if answers.len() < max_answers => {
+            let mut evidence: Vec<u32> = Vec::with_capacity(lines.len());
+            for &line in lines {
+                if !evidence.contains(&line) {
+                    evidence.push(line);
+                }
+            }
+            answers.push(Answer {
+                text: name.text.clone(),
+                entity: None,
+                score,
+                evidence,
+            });
+        }
+        None => {}
     }
 }
 

@@ -1136,25 +1136,42 @@ fn passage(text: &str) -> Evidence {
     }
 }
 
-#[tokio::test]
-async fn without_a_model_passages_are_read_when_the_graph_names_no_answer() {
-    let summarizer = Summarizer {
+/// "who directed [Heat]", with a passage that says it and no graph evidence.
+fn heat_notes() -> SummarizeRequest {
+    let mut asked = request(
+        vec![passage("Heat premiered in 1995. Michael Mann directed it.")],
+        Vec::new(),
+    );
+    asked.question = "who directed [Heat]".into();
+    asked
+}
+
+/// The summarizer without a model, with `vectors_opt`.
+fn rule_only(vectors_opt: Option<Arc<crate::scoring::relevance::TextVectors>>) -> Summarizer {
+    Summarizer {
         llm: None,
         rule: SummaryRule::default(),
-        vectors_opt: None,
+        vectors_opt,
         graph_opt: None,
-    };
-    let notes = passage("Heat premiered in 1995. Michael Mann directed it.");
-    let mut asked = request(vec![notes.clone()], Vec::new());
-    asked.question = "who directed [Heat]".into();
-    let ctx = CallContext::for_test(Role::SUMMARIZER);
-    let reply = tokio::time::timeout(
+    }
+}
+
+/// `summarizer`'s reply to `asked`, within 10 seconds.
+async fn reply_in_time(summarizer: &Summarizer, asked: SummarizeRequest) -> super::SummarizeReply {
+    tokio::time::timeout(
         Duration::from_secs(10),
-        summarizer.summarize(&ctx, asked.clone()),
+        summarizer.summarize(&CallContext::for_test(Role::SUMMARIZER), asked),
     )
     .await
     .expect("in time")
-    .expect("a reply");
+    .expect("a reply")
+}
+
+#[tokio::test]
+async fn without_a_model_passages_are_read_when_the_graph_names_no_answer() {
+    let summarizer = rule_only(None);
+    let mut asked = heat_notes();
+    let reply = reply_in_time(&summarizer, asked.clone()).await;
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Michael Mann"], "{reply:?}");
     assert_eq!(reply.answers[0].evidence, [0]);
@@ -1172,10 +1189,7 @@ async fn without_a_model_passages_are_read_when_the_graph_names_no_answer() {
         .evidence
         .push(path(&heat, "directed_by", &mann, 0.9));
     asked.topic_entities = vec![heat];
-    let reply = tokio::time::timeout(Duration::from_secs(10), summarizer.summarize(&ctx, asked))
-        .await
-        .expect("in time")
-        .expect("a reply");
+    let reply = reply_in_time(&summarizer, asked).await;
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Mann (the graph's)"], "{reply:?}");
 }
@@ -1202,27 +1216,11 @@ impl kgmesh_models::Embedder for Unreachable {
 
 #[tokio::test]
 async fn passages_read_by_words_when_the_embedder_fails_say_so() {
-    let summarizer = Summarizer {
-        llm: None,
-        rule: SummaryRule::default(),
-        vectors_opt: Some(Arc::new(crate::scoring::relevance::TextVectors::new(
-            Arc::new(Unreachable),
-            16,
-        ))),
-        graph_opt: None,
-    };
-    let mut asked = request(
-        vec![passage("Heat premiered in 1995. Michael Mann directed it.")],
-        Vec::new(),
-    );
-    asked.question = "who directed [Heat]".into();
-    let reply = tokio::time::timeout(
-        Duration::from_secs(10),
-        summarizer.summarize(&CallContext::for_test(Role::SUMMARIZER), asked),
-    )
-    .await
-    .expect("in time")
-    .expect("a reply");
+    let summarizer = rule_only(Some(Arc::new(crate::scoring::relevance::TextVectors::new(
+        Arc::new(Unreachable),
+        16,
+    ))));
+    let reply = reply_in_time(&summarizer, heat_notes()).await;
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Michael Mann"], "{reply:?}");
     assert!(

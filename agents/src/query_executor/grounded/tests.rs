@@ -807,6 +807,15 @@ impl CypherRunner for Counting<'_> {
     }
 }
 
+/// Whether `candidate`, run on its own, returns a row.
+async fn returns_rows(shop: &Shop, candidate: &Candidate) -> bool {
+    let rows = shop
+        .run(&candidate.cypher, &candidate.params, &limits())
+        .await
+        .unwrap();
+    has_rows(&rows)
+}
+
 #[tokio::test]
 async fn one_probe_tells_which_candidates_return_a_row_as_running_each_would() {
     let shop = shop();
@@ -837,11 +846,7 @@ async fn one_probe_tells_which_candidates_return_a_row_as_running_each_would() {
             .collect();
         let mut truth = BTreeSet::new();
         for (n, candidate) in candidates.iter().enumerate() {
-            let rows = shop
-                .run(&candidate.cypher, &candidate.params, &limits())
-                .await
-                .unwrap();
-            if has_rows(&rows) {
+            if returns_rows(&shop, candidate).await {
                 truth.insert(n as i64);
             }
         }
@@ -869,11 +874,7 @@ async fn past_the_best_candidate_a_server_gets_one_probe_and_an_engine_runs_them
         let question = planner.question(text);
         let ranked = planner.ranked(&question);
         for (n, (candidate, _)) in ranked.iter().take(EXISTENCE_TRIES).enumerate() {
-            let rows = shop
-                .run(&candidate.cypher, &candidate.params, &limits())
-                .await
-                .unwrap();
-            if has_rows(&rows) {
+            if returns_rows(&shop, candidate).await {
                 if n >= 2 {
                     search = Some((question, ranked, n));
                 }
