@@ -19,7 +19,7 @@ use kgmesh_stores::StoreError;
 use crate::runtime::AgentDeps;
 
 /// Texts embedded per process and kept for reuse (relation and node names).
-const TEXT_VECTOR_CACHE: usize = 200_000;
+pub const TEXT_VECTOR_CACHE: usize = 200_000;
 
 /// The embedding cache a role uses when the process has an embedder.
 pub(crate) fn text_vectors(deps: &AgentDeps) -> Option<Arc<relevance::TextVectors>> {

@@ -11,7 +11,7 @@ use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use anyhow::Context as _;
 use kgmesh_agents::{
-    scoring::relevance::TextVectors,
+    scoring::{relevance::TextVectors, TEXT_VECTOR_CACHE},
     summarizer::{core::SummaryRule, reader, Summarizer},
     text_retriever::{
         retrieve::{Channels, SearchSettings},
@@ -50,9 +50,6 @@ struct Scores {
     reader_ms: Vec<f64>,
     tokens: usize,
 }
-
-/// Texts the reader keeps embedded (statements repeat across questions).
-const TEXT_VECTOR_CACHE: usize = 200_000;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
