@@ -6,7 +6,7 @@
 #[path = "serve_support/mod.rs"]
 mod support;
 
-use kgmesh_testkit::llm_stub::{LlmStub, Script};
+use kgmesh_testkit::llm_stub::{oracle, LlmStub, OracleRoles, Script};
 use support::*;
 
 /// `kgmesh ask --json` on the sample KG, with the model at `base_url` when given.
@@ -105,6 +105,37 @@ fn a_broken_model_gives_the_llm_free_answers_flagged_degraded() {
             questions.len()
         );
     }
+}
+
+/// The oracle of `llm-stub` recognises the real judge and summarizer prompts and writes
+/// replies their parsers accept: with it no role falls back, and the answers are gold.
+#[test]
+fn the_oracle_model_is_used_by_the_judge_and_the_summarizer() {
+    let path = repo_root().join("examples/movies/questions.tsv");
+    let questions = read_questions(&path, 5);
+    let text = std::fs::read_to_string(&path).expect("questions");
+    let stub = LlmStub::start(oracle(&[text], OracleRoles::ALL));
+    for (question, gold) in &questions {
+        let reply = ask(question, Some(&stub.base_url()));
+        let answers = answer_texts(&reply);
+        assert!(
+            answers.first().is_some_and(|a| gold.contains(a)),
+            "{question}: {answers:?} not in {gold:?}: {reply}"
+        );
+        let flagged = degraded(&reply);
+        for role in ["judge", "summarizer"] {
+            assert!(
+                !flagged.iter().any(|f| f.starts_with(role)),
+                "{question}: {role} fell back: {flagged:?}"
+            );
+        }
+        // The KG-Linker has no gold path in this file: it is refused and says so.
+        assert!(
+            flagged.contains(&"kg-linker model_fallback".to_owned()),
+            "{question}: {flagged:?}"
+        );
+    }
+    assert!(stub.requests() >= 2 * questions.len());
 }
 
 #[test]

@@ -65,69 +65,273 @@ impl Script {
     }
 }
 
-/// The gold plans of question files in the IRN format (PathQuestion, WC2014: `question
-/// TAB answers TAB path`, the path `topic#relation#node#…` with `*` between the paths
-/// of a conjunctive question and `_inverse` marking a relation followed backwards).
-///
-/// An oracle KG-Linker: a KG-Linker prompt whose question is in the files gets the gold
-/// topic entities and relation paths; every other prompt (judge, summarizer,
-/// traverser, an unknown question) gets HTTP 400, so those roles use their LLM-free
-/// rules. It measures what the pipeline loses when the plan is right.
-pub fn irn_oracle(texts: &[String]) -> Script {
-    let mut gold: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for line in texts.iter().flat_map(|text| text.lines()) {
-        let columns: Vec<&str> = line.split('\t').collect();
-        let (Some(question), Some(path)) = (columns.first(), columns.get(2)) else {
-            continue;
+/// Which prompts an [`oracle`] answers; the others get HTTP 400, so their roles use
+/// their LLM-free rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OracleRoles {
+    pub kg_linker: bool,
+    pub judge: bool,
+    pub summarizer: bool,
+}
+
+impl OracleRoles {
+    /// The KG-Linker, the judge and the summarizer.
+    pub const ALL: OracleRoles = OracleRoles {
+        kg_linker: true,
+        judge: true,
+        summarizer: true,
+    };
+
+    /// Reads `kg-linker,judge,summarizer` (any of them, comma-separated).
+    pub fn parse(list: &str) -> Result<OracleRoles, String> {
+        let mut roles = OracleRoles {
+            kg_linker: false,
+            judge: false,
+            summarizer: false,
         };
-        let mut entities: Vec<String> = Vec::new();
-        let mut paths: Vec<String> = Vec::new();
-        for one in path.split('*') {
-            let parts: Vec<&str> = one.split('#').collect();
-            let Some(topic) = parts.first().filter(|t| !t.is_empty()) else {
+        for role in list.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+            match role {
+                "kg-linker" => roles.kg_linker = true,
+                "judge" => roles.judge = true,
+                "summarizer" => roles.summarizer = true,
+                other => {
+                    return Err(format!(
+                        "unknown oracle role {other:?} (kg-linker, judge, summarizer)"
+                    ))
+                }
+            }
+        }
+        Ok(roles)
+    }
+}
+
+/// The first line of each role's system prompt (`kgmesh_models::prompts`), by which the
+/// oracle tells the prompts apart; `cli/tests/oracle.rs` checks them against the real
+/// prompts.
+const KG_LINKER_PROMPT: &str = "You link questions to a knowledge graph";
+const JUDGE_PROMPT: &str = "You check whether retrieved knowledge-graph facts are enough";
+const SUMMARIZER_PROMPT: &str = "You answer questions from knowledge-graph facts only";
+
+/// What question files say of each question: its gold plan (IRN files only) and its
+/// acceptable answers.
+#[derive(Default)]
+struct Gold {
+    plans: std::collections::HashMap<String, String>,
+    answers: std::collections::HashMap<String, Vec<String>>,
+}
+
+impl Gold {
+    /// Question files in the IRN format (PathQuestion, WC2014: `question TAB answers TAB
+    /// path`, the path `topic#relation#node#…` with `*` between the paths of a
+    /// conjunctive question and `_inverse` marking a relation followed backwards; answers
+    /// written `name(alias/alias/)`, WC2014 adding every valid answer as `A/B/` in the
+    /// fourth field) or MetaQA's (`question TAB answer|answer`), each line by its shape.
+    fn read(texts: &[String]) -> Gold {
+        let mut gold = Gold::default();
+        for line in texts.iter().flat_map(|text| text.lines()) {
+            let columns: Vec<&str> = line.trim_end_matches('\r').split('\t').collect();
+            let (Some(question), Some(written)) = (columns.first(), columns.get(1)) else {
                 continue;
             };
-            let relations: Vec<String> = parts
-                .iter()
-                .skip(1)
-                .step_by(2)
-                .take_while(|r| **r != "<end>")
-                .map(|r| match r.strip_suffix("_inverse") {
-                    Some(forward) => format!("~{forward}"),
-                    None => (*r).to_owned(),
-                })
+            let key = question_key(question);
+            let path = columns.get(2).filter(|path| path.contains('#'));
+            let answers: Vec<String> = match path {
+                Some(_) => {
+                    let (name, aliases) = written
+                        .split_once('(')
+                        .map(|(name, rest)| (name, rest.trim_end_matches(')')))
+                        .unwrap_or((written, ""));
+                    std::iter::once(name)
+                        .chain(aliases.split('/'))
+                        .chain(columns.get(3).into_iter().flat_map(|all| all.split('/')))
+                        .map(str::trim)
+                        .filter(|a| !a.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                }
+                None => written
+                    .split('|')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            };
+            let mut seen = std::collections::HashSet::new();
+            let answers: Vec<String> = answers
+                .into_iter()
+                .filter(|a| seen.insert(a.clone()))
                 .collect();
-            if relations.is_empty() {
-                continue;
+            if !answers.is_empty() {
+                gold.answers.insert(key.clone(), answers);
             }
-            entities.push((*topic).to_owned());
-            paths.push(relations.join(" -> "));
+            if let Some(plan) = path.and_then(|path| irn_plan(path)) {
+                gold.plans.insert(key, plan);
+            }
         }
-        if !paths.is_empty() {
-            gold.insert(
-                question_key(question),
-                format!(
-                    "<entities>\n{}\n</entities>\n<paths>\n{}\n</paths>",
-                    entities.join("\n"),
-                    paths.join("\n")
-                ),
-            );
-        }
+        gold
     }
-    Script::computed(move |prompt| {
-        if !prompt.contains("You link questions to a knowledge graph") {
-            return StubReply::Status(400);
+}
+
+/// The KG-Linker reply naming an IRN gold path's topic entities and relation paths.
+fn irn_plan(path: &str) -> Option<String> {
+    let mut entities: Vec<String> = Vec::new();
+    let mut paths: Vec<String> = Vec::new();
+    for one in path.split('*') {
+        let parts: Vec<&str> = one.split('#').collect();
+        let Some(topic) = parts.first().filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        let relations: Vec<String> = parts
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .take_while(|r| **r != "<end>")
+            .map(|r| match r.strip_suffix("_inverse") {
+                Some(forward) => format!("~{forward}"),
+                None => (*r).to_owned(),
+            })
+            .collect();
+        if relations.is_empty() {
+            continue;
         }
+        entities.push((*topic).to_owned());
+        paths.push(relations.join(" -> "));
+    }
+    (!paths.is_empty()).then(|| {
+        format!(
+            "<entities>\n{}\n</entities>\n<paths>\n{}\n</paths>",
+            entities.join("\n"),
+            paths.join("\n")
+        )
+    })
+}
+
+/// An oracle: a model that is always right, for measuring what the pipeline loses when
+/// the model is. Of the prompts `roles` names, for questions in the files:
+/// - the KG-Linker gets the gold topic entities and relation paths (IRN files; MetaQA
+///   files carry no path, so its questions get HTTP 400 and the LLM-free plan);
+/// - the judge answers COMPLETE when a fact line it is sent names a gold answer, and
+///   NEXT_ROUND when none does;
+/// - the summarizer answers with the gold answers its fact lines name, citing them, and
+///   with no answer when they name none.
+///
+/// The judge and summarizer read only what the prompt holds: an answer the pipeline did
+/// not retrieve, or cut from the prompt, is not given. Every other prompt (traverser,
+/// cache manager, an unknown question) gets HTTP 400.
+pub fn oracle(texts: &[String], roles: OracleRoles) -> Script {
+    let gold = Gold::read(texts);
+    Script::computed(move |prompt| {
         let asked = prompt
             .lines()
             .rev()
             .find_map(|line| line.strip_prefix("Question: "))
             .map(question_key)
             .unwrap_or_default();
-        match gold.get(&asked) {
-            Some(reply) => StubReply::Text(reply.clone()),
+        let reply = if prompt.contains(KG_LINKER_PROMPT) {
+            roles
+                .kg_linker
+                .then(|| gold.plans.get(&asked).cloned())
+                .flatten()
+        } else if prompt.contains(JUDGE_PROMPT) && roles.judge {
+            gold.answers.get(&asked).map(|answers| {
+                if cited(prompt, answers).is_empty() {
+                    "<verdict>NEXT_ROUND</verdict>\n<reason>No fact names the answer.</reason>"
+                        .to_owned()
+                } else {
+                    "<verdict>COMPLETE</verdict>\n<reason>The facts name the answer.</reason>"
+                        .to_owned()
+                }
+            })
+        } else if prompt.contains(SUMMARIZER_PROMPT) && roles.summarizer {
+            gold.answers.get(&asked).map(|answers| {
+                let found = cited(prompt, answers);
+                if found.is_empty() {
+                    return "<answers>\n</answers>\n<explanation>No fact names the answer.\
+                            </explanation>"
+                        .to_owned();
+                }
+                let limit = prompt
+                    .split_once("at most ")
+                    .and_then(|(_, rest)| {
+                        rest.split(|c: char| !c.is_ascii_digit())
+                            .next()?
+                            .parse()
+                            .ok()
+                    })
+                    .unwrap_or(usize::MAX)
+                    .max(1);
+                let lines: Vec<String> = found
+                    .iter()
+                    .take(limit)
+                    .map(|(answer, labels)| format!("{answer} [{}]", labels.join(", ")))
+                    .collect();
+                format!("<answers>\n{}\n</answers>", lines.join("\n"))
+            })
+        } else {
+            None
+        };
+        match reply {
+            Some(text) => StubReply::Text(text),
             None => StubReply::Status(400),
         }
+    })
+}
+
+/// The `answers` that the prompt's fact lines (`E3: …`) name, in `answers`' order, each
+/// with the labels of up to three lines naming it.
+fn cited(prompt: &str, answers: &[String]) -> Vec<(String, Vec<String>)> {
+    let facts: Vec<(&str, &str)> = prompt
+        .lines()
+        .filter_map(|line| {
+            let (label, text) = line.split_once(": ")?;
+            let number = label.strip_prefix('E')?;
+            (!number.is_empty() && number.chars().all(|c| c.is_ascii_digit()))
+                .then_some((label, text))
+        })
+        .collect();
+    answers
+        .iter()
+        .filter_map(|answer| {
+            let labels: Vec<String> = facts
+                .iter()
+                .filter(|(_, text)| names(text, answer))
+                .take(3)
+                .map(|(label, _)| (*label).to_owned())
+                .collect();
+            (!labels.is_empty()).then(|| (answer.clone(), labels))
+        })
+        .collect()
+}
+
+/// Whether a fact line names `answer`: as one of a path's nodes (`A -[r]-> B <-[s]- C`,
+/// so "Big" is not named by "Big Fish"), or as whole words of a query row or passage.
+fn names(fact: &str, answer: &str) -> bool {
+    let answer = answer.to_lowercase();
+    if fact.contains(" -[") || fact.contains(" <-[") {
+        let mut rest = fact;
+        loop {
+            let forward = rest.find(" -[");
+            let backward = rest.find(" <-[");
+            let (at, close) = match (forward, backward) {
+                (Some(f), Some(b)) if b < f => (b, "]- "),
+                (Some(f), _) => (f, "]-> "),
+                (None, Some(b)) => (b, "]- "),
+                (None, None) => return rest.trim().to_lowercase() == answer,
+            };
+            if rest[..at].trim().to_lowercase() == answer {
+                return true;
+            }
+            match rest[at..].find(close) {
+                Some(end) => rest = &rest[at + end + close.len()..],
+                None => return false,
+            }
+        }
+    }
+    let fact = fact.to_lowercase();
+    fact.match_indices(&answer).any(|(at, _)| {
+        let before = fact[..at].chars().next_back();
+        let after = fact[at + answer.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
     })
 }
 
@@ -247,8 +451,9 @@ fn serve(stream: TcpStream, script: &Script, requests: &AtomicUsize) {
         }
         let (status, payload) = if request_line.contains("/chat/completions") {
             requests.fetch_add(1, Ordering::SeqCst);
-            match script.reply(&prompt_of(&body)) {
-                StubReply::Text(text) => (200, completion(&text)),
+            let prompt = prompt_of(&body);
+            match script.reply(&prompt) {
+                StubReply::Text(text) => (200, completion(&text, &prompt)),
                 StubReply::Status(status) => (
                     status,
                     serde_json::json!({"error": {"message": "scripted failure", "type": "stub"}})
@@ -291,7 +496,8 @@ fn prompt_of(body: &[u8]) -> String {
 }
 
 /// A chat completion carrying `text`, with a usage estimate of 4 characters a token.
-fn completion(text: &str) -> String {
+fn completion(text: &str, prompt: &str) -> String {
+    let prompt_tokens = prompt.len().div_ceil(4);
     let completion_tokens = text.len().div_ceil(4);
     serde_json::json!({
         "id": "chatcmpl-stub",
@@ -299,8 +505,8 @@ fn completion(text: &str) -> String {
         "model": "llm-stub",
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": completion_tokens,
-                  "total_tokens": completion_tokens}
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens}
     })
     .to_string()
 }
@@ -365,11 +571,11 @@ mod tests {
     }
 
     #[test]
-    fn the_oracle_gives_the_kg_linker_the_gold_plan_and_refuses_the_rest() {
+    fn the_oracle_gives_the_kg_linker_the_gold_plan() {
         let file = "who plays at position Goalkeeper for club Ulsan_Hyundai_FC ?\tKIM\t\
             Goalkeeper#plays_position_inverse#KIM#<end>#KIM*Ulsan_Hyundai_FC#plays_in_club_inverse#KIM#<end>#KIM\n\
             is x_y 's dad a man ?\tmale\tx_y#parents#z#gender#male#<end>#male\n";
-        let oracle = irn_oracle(&[file.to_owned()]);
+        let oracle = oracle(&[file.to_owned()], OracleRoles::ALL);
         let linker = "You link questions to a knowledge graph.\nSchema: ...\nQuestion: \"Is x y's dad a man?\"";
         assert_eq!(
             oracle.reply(linker),
@@ -392,5 +598,58 @@ mod tests {
             oracle.reply("Summarize: is x y's dad a man?"),
             StubReply::Status(400)
         );
+    }
+
+    #[test]
+    fn the_oracle_judge_and_summarizer_read_only_the_facts_they_are_sent() {
+        let files = [
+            "what films did [Tom Hanks] act in\tBig|Cast Away\n".to_owned(),
+            "what is x 's son 's mother ?\tm_a(m_a/m_b/)\tx#children#s#parents#m_a#<end>#m_a\n"
+                .to_owned(),
+        ];
+        let oracle = oracle(&files, OracleRoles::ALL);
+        let summarize = |facts: &str| {
+            format!(
+                "You answer questions from knowledge-graph facts only.\nWrite the answers, \
+                 at most 2, each ...\nQuestion: what films did Tom Hanks act in\n\nFacts:\n{facts}"
+            )
+        };
+        // A longer name that contains the answer is not the answer.
+        let facts = "E1: Tom Hanks <-[starred_actors]- Big Fish\n\
+                     E2: Tom Hanks <-[starred_actors]- Cast Away -[release_year]-> 2000\n\
+                     E3: query \"MATCH …\" returned (m): [Big] [Philadelphia]\n";
+        assert_eq!(
+            oracle.reply(&summarize(facts)),
+            StubReply::Text("<answers>\nBig [E3]\nCast Away [E2]\n</answers>".into())
+        );
+        assert!(matches!(
+            oracle.reply(&summarize("E1: Tom Hanks <-[starred_actors]- Big Fish\n")),
+            StubReply::Text(text) if text.starts_with("<answers>\n</answers>")
+        ));
+        let judge = |facts: &str| {
+            format!(
+                "You check whether retrieved knowledge-graph facts are enough to answer.\n\
+                 Question: what is x's son's mother?\n\nFacts:\n{facts}\nFrontier entities:\ns\n"
+            )
+        };
+        let complete = oracle.reply(&judge("E1: x -[children]-> s -[parents]-> m_b\n"));
+        assert!(
+            matches!(&complete, StubReply::Text(t) if t.contains("<verdict>COMPLETE</verdict>")),
+            "{complete:?}"
+        );
+        let next = oracle.reply(&judge("E1: x -[children]-> s\n"));
+        assert!(
+            matches!(&next, StubReply::Text(t) if t.contains("<verdict>NEXT_ROUND</verdict>")),
+            "{next:?}"
+        );
+        let plan_only = super::oracle(
+            &files,
+            OracleRoles::parse("kg-linker").expect("a known role"),
+        );
+        assert_eq!(
+            plan_only.reply(&judge("E1: x -[children]-> s -[parents]-> m_b\n")),
+            StubReply::Status(400)
+        );
+        assert!(OracleRoles::parse("kg-linker,critic").is_err());
     }
 }

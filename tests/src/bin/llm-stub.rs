@@ -3,18 +3,22 @@
 //!
 //!   llm-stub --reply "lorem ipsum" [--port 8089]   # every prompt gets this text
 //!   llm-stub --status 400 [--port 8089]            # every prompt gets this HTTP status
-//!   llm-stub --oracle-irn dev.txt [--oracle-irn …]  # KG-Linker prompts get the gold plan
-//!                                                  # (PathQuestion/WC2014 IRN files),
-//!                                                  # every other prompt HTTP 400
+//!   llm-stub --oracle dev.txt [--oracle …]         # a model that is always right: the
+//!       [--oracle-roles kg-linker,judge,summarizer]  # KG-Linker gets the gold plan
+//!                                                  # (PathQuestion/WC2014 files), the judge
+//!                                                  # and summarizer the gold answers the
+//!                                                  # facts they are sent name (MetaQA
+//!                                                  # files too); other prompts HTTP 400
 //!
 //! Prints the base URL (for OPENAI_BASE_URL) and serves until killed.
 
-use kgmesh_testkit::llm_stub::{irn_oracle, LlmStub, Script};
+use kgmesh_testkit::llm_stub::{oracle, LlmStub, OracleRoles, Script};
 
 fn main() {
     let mut port = 0u16;
     let mut script: Option<Script> = None;
     let mut oracle_files: Vec<String> = Vec::new();
+    let mut oracle_roles = OracleRoles::ALL;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args
@@ -35,7 +39,10 @@ fn main() {
                     .unwrap_or_else(|| usage("--status takes an HTTP status"));
                 script = Some(Script::status(status));
             }
-            "--oracle-irn" => match std::fs::read_to_string(&value) {
+            "--oracle-roles" => {
+                oracle_roles = OracleRoles::parse(&value).unwrap_or_else(|problem| usage(&problem))
+            }
+            "--oracle" => match std::fs::read_to_string(&value) {
                 Ok(text) => oracle_files.push(text),
                 Err(error) => {
                     eprintln!("llm-stub: cannot read {value}: {error}");
@@ -46,10 +53,10 @@ fn main() {
         }
     }
     if !oracle_files.is_empty() {
-        script = Some(irn_oracle(&oracle_files));
+        script = Some(oracle(&oracle_files, oracle_roles));
     }
     let script =
-        script.unwrap_or_else(|| usage("give --reply TEXT, --status CODE or --oracle-irn FILE"));
+        script.unwrap_or_else(|| usage("give --reply TEXT, --status CODE or --oracle FILE"));
     let stub = LlmStub::start_on(port, script).unwrap_or_else(|error| {
         eprintln!("llm-stub: cannot listen on port {port}: {error}");
         std::process::exit(1)
@@ -61,6 +68,6 @@ fn main() {
 }
 
 fn usage(problem: &str) -> ! {
-    eprintln!("llm-stub: {problem}\nusage: llm-stub (--reply TEXT | --status CODE | --oracle-irn FILE…) [--port PORT]");
+    eprintln!("llm-stub: {problem}\nusage: llm-stub (--reply TEXT | --status CODE | --oracle FILE… [--oracle-roles ROLES]) [--port PORT]");
     std::process::exit(2)
 }
