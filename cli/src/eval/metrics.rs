@@ -120,6 +120,10 @@ pub struct QuestionCost {
     pub llm_calls: u32,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Time the roles spent waiting on a language model, in milliseconds (reports from
+    /// before this field read 0).
+    #[serde(default)]
+    pub llm_ms: f64,
     pub bus_messages: u32,
     pub graph_rows: u64,
     pub cache_hit: bool,
@@ -225,6 +229,10 @@ pub struct Aggregate {
     pub prompt_tokens_total: u64,
     pub completion_tokens_total: u64,
     pub tokens_mean: f64,
+    /// Time waiting on a language model over the questions' own time (server-side when
+    /// known, else the harness's), summed over the answered questions.
+    #[serde(default)]
+    pub model_time_share: f64,
     pub bus_messages_mean: f64,
     pub graph_rows_mean: f64,
     pub latency_ms: Option<LatencySummary>,
@@ -290,6 +298,20 @@ impl Aggregate {
             prompt_tokens_total,
             completion_tokens_total,
             tokens_mean: mean(&|r| (r.cost.prompt_tokens + r.cost.completion_tokens) as f64),
+            model_time_share: {
+                let answered = results.iter().filter(|r| r.error.is_none());
+                let (model, total) = answered.fold((0.0, 0.0), |(model, total), r| {
+                    (
+                        model + r.cost.llm_ms,
+                        total + r.server_ms.unwrap_or(r.latency_ms),
+                    )
+                });
+                if total > 0.0 {
+                    (model / total).min(1.0)
+                } else {
+                    0.0
+                }
+            },
             bus_messages_mean: mean(&|r| f64::from(r.cost.bus_messages)),
             graph_rows_mean: mean(&|r| r.cost.graph_rows as f64),
             latency_ms: LatencySummary::of(&latencies),
@@ -490,6 +512,21 @@ mod tests {
     }
 
     #[test]
+    fn the_model_time_share_sums_answered_questions_own_time() {
+        let mut results = vec![
+            result("1", 1, true, false, 100.0),
+            result("2", 1, true, false, 300.0),
+            result("3", 1, false, true, 1000.0),
+        ];
+        results[0].cost.llm_ms = 80.0;
+        results[1].cost.llm_ms = 20.0;
+        results[1].server_ms = Some(300.0);
+        results[2].cost.llm_ms = 900.0;
+        // (80 + 20) / (100 + 300); the failed question counts in neither.
+        assert_eq!(Aggregate::of(&results).model_time_share, 0.25);
+    }
+
+    #[test]
     fn aggregates_count_errors_as_wrong_and_break_down_by_hops() {
         let results = vec![
             result("1", 1, true, false, 10.0),
@@ -506,6 +543,7 @@ mod tests {
         assert_eq!(all.tokens_mean, 110.0);
         // The failed call's latency is left out of the distribution.
         assert_eq!(all.latency_ms.unwrap().max, 30.0);
+        assert_eq!(all.model_time_share, 0.0);
         let breakdown = Breakdown::of(&results);
         assert_eq!(breakdown.by_hops["1-hop"].hits_at_1, 0.5);
         assert_eq!(breakdown.by_hops["2-hop"].hits_at_1, 0.5);

@@ -322,6 +322,13 @@ impl Report {
             "| tokens prompt / completion (total) | {} / {} |",
             a.prompt_tokens_total, a.completion_tokens_total
         );
+        if a.llm_calls_total > 0 {
+            let _ = writeln!(
+                out,
+                "| time waiting on the model (share of question time) | {:.1}% |",
+                100.0 * a.model_time_share
+            );
+        }
         let _ = writeln!(out, "| bus messages (mean) | {:.2} |", a.bus_messages_mean);
         let _ = writeln!(out, "| graph rows (mean) | {:.1} |", a.graph_rows_mean);
         let _ = writeln!(

@@ -164,6 +164,7 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
             llm_calls: reply.cost.llm_calls,
             prompt_tokens: reply.cost.prompt_tokens,
             completion_tokens: reply.cost.completion_tokens,
+            llm_ms: reply.cost.llm_us as f64 / 1e3,
             bus_messages: reply.cost.bus_messages,
             graph_rows: reply.cost.graph_rows,
             cache_hit: reply.cache_hit,
