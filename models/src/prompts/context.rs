@@ -127,7 +127,10 @@ pub fn fit_evidence(context_tokens: Option<usize>, completion_tokens: u32, budge
 }
 
 /// Evidence lines labelled `E<index+1>`, the best-scored kept when the budget is short,
-/// shown in their original order so labels stay stable across prompts.
+/// shown in their original order so labels stay stable across prompts. Scores are
+/// compared after dividing by each source's best ([`Context::normalized_scores`]):
+/// retrievers score on their own scales, and one with large raw scores would otherwise
+/// fill the prompt alone.
 pub fn evidence_block(context: &Context, budget_tokens: usize) -> String {
     if context.evidence.is_empty() {
         return "(no graph context yet)\n".to_owned();
@@ -138,11 +141,11 @@ pub fn evidence_block(context: &Context, budget_tokens: usize) -> String {
         .enumerate()
         .map(|(i, e)| format!("E{}: {}\n", i + 1, verbalize(&e.item)))
         .collect();
+    let scores = context.normalized_scores();
     let mut by_score: Vec<usize> = (0..lines.len()).collect();
     by_score.sort_by(|&a, &b| {
-        context.evidence[b]
-            .score
-            .partial_cmp(&context.evidence[a].score)
+        scores[b]
+            .partial_cmp(&scores[a])
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(a.cmp(&b))
     });
@@ -264,6 +267,25 @@ mod tests {
         );
         assert!(!block.contains("E1:"), "{block}");
         assert!(block.contains("1 lower-scored lines not shown"));
+    }
+
+    #[test]
+    fn each_sources_best_lines_compete_on_its_own_scale() {
+        let mut path_line = triple_evidence(0.3, "Heat", "Michael Mann");
+        path_line.source = "path-follower".into();
+        let context = Context {
+            evidence: vec![
+                triple_evidence(40.0, "Big", "Penny Marshall"),
+                triple_evidence(20.0, "Low", "Score"),
+                path_line,
+            ],
+            notes: vec![],
+        };
+        // Room for two lines: each source's best, not the two of the larger scale.
+        let block = evidence_block(&context, 24);
+        assert!(block.contains("E1: Big"), "{block}");
+        assert!(block.contains("E3: Heat"), "{block}");
+        assert!(!block.contains("E2:"), "{block}");
     }
 
     #[test]
