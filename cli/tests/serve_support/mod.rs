@@ -149,7 +149,12 @@ impl Drop for Process {
 }
 
 /// Runs `command` to completion within [`STEP_TIMEOUT`]; (exit code, stdout, stderr).
-pub fn run(mut command: Command) -> (i32, String, String) {
+pub fn run(command: Command) -> (i32, String, String) {
+    run_within(command, STEP_TIMEOUT)
+}
+
+/// [`run`] with its own time limit; the command is killed when it runs past `limit`.
+pub fn run_within(mut command: Command, limit: Duration) -> (i32, String, String) {
     command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -167,7 +172,7 @@ pub fn run(mut command: Command) -> (i32, String, String) {
         let _ = stderr.read_to_string(&mut text);
         text
     });
-    let deadline = Instant::now() + STEP_TIMEOUT;
+    let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
@@ -175,7 +180,7 @@ pub fn run(mut command: Command) -> (i32, String, String) {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("kgmesh did not finish within {STEP_TIMEOUT:?}");
+            panic!("kgmesh did not finish within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
