@@ -2,9 +2,10 @@
 //!
 //! It answers `POST …/chat/completions` on a random loopback port with whatever its
 //! [`Script`] says: a fixed text (nonsense, an empty reply), an HTTP error status, or a
-//! reply computed from the prompt (an oracle that knows the gold plan). It lets tests and
-//! measurements drive kgmesh's model path with a model that is broken in a known way;
-//! the real model path is exercised with `scripts/local-llm`.
+//! reply computed from the prompt (an oracle that knows the gold plans and answers). It
+//! lets tests and measurements drive kgmesh's model path with a model that is broken, or
+//! always right, in a known way; the real model path is exercised with
+//! `scripts/local-llm`.
 //!
 //! ```no_run
 //! use kgmesh_testkit::llm_stub::{LlmStub, Script};

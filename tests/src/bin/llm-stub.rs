@@ -3,12 +3,10 @@
 //!
 //!   llm-stub --reply "lorem ipsum" [--port 8089]   # every prompt gets this text
 //!   llm-stub --status 400 [--port 8089]            # every prompt gets this HTTP status
-//!   llm-stub --oracle dev.txt [--oracle …]         # a model that is always right: the
-//!       [--oracle-roles kg-linker,judge,summarizer]  # KG-Linker gets the gold plan
-//!                                                  # (PathQuestion/WC2014 files), the judge
-//!                                                  # and summarizer the gold answers the
-//!                                                  # facts they are sent name (MetaQA
-//!                                                  # files too); other prompts HTTP 400
+//!   llm-stub --oracle dev.txt [--oracle …] [--oracle-roles kg-linker,judge,summarizer]
+//!       # a model that is always right: the KG-Linker gets the gold plan (PathQuestion and
+//!       # WC2014 files), the judge and summarizer the gold answers named by the facts
+//!       # they are sent (MetaQA files too); every other prompt gets HTTP 400
 //!
 //! Prints the base URL (for OPENAI_BASE_URL) and serves until killed.
 
@@ -43,6 +41,10 @@ fn main() {
                 oracle_roles = OracleRoles::parse(&value).unwrap_or_else(|problem| usage(&problem))
             }
             "--oracle" => match std::fs::read_to_string(&value) {
+                Ok(text) if !text.lines().any(|line| line.contains('\t')) => {
+                    eprintln!("llm-stub: {value} has no `question<TAB>answers` line");
+                    std::process::exit(1)
+                }
                 Ok(text) => oracle_files.push(text),
                 Err(error) => {
                     eprintln!("llm-stub: cannot read {value}: {error}");
