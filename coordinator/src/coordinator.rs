@@ -922,6 +922,14 @@ impl Run<'_> {
                 // enough, and the model's calls are left to the summarizer.
                 meta.budget.llm_calls = 0;
             }
+            if round > 1 && self.ledger.budget().rounds <= 1 {
+                // The last of several rounds: its NEXT_ROUND could not be followed, the
+                // round-1 judge already asked the model whether retrieval was on
+                // track, and the rule chooses expansions without one; so the model's
+                // calls go to the KG-Linker and the summarizer, and a second round
+                // costs one call, not two.
+                meta.budget.llm_calls = 0;
+            }
             let Some(reply) = self
                 .call_role_with(
                     &Role::well_known(Role::JUDGE),

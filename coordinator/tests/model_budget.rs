@@ -1,5 +1,6 @@
 //! What the coordinator does with model budgets and degraded roles: a replayed plan
-//! leaves the judge its rule (the model's calls go to the summarizer), a role that
+//! leaves the judge its rule (the model's calls go to the summarizer), so does the last
+//! of several rounds (a second round costs the KG-Linker's call alone), a role that
 //! answered without its model marks the answer degraded, and a failed role keeps the
 //! plan out of the cache.
 
@@ -9,11 +10,14 @@ use std::sync::{Arc, Mutex};
 
 use kgmesh_bus::LocalBus;
 use kgmesh_schemas::{
+    budget::Cost,
     messages::{
         ask::{AskOptions, AskRequest, Degradation},
         cache::Plan,
+        judge::{JudgeReply, JudgeRequest, Verdict},
+        kg_linker::{KgLinkReply, KgLinkRequest},
     },
-    Role, RoleKind,
+    Reply, Role, RoleKind,
 };
 use support::*;
 
@@ -51,6 +55,68 @@ async fn a_replayed_plan_leaves_the_judge_no_model_call() {
         [0],
         "the judge's budget on a replay"
     );
+    assert!(reply.degraded.is_empty(), "{:?}", reply.degraded);
+}
+
+#[tokio::test]
+async fn the_last_of_several_rounds_leaves_the_judge_its_rule() {
+    let bus = Arc::new(LocalBus::new());
+    let allowed = Arc::new(Mutex::new(Vec::new()));
+    let stored = Arc::new(Mutex::new(Vec::new()));
+    let linker_calls = counter();
+    let calls = linker_calls.clone();
+    // Each round plans a path the last did not, so round 2 retrieves and judges again.
+    let _linker = serve::<KgLinkRequest, _, _>(&bus, Role::KG_LINKER, RoleKind::Core, move |_| {
+        let relation = if bump(&calls) == 1 {
+            "directed_by"
+        } else {
+            "written_by"
+        };
+        async move {
+            Reply::ok(
+                KgLinkReply {
+                    linked: vec![scored(1, "Heat")],
+                    metapaths: vec![metapath(relation)],
+                    ..KgLinkReply::default()
+                },
+                Cost::default(),
+            )
+        }
+    })
+    .await;
+    let budgets = allowed.clone();
+    let _judge = serve::<JudgeRequest, _, _>(&bus, Role::JUDGE, RoleKind::Core, move |request| {
+        budgets.lock().unwrap().push(request.meta.budget.llm_calls);
+        async move {
+            Reply::ok(
+                JudgeReply {
+                    verdict: Verdict::NextRound,
+                    reason: "test".into(),
+                },
+                Cost::default(),
+            )
+        }
+    })
+    .await;
+    let _handles = (
+        path_retriever(&bus, "paths").await,
+        ends_summarizer(&bus).await,
+        cache_manager(&bus, None, stored).await,
+    );
+    let mut request = question();
+    request.options.max_rounds = Some(2);
+    let reply = bounded(coordinator(&bus, test_config()).ask(request))
+        .await
+        .expect("answered");
+    assert_eq!(reply.rounds, 2, "{reply:?}");
+    assert_eq!(count(&linker_calls), 2);
+    let allowed = allowed.lock().unwrap().clone();
+    assert_eq!(allowed.len(), 2, "one judge call a round: {allowed:?}");
+    assert!(
+        allowed[0] > 0,
+        "round 1's judge may ask its model: {allowed:?}"
+    );
+    assert_eq!(allowed[1], 0, "round 2's judge uses its rule: {allowed:?}");
     assert!(reply.degraded.is_empty(), "{:?}", reply.degraded);
 }
 
