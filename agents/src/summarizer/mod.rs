@@ -110,6 +110,12 @@ impl Summarizer {
                     usize::from(request.max_answers.max(1)),
                 );
                 let named = reply.answers.len();
+                // A copy of the prompt's format example is no answer, whatever the
+                // evidence holds.
+                reply
+                    .answers
+                    .retain(|answer| !prompts::summarizer::is_example_answer(&answer.text));
+                let copied = named - reply.answers.len();
                 keep_grounded(&request, &mut reply);
                 if reply.answers.iter().any(|a| names_a_topic(&request, a)) {
                     // A question's own entity answers it only where a path comes back
@@ -131,6 +137,8 @@ impl Summarizer {
                 }
                 if named == 0 {
                     "its reply named no answer".to_owned()
+                } else if copied == named {
+                    "it copied the prompt's example answers".to_owned()
                 } else {
                     format!(
                         "none of the {named} answer(s) it named is in the evidence and other \

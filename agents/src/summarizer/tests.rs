@@ -243,6 +243,45 @@ async fn a_model_answering_with_the_questions_own_entity_falls_back_to_the_rule(
 }
 
 #[tokio::test]
+async fn a_model_copying_the_prompts_example_falls_back_even_where_the_graph_holds_the_name() {
+    let example = kgmesh_models::prompts::summarizer::EXAMPLE_ANSWERS[0];
+    let pacino = entity(1, "Al Pacino");
+    let heat = entity(2, "Heat");
+    // The graph happens to hold a film by the example's name, and it is in the evidence.
+    let namesake = entity(3, example);
+    let summarizer = Summarizer {
+        llm: Some(Arc::new(ScriptedModel::always(Ok(&format!(
+            "<answers>\n{example} [E2, E5]\n</answers>"
+        ))))),
+        rule: SummaryRule::default(),
+        vectors_opt: None,
+        graph_opt: None,
+    };
+    let ctx = CallContext::for_test(Role::SUMMARIZER);
+    let reply = summarizer
+        .summarize(
+            &ctx,
+            request(
+                vec![
+                    path(&pacino, "starred_actors", &heat, 0.9),
+                    path(&heat, "release_year", &namesake, 0.1),
+                ],
+                vec![pacino],
+            ),
+        )
+        .await
+        .unwrap();
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Heat"], "{reply:?}");
+    assert_eq!(ctx.cost().model_fallbacks, 1);
+    assert!(
+        reply.explanation.contains("copied the prompt's example"),
+        "{}",
+        reply.explanation
+    );
+}
+
+#[tokio::test]
 async fn a_grounded_model_answer_is_no_fallback() {
     let (reply, ctx) = summarize_with(ScriptedModel::always(Ok(
         "<answers>\nHeat [E1]\nThe Godfather [E1]\n</answers>",
