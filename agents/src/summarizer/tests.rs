@@ -179,6 +179,21 @@ async fn model_answers_are_linked_to_entities_in_their_evidence() {
 async fn summarize_with(model: ScriptedModel) -> (super::SummarizeReply, CallContext) {
     let pacino = entity(1, "Al Pacino");
     let heat = entity(2, "Heat");
+    summarize_evidence_with(
+        model,
+        vec![path(&pacino, "starred_actors", &heat, 0.9)],
+        pacino,
+    )
+    .await
+}
+
+/// The summarizer with `model` answering every prompt, asked about `topic` with
+/// `evidence`.
+async fn summarize_evidence_with(
+    model: ScriptedModel,
+    evidence: Vec<Evidence>,
+    topic: Entity,
+) -> (super::SummarizeReply, CallContext) {
     let summarizer = Summarizer {
         llm: Some(Arc::new(model)),
         rule: SummaryRule::default(),
@@ -187,13 +202,7 @@ async fn summarize_with(model: ScriptedModel) -> (super::SummarizeReply, CallCon
     };
     let ctx = CallContext::for_test(Role::SUMMARIZER);
     let reply = summarizer
-        .summarize(
-            &ctx,
-            request(
-                vec![path(&pacino, "starred_actors", &heat, 0.9)],
-                vec![pacino],
-            ),
-        )
+        .summarize(&ctx, request(evidence, vec![topic]))
         .await
         .unwrap();
     (reply, ctx)
@@ -249,28 +258,15 @@ async fn a_model_copying_the_prompts_example_falls_back_even_where_the_graph_hol
     let heat = entity(2, "Heat");
     // The graph happens to hold a film by the example's name, and it is in the evidence.
     let namesake = entity(3, example);
-    let summarizer = Summarizer {
-        llm: Some(Arc::new(ScriptedModel::always(Ok(&format!(
-            "<answers>\n{example} [E2, E5]\n</answers>"
-        ))))),
-        rule: SummaryRule::default(),
-        vectors_opt: None,
-        graph_opt: None,
-    };
-    let ctx = CallContext::for_test(Role::SUMMARIZER);
-    let reply = summarizer
-        .summarize(
-            &ctx,
-            request(
-                vec![
-                    path(&pacino, "starred_actors", &heat, 0.9),
-                    path(&heat, "release_year", &namesake, 0.1),
-                ],
-                vec![pacino],
-            ),
-        )
-        .await
-        .unwrap();
+    let (reply, ctx) = summarize_evidence_with(
+        ScriptedModel::always(Ok(&format!("<answers>\n{example} [E2, E5]\n</answers>"))),
+        vec![
+            path(&pacino, "starred_actors", &heat, 0.9),
+            path(&heat, "release_year", &namesake, 0.1),
+        ],
+        pacino,
+    )
+    .await;
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Heat"], "{reply:?}");
     assert_eq!(ctx.cost().model_fallbacks, 1);
