@@ -94,17 +94,18 @@ impl Ivf {
             return (empty, Vec::new());
         }
         let lists = list_count(count).min(count.max(1));
+        // Rows read as 32-bit floats (half-float rows are converted into it).
         let mut buffer = vec![0.0f32; dim];
-        let mut row = |i: usize| rows.row(i, &mut buffer).to_vec();
         // A sample spread evenly over the rows: k-means trains on it.
         let sample_size = (lists * SAMPLE_PER_LIST).min(count);
         let sample: Vec<usize> = (0..sample_size)
             .map(|i| i * count / sample_size.max(1))
             .collect();
         // Initial centroids: rows spread evenly over the sample.
-        let mut centroids: Vec<f32> = (0..lists)
-            .flat_map(|i| row(sample[i * sample.len() / lists]))
-            .collect();
+        let mut centroids: Vec<f32> = Vec::with_capacity(lists * dim);
+        for i in 0..lists {
+            centroids.extend_from_slice(rows.row(sample[i * sample.len() / lists], &mut buffer));
+        }
         let mut index = Self {
             dim,
             cosine,
@@ -118,7 +119,8 @@ impl Ivf {
             let mut members = vec![0usize; lists];
             for (&list, &at) in assigned.iter().zip(&sample) {
                 members[list] += 1;
-                for (sum, value) in sums[list * dim..(list + 1) * dim].iter_mut().zip(&row(at)) {
+                let values = rows.row(at, &mut buffer);
+                for (sum, value) in sums[list * dim..(list + 1) * dim].iter_mut().zip(values) {
                     *sum += value;
                 }
             }
