@@ -87,6 +87,39 @@ struct PersistedV2 {
     state: StateV2,
 }
 
+impl From<PersistedV2> for Persisted {
+    fn from(old: PersistedV2) -> Self {
+        Persisted {
+            dim: old.dim,
+            cosine: old.cosine,
+            state: State {
+                ids: old.state.ids,
+                rows: Rows::F32(old.state.rows),
+                payloads: old.state.payloads,
+                ivf: old.state.ivf,
+                ivf_fresh: old.state.ivf_fresh,
+            },
+        }
+    }
+}
+
+/// A version-1 file's rows, as a version-2 file without lists.
+impl From<LegacyPersisted> for PersistedV2 {
+    fn from(legacy: LegacyPersisted) -> Self {
+        PersistedV2 {
+            dim: legacy.dim,
+            cosine: legacy.cosine,
+            state: StateV2 {
+                ids: legacy.state.ids,
+                rows: legacy.state.rows,
+                payloads: legacy.state.payloads,
+                ivf: None,
+                ivf_fresh: false,
+            },
+        }
+    }
+}
+
 /// A version-1 file: the same rows, and an HNSW graph this version does not use.
 #[derive(Deserialize)]
 struct LegacyPersisted {
@@ -297,44 +330,18 @@ impl EmbeddedVectorIndex {
                 "vector index version {version}, expected {FILE_VERSION}, 2 or 1"
             )));
         }
-        let body = &body[..];
-        let decode_error =
-            |error: bincode::error::DecodeError| corrupt(format!("does not decode: {error}"));
-        let persisted: Persisted = if version == 1 {
-            let (legacy, _): (LegacyPersisted, usize) =
-                bincode::serde::decode_from_slice(body, bincode::config::standard())
-                    .map_err(decode_error)?;
-            Persisted {
-                dim: legacy.dim,
-                cosine: legacy.cosine,
-                state: State {
-                    ids: legacy.state.ids,
-                    rows: Rows::F32(legacy.state.rows),
-                    payloads: legacy.state.payloads,
-                    ivf: None,
-                    ivf_fresh: false,
-                },
-            }
-        } else if version == 2 {
-            let (old, _): (PersistedV2, usize) =
-                bincode::serde::decode_from_slice(body, bincode::config::standard())
-                    .map_err(decode_error)?;
-            Persisted {
-                dim: old.dim,
-                cosine: old.cosine,
-                state: State {
-                    ids: old.state.ids,
-                    rows: Rows::F32(old.state.rows),
-                    payloads: old.state.payloads,
-                    ivf: old.state.ivf,
-                    ivf_fresh: old.state.ivf_fresh,
-                },
-            }
-        } else {
+        fn decode<T: serde::de::DeserializeOwned>(
+            body: &[u8],
+        ) -> Result<T, bincode::error::DecodeError> {
             bincode::serde::decode_from_slice(body, bincode::config::standard())
-                .map_err(decode_error)?
-                .0
+                .map(|(value, _)| value)
+        }
+        let decoded = match version {
+            1 => decode::<LegacyPersisted>(&body).map(|v1| PersistedV2::from(v1).into()),
+            2 => decode::<PersistedV2>(&body).map(Persisted::from),
+            _ => decode::<Persisted>(&body),
         };
+        let persisted = decoded.map_err(|error| corrupt(format!("does not decode: {error}")))?;
         let state = persisted.state;
         let dim = persisted.dim;
         if state.rows.values() != state.ids.len() * dim || state.payloads.len() != state.ids.len() {
