@@ -219,21 +219,17 @@ pub(crate) mod half_floats {
 
     /// Two little-endian bytes per value (a byte string: no per-value length prefix).
     pub fn serialize<S: Serializer>(values: &[f32], serializer: S) -> Result<S::Ok, S::Error> {
-        let bytes: Vec<u8> = values
+        let bits: Vec<u16> = values
             .iter()
-            .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+            .map(|&v| half::f16::from_f32(v).to_bits())
             .collect();
-        serializer.serialize_bytes(&bytes)
+        bits::serialize(&bits, serializer)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<f32>, D::Error> {
-        let bytes = serde_bytes_vec(deserializer)?;
-        if bytes.len() % 2 != 0 {
-            return Err(serde::de::Error::custom("odd length of 16-bit floats"));
-        }
-        Ok(bytes
-            .chunks_exact(2)
-            .map(|pair| half::f16::from_le_bytes([pair[0], pair[1]]).to_f32())
+        Ok(bits::deserialize(deserializer)?
+            .into_iter()
+            .map(|b| half::f16::from_bits(b).to_f32())
             .collect())
     }
 
