@@ -422,7 +422,8 @@ pub struct BudgetConfig {
     pub depth: u8,
     pub breadth: u16,
     pub depth_expansions: u8,
-    pub llm_calls: u32,
+    /// Unset: what the roles of `llm.roles` spend on one round ([`Config::llm_calls`]).
+    pub llm_calls: Option<u32>,
     pub tokens: u64,
     pub result_rows: u32,
     pub timeout_ms: u64,
@@ -436,7 +437,7 @@ impl Default for BudgetConfig {
             depth: budget.depth.get(),
             breadth: budget.breadth,
             depth_expansions: budget.depth_expansions,
-            llm_calls: budget.llm_calls,
+            llm_calls: None,
             tokens: budget.tokens,
             result_rows: budget.result_rows,
             timeout_ms: 60_000,
@@ -1037,6 +1038,33 @@ impl Config {
         }
     }
 
+    /// A question's model calls: `budget.llm_calls`, or when unset what the roles of
+    /// `llm.roles` spend on one round: one each, the agentic traverser
+    /// `traverser.max_llm_calls`. With the default roles that is 3 (KG-Linker, judge,
+    /// summarizer), and a second round is planned without the model.
+    pub fn llm_calls(&self) -> u32 {
+        self.budget.llm_calls.unwrap_or_else(|| {
+            self.llm
+                .roles
+                .iter()
+                .map(|role| match role.as_str() {
+                    kgmesh_schemas::Role::AGENTIC_TRAVERSER => self.traverser.max_llm_calls,
+                    _ => 1,
+                })
+                .sum()
+        })
+    }
+
+    /// Model calls kept for the summarizer: 1 where it uses the model.
+    pub fn summarizer_llm_calls(&self) -> u32 {
+        let uses_model = self
+            .llm
+            .roles
+            .iter()
+            .any(|role| role == kgmesh_schemas::Role::SUMMARIZER);
+        u32::from(uses_model)
+    }
+
     pub fn budget(&self) -> kgmesh_schemas::Budget {
         let b = &self.budget;
         kgmesh_schemas::Budget {
@@ -1044,7 +1072,7 @@ impl Config {
             depth: kgmesh_schemas::Depth::saturating(b.depth),
             breadth: b.breadth,
             depth_expansions: b.depth_expansions,
-            llm_calls: b.llm_calls,
+            llm_calls: self.llm_calls(),
             tokens: b.tokens,
             result_rows: b.result_rows,
             deadline: kgmesh_schemas::Deadline::after(std::time::Duration::from_millis(

@@ -286,7 +286,13 @@ const KEYS: &[(&str, &str)] = &[
         "budget.depth_expansions",
         "Depth expansions the judge may order per question.",
     ),
-    ("budget.llm_calls", "Language-model calls per question."),
+    (
+        "budget.llm_calls",
+        "Language-model calls per question. Unset: what the roles of `llm.roles` spend on \
+         one round (one each, the agentic traverser `traverser.max_llm_calls`): 3 with the \
+         default roles, so a cold question costs at most 3 calls. One call is kept for the \
+         summarizer where it uses the model; a second round is then planned without it.",
+    ),
     (
         "budget.tokens",
         "Prompt and completion tokens per question.",

@@ -6,7 +6,7 @@
 #[path = "serve_support/mod.rs"]
 mod support;
 
-use kgmesh_testkit::llm_stub::{oracle, LlmStub, OracleRoles, Script};
+use kgmesh_testkit::llm_stub::{oracle, prompt_role, LlmStub, OracleRoles, Script, StubReply};
 use support::*;
 
 /// `kgmesh ask --json` on the sample KG, with the model at `base_url` when given.
@@ -185,4 +185,35 @@ fn the_default_roles_spend_one_call_on_a_replayed_plan_and_three_on_a_cold_quest
     let cold = ask_cached("which genre does Collateral belong to");
     assert_eq!(cold["plan_replayed"], false, "{cold}");
     assert!(stub.requests() - before <= 3, "{cold}");
+}
+
+/// A judge that always asks for another round cannot make a question cost more than the
+/// default budget (3 calls): the second round is planned without the model, which the
+/// reply says, and the summarizer still gets its call.
+#[test]
+fn a_second_round_keeps_within_three_calls_and_the_summarizers_call() {
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = asked.clone();
+    let stub = LlmStub::start(Script::computed(move |prompt| {
+        let role = prompt_role(prompt).unwrap_or("other");
+        log.lock().unwrap().push(role.to_owned());
+        StubReply::Text(if role == "judge" {
+            "<verdict>NEXT_ROUND</verdict>\n<reason>Not enough.</reason>".to_owned()
+        } else {
+            "As an AI language model, I love pancakes.".to_owned()
+        })
+    }));
+    let reply = ask(
+        "which genre does Collateral belong to",
+        Some(&stub.base_url()),
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked, ["kg-linker", "judge", "summarizer"], "{reply}");
+    assert_eq!(reply["rounds"], 2, "{reply}");
+    assert_eq!(reply["cost"]["llm_calls"], 3, "{reply}");
+    let notes = reply["notes"].to_string();
+    assert!(
+        notes.contains("round 2: the kg-linker plans without the model"),
+        "{notes}"
+    );
 }

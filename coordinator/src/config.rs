@@ -16,6 +16,10 @@ pub struct CoordinatorConfig {
     /// The budget every question starts with; its deadline is replaced per question by
     /// `question_timeout` (or the request's `timeout_ms`).
     pub budget: Budget,
+    /// Model calls of the budget kept for the summarizer (1 where it uses a model):
+    /// planning, judging and retrieval never spend them, so a question that takes a
+    /// second round still gets a model-written answer within `budget.llm_calls`.
+    pub summarizer_llm_calls: u32,
     pub question_timeout: Duration,
     /// Longest wait for one bus call; the question's deadline cuts it shorter.
     pub call_timeout: Duration,
@@ -85,6 +89,7 @@ impl Default for CoordinatorConfig {
     fn default() -> Self {
         Self {
             budget: Budget::default(),
+            summarizer_llm_calls: 0,
             question_timeout: Duration::from_secs(60),
             call_timeout: Duration::from_secs(30),
             retries: 1,

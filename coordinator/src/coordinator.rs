@@ -284,7 +284,8 @@ impl Coordinator {
                 .options
                 .max_answers
                 .unwrap_or(self.config.max_answers),
-            ledger: Ledger::new(question_id, trace, budget),
+            ledger: Ledger::new(question_id, trace, budget)
+                .with_reserved_llm_calls(self.config.summarizer_llm_calls),
             context: ContextState::default(),
             linked_mentions: HashMap::new(),
             topic: Vec::new(),
@@ -570,6 +571,15 @@ impl Run<'_> {
             examples: self.examples.clone(),
             cues: self.cues.clone(),
         };
+        if round > 1
+            && self.ledger.spent().llm_calls > 0
+            && self.ledger.meta(round).budget.llm_calls == 0
+        {
+            self.context.note(format!(
+                "round {round}: the kg-linker plans without the model: the question's \
+                 model calls (budget.llm_calls) are spent or kept for the summarizer"
+            ));
+        }
         let Some(link): Option<KgLinkReply> = self
             .call_role(
                 &Role::well_known(Role::KG_LINKER),
@@ -1092,7 +1102,7 @@ impl Run<'_> {
             cues: self.cues.clone(),
             plan: self.trusted_metapaths.clone(),
         };
-        let mut meta = self.ledger.meta(self.rounds_run);
+        let mut meta = self.ledger.final_meta(self.rounds_run);
         let grace = self.config().finalize_grace;
         if self.ledger.is_exhausted() {
             meta.budget.llm_calls = 0;

@@ -13,6 +13,9 @@ pub struct Ledger {
     question_id: QuestionId,
     trace: TraceContext,
     budget: Budget,
+    /// Model calls kept for the summarizer: every other request is sent the budget
+    /// less these, so the answer's call is never spent on planning or judging.
+    reserved_llm_calls: u32,
     spent: Cost,
     exhausted: Option<Limit>,
     started: Instant,
@@ -26,12 +29,19 @@ impl Ledger {
             question_id,
             trace,
             budget,
+            reserved_llm_calls: 0,
             spent: Cost::default(),
             exhausted: None,
             started: Instant::now(),
             stages: Vec::new(),
             calls: Vec::new(),
         }
+    }
+
+    /// Keeps `calls` of the model-call budget for [`Self::final_meta`].
+    pub fn with_reserved_llm_calls(mut self, calls: u32) -> Self {
+        self.reserved_llm_calls = calls;
+        self
     }
 
     pub fn question_id(&self) -> QuestionId {
@@ -46,8 +56,19 @@ impl Ledger {
         &self.budget
     }
 
-    /// The envelope of a request made in `round`: carries what is left of the budget.
+    /// The envelope of a request made in `round`: carries what is left of the budget,
+    /// less the model calls kept for the summarizer.
     pub fn meta(&self, round: u8) -> Meta {
+        let mut meta = self.final_meta(round);
+        meta.budget.llm_calls = meta
+            .budget
+            .llm_calls
+            .saturating_sub(self.reserved_llm_calls);
+        meta
+    }
+
+    /// The envelope of the summarizer's request: everything that is left.
+    pub fn final_meta(&self, round: u8) -> Meta {
         let mut meta = Meta::new(self.question_id, round, self.budget);
         meta.trace = self.trace.clone();
         meta
@@ -176,6 +197,24 @@ mod tests {
         assert_eq!(ledger.exhausted(), Some(Limit::LlmCalls));
         assert_eq!(ledger.spent().llm_calls, 2);
         assert_eq!(ledger.spent().bus_messages, 2);
+    }
+
+    #[test]
+    fn the_summarizers_calls_are_kept_from_every_other_request() {
+        let mut budget = Budget::with_timeout(Duration::from_secs(60));
+        budget.llm_calls = 3;
+        let mut ledger = Ledger::new(QuestionId::new_random(), TraceContext::default(), budget)
+            .with_reserved_llm_calls(1);
+        assert_eq!(ledger.meta(1).budget.llm_calls, 2);
+        for _ in 0..2 {
+            ledger.charge(&Cost {
+                llm_calls: 1,
+                ..Cost::default()
+            });
+        }
+        assert_eq!(ledger.meta(2).budget.llm_calls, 0);
+        assert_eq!(ledger.final_meta(2).budget.llm_calls, 1);
+        assert_eq!(ledger.exhausted(), None);
     }
 
     #[test]

@@ -107,11 +107,24 @@ impl OracleRoles {
 }
 
 /// The first line of each role's system prompt (`kgmesh_models::prompts`), by which the
-/// oracle tells the prompts apart; `cli/tests/oracle.rs` checks them against the real
-/// prompts.
+/// oracle tells the prompts apart; `cli/tests/model_fallback.rs` fails when they no
+/// longer open the real prompts.
 const KG_LINKER_PROMPT: &str = "You link questions to a knowledge graph";
 const JUDGE_PROMPT: &str = "You check whether retrieved knowledge-graph facts are enough";
 const SUMMARIZER_PROMPT: &str = "You answer questions from knowledge-graph facts only";
+
+/// The role whose prompt `prompt` is: `kg-linker`, `judge` or `summarizer`, or `None`
+/// for any other prompt.
+pub fn prompt_role(prompt: &str) -> Option<&'static str> {
+    [
+        (KG_LINKER_PROMPT, "kg-linker"),
+        (JUDGE_PROMPT, "judge"),
+        (SUMMARIZER_PROMPT, "summarizer"),
+    ]
+    .into_iter()
+    .find(|(opening, _)| prompt.contains(opening))
+    .map(|(_, role)| role)
+}
 
 /// What question files say of each question: its gold plan (IRN files only) and its
 /// acceptable answers.
@@ -228,12 +241,13 @@ pub fn oracle(texts: &[String], roles: OracleRoles) -> Script {
             .find_map(|line| line.strip_prefix("Question: "))
             .map(question_key)
             .unwrap_or_default();
-        let reply = if prompt.contains(KG_LINKER_PROMPT) {
+        let role = prompt_role(prompt);
+        let reply = if role == Some("kg-linker") {
             roles
                 .kg_linker
                 .then(|| gold.plans.get(&asked).cloned())
                 .flatten()
-        } else if prompt.contains(JUDGE_PROMPT) && roles.judge {
+        } else if role == Some("judge") && roles.judge {
             gold.answers.get(&asked).map(|answers| {
                 if cited(prompt, answers).is_empty() {
                     "<verdict>NEXT_ROUND</verdict>\n<reason>No fact names the answer.</reason>"
@@ -243,7 +257,7 @@ pub fn oracle(texts: &[String], roles: OracleRoles) -> Script {
                         .to_owned()
                 }
             })
-        } else if prompt.contains(SUMMARIZER_PROMPT) && roles.summarizer {
+        } else if role == Some("summarizer") && roles.summarizer {
             gold.answers.get(&asked).map(|answers| {
                 let found = cited(prompt, answers);
                 if found.is_empty() {

@@ -152,6 +152,7 @@ async fn ask(mut config: Config, args: AskArgs) -> anyhow::Result<()> {
 pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
     CoordinatorConfig {
         budget: config.budget(),
+        summarizer_llm_calls: config.summarizer_llm_calls(),
         question_timeout: Duration::from_millis(config.budget.timeout_ms),
         call_timeout: Duration::from_millis(config.bus.request_timeout_ms),
         retries: config.bus.retries,

@@ -170,12 +170,14 @@ pub fn describe_config(config: &Config, kg: Option<&Path>, cache: &CacheStart) -
     if let Some(kg) = kg {
         effective.graph.path = Some(PathBuf::from(kg));
     }
+    // The model calls a question may make, as resolved from `llm.roles` when unset.
+    effective.budget.llm_calls = Some(config.llm_calls());
     AnswererConfig {
         mode: AnswererMode::Embedded,
         server_url: None,
         llm,
         embedder,
-        budget: serde_json::to_value(&config.budget).ok(),
+        budget: serde_json::to_value(&effective.budget).ok(),
         k_values: None,
         cache: cache.describe(),
         roles: Vec::new(),
