@@ -1233,6 +1233,24 @@ mod tests {
     }
 
     #[test]
+    fn the_model_call_budget_follows_the_roles_unless_it_is_set() {
+        let default = Config::default();
+        assert_eq!(
+            (default.llm_calls(), default.summarizer_llm_calls()),
+            (3, 1)
+        );
+        assert_eq!(default.budget().llm_calls, 3);
+        let walker = load(
+            "[llm]\nroles = [\"kg-linker\", \"agentic-traverser\"]\n[traverser]\nmax_llm_calls = 4",
+        )
+        .unwrap();
+        assert_eq!((walker.llm_calls(), walker.summarizer_llm_calls()), (5, 0));
+        let set = load("[budget]\nllm_calls = 12").unwrap();
+        assert_eq!((set.llm_calls(), set.budget().llm_calls), (12, 12));
+        assert_eq!(set.summarizer_llm_calls(), 1);
+    }
+
+    #[test]
     fn auto_embedder_is_minilm_where_its_files_are_and_none_elsewhere() {
         let dir = tempfile::tempdir().unwrap();
         let mut auto = EmbedderConfig {
