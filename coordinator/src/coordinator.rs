@@ -304,7 +304,6 @@ impl Coordinator {
             rounds_run: 0,
             complete: false,
             model_verified: false,
-            linker_asked_model: false,
             degraded: Vec::new(),
         };
         let reply = run.run().instrument(span).await;
@@ -509,9 +508,6 @@ struct Run<'a> {
     /// A language model judged the retrieval complete (rather than the rule-based
     /// judge): the plan counts as verified and may be replayed without a model.
     model_verified: bool,
-    /// The KG-Linker spent a model call in an earlier round (so a later round planned
-    /// without one is worth a note).
-    linker_asked_model: bool,
     /// Roles that failed, timed out, were missing, or answered without their model.
     degraded: Vec<Degradation>,
 }
@@ -575,13 +571,15 @@ impl Run<'_> {
             examples: self.examples.clone(),
             cues: self.cues.clone(),
         };
-        if self.linker_asked_model && self.ledger.meta(round).budget.llm_calls == 0 {
+        // Worth a note only where the KG-Linker asked the model in an earlier round.
+        if self.ledger.model_calls_of(Role::KG_LINKER) > 0
+            && self.ledger.meta(round).budget.llm_calls == 0
+        {
             self.context.note(format!(
                 "round {round}: the kg-linker plans without the model: the question's \
                  model calls (budget.llm_calls) are spent or kept for the summarizer"
             ));
         }
-        let calls_before = self.ledger.spent().llm_calls;
         let Some(link): Option<KgLinkReply> = self
             .call_role(
                 &Role::well_known(Role::KG_LINKER),
@@ -593,7 +591,6 @@ impl Run<'_> {
         else {
             return false;
         };
-        self.linker_asked_model |= self.ledger.spent().llm_calls > calls_before;
         let finish = link.finish;
         let work = self.adopt_link(round, link).await;
         let Some(work) = work else {

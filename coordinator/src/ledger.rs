@@ -154,6 +154,15 @@ impl Ledger {
         });
     }
 
+    /// Model calls that `role`'s recorded calls reported.
+    pub fn model_calls_of(&self, role: &str) -> u32 {
+        self.calls
+            .iter()
+            .filter(|call| call.role == role)
+            .filter_map(|call| call.cost.map(|cost| cost.llm_calls))
+            .sum()
+    }
+
     /// Every call recorded so far, in order.
     pub fn take_calls(&mut self) -> Vec<RoleCall> {
         std::mem::take(&mut self.calls)
@@ -215,6 +224,15 @@ mod tests {
         assert_eq!(ledger.meta(2).budget.llm_calls, 0);
         assert_eq!(ledger.final_meta(2).budget.llm_calls, 1);
         assert_eq!(ledger.exhausted(), None);
+        let asked = Cost {
+            llm_calls: 1,
+            ..Cost::default()
+        };
+        ledger.record_call(1, "kg-linker", "link", Duration::ZERO, Ok(&asked));
+        ledger.record_call(1, "judge", "judge", Duration::ZERO, Ok(&asked));
+        ledger.record_call(2, "kg-linker", "link", Duration::ZERO, Err("timeout"));
+        assert_eq!(ledger.model_calls_of("kg-linker"), 1);
+        assert_eq!(ledger.model_calls_of("summarizer"), 0);
     }
 
     #[test]
