@@ -1,7 +1,8 @@
 //! The embedded vector index at scale: build time of its inverted lists, search latency
 //! against exact search in the same run, recall@10 of the lists against exact search
-//! over 32-bit rows, the rows' memory and the size of the saved index — with rows held
-//! as 32-bit floats and as half floats (`vectors.precision`).
+//! over 32-bit rows (and of exact search over the index's own rows, what holding them
+//! at a lower precision alone loses), the rows' memory and the size of the saved index
+//! — with rows held as 32-bit floats, half floats and 8-bit codes (`vectors.precision`).
 //!
 //! ```text
 //! cargo bench -p kgmesh-benches --bench vectors                       # 100k and 875k vectors
@@ -54,8 +55,8 @@ fn main() {
         std::thread::available_parallelism().map_or(1, usize::from)
     );
     println!("recall@10: of the search, against exact search over 32-bit rows; exact: every row of the same index scored");
-    println!("| vectors | rows | lists | build | search p50 / p99 | exact p50 / p99 | recall@10 | row memory | file |");
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| vectors | rows | lists | build | search p50 / p99 | exact p50 / p99 | recall@10 | exact recall@10 | row memory | file |");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &size in &sizes {
         runtime.block_on(measure(size, queries));
     }
@@ -138,7 +139,7 @@ async fn minilm(query_count: usize) {
 async fn rows_for(label: &str, dim: usize, items: &[VectorItem], queries: &[Vec<f32>]) {
     let truth = EmbeddedVectorIndex::new(dim, Metric::Cosine);
     truth.upsert(items.to_vec()).await.expect("upsert");
-    for precision in [Precision::F32, Precision::F16] {
+    for precision in [Precision::F32, Precision::F16, Precision::Int8] {
         let index = EmbeddedVectorIndex::new(dim, Metric::Cosine).with_precision(precision);
         for chunk in items.chunks(10_000) {
             index.upsert(chunk.to_vec()).await.expect("upsert");
@@ -146,13 +147,13 @@ async fn rows_for(label: &str, dim: usize, items: &[VectorItem], queries: &[Vec<
         let started = Instant::now();
         index.build_index();
         let build = started.elapsed();
-        let (fast, exact, recall) = compare(&index, &truth, queries).await;
+        let (fast, exact, recall, exact_recall) = compare(&index, &truth, queries).await;
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("bench.kgv");
         index.save(&path).expect("save");
         let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
         println!(
-            "| {label} | {precision} | {} | {:.1} s | {} / {} | {} / {} | {:.3} | {:.0} MB | {:.0} MB |",
+            "| {label} | {precision} | {} | {:.1} s | {} / {} | {} / {} | {:.3} | {:.3} | {:.0} MB | {:.0} MB |",
             index.list_count(),
             build.as_secs_f64(),
             ms(fast.p50),
@@ -160,6 +161,7 @@ async fn rows_for(label: &str, dim: usize, items: &[VectorItem], queries: &[Vec<
             ms(exact.p50),
             ms(exact.p99),
             recall,
+            exact_recall,
             index.row_bytes() as f64 / 1e6,
             bytes as f64 / 1e6
         );
@@ -181,21 +183,21 @@ async fn measure(size: usize, query_count: usize) {
 }
 
 /// Each query searched through the index and exactly (the same index, every row
-/// scored): the latencies of both, and recall@K of the first against exact search over
+/// scored): the latencies of both, and recall@K of each against exact search over
 /// `truth` (the same vectors in 32-bit rows).
 async fn compare(
     index: &EmbeddedVectorIndex,
     truth: &EmbeddedVectorIndex,
     queries: &[Vec<f32>],
-) -> (Percentiles, Percentiles, f64) {
+) -> (Percentiles, Percentiles, f64, f64) {
     let (mut fast, mut exact) = (Vec::new(), Vec::new());
-    let mut found = 0usize;
+    let (mut found, mut exact_found) = (0usize, 0usize);
     for query in queries {
         let started = Instant::now();
         let hits = index.search(query, K, None).await.expect("search");
         fast.push(started.elapsed());
         let started = Instant::now();
-        index.exact_search(query, K).expect("exact search");
+        let exact_hits = index.exact_search(query, K).expect("exact search");
         exact.push(started.elapsed());
         let truth: Vec<u64> = truth
             .exact_search(query, K)
@@ -204,9 +206,18 @@ async fn compare(
             .map(|hit| hit.id)
             .collect();
         found += hits.iter().filter(|hit| truth.contains(&hit.id)).count();
+        exact_found += exact_hits
+            .iter()
+            .filter(|hit| truth.contains(&hit.id))
+            .count();
     }
-    let recall = found as f64 / (queries.len() * K).max(1) as f64;
-    (percentiles(fast), percentiles(exact), recall)
+    let total = (queries.len() * K).max(1) as f64;
+    (
+        percentiles(fast),
+        percentiles(exact),
+        found as f64 / total,
+        exact_found as f64 / total,
+    )
 }
 
 fn ms(duration: Duration) -> String {

@@ -389,7 +389,7 @@ pub struct VectorsConfig {
     pub backend: VectorBackend,
     /// Embedded backend: the index file (conventionally `graph.kgv` beside a snapshot).
     pub path: Option<PathBuf>,
-    /// Embedded backend: the rows as 32-bit floats or half floats.
+    /// Embedded backend: the rows as 32-bit floats, half floats or 8-bit codes.
     pub precision: kgmesh_stores::vector::Precision,
     /// Qdrant gRPC endpoint (`http://host:6334`); `QDRANT_URL` when unset.
     pub qdrant_url: Option<String>,

@@ -249,8 +249,9 @@ const KEYS: &[(&str, &str)] = &[
     ),
     (
         "vectors.precision",
-        "How the `embedded` backend holds its rows: `f32`, or `f16` (half floats: half the \
-         memory and file; recall@10 in docs/evaluation.md). An index file is converted when \
+        "How the `embedded` backend holds its rows: `f32`, `f16` (half floats: half the \
+         memory and file) or `int8` (8-bit codes and a scale per row: a quarter, plus 4 bytes \
+         a row); recall@10 of each in docs/evaluation.md. An index file is converted when \
          read.",
     ),
     (

@@ -246,7 +246,7 @@ pub(crate) mod half_floats {
         pub fn deserialize<'de, D: Deserializer<'de>>(
             deserializer: D,
         ) -> Result<Vec<u16>, D::Error> {
-            let bytes = super::serde_bytes_vec(deserializer)?;
+            let bytes = super::byte_string(deserializer)?;
             if bytes.len() % 2 != 0 {
                 return Err(serde::de::Error::custom("odd length of 16-bit floats"));
             }
@@ -257,7 +257,10 @@ pub(crate) mod half_floats {
         }
     }
 
-    fn serde_bytes_vec<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    /// A byte string as written by `Serializer::serialize_bytes`.
+    pub(crate) fn byte_string<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<u8>, D::Error> {
         struct Bytes;
         impl<'de> serde::de::Visitor<'de> for Bytes {
             type Value = Vec<u8>;

@@ -3,9 +3,10 @@
 //! lists scanned exactly) for large collections.
 //!
 //! Rows live in one contiguous buffer (`dim` values per item, row-major), so exact
-//! search is a straight pass the compiler vectorizes. They are 32-bit floats, or half
+//! search is a straight pass the compiler vectorizes. They are 32-bit floats, half
 //! floats with [`Precision::F16`] (half the memory; each row scored is converted back,
-//! see `rows.rs`). Cosine vectors are stored normalized, making cosine a dot product. The lists are built lazily: after writes they are stale, and
+//! see `rows.rs`) or 8-bit codes with a scale per row with [`Precision::Int8`] (a
+//! quarter of the memory and four bytes a row). Cosine vectors are stored normalized, making cosine a dot product. The lists are built lazily: after writes they are stale, and
 //! the next unfiltered search on a collection of at least
 //! [`EmbeddedVectorIndex::index_threshold`] items rebuilds them on the blocking pool
 //! (every core; seconds for a million MiniLM vectors, where the HNSW graph used before
@@ -53,9 +54,10 @@ pub use rows::Precision;
 use rows::Rows;
 
 const FILE_MAGIC: &[u8; 8] = b"KGMVECS\0";
-/// 3: rows as 32- or 16-bit floats; 2: 32-bit rows and inverted lists (still read); 1:
-/// an HNSW graph (still read, the graph dropped).
-const FILE_VERSION: u32 = 3;
+/// 4: rows as 32- or 16-bit floats or 8-bit codes; 3: the same without 8-bit codes
+/// (read as it is); 2: 32-bit rows and inverted lists (still read); 1: an HNSW graph
+/// (still read, the graph dropped).
+const FILE_VERSION: u32 = 4;
 /// Collections smaller than this are always searched exactly.
 pub const DEFAULT_INDEX_THRESHOLD: usize = 20_000;
 
@@ -185,7 +187,8 @@ impl EmbeddedVectorIndex {
     }
 
     /// Holds the rows at `precision` (those already held are converted). Half floats
-    /// need unit rows, so an L2 collection keeps 32-bit floats whatever is asked.
+    /// and 8-bit codes need unit rows, so an L2 collection keeps 32-bit floats
+    /// whatever is asked.
     pub fn with_precision(self, precision: Precision) -> Self {
         let precision = match self.metric {
             Metric::Cosine => precision,
@@ -194,7 +197,7 @@ impl EmbeddedVectorIndex {
         {
             let mut state = self.state.write();
             if state.rows.precision() != precision {
-                state.rows = state.rows.to_precision(precision);
+                state.rows = state.rows.to_precision(precision, self.dim);
             }
         }
         self
@@ -327,7 +330,7 @@ impl EmbeddedVectorIndex {
         let (version, body) = crate::framed::read(path, FILE_MAGIC, "vector index")?;
         if !(1..=FILE_VERSION).contains(&version) {
             return Err(corrupt(format!(
-                "vector index version {version}, expected {FILE_VERSION}, 2 or 1"
+                "vector index version {version}, expected {FILE_VERSION}, 3, 2 or 1"
             )));
         }
         fn decode<T: serde::de::DeserializeOwned>(
@@ -344,7 +347,10 @@ impl EmbeddedVectorIndex {
         let persisted = decoded.map_err(|error| corrupt(format!("does not decode: {error}")))?;
         let state = persisted.state;
         let dim = persisted.dim;
-        if state.rows.values() != state.ids.len() * dim || state.payloads.len() != state.ids.len() {
+        if state.rows.values() != state.ids.len() * dim
+            || !state.rows.consistent(dim)
+            || state.payloads.len() != state.ids.len()
+        {
             return Err(corrupt(
                 "rows, ids and payloads disagree in length".to_owned(),
             ));

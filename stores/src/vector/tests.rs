@@ -157,16 +157,34 @@ async fn saved_indexes_reopen_with_their_lists_and_reject_damage() {
 
 #[tokio::test]
 async fn half_float_rows_find_what_full_ones_find_in_half_the_memory_and_survive_a_save() {
+    let (full, half) = reduced_rows_find_what_full_ones_find(Precision::F16).await;
+    assert_eq!(half.row_bytes() * 2, full.row_bytes());
+}
+
+#[tokio::test]
+async fn eight_bit_rows_find_what_full_ones_find_in_a_quarter_of_the_memory_and_survive_a_save() {
+    let (full, codes) = reduced_rows_find_what_full_ones_find(Precision::Int8).await;
+    // One byte a value and a 4-byte scale a row.
+    let rows = within(full.len()).await.unwrap();
+    assert_eq!(codes.row_bytes(), full.row_bytes() / 4 + 4 * rows);
+}
+
+/// Two indexes over the same clustered rows, one at full precision and one at
+/// `precision`: the reduced one's exact and list searches find what the full one finds,
+/// and it reads back the same after a save. Returns both.
+async fn reduced_rows_find_what_full_ones_find(
+    precision: Precision,
+) -> (EmbeddedVectorIndex, EmbeddedVectorIndex) {
     let dim = 32;
     let items = clustered_items(4_000, dim);
     let full = EmbeddedVectorIndex::new(dim, Metric::Cosine);
-    let half = EmbeddedVectorIndex::new(dim, Metric::Cosine)
-        .with_precision(Precision::F16)
+    let reduced = EmbeddedVectorIndex::new(dim, Metric::Cosine)
+        .with_precision(precision)
         .with_index_threshold(1);
     within(full.upsert(items.clone())).await.unwrap();
-    within(half.upsert(items)).await.unwrap();
-    assert_eq!(half.precision(), Precision::F16);
-    assert_eq!(half.row_bytes() * 2, full.row_bytes());
+    within(reduced.upsert(items)).await.unwrap();
+    assert_eq!(reduced.precision(), precision);
+    assert!(reduced.row_bytes() < full.row_bytes());
     let queries = clustered_vectors(100, dim, 40, 99);
     let (mut found, mut exact_found) = (0, 0);
     for query in &queries {
@@ -176,30 +194,46 @@ async fn half_float_rows_find_what_full_ones_find_in_half_the_memory_and_survive
             .iter()
             .map(|h| h.id)
             .collect();
-        let hits = within(half.search(query, 10, None)).await.unwrap();
+        let hits = within(reduced.search(query, 10, None)).await.unwrap();
         found += hits.iter().filter(|hit| truth.contains(&hit.id)).count();
-        let exact = half.exact_search(query, 10).unwrap();
+        let exact = reduced.exact_search(query, 10).unwrap();
         exact_found += exact.iter().filter(|hit| truth.contains(&hit.id)).count();
+        // The scores are cosines still: the best within a hundredth of the truth's.
+        let best_truth = within(full.search(query, 1, None)).await.unwrap()[0].score;
+        assert!(
+            (exact[0].score - best_truth).abs() < 0.01,
+            "{precision}: {} against {best_truth}",
+            exact[0].score
+        );
     }
-    assert!(half.index_is_fresh(), "the searches went through the lists");
+    assert!(
+        reduced.index_is_fresh(),
+        "the searches went through the lists"
+    );
+    // These clusters are tight (neighbours a few thousandths apart), where 8-bit
+    // codes lose more than half floats do.
+    let (exact_min, lists_min) = match precision {
+        Precision::Int8 => (0.9, 0.85),
+        _ => (0.98, 0.9),
+    };
     let total = (queries.len() * 10) as f64;
     assert!(
-        exact_found as f64 / total >= 0.98,
-        "exact over half floats: {exact_found}"
+        exact_found as f64 / total >= exact_min,
+        "exact over {precision} rows: {exact_found}"
     );
     assert!(
-        found as f64 / total >= 0.9,
-        "lists over half floats: {found}"
+        found as f64 / total >= lists_min,
+        "lists over {precision} rows: {found}"
     );
 
-    // Saved and reopened, the rows stay half floats and answer alike; a delete moves
-    // the last row into the hole.
+    // Saved and reopened, the rows keep their precision and answer alike; a delete
+    // moves the last row into the hole.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("half.kgv");
-    half.save(&path).unwrap();
+    let path = dir.path().join("reduced.kgv");
+    reduced.save(&path).unwrap();
     let reopened = EmbeddedVectorIndex::open(&path).unwrap();
-    assert_eq!(reopened.precision(), Precision::F16);
-    let before = within(half.search(&queries[0], 5, None)).await.unwrap();
+    assert_eq!(reopened.precision(), precision);
+    let before = within(reduced.search(&queries[0], 5, None)).await.unwrap();
     let after = within(reopened.search(&queries[0], 5, None)).await.unwrap();
     assert_eq!(before, after);
     within(reopened.delete(&[after[0].id])).await.unwrap();
@@ -207,8 +241,9 @@ async fn half_float_rows_find_what_full_ones_find_in_half_the_memory_and_survive
     assert!(hits.iter().all(|h| h.id != after[0].id));
     assert_eq!(hits[0].id, after[1].id);
     // An L2 collection keeps full floats (its rows need not be unit vectors).
-    let l2 = EmbeddedVectorIndex::new(3, Metric::L2).with_precision(Precision::F16);
+    let l2 = EmbeddedVectorIndex::new(3, Metric::L2).with_precision(precision);
     assert_eq!(l2.precision(), Precision::F32);
+    (full, reduced)
 }
 
 #[tokio::test]
