@@ -134,6 +134,43 @@ pub const WHERE_MEANS_COUNTRY: WordTable = WordTable {
     ],
 };
 
+/// "which football team do players from X play for" at cosine 0.6 from a path to a
+/// player's club and 0.5 from one to a player's position (both named alike by
+/// "players" and "play"); every other text apart.
+pub const TEAM_NEARER_CLUB: WordTable = WordTable {
+    name: "team-nearer-club",
+    reserved: 3,
+    words: &[
+        ("which football team do players from play for", &[(0, 1.0)]),
+        (
+            "plays for country (inverse) -> plays in club",
+            &[(0, 0.6), (1, 0.8)],
+        ),
+        (
+            "plays for country (inverse) -> plays position",
+            &[(0, 0.5), (2, 0.866)],
+        ),
+    ],
+};
+
+/// As [`TEAM_NEARER_CLUB`], with the club's path only 0.51 from the question: nearer,
+/// but not clearly.
+pub const TEAM_BARELY_NEARER_CLUB: WordTable = WordTable {
+    name: "team-barely-nearer-club",
+    reserved: 3,
+    words: &[
+        ("which football team do players from play for", &[(0, 1.0)]),
+        (
+            "plays for country (inverse) -> plays in club",
+            &[(0, 0.51), (1, 0.86)],
+        ),
+        (
+            "plays for country (inverse) -> plays position",
+            &[(0, 0.5), (2, 0.866)],
+        ),
+    ],
+};
+
 const WHERE: &[(usize, f32)] = &[(0, 0.45), (4, 0.893)];
 
 const HALFWAY: &[(usize, f32)] = &[

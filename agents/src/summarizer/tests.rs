@@ -869,6 +869,68 @@ async fn a_tie_no_word_breaks_goes_to_the_path_whose_findings_read_nearest() {
 }
 
 #[tokio::test]
+async fn a_tie_words_explain_alike_goes_to_the_relations_clearly_nearest() {
+    use crate::scoring::fixtures::{TEAM_BARELY_NEARER_CLUB, TEAM_NEARER_CLUB};
+
+    let brazil = entity(1, "Brazil");
+    let player = entity(2, "Alvaro PEREIRA");
+    // The position path first, as many players share a position.
+    let evidence = vec![
+        walk(
+            &brazil,
+            vec![
+                step("plays_for_country", true, &player),
+                step("plays_position", false, &entity(3, "Midfielder")),
+            ],
+            0.9,
+        ),
+        walk(
+            &brazil,
+            vec![
+                step("plays_for_country", true, &player),
+                step("plays_in_club", false, &entity(4, "Sao Paulo FC")),
+            ],
+            0.8,
+        ),
+    ];
+    let mut request = request(evidence, vec![brazil]);
+    request.question = "which football team do players from Brazil play for".into();
+    let first = |reply: &kgmesh_schemas::messages::summarizer::SummarizeReply| {
+        reply.answers.first().map(|a| a.text.clone())
+    };
+    // "players" and "play" name both second relations alike: evidence order decides.
+    let lexical = summarize(&request, &SummaryRule::default());
+    assert_eq!(
+        first(&lexical).as_deref(),
+        Some("Midfielder"),
+        "{lexical:?}"
+    );
+    // The club's relations read clearly nearer to the question's words.
+    let reply = embedded_reply(TEAM_NEARER_CLUB, SummaryRule::default(), &request).await;
+    assert_eq!(first(&reply).as_deref(), Some("Sao Paulo FC"), "{reply:?}");
+    assert_eq!(reply.answers[0].evidence, vec![1]);
+    // Nearer by less than the margin is no reason: evidence order decides again.
+    let reply = embedded_reply(TEAM_BARELY_NEARER_CLUB, SummaryRule::default(), &request).await;
+    assert_eq!(first(&reply).as_deref(), Some("Midfielder"), "{reply:?}");
+    // A plan the evidence follows outranks the embedder.
+    let mut planned = request.clone();
+    planned.plan = vec![Metapath {
+        steps: vec![
+            RelationStep {
+                relation: "plays_for_country".into(),
+                direction: Direction::In,
+            },
+            RelationStep {
+                relation: "plays_position".into(),
+                direction: Direction::Out,
+            },
+        ],
+    }];
+    let reply = embedded_reply(TEAM_NEARER_CLUB, SummaryRule::default(), &planned).await;
+    assert_eq!(first(&reply).as_deref(), Some("Midfielder"), "{reply:?}");
+}
+
+#[tokio::test]
 async fn a_best_path_far_from_the_question_by_meaning_is_no_answer() {
     use crate::scoring::fixtures::TYPES_MEAN_GENRE;
 
