@@ -65,6 +65,8 @@ pub struct QuestionTerms {
     /// Per stem: the word directly follows "what"/"which" (the answer's class, one of
     /// the cases of `determined`).
     answers_class: Vec<bool>,
+    /// Per stem: the word heads a relative clause ("the *director* that directed X").
+    heads_clause: Vec<bool>,
     /// Per stem: where its relation stands in the chain from the named entity outwards
     /// (see [`chain_order`]); `None` when the question names no single entity.
     order: Vec<Option<u16>>,
@@ -235,6 +237,13 @@ impl QuestionTerms {
             })
             .collect();
         let asked = content.iter().position(|&(i, _)| asks_a_kind(i));
+        let heads_clause: Vec<bool> = content
+            .iter()
+            .map(|&(i, _)| {
+                let next = all.get(i + 1).map_or("", String::as_str);
+                matches!(next, "that" | "whose" | "which" | "who" | "whom")
+            })
+            .collect();
         let determined = content
             .iter()
             .map(|&(i, _)| {
@@ -286,6 +295,7 @@ impl QuestionTerms {
             asked,
             determined,
             answers_class,
+            heads_clause,
             order,
             shared,
             linked,
@@ -458,8 +468,33 @@ impl QuestionTerms {
         let mut used = vec![false; self.stems.len()];
         let mut claimed: Vec<Option<usize>> = vec![None; relations.len()];
         let mut total = 0.0;
+        // The head of a relative clause and the clause's own word name one node and
+        // the relation that reaches it: "who is the director that directed X" is X's
+        // director. A relation the sequence walks more than once may not claim such a
+        // head, or "director" and "directed" would each claim a `directed_by` hop of a
+        // round trip to the director's other films.
+        let own = |tokens: &[String]| -> Vec<String> {
+            tokens
+                .iter()
+                .filter(|t| *t != RETURN_TOKEN)
+                .cloned()
+                .collect()
+        };
+        let walked: Vec<Vec<String>> = relations.iter().map(|tokens| own(tokens)).collect();
         for (hop, tokens) in relations.iter().enumerate() {
-            let lexical = self.best_token_match(tokens, &used, extra_opt);
+            let repeated = walked
+                .iter()
+                .enumerate()
+                .any(|(other, same)| other != hop && *same == walked[hop]);
+            let unclaimable: Vec<bool> = if repeated {
+                used.iter()
+                    .zip(&self.heads_clause)
+                    .map(|(used, head)| *used || *head)
+                    .collect()
+            } else {
+                used.clone()
+            };
+            let lexical = self.best_token_match(tokens, &unclaimable, extra_opt);
             let cued = learned_opt.and_then(|learned| {
                 let row = learned.hop_word.get(hop)?;
                 row.iter()
@@ -713,6 +748,32 @@ mod tests {
         let border = |back| hops(&[("shares_border_with", false), ("shares_border_with", back)]);
         let one = terms.sequence_score_stems(&hops(&[("shares_border_with", false)]));
         assert!(one > terms.sequence_score_stems(&border(true)));
+    }
+
+    #[test]
+    fn a_relative_clause_head_is_one_hop_with_its_clause() {
+        // "director" heads the clause "that directed Heat": X's director, not a round
+        // trip (or a detour) on which the two words each claim a `directed_by` hop.
+        let terms = QuestionTerms::new("who is the director that directed Heat", &["Heat"]);
+        let score = |relations: &[(&str, bool)]| terms.sequence_score_stems(&hops(relations));
+        let one_hop = score(&[("directed_by", false)]);
+        let round_trip = score(&[("directed_by", false), ("directed_by", true)]);
+        let detour = score(&[
+            ("directed_by", false),
+            ("written_by", false),
+            ("directed_by", false),
+        ]);
+        assert!(one_hop > round_trip, "{one_hop} vs {round_trip}");
+        assert!(one_hop > detour, "{one_hop} vs {detour}");
+        // Where the head's relation is walked once, the head claims it as before: the
+        // club of "a soccer club that has a player from Spain" is one more hop.
+        let terms = QuestionTerms::new(
+            "name a soccer club that has a player from Spain",
+            &["Spain"],
+        );
+        let two_hops = terms.sequence_score(["plays_for_country", "plays_in_club"]);
+        let players = terms.sequence_score(["plays_for_country"]);
+        assert!(two_hops > players, "{two_hops} vs {players}");
     }
 
     #[test]
