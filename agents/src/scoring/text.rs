@@ -65,8 +65,10 @@ pub struct QuestionTerms {
     /// Per stem: the word directly follows "what"/"which" (the answer's class, one of
     /// the cases of `determined`).
     answers_class: Vec<bool>,
-    /// Per stem: the word heads a relative clause ("the *director* that directed X").
-    heads_clause: Vec<bool>,
+    /// Per stem: the word names the class of a node the question's other words reach
+    /// by a relation: it heads a relative clause ("the *director* that directed X") or
+    /// directly follows "what"/"which" ("which *screenwriter* wrote X").
+    names_a_node: Vec<bool>,
     /// Per stem: where its relation stands in the chain from the named entity outwards
     /// (see [`chain_order`]); `None` when the question names no single entity.
     order: Vec<Option<u16>>,
@@ -237,11 +239,15 @@ impl QuestionTerms {
             })
             .collect();
         let asked = content.iter().position(|&(i, _)| asks_a_kind(i));
-        let heads_clause: Vec<bool> = content
+        // The answer's class word ("which *screenwriter*", not an asking wh-word) or
+        // the head of a relative clause ("the *director* that …").
+        let names_a_node: Vec<bool> = content
             .iter()
-            .map(|&(i, _)| {
+            .zip(&answers_class)
+            .map(|(&(i, _), &class)| {
                 let next = all.get(i + 1).map_or("", String::as_str);
-                matches!(next, "that" | "whose" | "which" | "who" | "whom")
+                (class && !asks_a_kind(i))
+                    || matches!(next, "that" | "whose" | "which" | "who" | "whom")
             })
             .collect();
         let determined = content
@@ -295,7 +301,7 @@ impl QuestionTerms {
             asked,
             determined,
             answers_class,
-            heads_clause,
+            names_a_node,
             order,
             shared,
             linked,
@@ -468,11 +474,12 @@ impl QuestionTerms {
         let mut used = vec![false; self.stems.len()];
         let mut claimed: Vec<Option<usize>> = vec![None; relations.len()];
         let mut total = 0.0;
-        // The head of a relative clause and the clause's own word name one node and
-        // the relation that reaches it: "who is the director that directed X" is X's
-        // director. A relation the sequence walks more than once may not claim such a
-        // head, or "director" and "directed" would each claim a `directed_by` hop of a
-        // round trip to the director's other films.
+        // A class word naming a node and the words of the relation that reaches it
+        // speak of one hop: "who is the director that directed X" and "which
+        // screenwriter wrote X" ask for X's director and writer. A relation the
+        // sequence walks more than once may not claim such a class word, or "director"
+        // and "directed" would each claim a `directed_by` hop of a round trip to the
+        // director's other films.
         let own = |tokens: &[String]| -> Vec<String> {
             tokens
                 .iter()
@@ -488,8 +495,8 @@ impl QuestionTerms {
                 .any(|(other, same)| other != hop && *same == walked[hop]);
             let unclaimable: Vec<bool> = if repeated {
                 used.iter()
-                    .zip(&self.heads_clause)
-                    .map(|(used, head)| *used || *head)
+                    .zip(&self.names_a_node)
+                    .map(|(used, class)| *used || *class)
                     .collect()
             } else {
                 used.clone()
@@ -751,7 +758,7 @@ mod tests {
     }
 
     #[test]
-    fn a_relative_clause_head_is_one_hop_with_its_clause() {
+    fn a_class_word_is_one_hop_with_the_relation_that_reaches_it() {
         // "director" heads the clause "that directed Heat": X's director, not a round
         // trip (or a detour) on which the two words each claim a `directed_by` hop.
         let terms = QuestionTerms::new("who is the director that directed Heat", &["Heat"]);
@@ -765,6 +772,12 @@ mod tests {
         ]);
         assert!(one_hop > round_trip, "{one_hop} vs {round_trip}");
         assert!(one_hop > detour, "{one_hop} vs {detour}");
+        // The same for the class word after "which".
+        let terms = QuestionTerms::new("which screenwriter wrote the script for Heat", &["Heat"]);
+        let one_hop = terms.sequence_score_stems(&hops(&[("written_by", false)]));
+        let round_trip =
+            terms.sequence_score_stems(&hops(&[("written_by", false), ("written_by", true)]));
+        assert!(one_hop > round_trip, "{one_hop} vs {round_trip}");
         // Where the head's relation is walked once, the head claims it as before: the
         // club of "a soccer club that has a player from Spain" is one more hop.
         let terms = QuestionTerms::new(
