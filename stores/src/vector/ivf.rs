@@ -50,7 +50,7 @@ pub(super) fn probe_count(lists: usize) -> usize {
 /// `Σ term(a[i], b[i])` with eight running sums, which the compiler turns into vector
 /// instructions (a plain sum must keep its order and cannot).
 #[inline(always)]
-fn lane_sum(a: &[f32], b: &[f32], term: impl Fn(f32, f32) -> f32) -> f32 {
+pub(super) fn lane_sum<T: Copy>(a: &[f32], b: &[T], term: impl Fn(f32, T) -> f32) -> f32 {
     let mut sums = [0.0f32; 8];
     let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = a_chunks

@@ -16,7 +16,7 @@
 use half::{f16, slice::HalfFloatSliceExt};
 use serde::{Deserialize, Serialize};
 
-use super::ivf::{dot, squared_l2};
+use super::ivf::{dot, lane_sum, squared_l2};
 use crate::Metric;
 
 /// How an index holds its rows.
@@ -280,24 +280,10 @@ fn quantize(value: f32, scale: f32) -> i8 {
     }
 }
 
-/// `Σ query[i] × codes[i]`, with eight running sums as [`super::ivf::dot`] keeps, so
-/// that the compiler vectorizes it.
+/// `Σ query[i] × codes[i]` ([`lane_sum`]).
 #[inline]
 fn dot_codes(query: &[f32], codes: &[i8]) -> f32 {
-    let mut sums = [0.0f32; 8];
-    let (q_chunks, c_chunks) = (query.chunks_exact(8), codes.chunks_exact(8));
-    let tail: f32 = q_chunks
-        .remainder()
-        .iter()
-        .zip(c_chunks.remainder())
-        .map(|(&q, &c)| q * f32::from(c))
-        .sum();
-    for (q, c) in q_chunks.zip(c_chunks) {
-        for lane in 0..8 {
-            sums[lane] += q[lane] * f32::from(c[lane]);
-        }
-    }
-    sums.iter().sum::<f32>() + tail
+    lane_sum(query, codes, |q, c| q * f32::from(c))
 }
 
 /// 8-bit codes written as one byte string (no per-value prefix).
