@@ -50,7 +50,7 @@ pub fn entity(graph: &EmbeddedGraph, name: &str) -> Entity {
 pub struct WordTable {
     name: &'static str,
     reserved: usize,
-    words: &'static [(&'static str, &'static [(usize, f32)])],
+    words: &'static [TableWord],
 }
 
 /// Embeds "types" and "genre" alike and every other word apart.
@@ -141,15 +141,9 @@ pub const TEAM_NEARER_CLUB: WordTable = WordTable {
     name: "team-nearer-club",
     reserved: 3,
     words: &[
-        ("which football team do players from play for", &[(0, 1.0)]),
-        (
-            "plays for country (inverse) -> plays in club",
-            &[(0, 0.6), (1, 0.8)],
-        ),
-        (
-            "plays for country (inverse) -> plays position",
-            &[(0, 0.5), (2, 0.866)],
-        ),
+        TEAM_QUESTION,
+        (TEAM_CLUB_PATH, &[(0, 0.6), (1, 0.8)]),
+        TEAM_POSITION_PATH,
     ],
 };
 
@@ -159,17 +153,20 @@ pub const TEAM_BARELY_NEARER_CLUB: WordTable = WordTable {
     name: "team-barely-nearer-club",
     reserved: 3,
     words: &[
-        ("which football team do players from play for", &[(0, 1.0)]),
-        (
-            "plays for country (inverse) -> plays in club",
-            &[(0, 0.51), (1, 0.86)],
-        ),
-        (
-            "plays for country (inverse) -> plays position",
-            &[(0, 0.5), (2, 0.866)],
-        ),
+        TEAM_QUESTION,
+        (TEAM_CLUB_PATH, &[(0, 0.51), (1, 0.86)]),
+        TEAM_POSITION_PATH,
     ],
 };
+
+type TableWord = (&'static str, &'static [(usize, f32)]);
+
+const TEAM_QUESTION: TableWord = ("which football team do players from play for", &[(0, 1.0)]);
+const TEAM_CLUB_PATH: &str = "plays for country (inverse) -> plays in club";
+const TEAM_POSITION_PATH: TableWord = (
+    "plays for country (inverse) -> plays position",
+    &[(0, 0.5), (2, 0.866)],
+);
 
 const WHERE: &[(usize, f32)] = &[(0, 0.45), (4, 0.893)];
 
