@@ -312,36 +312,47 @@ fn as_f16(bits: &[u16]) -> &[f16] {
 mod tests {
     use super::*;
 
+    /// Three unit rows of three values.
+    const ROWS: [[f32; 3]; 3] = [[0.6, 0.8, 0.0], [0.0, 0.28, 0.96], [1.0, 0.0, 0.0]];
+    const QUERY: [f32; 3] = [0.6, 0.8, 0.0];
+
+    fn filled(precision: Precision) -> Rows {
+        let mut rows = Rows::empty(precision);
+        for row in &ROWS {
+            rows.push(row);
+        }
+        rows
+    }
+
+    /// Drops row 0 (row 2 takes its place), reorders, sets row 0.
+    fn moved(rows: &mut Rows) {
+        rows.swap_remove(0, 3);
+        *rows = rows.reordered(&[1, 0], 3);
+        rows.set(0, &[0.0, 1.0, 0.0]);
+    }
+
+    fn read(rows: &Rows, i: usize) -> Vec<f32> {
+        let mut buffer = [0.0f32; 3];
+        rows.row(i, &mut buffer).to_vec()
+    }
+
     #[test]
     fn half_rows_read_back_within_a_thousandth_and_move_like_full_ones() {
-        let rows_f32 = [[0.6f32, 0.8, 0.0], [0.0, 0.28, 0.96], [1.0, 0.0, 0.0]];
-        let mut full = Rows::empty(Precision::F32);
-        let mut half = Rows::empty(Precision::F16);
-        for row in &rows_f32 {
-            full.push(row);
-            half.push(row);
-        }
+        let mut full = filled(Precision::F32);
+        let mut half = filled(Precision::F16);
         assert_eq!(half.bytes() * 2, full.bytes());
         let mut buffer = [0.0f32; 3];
-        let query = [0.6f32, 0.8, 0.0];
         for i in 0..3 {
-            let exact = full.score(Metric::Cosine, &query, i, &mut buffer);
-            let approximate = half.score(Metric::Cosine, &query, i, &mut buffer);
+            let exact = full.score(Metric::Cosine, &QUERY, i, &mut buffer);
+            let approximate = half.score(Metric::Cosine, &QUERY, i, &mut buffer);
             assert!(
                 (exact - approximate).abs() < 1e-3,
                 "{i}: {exact} {approximate}"
             );
         }
-        // The same moves on both: drop row 0 (row 2 takes its place), reorder, set.
-        for rows in [&mut full, &mut half] {
-            rows.swap_remove(0, 3);
-            *rows = rows.reordered(&[1, 0], 3);
-            rows.set(0, &[0.0, 1.0, 0.0]);
-        }
-        let read = |rows: &Rows, i: usize| {
-            let mut buffer = [0.0f32; 3];
-            rows.row(i, &mut buffer).to_vec()
-        };
+        // The same moves on both.
+        moved(&mut full);
+        moved(&mut half);
         assert_eq!(read(&full, 0), [0.0, 1.0, 0.0]);
         assert_eq!(read(&full, 1), [1.0, 0.0, 0.0]);
         assert_eq!(read(&half, 0), read(&full, 0));
@@ -352,49 +363,36 @@ mod tests {
 
     #[test]
     fn eight_bit_rows_score_within_half_a_step_and_move_like_full_ones() {
-        let rows_f32 = [[0.6f32, 0.8, 0.0], [0.0, 0.28, 0.96], [1.0, 0.0, 0.0]];
-        let mut full = Rows::empty(Precision::F32);
-        let mut codes = Rows::empty(Precision::Int8);
-        for row in &rows_f32 {
-            full.push(row);
-            codes.push(row);
-        }
+        let mut full = filled(Precision::F32);
+        let mut codes = filled(Precision::Int8);
         assert_eq!(codes.bytes(), 3 * 3 + 3 * 4);
         assert!(codes.consistent(3));
         let mut buffer = [0.0f32; 3];
-        let query = [0.6f32, 0.8, 0.0];
-        for (i, row) in rows_f32.iter().enumerate() {
-            let exact = full.score(Metric::Cosine, &query, i, &mut buffer);
-            let approximate = codes.score(Metric::Cosine, &query, i, &mut buffer);
+        for (i, row) in ROWS.iter().enumerate() {
+            let exact = full.score(Metric::Cosine, &QUERY, i, &mut buffer);
+            let approximate = codes.score(Metric::Cosine, &QUERY, i, &mut buffer);
             // Each value is off by at most half a step of its row's scale.
             let step = row.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 127.0;
-            let bound = step / 2.0 * query.iter().map(|q| q.abs()).sum::<f32>();
+            let bound = step / 2.0 * QUERY.iter().map(|q| q.abs()).sum::<f32>();
             assert!(
                 (exact - approximate).abs() <= bound + 1e-6,
                 "{i}: {exact} {approximate} (bound {bound})"
             );
             // The largest value of a row is held exactly.
-            let read = codes.row(i, &mut buffer).to_vec();
+            let held = read(&codes, i);
             let at = (0..3)
                 .max_by(|&a, &b| row[a].abs().total_cmp(&row[b].abs()))
                 .unwrap();
-            assert!((read[at] - row[at]).abs() < 1e-6, "{read:?} {row:?}");
+            assert!((held[at] - row[at]).abs() < 1e-6, "{held:?} {row:?}");
         }
         // A zero row has a zero scale and scores zero.
         let mut zero = Rows::empty(Precision::Int8);
         zero.push(&[0.0, 0.0, 0.0]);
-        assert_eq!(zero.score(Metric::Cosine, &query, 0, &mut buffer), 0.0);
-        // The same moves on both: drop row 0 (row 2 takes its place), reorder, set.
-        for rows in [&mut full, &mut codes] {
-            rows.swap_remove(0, 3);
-            *rows = rows.reordered(&[1, 0], 3);
-            rows.set(0, &[0.0, 1.0, 0.0]);
-        }
+        assert_eq!(zero.score(Metric::Cosine, &QUERY, 0, &mut buffer), 0.0);
+        // The same moves on both.
+        moved(&mut full);
+        moved(&mut codes);
         assert!(codes.consistent(3));
-        let read = |rows: &Rows, i: usize| {
-            let mut buffer = [0.0f32; 3];
-            rows.row(i, &mut buffer).to_vec()
-        };
         assert_eq!(read(&codes, 0), [0.0, 1.0, 0.0]);
         assert_eq!(read(&codes, 1), [1.0, 0.0, 0.0]);
         // Converted to full floats and back, the codes are the same.
