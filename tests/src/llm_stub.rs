@@ -116,10 +116,11 @@ const SUMMARIZER_PROMPT: &str = "You answer questions from knowledge-graph facts
 /// The role whose prompt `prompt` is: `kg-linker`, `judge` or `summarizer`, or `None`
 /// for any other prompt.
 pub fn prompt_role(prompt: &str) -> Option<&'static str> {
+    use kgmesh_schemas::Role;
     [
-        (KG_LINKER_PROMPT, "kg-linker"),
-        (JUDGE_PROMPT, "judge"),
-        (SUMMARIZER_PROMPT, "summarizer"),
+        (KG_LINKER_PROMPT, Role::KG_LINKER),
+        (JUDGE_PROMPT, Role::JUDGE),
+        (SUMMARIZER_PROMPT, Role::SUMMARIZER),
     ]
     .into_iter()
     .find(|(opening, _)| prompt.contains(opening))
@@ -242,12 +243,12 @@ pub fn oracle(texts: &[String], roles: OracleRoles) -> Script {
             .map(question_key)
             .unwrap_or_default();
         let role = prompt_role(prompt);
-        let reply = if role == Some("kg-linker") {
+        let reply = if role == Some(kgmesh_schemas::Role::KG_LINKER) {
             roles
                 .kg_linker
                 .then(|| gold.plans.get(&asked).cloned())
                 .flatten()
-        } else if role == Some("judge") && roles.judge {
+        } else if role == Some(kgmesh_schemas::Role::JUDGE) && roles.judge {
             gold.answers.get(&asked).map(|answers| {
                 if cited(prompt, answers).is_empty() {
                     "<verdict>NEXT_ROUND</verdict>\n<reason>No fact names the answer.</reason>"
@@ -257,7 +258,7 @@ pub fn oracle(texts: &[String], roles: OracleRoles) -> Script {
                         .to_owned()
                 }
             })
-        } else if role == Some("summarizer") && roles.summarizer {
+        } else if role == Some(kgmesh_schemas::Role::SUMMARIZER) && roles.summarizer {
             gold.answers.get(&asked).map(|answers| {
                 let found = cited(prompt, answers);
                 if found.is_empty() {
