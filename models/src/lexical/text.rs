@@ -141,7 +141,13 @@ pub fn marked_as_name(question: &str, name: &str) -> bool {
     }
     let lower_question = question.to_lowercase();
     let lower_name = name.trim().to_lowercase();
-    if lower_name.is_empty() || lower_question.len() != question.len() {
+    // Lower-casing a character may change its length ("Ⱥ" takes 2 bytes, "ⱥ" 3), and
+    // two such changes may cancel out in the total: offsets into the lower-cased
+    // question are offsets into the question only where no character changed length.
+    let same_offsets = question
+        .chars()
+        .all(|c| c.to_lowercase().map(char::len_utf8).sum::<usize>() == c.len_utf8());
+    if lower_name.is_empty() || !same_offsets {
         // Lower-casing changed byte offsets: no spelling to read, so keep it a name.
         return true;
     }
@@ -417,6 +423,18 @@ pub fn relation_words(relation: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_whose_lower_case_shifts_its_offsets_keeps_a_name_a_name() {
+        // "Ⱥ" grows by a byte when lower-cased and "\u{A7DC}" shrinks by one: the
+        // lengths agree, the offsets do not (this used to slice inside a character).
+        let question = "\u{23A}$\u{A7DC}";
+        assert_eq!(question.to_lowercase().len(), question.len());
+        assert!(marked_as_name(question, "$"));
+        // Where no character changes length, the spelling is read as before.
+        assert!(!marked_as_name("who directed heat", "heat"));
+        assert!(marked_as_name("who directed Heat", "heat"));
+    }
 
     #[test]
     fn stop_words_are_sorted_for_binary_search() {
