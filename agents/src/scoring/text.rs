@@ -69,6 +69,11 @@ pub struct QuestionTerms {
     /// by a relation: it heads a relative clause ("the *director* that directed X") or
     /// directly follows "what"/"which" ("which *screenwriter* wrote X").
     names_a_node: Vec<bool>,
+    /// Per stem: the word is what a have-clause says its subject has, where a class
+    /// word before it names that subject ("which *team* has a *player* from C", "a
+    /// *department* that has an *employee* in Berlin"): a node one hop past the
+    /// subject, so not the node a sequence's last hop reaches.
+    possessed: Vec<bool>,
     /// Per stem: where its relation stands in the chain from the named entity outwards
     /// (see [`chain_order`]); `None` when the question names no single entity.
     order: Vec<Option<u16>>,
@@ -256,6 +261,23 @@ impl QuestionTerms {
                     || matches!(next, "that" | "whose" | "which" | "who" | "whom")
             })
             .collect();
+        // What a have-clause says its subject has, when a class word before it names
+        // that subject ("which *team* has a *player* from C", "a *club* that has a
+        // *player* …").
+        let after_have =
+            |at: usize| at > 0 && matches!(all[at - 1].as_str(), "has" | "have" | "had" | "having");
+        let possessed = content
+            .iter()
+            .map(|&(i, _)| {
+                let had = after_have(i)
+                    || (i > 0 && matches!(all[i - 1].as_str(), "a" | "an") && after_have(i - 1));
+                had && !shared_word(&all[i])
+                    && content
+                        .iter()
+                        .zip(&names_a_node)
+                        .any(|(&(at, _), &node)| node && at < i)
+            })
+            .collect();
         let determined = content
             .iter()
             .map(|&(i, _)| {
@@ -308,6 +330,7 @@ impl QuestionTerms {
             determined,
             answers_class,
             names_a_node,
+            possessed,
             order,
             shared,
             linked,
@@ -485,17 +508,23 @@ impl QuestionTerms {
         // screenwriter wrote X" ask for X's director and writer. A relation the
         // sequence walks more than once may not claim such a class word, or "director"
         // and "directed" would each claim a `directed_by` hop of a round trip to the
-        // director's other films.
+        // director's other films. Nor may the last hop claim what a have-clause says
+        // the answer has: "which team has a *player* from C" asks for the players'
+        // teams, one hop past the players.
         for (hop, tokens) in relations.iter().enumerate() {
             let repeated = relations
                 .iter()
                 .enumerate()
                 .any(|(other, same)| other != hop && same_relation(same, tokens));
-            let lexical = if repeated {
+            let last_hop = hop + 1 == relations.len();
+            let lexical = if repeated || (last_hop && self.possessed.iter().any(|&p| p)) {
                 let unclaimable: Vec<bool> = used
                     .iter()
                     .zip(&self.names_a_node)
-                    .map(|(used, class)| *used || *class)
+                    .zip(&self.possessed)
+                    .map(|((used, class), possessed)| {
+                        *used || (repeated && *class) || (last_hop && *possessed)
+                    })
                     .collect();
                 self.best_token_match(tokens, &unclaimable, extra_opt)
             } else {
@@ -786,6 +815,33 @@ mod tests {
         let two_hops = terms.sequence_score(["plays_for_country", "plays_in_club"]);
         let players = terms.sequence_score(["plays_for_country"]);
         assert!(two_hops > players, "{two_hops} vs {players}");
+    }
+
+    #[test]
+    fn what_a_have_clause_says_the_answer_has_is_a_hop_before_it() {
+        // "player" names `player_nationality`, "orchestra" no relation: the players
+        // from Austria are the orchestras' members, not the orchestras.
+        let members = ["player_nationality", "member_of"];
+        let players = ["player_nationality"];
+        for question in [
+            "which orchestra has a player from Austria",
+            "name an orchestra that has a player from Austria",
+            "which orchestras have players from Austria",
+        ] {
+            let terms = QuestionTerms::new(question, &["Austria"]);
+            let (two, one) = (terms.sequence_score(members), terms.sequence_score(players));
+            assert!(two > one, "{question}: {two} vs {one}");
+        }
+        // Asked for the players themselves, one hop.
+        for question in [
+            "which player is from Austria",
+            "who has a player from Austria",
+            "which orchestra player is from Austria",
+        ] {
+            let terms = QuestionTerms::new(question, &["Austria"]);
+            let (two, one) = (terms.sequence_score(members), terms.sequence_score(players));
+            assert!(one > two, "{question}: {one} vs {two}");
+        }
     }
 
     #[test]
