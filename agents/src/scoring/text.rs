@@ -429,7 +429,19 @@ impl QuestionTerms {
                         _ => lexical,
                     }
                 };
-                if similarity > 0.0 && best.is_none_or(|(score, _, _)| similarity > score) {
+                // Among words as alike, the one nearest the entity in the question's
+                // chain ([`chain_order`]): hops are matched from the entity outwards,
+                // so "the *kid* of X's *offspring*" gives `children` then `children`
+                // the offspring first.
+                let nearer = |other: usize| {
+                    let key = |i: usize| self.order.get(i).copied().flatten().unwrap_or(u16::MAX);
+                    key(index) < key(other)
+                };
+                if similarity > 0.0
+                    && best.is_none_or(|(score, _, other)| {
+                        similarity > score || (similarity == score && nearer(other))
+                    })
+                {
                     best = Some((similarity, token_index, index));
                 }
             }
@@ -842,6 +854,17 @@ mod tests {
             let (two, one) = (terms.sequence_score(members), terms.sequence_score(players));
             assert!(one > two, "{question}: {one} vs {two}");
         }
+    }
+
+    #[test]
+    fn hops_take_words_as_alike_in_the_chains_order() {
+        // "the child of X's child's parent": the chain is child, parent, child; both
+        // "child" words match `children` alike, and the first hop takes the one
+        // nearest the name, so the order bonus goes to the sequence the chain spells.
+        let terms = QuestionTerms::new("the child of ada 's child 's parent", &["ada"]);
+        let chain = terms.sequence_score(["children", "parents", "children"]);
+        let other = terms.sequence_score(["children", "children", "parents"]);
+        assert!(chain > other, "{chain} vs {other}");
     }
 
     #[test]
