@@ -79,7 +79,8 @@ pub struct ScoredMetapath {
 }
 
 /// The relation sequences (1..=max_depth steps, each with the direction it is followed
-/// in) that leave `sources` in this graph. One store call per depth.
+/// in) that leave `sources` in this graph, walked as the path follower walks them:
+/// never straight back over the edge just walked. One store call per depth.
 pub async fn enumerate_metapaths(
     store: &dyn GraphStore,
     sources: &[NodeId],
@@ -102,9 +103,16 @@ pub struct Reaching {
     pub complete: bool,
 }
 
-/// Nodes one relation step reaches from a prefix: a sample, the sampled set, and
-/// whether the sample is all of them.
-type Extension = (Vec<NodeId>, HashSet<NodeId>, bool);
+/// A stored edge `(head, relation index, tail)`.
+type EdgeKey = (NodeId, u32, NodeId);
+
+/// A node a prefix reaches, and the one edge it reaches it over (`None` for a source,
+/// or a node reached over several edges).
+type Arrival = (NodeId, Option<EdgeKey>);
+
+/// Nodes one relation step reaches from a prefix: a sample, the edge each sampled node
+/// is reached over (see [`Arrival`]), and whether the sample is all of them.
+type Extension = (Vec<NodeId>, HashMap<NodeId, Option<EdgeKey>>, bool);
 
 /// [`enumerate_metapaths`], with what each metapath reaches.
 pub async fn enumerate_reaching(
@@ -116,12 +124,13 @@ pub async fn enumerate_reaching(
     let mut start: Vec<NodeId> = sources.to_vec();
     start.sort_unstable();
     start.dedup();
+    let start: Vec<Arrival> = start.into_iter().map(|id| (id, None)).collect();
     // (steps so far, nodes reached by them and still to expand, all of them or a sample)
-    let mut layer: Vec<(Vec<RelationStep>, Vec<NodeId>, bool)> = vec![(Vec::new(), start, true)];
+    let mut layer: Vec<(Vec<RelationStep>, Vec<Arrival>, bool)> = vec![(Vec::new(), start, true)];
     for _ in 0..limits.max_depth.min(MAX_DEPTH) {
         let mut frontier: Vec<NodeId> = layer
             .iter()
-            .flat_map(|(_, n, _)| n.iter().copied())
+            .flat_map(|(_, n, _)| n.iter().map(|(id, _)| *id))
             .collect();
         frontier.sort_unstable();
         frontier.dedup();
@@ -152,35 +161,53 @@ pub async fn enumerate_reaching(
             *degree.entry(edge.head).or_default() += 1;
             *degree.entry(edge.tail).or_default() += 1;
         }
-        let mut next: Vec<(Vec<RelationStep>, Vec<NodeId>, bool)> = Vec::new();
+        let mut next: Vec<(Vec<RelationStep>, Vec<Arrival>, bool)> = Vec::new();
         for (prefix, nodes, prefix_complete) in &layer {
             let mut extensions: HashMap<(u32, Direction), Extension> = HashMap::new();
             let all_edges_seen = nodes
                 .iter()
-                .all(|node| degree.get(node).copied().unwrap_or(0) < limits.fanout_cap);
-            for node in nodes {
+                .all(|(node, _)| degree.get(node).copied().unwrap_or(0) < limits.fanout_cap);
+            for (node, arrived_over) in nodes {
                 for (relation, direction, far) in by_node.get(node).into_iter().flatten() {
                     if far == node {
                         continue;
                     }
+                    let edge = match direction {
+                        Direction::In => (*far, *relation, *node),
+                        _ => (*node, *relation, *far),
+                    };
+                    // As the path follower walks: never straight back over the one
+                    // edge that led here ("X's child's parent" is X, over the child's
+                    // own `parents` edge, not back along X's `children` edge).
+                    if *arrived_over == Some(edge) {
+                        continue;
+                    }
                     let entry = extensions
                         .entry((*relation, *direction))
-                        .or_insert_with(|| (Vec::new(), HashSet::new(), true));
-                    if entry.1.contains(far) {
+                        .or_insert_with(|| (Vec::new(), HashMap::new(), true));
+                    if let Some(arrival) = entry.1.get_mut(far) {
+                        // Reached over a second edge: any edge may be walked on from it.
+                        if *arrival != Some(edge) {
+                            *arrival = None;
+                        }
                         continue;
                     }
                     if entry.0.len() < limits.sample_per_prefix {
-                        entry.1.insert(*far);
+                        entry.1.insert(*far, Some(edge));
                         entry.0.push(*far);
                     } else {
                         entry.2 = false;
                     }
                 }
             }
-            let mut steps_found: Vec<(RelationStep, Vec<NodeId>, bool)> = extensions
+            let mut steps_found: Vec<(RelationStep, Vec<Arrival>, bool)> = extensions
                 .into_iter()
-                .filter_map(|((relation, direction), (reached, _, complete))| {
+                .filter_map(|((relation, direction), (reached, arrivals, complete))| {
                     let name = neighborhood.names.relation_name(relation)?;
+                    let reached = reached
+                        .into_iter()
+                        .map(|id| (id, arrivals.get(&id).copied().flatten()))
+                        .collect();
                     Some((
                         RelationStep {
                             relation: name.to_owned(),
@@ -196,7 +223,7 @@ pub async fn enumerate_reaching(
             for (step, reached, complete) in steps_found {
                 let mut steps = prefix.clone();
                 steps.push(step);
-                let mut sorted = reached.clone();
+                let mut sorted: Vec<NodeId> = reached.iter().map(|(id, _)| *id).collect();
                 sorted.sort_unstable();
                 found.push(Reaching {
                     metapath: Metapath {
@@ -259,8 +286,8 @@ pub async fn rank_metapaths(
     // A metapath as long as a better one that reaches exactly the same nodes
     // (`children` and `parents (inverse)`, a symmetric `spouse` either way) adds
     // nothing: skip it, so the `top` slots go to metapaths that can find something new.
-    // (Only equal lengths compare: enumeration may walk an edge back, the path
-    // follower never does, so a longer detour can reach less than its set says.)
+    // (Only equal lengths compare: a longer metapath reaching the same nodes may be
+    // the one the question spells out, "X's child's parent's child" for X's children.)
     let mut kept: Vec<ScoredMetapath> = Vec::with_capacity(top);
     let mut kept_reach: HashSet<(usize, &[NodeId])> = HashSet::new();
     for index in order {

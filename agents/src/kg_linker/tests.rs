@@ -456,3 +456,54 @@ async fn a_property_the_question_names_is_looked_up_for_its_entity() {
     .unwrap();
     assert_eq!(rows.rows, vec![vec![Value::Float(18.0)]]);
 }
+
+#[tokio::test]
+async fn enumeration_walks_as_the_path_follower_does_never_straight_back() {
+    use super::core::enumerate_reaching;
+    use crate::{
+        path_follower::core::{follow_metapath, WalkLimits},
+        scoring::fixtures::graph,
+    };
+    // Both directions of one fact are stored, as in a family tree.
+    let family = graph(&[("x", "children", "y"), ("y", "parents", "x")]);
+    let x = entity(&family, "x");
+    let found = enumerate_reaching(&family, &[x.id], &EnumerateLimits::default())
+        .await
+        .unwrap();
+    let reached = |steps: &[RelationStep]| {
+        found
+            .iter()
+            .find(|r| r.metapath.steps == steps)
+            .map(|r| r.reached.clone())
+    };
+    // "X's child's parent's child": over the child's own `parents` edge and on.
+    let walked = [
+        step("children", Direction::Out),
+        step("parents", Direction::Out),
+        step("children", Direction::Out),
+    ];
+    // Back along the edge just walked: the path follower finds nothing there, so
+    // enumeration may not claim it reaches anything.
+    let straight_back = [
+        step("parents", Direction::In),
+        step("children", Direction::In),
+        step("children", Direction::Out),
+    ];
+    let y = entity(&family, "y");
+    assert_eq!(reached(&walked), Some(vec![y.id]));
+    assert_eq!(reached(&straight_back), None);
+    for (steps, expected) in [(&walked, 1), (&straight_back, 0)] {
+        let metapath = kgmesh_schemas::graph::Metapath {
+            steps: steps.to_vec(),
+        };
+        let paths = follow_metapath(
+            &family,
+            std::slice::from_ref(&x),
+            &metapath,
+            &WalkLimits::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(paths.len(), expected, "{steps:?}");
+    }
+}
