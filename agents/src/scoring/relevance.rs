@@ -15,7 +15,7 @@ use kgmesh_schemas::{
     messages::cache::RelationCue,
 };
 
-use super::text::{LearnedCues, QuestionTerms, CLAIM_MIN, RETURN_TOKEN};
+use super::text::{LearnedCues, QuestionTerms, CLAIM_MIN, RELATION_TOKEN, RETURN_TOKEN};
 
 /// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
 /// is cleared wholesale: cheap, and bounded memory matters more than hit rate here).
@@ -199,9 +199,6 @@ pub fn standing_out(cosines: &[f32]) -> impl Iterator<Item = bool> + '_ {
 /// question word's (as much as a prefix match, so it can claim the word and earn the
 /// focus bonus).
 const EMBEDDED_SYNONYM: f32 = 0.8;
-
-/// Prefix of the token that stands for a whole relation (its label's embedding).
-const RELATION_TOKEN: &str = "\u{2261}";
 
 /// Per metapath, per hop: whether the hop follows the previous hop's relation back (the
 /// round trip of a shared value, "the films with the same director as X").

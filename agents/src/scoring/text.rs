@@ -40,6 +40,10 @@ const SHARED_VALUE_WORDS: &[&str] = &[
     "also", "co", "same", "share", "shared", "shares", "sharing", "together",
 ];
 
+/// Prefix of the token that stands for a whole relation (its label's embedding, see
+/// [`super::relevance`]).
+pub const RELATION_TOKEN: &str = "\u{2261}";
+
 /// The token a hop carries when it follows the previous hop's relation back (see
 /// [`SHARED_VALUE_WORDS`]); no relation name stems to it.
 pub const RETURN_TOKEN: &str = "\u{21a9}";
@@ -567,12 +571,30 @@ impl QuestionTerms {
                     if score < 0.5 {
                         total -= UNMATCHED_PENALTY;
                     }
+                    let claimed_at = self.positions[index];
                     for (other, token) in tokens.iter().enumerate() {
                         if Some(other) == token_index {
                             continue;
                         }
+                        // The token standing for the whole relation explains no other
+                        // link of a possessive or "of" chain than the one the hop
+                        // claimed: "the *kid* of X's *children*" are two `children`
+                        // hops, "the *release date* of X" one `release_year` hop.
+                        let unclaimable: Vec<bool>;
+                        let free = if token.starts_with(RELATION_TOKEN) {
+                            unclaimable = (0..used.len())
+                                .map(|i| {
+                                    used[i]
+                                        || (self.linked[i]
+                                            && self.positions[i].abs_diff(claimed_at) != 1)
+                                })
+                                .collect();
+                            &unclaimable
+                        } else {
+                            &used
+                        };
                         if let Some((similarity, _, index)) =
-                            self.best_token_match(std::slice::from_ref(token), &used, extra_opt)
+                            self.best_token_match(std::slice::from_ref(token), free, extra_opt)
                         {
                             if similarity >= CLAIM_MIN {
                                 used[index] = true;
@@ -865,6 +887,51 @@ mod tests {
         let chain = terms.sequence_score(["children", "parents", "children"]);
         let other = terms.sequence_score(["children", "children", "parents"]);
         assert!(chain > other, "{chain} vs {other}");
+    }
+
+    #[test]
+    fn a_relations_label_explains_one_link_of_a_chain() {
+        // Each relation's stems plus the token standing for its whole label; the label
+        // names `word` as an embedding would.
+        let score = |terms: &QuestionTerms, relations: &[&str], label: &str, word: &str| {
+            let relations: Vec<Vec<String>> = relations
+                .iter()
+                .map(|r| {
+                    let mut tokens = content_stems(r);
+                    tokens.push(format!("{RELATION_TOKEN}{r}"));
+                    tokens
+                })
+                .collect();
+            let extra = |token: &str, index: usize| {
+                let named = token.strip_prefix(RELATION_TOKEN) == Some(label);
+                if named && terms.raw_words()[index] == word {
+                    0.8
+                } else {
+                    0.0
+                }
+            };
+            terms.sequence_score_with(&relations, Some(&extra))
+        };
+        // "kid" and "children" are two links, two `children` hops.
+        let terms = QuestionTerms::new("what is the kid of ada 's children 's parents", &["ada"]);
+        let three = score(
+            &terms,
+            &["children", "parents", "children"],
+            "children",
+            "kid",
+        );
+        let two = score(&terms, &["children", "parents"], "children", "kid");
+        assert!(three > two, "{three} vs {two}");
+        // "release date" is one link: one `release_year` hop explains both words.
+        let terms = QuestionTerms::new("what was the release date of Heat", &["Heat"]);
+        let one = score(&terms, &["release_year"], "release_year", "date");
+        let twice = score(
+            &terms,
+            &["release_year", "release_year"],
+            "release_year",
+            "date",
+        );
+        assert!(one > twice, "{one} vs {twice}");
     }
 
     #[test]
