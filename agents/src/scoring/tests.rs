@@ -234,7 +234,11 @@ async fn an_opening_where_names_the_relation_it_stands_out_for() {
     let asked = scores("where is the football club that Saphir_TAIDER plays for").await;
     assert!(asked[0] > asked[1], "{asked:?}");
     assert!(asked[0] > asked[2], "{asked:?}");
-    // A content word at the same cosine is below the floor of content words.
+    // A content word at the same cosine is below the floor of content words: it names
+    // no relation, and the sequences score as for a word no embedding places near any.
+    // (Both are links of an "of" chain, "the *whereabouts* of the club", which no
+    // relation explains: a hop may stand for such a link.)
     let content = scores("whereabouts of the football club that Saphir_TAIDER plays for").await;
-    assert!(content[2] > content[0], "{content:?}");
+    let unplaced = scores("history of the football club that Saphir_TAIDER plays for").await;
+    assert_eq!(content, unplaced);
 }
