@@ -15,7 +15,9 @@ use kgmesh_schemas::{
     messages::cache::RelationCue,
 };
 
-use super::text::{LearnedCues, QuestionTerms, CLAIM_MIN, RELATION_TOKEN, RETURN_TOKEN};
+use super::text::{
+    LearnedCues, QuestionTerms, SequenceFit, CLAIM_MIN, RELATION_TOKEN, RETURN_TOKEN,
+};
 
 /// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
 /// is cleared wholesale: cheap, and bounded memory matters more than hit rate here).
@@ -379,12 +381,21 @@ impl Relevance {
     /// Relevance of relation sequences; `verbalized[i]` is sequence `i` as text (what the
     /// embedder reads).
     pub async fn sequences(&self, sequences: &[Vec<String>], verbalized: &[String]) -> Vec<f32> {
-        self.score_sequences(sequences, &[], verbalized, None).await
+        scores(self.score_sequences(sequences, &[], verbalized, None).await)
     }
 
     /// Relevance of metapaths; like [`Self::sequences`], and with the learned cues of
     /// [`Self::with_cues`] (which know a relation's direction).
     pub async fn metapaths(&self, metapaths: &[&Metapath], verbalized: &[String]) -> Vec<f32> {
+        scores(self.metapath_fits(metapaths, verbalized).await)
+    }
+
+    /// [`Self::metapaths`], each with how many of its hops no question word explains.
+    pub async fn metapath_fits(
+        &self,
+        metapaths: &[&Metapath],
+        verbalized: &[String],
+    ) -> Vec<SequenceFit> {
         let (sequences, learned) = self.sequences_of(metapaths);
         let returns = returning_hops(metapaths);
         self.score_sequences(&sequences, &returns, verbalized, learned.as_deref())
@@ -395,7 +406,7 @@ impl Relevance {
     /// embeddings), computed at once.
     pub fn metapaths_lexically(&self, metapaths: &[&Metapath]) -> Vec<f32> {
         let (sequences, learned) = self.sequences_of(metapaths);
-        self.lexical_scores(&sequences, &returning_hops(metapaths), learned.as_deref())
+        scores(self.lexical_fits(&sequences, &returning_hops(metapaths), learned.as_deref()))
     }
 
     /// The relation names of `metapaths`, and each one's learned cues per hop.
@@ -456,7 +467,7 @@ impl Relevance {
         returns: &[Vec<bool>],
         verbalized: &[String],
         hop_words: Option<&[Vec<Vec<f32>>]>,
-    ) -> Vec<f32> {
+    ) -> Vec<SequenceFit> {
         if let Some((vectors, cosine)) = &self.words_opt {
             match self
                 .sequences_with_words(sequences, returns, vectors, *cosine, hop_words)
@@ -467,17 +478,26 @@ impl Relevance {
             }
         }
         if self.embedded.is_some() {
-            return self.texts(verbalized).await;
+            // A whole-sequence cosine says nothing of single hops.
+            return self
+                .texts(verbalized)
+                .await
+                .into_iter()
+                .map(|score| SequenceFit {
+                    score,
+                    unexplained_hops: 0,
+                })
+                .collect();
         }
-        self.lexical_scores(sequences, returns, hop_words)
+        self.lexical_fits(sequences, returns, hop_words)
     }
 
-    fn lexical_scores(
+    fn lexical_fits(
         &self,
         sequences: &[Vec<String>],
         returns: &[Vec<bool>],
         hop_words: Option<&[Vec<Vec<f32>>]>,
-    ) -> Vec<f32> {
+    ) -> Vec<SequenceFit> {
         // Few distinct relations, many sequences: stem each relation once.
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
         let unknown = self.unknown_words(sequences, &[]);
@@ -495,7 +515,7 @@ impl Relevance {
                     })
                     .collect();
                 let relations = with_return_tokens(relations, returns.get(index));
-                self.terms.sequence_score_open(
+                self.terms.sequence_fit(
                     &relations,
                     None,
                     self.learned(hop_words, index),
@@ -609,7 +629,7 @@ impl Relevance {
         vectors: &TextVectors,
         min_cosine: f32,
         hop_words: Option<&[Vec<Vec<f32>>]>,
-    ) -> Result<Vec<f32>, EmbedError> {
+    ) -> Result<Vec<SequenceFit>, EmbedError> {
         use super::text::{content_stems, stem_similarity};
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
         for relation in sequences.iter().flatten() {
@@ -656,7 +676,7 @@ impl Relevance {
                     })
                     .collect();
                 let relations = with_return_tokens(relations, returns.get(index));
-                self.terms.sequence_score_open(
+                self.terms.sequence_fit(
                     &relations,
                     Some(&extra),
                     self.learned(hop_words, index),
@@ -665,4 +685,9 @@ impl Relevance {
             })
             .collect())
     }
+}
+
+/// The scores of `fits`, in order.
+fn scores(fits: Vec<SequenceFit>) -> Vec<f32> {
+    fits.into_iter().map(|fit| fit.score).collect()
 }

@@ -122,6 +122,17 @@ const FURTHER_WORD_CREDIT: f32 = 0.1;
 /// since 2026-11-25 (MetaQA 3-hop dev, cold: 70.2 → 74.2 %, 2-hop 90.2 → 90.0 %).
 const ORDER_BONUS: f32 = 0.25;
 
+/// How a relation sequence reads against the question ([`QuestionTerms::sequence_fit`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SequenceFit {
+    /// Higher is better; below zero when no hop explains a question word.
+    pub score: f32,
+    /// Hops that explain no question word and stand for no link of a possessive or
+    /// "of" chain: the sequence was chosen for what it reaches, not for what the
+    /// question says.
+    pub unexplained_hops: usize,
+}
+
 /// Whether two hops' tokens name the same relation, whichever way each walks it.
 fn same_relation(a: &[String], b: &[String]) -> bool {
     let own = |t: &&String| *t != RETURN_TOKEN;
@@ -514,8 +525,22 @@ impl QuestionTerms {
         learned_opt: Option<LearnedCues<'_>>,
         unknown: Option<&[bool]>,
     ) -> f32 {
+        self.sequence_fit(relations, extra_opt, learned_opt, unknown)
+            .score
+    }
+
+    /// [`Self::sequence_score_open`], and how many of the sequence's hops no question
+    /// word explains.
+    pub fn sequence_fit(
+        &self,
+        relations: &[Vec<String>],
+        extra_opt: Option<ExtraSimilarity<'_>>,
+        learned_opt: Option<LearnedCues<'_>>,
+        unknown: Option<&[bool]>,
+    ) -> SequenceFit {
         let mut used = vec![false; self.stems.len()];
         let mut claimed: Vec<Option<usize>> = vec![None; relations.len()];
+        let mut explained = vec![false; relations.len()];
         let mut total = 0.0;
         // A class word naming a node and the words of the relation that reaches it
         // speak of one hop: "who is the director that directed X" and "which
@@ -568,6 +593,8 @@ impl QuestionTerms {
                     total += score;
                     if score < 0.5 {
                         total -= UNMATCHED_PENALTY;
+                    } else {
+                        explained[hop] = true;
                     }
                     let claimed_at = self.positions[index];
                     for (other, token) in tokens.iter().enumerate() {
@@ -625,13 +652,17 @@ impl QuestionTerms {
         // A hop walking the previous one back returns to where the chain was: it
         // stands for no link ("the *type* of religion of X": not the religion's other
         // believers).
-        for (slot, _) in claimed
+        for ((slot, _), explained) in claimed
             .iter_mut()
             .zip(relations)
-            .filter(|(slot, tokens)| slot.is_none() && !tokens.iter().any(|t| t == RETURN_TOKEN))
+            .zip(explained.iter_mut())
+            .filter(|((slot, tokens), _)| {
+                slot.is_none() && !tokens.iter().any(|t| t == RETURN_TOKEN)
+            })
         {
             let Some(word) = open.next() else { break };
             *slot = Some(word);
+            *explained = true;
             used[word] = true;
             total += UNMATCHED_PENALTY - WILDCARD_COST;
         }
@@ -685,7 +716,10 @@ impl QuestionTerms {
                 }
             }
         }
-        total
+        SequenceFit {
+            score: total,
+            unexplained_hops: explained.iter().filter(|e| !**e).count(),
+        }
     }
 }
 
@@ -815,6 +849,38 @@ mod tests {
         let border = |back| hops(&[("shares_border_with", false), ("shares_border_with", back)]);
         let one = terms.sequence_score_stems(&hops(&[("shares_border_with", false)]));
         assert!(one > terms.sequence_score_stems(&border(true)));
+    }
+
+    #[test]
+    fn a_fit_counts_the_hops_no_question_word_explains() {
+        let terms = QuestionTerms::new("who directed the films written by Nolan", &["Nolan"]);
+        let fit = |relations: &[&str]| {
+            let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
+            terms.sequence_fit(&relations, None, None, None)
+        };
+        assert_eq!(fit(&["written_by", "directed_by"]).unexplained_hops, 0);
+        assert_eq!(fit(&["written_by", "has_genre"]).unexplained_hops, 1);
+        let guess = fit(&["has_genre"]);
+        assert_eq!(guess.unexplained_hops, 1);
+        // The score is the one `sequence_score_open` gives.
+        let relations = vec![content_stems("has_genre")];
+        assert_eq!(
+            guess.score,
+            terms.sequence_score_open(&relations, None, None, None)
+        );
+        // A chain link no relation explains, which a hop stands for, is explained by
+        // the chain: "X 's child 's *heir*" is two hops whatever the heir is.
+        let terms = QuestionTerms::new("who is ada 's child 's heir", &["ada"]);
+        let relations = vec![content_stems("children"), content_stems("spouse")];
+        let unknown: Vec<bool> = terms.stems().iter().map(|s| *s == stem("heir")).collect();
+        let fit = terms.sequence_fit(&relations, None, None, Some(&unknown));
+        assert_eq!(fit.unexplained_hops, 0, "{fit:?}");
+        assert_eq!(
+            terms
+                .sequence_fit(&relations, None, None, None)
+                .unexplained_hops,
+            1
+        );
     }
 
     #[test]
