@@ -141,6 +141,7 @@ fn summarizer_handler() -> Arc<dyn Handler> {
             match decode_request::<SummarizeRequest>(&message) {
                 Ok((content_type, request)) => {
                     let reply = SummarizeReply {
+                        low_confidence: false,
                         answers: Vec::new(),
                         explanation: format!("{} lines", request.body.context.evidence.len()),
                     };

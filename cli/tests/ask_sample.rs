@@ -327,8 +327,8 @@ fn the_auto_embedder_uses_minilm_where_its_files_are_and_says_lexical_elsewhere(
 /// With MiniLM, what the paths found is read against the question: "what kind of
 /// movie is Heat" names no relation by any single word, and "which football club does
 /// Tom Hanks play for" has no relation in a film graph. Lexically the first is answered
-/// with the director and the second with a film; with MiniLM the genre, and "I don't
-/// know" with the path it would have followed.
+/// with the director and the second with a film; with MiniLM the genre, flagged low
+/// confidence, and "I don't know" with the path it would have followed.
 #[test]
 fn with_minilm_what_the_paths_found_is_read_against_the_question() {
     let minilm = repo_root().join("models-cache/all-MiniLM-L6-v2");
@@ -360,6 +360,19 @@ fn with_minilm_what_the_paths_found_is_read_against_the_question() {
         stdout.contains("1. Crime"),
         "with MiniLM, the genre: {stdout}"
     );
+    // No word of the question names `has_genre`: the answer says it is a guess by
+    // meaning. One a word names is not flagged.
+    assert!(
+        stdout.contains("A: (low confidence: check the evidence)")
+            && stdout.contains(
+                "do not name every relation of the path these answers follow (has genre)"
+            ),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = ask("who directed Heat", "auto");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("1. Michael Mann"), "{stdout}");
+    assert!(!stdout.contains("low confidence"), "{stdout}");
 
     let club = "which football club does Tom Hanks play for";
     let (code, stdout, stderr) = ask(club, "none");

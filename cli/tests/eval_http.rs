@@ -195,6 +195,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
             stages: vec![],
         },
         partial: false,
+        low_confidence: false,
         cache_hit: false,
         plan_replayed: false,
         replay_similarity: None,

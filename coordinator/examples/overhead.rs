@@ -262,6 +262,7 @@ async fn start_stand_ins(bus: &Arc<dyn Bus>) -> Vec<Box<dyn ServiceHandle>> {
                 .collect();
             Reply::ok(
                 SummarizeReply {
+                    low_confidence: false,
                     answers,
                     explanation: "bench".into(),
                 },

@@ -263,6 +263,7 @@ impl Coordinator {
             trace_id = tracing::field::Empty,
             kgmesh.rounds_run = tracing::field::Empty,
             kgmesh.answers = tracing::field::Empty,
+            kgmesh.low_confidence = tracing::field::Empty,
         );
         // With a tracer the question's span is the trace (a child of the caller's span
         // when one came in), so the id quoted to the user is the one a trace backend
@@ -1053,6 +1054,8 @@ impl Run<'_> {
         let question_span = tracing::Span::current();
         question_span.record("kgmesh.rounds_run", self.rounds_run);
         question_span.record("kgmesh.answers", answers.len());
+        let low_confidence = summary.low_confidence && !answers.is_empty();
+        question_span.record("kgmesh.low_confidence", low_confidence);
         let trace_id = self.ledger.trace().trace_id().map(str::to_owned);
         AskReply {
             question_id: self.ledger.question_id().to_string(),
@@ -1063,6 +1066,7 @@ impl Run<'_> {
             cost: self.ledger.spent(),
             timings: self.ledger.timings(),
             partial,
+            low_confidence,
             cache_hit: self.cache_hit,
             plan_replayed: self.plan_replayed,
             replay_similarity: self.replay_similarity.filter(|_| self.plan_replayed),
@@ -1164,6 +1168,7 @@ impl Run<'_> {
             Err(error) => {
                 self.note_failure(self.rounds_run, &role, &error);
                 SummarizeReply {
+                    low_confidence: false,
                     answers: Vec::new(),
                     explanation: "no answer: the summarizer failed".to_owned(),
                 }

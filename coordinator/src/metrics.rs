@@ -47,16 +47,22 @@ impl Drop for InFlight {
 pub(crate) fn outcome(result: &Result<AskReply, CoordinatorError>) -> &'static str {
     match result {
         Err(_) => "error",
-        Ok(reply) => reply_outcome(!reply.answers.is_empty(), reply.partial),
+        Ok(reply) => reply_outcome(
+            !reply.answers.is_empty(),
+            reply.partial,
+            reply.low_confidence,
+        ),
     }
 }
 
-/// No answer is "don't know" even when a budget ran out; answers cut short are partial.
-fn reply_outcome(has_answers: bool, partial: bool) -> &'static str {
-    match (has_answers, partial) {
-        (false, _) => "dont_know",
-        (true, true) => "partial",
-        (true, false) => "answered",
+/// No answer is "don't know" even when a budget ran out; answers cut short are partial;
+/// whole answers on a path no word of the question names are low-confidence.
+fn reply_outcome(has_answers: bool, partial: bool, low_confidence: bool) -> &'static str {
+    match (has_answers, partial, low_confidence) {
+        (false, _, _) => "dont_know",
+        (true, true, _) => "partial",
+        (true, false, true) => "low_confidence",
+        (true, false, false) => "answered",
     }
 }
 
@@ -187,10 +193,12 @@ mod tests {
 
     #[test]
     fn outcomes_follow_the_reply() {
-        assert_eq!(reply_outcome(true, false), "answered");
-        assert_eq!(reply_outcome(true, true), "partial");
-        assert_eq!(reply_outcome(false, true), "dont_know");
-        assert_eq!(reply_outcome(false, false), "dont_know");
+        assert_eq!(reply_outcome(true, false, false), "answered");
+        assert_eq!(reply_outcome(true, false, true), "low_confidence");
+        assert_eq!(reply_outcome(true, true, false), "partial");
+        assert_eq!(reply_outcome(true, true, true), "partial");
+        assert_eq!(reply_outcome(false, true, false), "dont_know");
+        assert_eq!(reply_outcome(false, false, true), "dont_know");
         assert_eq!(
             outcome(&Err(CoordinatorError::InvalidQuestion("empty".into()))),
             "error"

@@ -122,6 +122,7 @@ async fn director_summarizer(bus: &Arc<LocalBus>) -> Box<dyn kgmesh_bus::Service
             .collect();
         Reply::ok(
             SummarizeReply {
+                low_confidence: false,
                 answers,
                 explanation: "test".into(),
             },
@@ -196,6 +197,7 @@ async fn an_answer_citing_no_tried_piece_stores_nothing() {
         serve::<SummarizeRequest, _, _>(&bus, Role::SUMMARIZER, RoleKind::Core, |_| async move {
             Reply::ok(
                 SummarizeReply {
+                    low_confidence: false,
                     answers: vec![Answer {
                         text: "Michael Mann".into(),
                         entity: None,

@@ -408,6 +408,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             plan: vec![],
         },
         SummarizeReply {
+            low_confidence: false,
             answers: vec![
                 answer(),
                 Answer {
@@ -513,6 +514,7 @@ fn every_rpc_round_trips_in_both_content_types() {
                 stages: vec![("link".into(), 4)],
             },
             partial: false,
+            low_confidence: false,
             cache_hit: true,
             plan_replayed: false,
             replay_similarity: None,

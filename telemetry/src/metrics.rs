@@ -18,7 +18,7 @@ use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, Promet
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Questions answered by the coordinator, by `outcome`
-/// (`answered`, `partial`, `dont_know`, `error`).
+/// (`answered`, `low_confidence`, `partial`, `dont_know`, `error`).
 pub const QUESTIONS_TOTAL: &str = "kgmesh_questions_total";
 /// Wall-clock time of one question, from arrival to reply.
 pub const QUESTION_DURATION_SECONDS: &str = "kgmesh_question_duration_seconds";
@@ -151,7 +151,7 @@ pub fn describe() {
     describe_counter!(
         QUESTIONS_TOTAL,
         Unit::Count,
-        "Questions answered, by outcome: answered, partial (a budget ran out), dont_know (no answer), error (refused before any work)"
+        "Questions answered, by outcome: answered, low_confidence (answers on a path no question word names), partial (a budget ran out), dont_know (no answer), error (refused before any work)"
     );
     describe_histogram!(
         QUESTION_DURATION_SECONDS,

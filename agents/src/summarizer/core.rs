@@ -180,6 +180,7 @@ pub fn summarize_scored(
             "I don't know: the retrieved evidence names no entity besides the question's own."
         };
         return SummarizeReply {
+            low_confidence: false,
             answers: Vec::new(),
             explanation: explanation.to_owned(),
         };
@@ -244,6 +245,7 @@ pub fn summarize_scored(
             answers[0].evidence.first().map(|i| i + 1).unwrap_or(1)
         );
         return SummarizeReply {
+            low_confidence: false,
             answers,
             explanation,
         };
@@ -260,6 +262,7 @@ pub fn summarize_scored(
         answers[0].evidence.first().map(|i| i + 1).unwrap_or(1)
     );
     SummarizeReply {
+        low_confidence: false,
         answers,
         explanation,
     }
@@ -312,6 +315,7 @@ fn grounded_answers(request: &SummarizeRequest, max_answers: usize) -> Option<Su
         String::new()
     };
     Some(SummarizeReply {
+        low_confidence: false,
         explanation: format!(
             "{total} answer{} from the query written for the question{shown}, evidence line {}.",
             if total == 1 { "" } else { "s" },

@@ -162,9 +162,11 @@ impl Summarizer {
     /// The deterministic rule's reply, paths judged with word embeddings when the
     /// process has an embedder: ties the question's words cannot break are broken by
     /// what the paths found, and a best path far from the question by meaning ends in
-    /// "I don't know" ([`profile`]). When the graph's evidence names no answer and the
-    /// context holds document text, the passages are read without a model
-    /// ([`reader`]); when they answer nothing either, the reply gives both reasons.
+    /// "I don't know" ([`profile`]); answers on a path the question's words do not name
+    /// (a hop no word explains) are flagged `low_confidence`. When the graph's evidence
+    /// names no answer and the context holds document text, the passages are read
+    /// without a model ([`reader`]); when they answer nothing either, the reply gives
+    /// both reasons.
     pub async fn rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
         let reply = self.graph_rule_reply(request).await;
         if !reply.answers.is_empty() || !reader::has_text(request) {
@@ -189,6 +191,7 @@ impl Summarizer {
             Ok(reading) => reading,
             Err(why) => {
                 return SummarizeReply {
+                    low_confidence: false,
                     answers: Vec::new(),
                     explanation: format!("I don't know: {why}."),
                 }
@@ -245,7 +248,9 @@ impl Summarizer {
         }
         let references: Vec<&Metapath> = metapaths.iter().collect();
         let texts: Vec<String> = metapaths.iter().map(metapath_text).collect();
-        let mut scores = relevance.metapaths(&references, &texts).await;
+        let fits = relevance.metapath_fits(&references, &texts).await;
+        let mut scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
+        let mut unexplained = None;
         let ends: Vec<String> = lines
             .iter()
             .map(
@@ -279,8 +284,20 @@ impl Summarizer {
             {
                 return reply;
             }
+            unexplained = best_path(&scores)
+                .filter(|&index| fits[index].unexplained_hops > 0 || fits[index].score < 0.0)
+                .map(|index| &texts[index]);
         }
-        summarize_scored(request, &self.rule, Some(&scores))
+        let mut reply = summarize_scored(request, &self.rule, Some(&scores));
+        if let Some(path) = unexplained.filter(|_| !reply.answers.is_empty()) {
+            reply.low_confidence = true;
+            reply.explanation = format!(
+                "{} Low confidence: the question's words do not name every relation of the \
+                 path these answers follow ({path}); it was chosen as the nearest by meaning.",
+                reply.explanation
+            );
+        }
+        reply
     }
 
     /// "I don't know" when the path that explains the question best (the first in
@@ -300,8 +317,7 @@ impl Summarizer {
         if found_min <= 0.0 || relations_min <= 0.0 {
             return None;
         }
-        let best = scores.iter().copied().reduce(f32::max)?;
-        let index = scores.iter().position(|&s| s >= best - EXPLAINED_TIE)?;
+        let index = best_path(scores)?;
         let nearness = match profiles.nearness(vectors, &texts[index]).await {
             Ok(nearness) => nearness,
             Err(error) => {
@@ -310,6 +326,7 @@ impl Summarizer {
             }
         };
         (nearness.found < found_min && nearness.relations < relations_min).then(|| SummarizeReply {
+            low_confidence: false,
             answers: Vec::new(),
             explanation: format!(
                 "I don't know: the path that best explains the question ({}) is far from \
@@ -319,6 +336,13 @@ impl Summarizer {
             ),
         })
     }
+}
+
+/// The path that explains the question best: the first in evidence order of the
+/// best-scored.
+fn best_path(scores: &[f32]) -> Option<usize> {
+    let best = scores.iter().copied().reduce(f32::max)?;
+    scores.iter().position(|&s| s >= best - EXPLAINED_TIE)
 }
 
 /// Keeps the model's answers that the evidence supports: an entity of the context by

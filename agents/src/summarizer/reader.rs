@@ -202,6 +202,7 @@ impl Reading {
             .reduce(f32::max)
         else {
             return SummarizeReply {
+                low_confidence: false,
                 answers: Vec::new(),
                 explanation: format!(
                     "I don't know: {} passage line(s) speak of {}, but none says what the \
@@ -240,6 +241,7 @@ impl Reading {
         }
         let first = &self.statements[order[0]];
         SummarizeReply {
+            low_confidence: false,
             answers,
             explanation: format!(
                 "Read without a language model from {} passage(s) and {} skeleton fact(s): \
@@ -333,6 +335,7 @@ impl Reading {
         let (_, i, next) = &chains[0];
         let first = &self.statements[*i];
         Some(SummarizeReply {
+            low_confidence: false,
             answers,
             explanation: format!(
                 "Read in two steps without a language model from {} passage(s) and {} skeleton \

@@ -513,7 +513,14 @@ fn print_text(
     if reply.answers.is_empty() {
         println!("A: (no answer) {}", reply.explanation);
     } else {
-        println!("A:");
+        println!(
+            "A:{}",
+            if reply.low_confidence {
+                " (low confidence: check the evidence)"
+            } else {
+                ""
+            }
+        );
         for (rank, answer) in reply.answers.iter().enumerate() {
             let cited: Vec<String> = answer
                 .evidence

@@ -131,6 +131,10 @@ pub struct QuestionCost {
     #[serde(default)]
     pub plan_replayed: bool,
     pub partial: bool,
+    /// The answers rest on a path no word of the question names (reports from before
+    /// this field read false).
+    #[serde(default)]
+    pub low_confidence: bool,
 }
 
 /// Everything recorded about one question.
@@ -223,6 +227,15 @@ pub struct Aggregate {
     /// when no plan was replayed.
     #[serde(default)]
     pub replay_hits_at_1: Option<f64>,
+    /// Share of questions answered with the low-confidence flag.
+    #[serde(default)]
+    pub low_confidence_rate: f64,
+    /// Hits@1 among the flagged answers and among the other answers (none when there
+    /// are none): how much the flag tells.
+    #[serde(default)]
+    pub low_confidence_hits_at_1: Option<f64>,
+    #[serde(default)]
+    pub confident_hits_at_1: Option<f64>,
     pub rounds_mean: f64,
     pub llm_calls_mean: f64,
     pub llm_calls_total: u64,
@@ -244,6 +257,16 @@ pub struct Aggregate {
     /// Questions degraded, by `role reason`.
     #[serde(default)]
     pub degraded_by: BTreeMap<String, usize>,
+}
+
+/// Hits@1 among the answered questions that `chosen` picks; none when it picks none.
+fn hits_among(
+    results: &[&QuestionResult],
+    chosen: impl Fn(&QuestionResult) -> bool,
+) -> Option<f64> {
+    let picked: Vec<&&QuestionResult> = results.iter().filter(|r| chosen(r)).collect();
+    (!picked.is_empty())
+        .then(|| picked.iter().filter(|r| r.score.hits_at_1).count() as f64 / picked.len() as f64)
 }
 
 impl Aggregate {
@@ -292,6 +315,11 @@ impl Aggregate {
                         / replayed.len() as f64
                 })
             },
+            low_confidence_rate: mean(&|r| flag(r.cost.low_confidence)),
+            low_confidence_hits_at_1: hits_among(&results, |r| r.cost.low_confidence),
+            confident_hits_at_1: hits_among(&results, |r| {
+                !r.cost.low_confidence && r.error.is_none() && !r.predictions.is_empty()
+            }),
             rounds_mean: mean(&|r| f64::from(r.cost.rounds)),
             llm_calls_mean: mean(&|r| f64::from(r.cost.llm_calls)),
             llm_calls_total,
@@ -567,5 +595,29 @@ mod tests {
         assert_eq!(all.degraded_by["summarizer model_fallback"], 2);
         assert_eq!(all.degraded_by["judge timeout"], 1);
         assert_eq!(all.degraded_by.len(), 2);
+    }
+    #[test]
+    fn low_confidence_answers_are_scored_apart_from_the_others() {
+        let mut results = vec![
+            result("1", 1, true, false, 10.0),
+            result("2", 1, false, false, 10.0),
+            result("3", 1, true, false, 10.0),
+            result("4", 1, true, false, 10.0),
+            result("5", 1, false, false, 10.0),
+        ];
+        // Two flagged answers, one right; of the other three answered, two right; one
+        // question has no answer and counts in neither.
+        results[0].cost.low_confidence = true;
+        results[1].cost.low_confidence = true;
+        results[1].predictions = strings(&["y"]);
+        results[4].predictions = strings(&["y"]);
+        results.push(result("6", 1, false, false, 10.0));
+        let all = Aggregate::of(&results);
+        assert_eq!(all.low_confidence_rate, 2.0 / 6.0);
+        assert_eq!(all.low_confidence_hits_at_1, Some(0.5));
+        assert_eq!(all.confident_hits_at_1, Some(2.0 / 3.0));
+        let none = Aggregate::of(&results[2..4]);
+        assert_eq!(none.low_confidence_hits_at_1, None);
+        assert_eq!(none.confident_hits_at_1, Some(1.0));
     }
 }

@@ -344,6 +344,14 @@ impl Report {
                 .map_or("-".to_owned(), |p| format!("{:.1}%", 100.0 * p))
         );
         let _ = writeln!(out, "| partial answers | {:.1}% |", 100.0 * a.partial_rate);
+        let share = |p: Option<f64>| p.map_or("-".to_owned(), |p| format!("{:.1}%", 100.0 * p));
+        let _ = writeln!(
+            out,
+            "| low-confidence answers / Hits@1 among them / among the other answers | {:.1}% / {} / {} |",
+            100.0 * a.low_confidence_rate,
+            share(a.low_confidence_hits_at_1),
+            share(a.confident_hits_at_1)
+        );
         let degraded: Vec<String> = a
             .degraded_by
             .iter()

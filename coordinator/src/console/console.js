@@ -274,6 +274,7 @@
       : "cache hit: plan replayed";
     flag(reply.cache_hit ? (reply.plan_replayed ? replayed : "cache hit: examples") : "cache miss", reply.cache_hit ? "good" : "");
     if (reply.partial) flag("partial: a budget ran out or a required role failed", "bad");
+    if (reply.low_confidence) flag("low confidence: no question word names the path answered from", "bad");
     for (const d of reply.degraded || []) {
       flag(`degraded: ${d.role} ${d.reason}${d.round ? ` (round ${d.round})` : ""}`, "bad");
     }

@@ -243,6 +243,7 @@ pub async fn ends_summarizer(bus: &Arc<LocalBus>) -> Box<dyn ServiceHandle> {
             };
             Reply::ok(
                 SummarizeReply {
+                    low_confidence: false,
                     answers,
                     explanation: explanation.into(),
                 },

@@ -53,6 +53,7 @@ pub fn parse(reply: &str, evidence_count: usize, max_answers: usize) -> Summariz
         }
     }
     SummarizeReply {
+        low_confidence: false,
         answers,
         explanation: sections
             .text("explanation")

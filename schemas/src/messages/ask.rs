@@ -97,6 +97,10 @@ pub struct AskReply {
     /// The answer was cut short by an exhausted budget, or a role every answer needs
     /// (kg-linker, summarizer) failed, timed out or was missing (see `degraded`).
     pub partial: bool,
+    /// The answers rest on a path that no word of the question names: chosen for what
+    /// it reaches, worth checking before use (the explanation says which path).
+    #[serde(default)]
+    pub low_confidence: bool,
     /// The plan cache supplied examples or a replayed plan.
     pub cache_hit: bool,
     /// A verified plan from the cache was replayed (the question's template was seen).

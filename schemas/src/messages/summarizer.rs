@@ -44,6 +44,11 @@ pub struct SummarizeReply {
     pub answers: Vec<Answer>,
     /// A sentence for people (or the "I don't know" explanation).
     pub explanation: String,
+    /// The answers rest on a path that no word of the question names (at least one of
+    /// its relations was chosen for what it reaches, not for what the question says):
+    /// worth checking before use. The explanation says which path.
+    #[serde(default)]
+    pub low_confidence: bool,
 }
 
 impl Rpc for SummarizeRequest {
