@@ -41,6 +41,7 @@ use crate::{
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::{
         relevance::{cosine, Relevance, TextVectors},
+        text::SequenceFit,
         text_vectors,
     },
     verbalize::verbalize_evidence,
@@ -231,26 +232,49 @@ impl Summarizer {
 
     /// The graph rule's reply (see [`Self::rule_reply`]).
     async fn graph_rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
-        let Some(vectors) = &self.vectors_opt else {
-            return summarize(request, &self.rule);
-        };
         let (_, metapaths, lines) = path_evidence(request);
         let names: Vec<&str> = request
             .topic_entities
             .iter()
             .map(|e| e.name.as_str())
             .collect();
+        let references: Vec<&Metapath> = metapaths.iter().collect();
+        let texts: Vec<String> = metapaths.iter().map(metapath_text).collect();
+        // The question's words alone choose among the paths, and are read by meaning,
+        // only where nothing else chose: not over a plan the evidence follows (a
+        // model's, a replayed verified one), cues the plan cache learned for the
+        // question's words (what verified plans taught outranks the embedder), or a
+        // query written from the question.
+        let chosen_elsewhere = !request.cues.is_empty()
+            || metapaths.iter().any(|m| request.plan.contains(m))
+            || request
+                .context
+                .evidence
+                .iter()
+                .any(|e| matches!(e.item, EvidenceItem::Query { grounded: true, .. }));
+        let Some(vectors) = &self.vectors_opt else {
+            let mut reply = summarize(request, &self.rule);
+            if !chosen_elsewhere {
+                // The scores `summarize` ranks by, with their hops.
+                let fits = Relevance::lexical(&request.question, &names)
+                    .metapath_fits(&references, &texts)
+                    .await;
+                let scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
+                flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores), "");
+            }
+            return reply;
+        };
         let mut relevance =
             Relevance::for_metapaths(&request.question, &names, Some(vectors.clone()))
                 .with_cues(&request.cues);
         if let Some(graph) = &self.graph_opt {
             relevance = relevance.with_graph_relations(graph_relations(graph.as_ref()).await);
         }
-        let references: Vec<&Metapath> = metapaths.iter().collect();
-        let texts: Vec<String> = metapaths.iter().map(metapath_text).collect();
         let fits = relevance.metapath_fits(&references, &texts).await;
         let mut scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
-        let mut unexplained = None;
+        if chosen_elsewhere {
+            return summarize_scored(request, &self.rule, Some(&scores));
+        }
         let ends: Vec<String> = lines
             .iter()
             .map(
@@ -260,43 +284,23 @@ impl Summarizer {
                 },
             )
             .collect();
-        // What the paths found is read only where nothing but the question's words
-        // chose among them: not over a plan the evidence follows (a model's, a
-        // replayed verified one), cues the plan cache learned for the question's
-        // words (what verified plans taught outranks the embedder), or a query
-        // written from the question.
-        let chosen_elsewhere = !request.cues.is_empty()
-            || metapaths.iter().any(|m| request.plan.contains(m))
-            || request
-                .context
-                .evidence
-                .iter()
-                .any(|e| matches!(e.item, EvidenceItem::Query { grounded: true, .. }));
-        if !chosen_elsewhere {
-            let question = words_outside(&request.question, &names).join(" ");
-            let profiles = Profiles::new(&question, &texts, &ends);
-            if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
-                tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
-            }
-            if let Some(reply) = self
-                .far_from_question(vectors, &profiles, &texts, &scores)
-                .await
-            {
-                return reply;
-            }
-            unexplained = best_path(&scores)
-                .filter(|&index| fits[index].unexplained_hops > 0 || fits[index].score < 0.0)
-                .map(|index| &texts[index]);
+        let question = words_outside(&request.question, &names).join(" ");
+        let profiles = Profiles::new(&question, &texts, &ends);
+        if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
+            tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
+        }
+        if let Some(reply) = self
+            .far_from_question(vectors, &profiles, &texts, &scores)
+            .await
+        {
+            return reply;
         }
         let mut reply = summarize_scored(request, &self.rule, Some(&scores));
-        if let Some(path) = unexplained.filter(|_| !reply.answers.is_empty()) {
-            reply.low_confidence = true;
-            reply.explanation = format!(
-                "{} Low confidence: the question's words do not name every relation of the \
-                 path these answers follow ({path}); it was chosen as the nearest by meaning.",
-                reply.explanation
-            );
-        }
+        flag_unexplained(
+            &mut reply,
+            unexplained_best(&texts, &fits, &scores),
+            "; it was chosen as the nearest by meaning",
+        );
         reply
     }
 
@@ -343,6 +347,33 @@ impl Summarizer {
 fn best_path(scores: &[f32]) -> Option<usize> {
     let best = scores.iter().copied().reduce(f32::max)?;
     scores.iter().position(|&s| s >= best - EXPLAINED_TIE)
+}
+
+/// The relation sequence of the best path ([`best_path`] by `scores`), when the
+/// question's words do not explain it: a hop claims no word and stands for no chain
+/// link, or its score is below zero.
+fn unexplained_best<'a>(
+    texts: &'a [String],
+    fits: &[SequenceFit],
+    scores: &[f32],
+) -> Option<&'a str> {
+    let index = best_path(scores)?;
+    let fit = fits.get(index)?;
+    (fit.unexplained_hops > 0 || fit.score < 0.0).then(|| texts[index].as_str())
+}
+
+/// Flags `reply`'s answers as low-confidence when they follow `path`, a path the
+/// question's words do not name; `how` says how the path was chosen instead.
+fn flag_unexplained(reply: &mut SummarizeReply, path: Option<&str>, how: &str) {
+    let Some(path) = path.filter(|_| !reply.answers.is_empty()) else {
+        return;
+    };
+    reply.low_confidence = true;
+    reply.explanation = format!(
+        "{} Low confidence: the question's words do not name every relation of the path \
+         these answers follow ({path}){how}.",
+        reply.explanation
+    );
 }
 
 /// Keeps the model's answers that the evidence supports: an entity of the context by

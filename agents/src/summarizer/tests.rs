@@ -869,6 +869,51 @@ async fn a_tie_no_word_breaks_goes_to_the_path_whose_findings_read_nearest() {
 }
 
 #[tokio::test]
+async fn answers_on_a_path_no_word_names_are_flagged_low_confidence() {
+    use crate::scoring::fixtures::KIND_OF_MOVIE_MEANS_GENRE;
+
+    // No word of "what kind of movie is Heat" names `has_genre`: the genre, chosen by
+    // meaning, is flagged, and the explanation names the path.
+    let request = kind_of_movie_request();
+    let reply = embedded_reply(KIND_OF_MOVIE_MEANS_GENRE, SummaryRule::default(), &request).await;
+    assert_eq!(reply.answers[0].text, "Crime", "{reply:?}");
+    assert!(reply.low_confidence, "{reply:?}");
+    assert!(
+        reply
+            .explanation
+            .contains("(has genre); it was chosen as the nearest by meaning"),
+        "{}",
+        reply.explanation
+    );
+    // Without an embedder the director, first in evidence order, is flagged as well.
+    let lexical = reply_in_time(&rule_only(None), request.clone()).await;
+    assert_eq!(lexical.answers[0].text, "Michael Mann", "{lexical:?}");
+    assert!(lexical.low_confidence, "{lexical:?}");
+    assert!(
+        lexical.explanation.ends_with("follow (directed by)."),
+        "{}",
+        lexical.explanation
+    );
+    // A word names `directed_by`: not flagged (with MiniLM: `cli/tests/ask_sample.rs`).
+    let mut named = request.clone();
+    named.question = "who directed Heat".into();
+    let lexical = reply_in_time(&rule_only(None), named).await;
+    assert_eq!(lexical.answers[0].text, "Michael Mann", "{lexical:?}");
+    assert!(!lexical.low_confidence, "{lexical:?}");
+    // A plan the evidence follows chose the path: no flag.
+    let mut planned = request;
+    planned.plan = vec![Metapath {
+        steps: vec![RelationStep {
+            relation: "has_genre".into(),
+            direction: Direction::Out,
+        }],
+    }];
+    let reply = reply_in_time(&rule_only(None), planned).await;
+    assert_eq!(reply.answers[0].text, "Crime", "{reply:?}");
+    assert!(!reply.low_confidence, "{reply:?}");
+}
+
+#[tokio::test]
 async fn a_tie_words_explain_alike_goes_to_the_relations_clearly_nearest() {
     use crate::scoring::fixtures::{TEAM_BARELY_NEARER_CLUB, TEAM_NEARER_CLUB};
 
