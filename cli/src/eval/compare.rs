@@ -97,6 +97,11 @@ fn metric_rows(a: &Aggregate) -> Vec<(&'static str, Option<f64>, bool)> {
         ("errors", Some(a.errors as f64), false),
         ("empty answers", Some(a.empty as f64), false),
         ("partial %", Some(100.0 * a.partial_rate), false),
+        (
+            "low-confidence %",
+            Some(100.0 * a.low_confidence_rate),
+            false,
+        ),
         ("cache hits %", Some(100.0 * a.cache_hit_rate), true),
         ("rounds (mean)", Some(a.rounds_mean), false),
         ("LLM calls (mean)", Some(a.llm_calls_mean), false),
