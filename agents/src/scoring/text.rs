@@ -125,7 +125,7 @@ const ORDER_BONUS: f32 = 0.25;
 /// How a relation sequence reads against the question ([`QuestionTerms::sequence_fit`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SequenceFit {
-    /// Higher is better; below zero when no hop explains a question word.
+    /// [`QuestionTerms::sequence_score_open`]'s score: higher is better.
     pub score: f32,
     /// Hops that explain no question word and stand for no link of a possessive or
     /// "of" chain: the sequence was chosen for what it reaches, not for what the

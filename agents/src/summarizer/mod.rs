@@ -260,7 +260,7 @@ impl Summarizer {
                     .metapath_fits(&references, &texts)
                     .await;
                 let scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
-                flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores), "");
+                flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
             }
             return reply;
         };
@@ -296,11 +296,7 @@ impl Summarizer {
             return reply;
         }
         let mut reply = summarize_scored(request, &self.rule, Some(&scores));
-        flag_unexplained(
-            &mut reply,
-            unexplained_best(&texts, &fits, &scores),
-            "; it was chosen as the nearest by meaning",
-        );
+        flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
         reply
     }
 
@@ -363,15 +359,15 @@ fn unexplained_best<'a>(
 }
 
 /// Flags `reply`'s answers as low-confidence when they follow `path`, a path the
-/// question's words do not name; `how` says how the path was chosen instead.
-fn flag_unexplained(reply: &mut SummarizeReply, path: Option<&str>, how: &str) {
+/// question's words do not name.
+fn flag_unexplained(reply: &mut SummarizeReply, path: Option<&str>) {
     let Some(path) = path.filter(|_| !reply.answers.is_empty()) else {
         return;
     };
     reply.low_confidence = true;
     reply.explanation = format!(
         "{} Low confidence: the question's words do not name every relation of the path \
-         these answers follow ({path}){how}.",
+         these answers follow ({path}).",
         reply.explanation
     );
 }
