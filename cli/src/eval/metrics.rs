@@ -596,6 +596,7 @@ mod tests {
         assert_eq!(all.degraded_by["judge timeout"], 1);
         assert_eq!(all.degraded_by.len(), 2);
     }
+
     #[test]
     fn low_confidence_answers_are_scored_apart_from_the_others() {
         let mut results = vec![
