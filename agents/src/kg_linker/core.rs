@@ -20,6 +20,7 @@ use kgmesh_stores::{GraphStore, NeighborQuery, StoreResult};
 
 use crate::{
     entity_linker::core::{gazetteer_mentions, EXACT_SCORE},
+    path_follower::core::stored_edge,
     scoring::relevance::{Relevance, TextVectors},
 };
 
@@ -172,10 +173,7 @@ pub async fn enumerate_reaching(
                     if far == node {
                         continue;
                     }
-                    let edge = match direction {
-                        Direction::In => (*far, *relation, *node),
-                        _ => (*node, *relation, *far),
-                    };
+                    let edge = stored_edge(*node, *relation, *direction == Direction::In, *far);
                     // As the path follower walks: never straight back over the one
                     // edge that led here ("X's child's parent" is X, over the child's
                     // own `parents` edge, not back along X's `children` edge).

@@ -105,8 +105,14 @@ fn flipped(direction: Direction) -> Direction {
     }
 }
 
-/// The stored edge `(head, relation, tail)` behind a step taken from `from`.
-fn stored_edge(from: NodeId, relation: &str, inverse: bool, to: NodeId) -> (NodeId, &str, NodeId) {
+/// The stored edge `(head, relation, tail)` behind a step taken from `from` to `to`
+/// (the relation by name, or by the store's index of it).
+pub(crate) fn stored_edge<R>(
+    from: NodeId,
+    relation: R,
+    inverse: bool,
+    to: NodeId,
+) -> (NodeId, R, NodeId) {
     if inverse {
         (to, relation, from)
     } else {
