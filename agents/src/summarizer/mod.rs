@@ -253,15 +253,16 @@ impl Summarizer {
                 .iter()
                 .any(|e| matches!(e.item, EvidenceItem::Query { grounded: true, .. }));
         let Some(vectors) = &self.vectors_opt else {
-            let mut reply = summarize(request, &self.rule);
-            if !chosen_elsewhere {
-                // The scores `summarize` ranks by, with their hops.
-                let fits = Relevance::lexical(&request.question, &names)
-                    .metapath_fits(&references, &texts)
-                    .await;
-                let scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
-                flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
+            if chosen_elsewhere {
+                return summarize(request, &self.rule);
             }
+            // The lexical scores `summarize` would rank by (no cues here), with their hops.
+            let fits = Relevance::lexical(&request.question, &names)
+                .metapath_fits(&references, &texts)
+                .await;
+            let scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
+            let mut reply = summarize_scored(request, &self.rule, Some(&scores));
+            flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
             return reply;
         };
         let mut relevance =
