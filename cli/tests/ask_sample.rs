@@ -354,21 +354,25 @@ fn with_minilm_what_the_paths_found_is_read_against_the_question() {
         stdout.contains("1. Michael Mann"),
         "lexically, evidence order: {stdout}"
     );
-    let (code, stdout, stderr) = ask(kind, "auto");
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stdout.contains("1. Crime"),
-        "with MiniLM, the genre: {stdout}"
-    );
-    // No word of the question names `has_genre`: the answer says it is a guess by
-    // meaning. One a word names is not flagged.
-    assert!(
-        stdout.contains("A: (low confidence: check the evidence)")
-            && stdout.contains(
-                "do not name every relation of the path these answers follow (has genre)"
-            ),
-        "{stdout}"
-    );
+    // "film" in "what sort of film is Heat" is Heat's class, not a word for the
+    // relation asked (MiniLM puts "sort" and "film" nearest `directed by`).
+    for question in [kind, "what sort of film is Heat"] {
+        let (code, stdout, stderr) = ask(question, "auto");
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stdout.contains("1. Crime"),
+            "with MiniLM, the genre: {stdout}"
+        );
+        // No word of the question names `has_genre`: the answer says it is a guess by
+        // meaning. One a word names is not flagged.
+        assert!(
+            stdout.contains("A: (low confidence: check the evidence)")
+                && stdout.contains(
+                    "do not name every relation of the path these answers follow (has genre)"
+                ),
+            "{stdout}"
+        );
+    }
     let (code, stdout, stderr) = ask("who directed Heat", "auto");
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("1. Michael Mann"), "{stdout}");

@@ -21,7 +21,9 @@ use std::{
 
 use kgmesh_models::parse::pattern::{is_unknown, PatternTriple};
 
-use crate::scoring::text::{inside_a_longer, name_positions, word_spans, words, QuestionTerms};
+use crate::scoring::text::{
+    inside_a_longer, name_positions, names_the_class_of_a_name, word_spans, words, QuestionTerms,
+};
 
 /// A pattern node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,16 +178,20 @@ pub fn pattern_without_model(
     let in_names = name_positions(&all, names);
     let near = |run: &Run| relations.get(&phrase(&terms, run)).copied();
     let mut runs = all_runs(&terms, &in_names);
-    // In a chain, a class word right before the name is the name's own class; in a
-    // star it is the best word there is for the relation that reaches that name ("at
-    // the *club* X").
+    // In a chain, a class word right before the name is the name's own class, as is
+    // the class a question asks a kind of ("what kind of *film* is X"); in a star it
+    // is the best word there is for the relation that reaches that name ("at the
+    // *club* X").
     // Likewise the head of a relative clause around the name is the class of the node
     // the clause reaches ("where is the *football club* that X plays for").
     let around_the_name = relative_clause_around(&all, &in_names);
     if names.len() == 1 {
         runs.retain(|run| {
-            !(class_only(&terms, run) && in_names.contains(&(last(&terms, run) + 1)))
-                && around_the_name != Some(last(&terms, run) + 1)
+            let end = last(&terms, run);
+            !(class_only(&terms, run)
+                && (in_names.contains(&(end + 1))
+                    || names_the_class_of_a_name(&all, end, &in_names)))
+                && around_the_name != Some(end + 1)
         });
     }
     // Class words name a relation by their letters only: by meaning, "movies" is near

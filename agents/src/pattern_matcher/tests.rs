@@ -157,6 +157,21 @@ async fn class_words_name_a_relation_only_by_their_letters() {
         .await,
         some(&["acted", "acted"])
     );
+    // "what sort of film is X": the class X is a kind of is no hop either.
+    assert_eq!(
+        phrases("what sort of film is Heat", "Heat", movies).await,
+        some(&["sort"])
+    );
+    // The spouse's religion: "religion" is the answer's class, a hop after "spouse".
+    assert_eq!(
+        phrases(
+            "what type of religion is Ana's spouse",
+            "Ana",
+            FAMILY_RELATIONS
+        )
+        .await,
+        some(&["spouse", "religion"])
+    );
 }
 
 #[tokio::test]

@@ -64,14 +64,15 @@ pub const TYPES_MEAN_GENRE: WordTable = WordTable {
     ],
 };
 
-/// Embeds the words of "what kind of movie is X" near the profile of a film's
-/// `has_genre` path (cosine 0.9) and every other text apart: no single word names the
-/// relation, what the path found does.
+/// Embeds the words of "what kind of movie is X" that ask something of X ("movie" is
+/// X's class: "what kind of is") near the profile of a film's `has_genre` path (cosine
+/// 0.9) and every other text apart: no single word names the relation, what the path
+/// found does.
 pub const KIND_OF_MOVIE_MEANS_GENRE: WordTable = WordTable {
     name: "kind-of-movie-means-genre",
     reserved: 2,
     words: &[
-        ("what kind of movie is", &[(0, 1.0)]),
+        ("what kind of is", &[(0, 1.0)]),
         ("has genre: Crime", &[(0, 0.9), (1, 0.436)]),
     ],
 };

@@ -8,7 +8,8 @@ use std::collections::HashSet;
 
 pub use kgmesh_models::lexical::text::{
     content_stems, entity_mention_mask, inside_a_longer, is_stop_word, marked_as_name,
-    name_positions, relation_words, stem, stem_similarity, word_spans, words, writes_a_name,
+    name_positions, names_the_class_of_a_name, relation_words, stem, stem_similarity, word_spans,
+    words, writes_a_name,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the
@@ -307,6 +308,9 @@ impl QuestionTerms {
                     // *written by* X".
                     || matches!(next, "that" | "whose" | "which" | "who" | "whom")
                     || (after_next == "by" && !is_stop_word(next))
+                    // The class of the entity named after it: "what kind of *film* is
+                    // [Heat]".
+                    || names_the_class_of_a_name(&all, i, &inside_names)
             })
             .collect();
         let linked = content
@@ -913,6 +917,24 @@ mod tests {
         let two_hops = terms.sequence_score(["plays_for_country", "plays_in_club"]);
         let players = terms.sequence_score(["plays_for_country"]);
         assert!(two_hops > players, "{two_hops} vs {players}");
+    }
+
+    #[test]
+    fn the_class_a_question_asks_a_kind_of_names_no_relation() {
+        // "film" is Heat's class: it names no relation by meaning (MiniLM puts it
+        // nearest `directed by`), as "the film Heat" does not.
+        let word = |terms: &QuestionTerms, word: &str| {
+            terms
+                .raw_words()
+                .iter()
+                .position(|w| w == word)
+                .expect("the word")
+        };
+        let terms = QuestionTerms::new("what kind of film is Heat", &["Heat"]);
+        assert!(terms.names_a_class(word(&terms, "film")));
+        // The subject here is the sequel, no name: the rule leaves "film" as it was.
+        let terms = QuestionTerms::new("what kind of film is Heat's sequel", &["Heat"]);
+        assert!(!terms.names_a_class(word(&terms, "film")));
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub mod reader;
 use std::{sync::Arc, time::Instant};
 
 use kgmesh_models::{
-    lexical::{gazetteer::spelled_as, text::words_outside},
+    lexical::{gazetteer::spelled_as, text::words_asking},
     parse, prompts, LanguageModel,
 };
 use kgmesh_schemas::{
@@ -285,7 +285,7 @@ impl Summarizer {
                 },
             )
             .collect();
-        let question = words_outside(&request.question, &names).join(" ");
+        let question = words_asking(&request.question, &names).join(" ");
         let profiles = Profiles::new(&question, &texts, &ends);
         if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
             tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");

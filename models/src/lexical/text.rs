@@ -339,6 +339,44 @@ pub fn words_outside(text: &str, names: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// The [`words_outside`] `names` that can say what `text` asks of them: less a word
+/// that names the class of a named entity ([`names_the_class_of_a_name`]): "what kind
+/// of movie is [Heat]" with "Heat" gives "what kind of is", since "movie" says what
+/// Heat is, not what is asked of it.
+pub fn words_asking(text: &str, names: &[&str]) -> Vec<String> {
+    let all = words(text);
+    let inside = name_positions(&all, names);
+    all.iter()
+        .enumerate()
+        .filter(|(at, _)| !inside.contains(at) && !names_the_class_of_a_name(&all, *at, &inside))
+        .map(|(_, word)| word.clone())
+        .collect()
+}
+
+/// Whether word `at` of `all` names the class of the entity whose name (at positions
+/// `inside`) follows it, in a question that asks for a subdivision of that class:
+/// "what kind of *film* is [Heat]", "which type of *movie* was [Heat]". The question
+/// asks which kind; that Heat is a film says nothing about which relation holds the
+/// answer. By grammar: a wh-word, a noun, "of", this word, a copula, then the name,
+/// itself the subject ("what type of *religion* is [X]'s spouse" asks the spouse's
+/// religion: "religion" is the answer's class there).
+pub fn names_the_class_of_a_name(all: &[String], at: usize, inside: &HashSet<usize>) -> bool {
+    let word = |i: usize| all.get(i).map_or("", String::as_str);
+    let name_start = at + 2;
+    let name_end = (name_start..all.len())
+        .find(|i| !inside.contains(i))
+        .unwrap_or(all.len());
+    at >= 3
+        && matches!(word(at - 3), "what" | "which")
+        && word(at - 1) == "of"
+        && !is_stop_word(word(at))
+        && !is_stop_word(word(at - 2))
+        && !inside.contains(&at)
+        && matches!(word(at + 1), "is" | "was" | "are" | "were")
+        && name_end > name_start
+        && word(name_end) != "s"
+}
+
 /// Every place the word sequence `name` stands in `all`, as `[start, end)` spans of
 /// word indices (none for an empty name).
 pub fn word_spans(all: &[String], name: &[String]) -> Vec<(usize, usize)> {
@@ -458,6 +496,35 @@ mod tests {
             ["or", "said", "al"]
         );
         assert!(words_outside("Heat", &["Heat"]).is_empty());
+    }
+
+    #[test]
+    fn a_word_naming_a_named_entitys_class_asks_nothing() {
+        assert_eq!(
+            words_asking(
+                "what kind of movie is [Rocket Science]",
+                &["Rocket Science"]
+            ),
+            ["what", "kind", "of", "is"]
+        );
+        assert_eq!(
+            words_asking("Which breed of dog was Rex?", &["Rex"]),
+            ["which", "breed", "of", "was"]
+        );
+        // The class word of the answer, or of no name, stays.
+        for (text, name) in [
+            ("what genre is [Heat]", "Heat"),
+            ("what kind of movie is it", "Heat"),
+            ("the director of film is [Heat]", "Heat"),
+            ("what films of Tom are [Heat]", "Tom"),
+            ("what type of religion is [Ana]'s other half", "Ana"),
+        ] {
+            assert_eq!(
+                words_asking(text, &[name]),
+                words_outside(text, &[name]),
+                "{text}"
+            );
+        }
     }
 
     #[test]
