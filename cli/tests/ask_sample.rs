@@ -391,6 +391,16 @@ fn with_minilm_what_the_paths_found_is_read_against_the_question() {
         ),
         "{stdout}"
     );
+    // Far from its words too, but asking for films, what the graph holds: answered,
+    // flagged.
+    let (code, stdout, stderr) = ask("which films are about los angeles", "auto");
+    assert_eq!(code, 0, "{stdout} {stderr}");
+    assert!(
+        stdout.contains("A: (low confidence: check the evidence)")
+            && stdout.contains("1. Heat")
+            && stdout.contains("what the question asks for (\"films\") reads near a relation"),
+        "{stdout}"
+    );
     // Turned off in the configuration, the path is followed again.
     let mut command = kgmesh();
     command

@@ -403,6 +403,20 @@ impl QuestionTerms {
         self.stems.is_empty()
     }
 
+    /// The words naming the answer's class, as one phrase: the content words right
+    /// after "what"/"which", up to the first other word ("which *professional football
+    /// team* has …", "what *movies* can …"). Read whole by an embedder, the phrase
+    /// means what its head noun means, not what its first modifier does.
+    pub fn answer_class_phrase(&self) -> Option<String> {
+        let first = (0..self.stems.len())
+            .find(|&i| self.names_the_answers_class(i) && !self.asks_a_kind(i))?;
+        let mut last = first;
+        while last + 1 < self.stems.len() && self.positions[last + 1] == self.positions[last] + 1 {
+            last += 1;
+        }
+        Some(self.raw[first..=last].join(" "))
+    }
+
     /// Where question word `index` stands among the question's [`words`].
     pub fn position(&self, index: usize) -> usize {
         self.positions[index]
@@ -917,6 +931,32 @@ mod tests {
         let two_hops = terms.sequence_score(["plays_for_country", "plays_in_club"]);
         let players = terms.sequence_score(["plays_for_country"]);
         assert!(two_hops > players, "{two_hops} vs {players}");
+    }
+
+    #[test]
+    fn the_answers_class_is_read_as_one_phrase() {
+        let class = |question: &str, name: &str| {
+            QuestionTerms::new(question, &[name]).answer_class_phrase()
+        };
+        assert_eq!(
+            class(
+                "which professional football team has a player from Spain",
+                "Spain"
+            )
+            .as_deref(),
+            Some("professional football team")
+        );
+        assert_eq!(
+            class("what movies can be described by [noir]", "noir").as_deref(),
+            Some("movies")
+        );
+        // A name ends the phrase; an asking wh-word is no class.
+        assert_eq!(
+            class("which films Tom Hanks starred in", "Tom Hanks").as_deref(),
+            Some("films")
+        );
+        assert_eq!(class("who directed Heat", "Heat"), None);
+        assert_eq!(class("where is Heat set", "Heat"), None);
     }
 
     #[test]

@@ -40,8 +40,8 @@ use crate::{
     kg_linker::core::{graph_relations, metapath_text},
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::{
-        relevance::{cosine, Relevance, TextVectors},
-        text::SequenceFit,
+        relevance::{cosine, Relevance, TextVectors, SYNONYM_COSINE},
+        text::{relation_words, QuestionTerms, SequenceFit},
         text_vectors,
     },
     verbalize::verbalize_evidence,
@@ -268,9 +268,11 @@ impl Summarizer {
         let mut relevance =
             Relevance::for_metapaths(&request.question, &names, Some(vectors.clone()))
                 .with_cues(&request.cues);
-        if let Some(graph) = &self.graph_opt {
-            relevance = relevance.with_graph_relations(graph_relations(graph.as_ref()).await);
-        }
+        let relations = match &self.graph_opt {
+            Some(graph) => graph_relations(graph.as_ref()).await,
+            None => Arc::from(Vec::new()),
+        };
+        relevance = relevance.with_graph_relations(relations.clone());
         let fits = relevance.metapath_fits(&references, &texts).await;
         let mut scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
         if chosen_elsewhere {
@@ -290,27 +292,48 @@ impl Summarizer {
         if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
             tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
         }
-        if let Some(reply) = self
+        let far = self
             .far_from_question(vectors, &profiles, &texts, &scores)
-            .await
-        {
-            return reply;
+            .await;
+        let asked_class = match &far {
+            Some(_) => answer_class_in_graph(vectors, &request.question, &names, &relations).await,
+            None => None,
+        };
+        if let (Some(far), None) = (&far, &asked_class) {
+            return SummarizeReply {
+                low_confidence: false,
+                answers: Vec::new(),
+                explanation: format!("I don't know: {far}."),
+            };
         }
         let mut reply = summarize_scored(request, &self.rule, Some(&scores));
         flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
+        if let (Some(far), Some(class), false) = (far, asked_class, reply.answers.is_empty()) {
+            let lead = if reply.low_confidence {
+                "Also,"
+            } else {
+                "Low confidence:"
+            };
+            reply.low_confidence = true;
+            reply.explanation = format!(
+                "{} {lead} {far}; answered because what the question asks for (\"{class}\") \
+                 reads near a relation of the graph.",
+                reply.explanation
+            );
+        }
         reply
     }
 
-    /// "I don't know" when the path that explains the question best (the first in
-    /// evidence order of the best-scored) is far from it by meaning
-    /// ([`SummaryRule::abstain_found_cosine`]).
+    /// Why the path that explains the question best (the first in evidence order of the
+    /// best-scored) is far from it by meaning ([`SummaryRule::abstain_found_cosine`]),
+    /// or `None` when it is not.
     async fn far_from_question(
         &self,
         vectors: &TextVectors,
         profiles: &Profiles<'_>,
         texts: &[String],
         scores: &[f32],
-    ) -> Option<SummarizeReply> {
+    ) -> Option<String> {
         let (found_min, relations_min) = (
             self.rule.abstain_found_cosine,
             self.rule.abstain_relations_cosine,
@@ -326,17 +349,47 @@ impl Summarizer {
                 return None;
             }
         };
-        (nearness.found < found_min && nearness.relations < relations_min).then(|| SummarizeReply {
-            low_confidence: false,
-            answers: Vec::new(),
-            explanation: format!(
-                "I don't know: the path that best explains the question ({}) is far from \
-                     its words by meaning (cosine {:.2} to what it found, under {found_min}, \
-                     and {:.2} to its relations, under {relations_min}).",
+        (nearness.found < found_min && nearness.relations < relations_min).then(|| {
+            format!(
+                "the path that best explains the question ({}) is far from its words by \
+                 meaning (cosine {:.2} to what it found, under {found_min}, and {:.2} to \
+                 its relations, under {relations_min})",
                 texts[index], nearness.found, nearness.relations
-            ),
+            )
         })
     }
+}
+
+/// The words naming the answer's class in `question` ("what *movies* …", "which
+/// *professional football team* …", read as one phrase), when they read near one of
+/// the graph's `relations` (cosine from [`SYNONYM_COSINE`], the bound from which a
+/// word names a relation): the question asks for a kind of thing the graph holds.
+/// "what movies can be described by X" over a film graph ("movies" is 0.52 from
+/// `starred actors` with MiniLM) is about that graph even when no word of it is near
+/// the relation its answers lie on; "which football club …" (0.23) is not.
+async fn answer_class_in_graph(
+    vectors: &TextVectors,
+    question: &str,
+    names: &[&str],
+    relations: &[String],
+) -> Option<String> {
+    let class = QuestionTerms::new(question, names).answer_class_phrase()?;
+    if relations.is_empty() {
+        return None;
+    }
+    let mut inputs = vec![class.clone()];
+    inputs.extend(relations.iter().map(|r| relation_words(r).join(" ")));
+    let vectors = match vectors.vectors(&inputs).await {
+        Ok(vectors) => vectors,
+        Err(error) => {
+            tracing::warn!(%error, "answer class not embedded; read as outside the graph");
+            return None;
+        }
+    };
+    vectors[1..]
+        .iter()
+        .any(|label| cosine(&vectors[0], label) >= SYNONYM_COSINE)
+        .then_some(class)
 }
 
 /// The path that explains the question best: the first in evidence order of the

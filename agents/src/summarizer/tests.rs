@@ -1024,6 +1024,59 @@ async fn a_best_path_far_from_the_question_by_meaning_is_no_answer() {
     }
 }
 
+#[tokio::test]
+async fn a_far_path_is_answered_low_confidence_when_the_asked_class_is_the_graphs() {
+    use crate::scoring::{fixtures::MOVIES_NEAR_EVERY_RELATION, relevance::TextVectors};
+
+    // "which movies are about Spain" over a film graph: no word names `has_tags` and
+    // the table places the question apart from the path, but "movies" reads near the
+    // graph's `starred actors` (0.64), so the question asks for what the graph holds.
+    async fn reply(question: &str) -> kgmesh_schemas::messages::summarizer::SummarizeReply {
+        let spain = entity(1, "Spain");
+        let evidence = vec![path(&spain, "has_tags", &entity(2, "Talk to Her"), 0.9)];
+        let mut request = request(evidence, vec![spain]);
+        request.question = question.into();
+        let summarizer = Summarizer {
+            llm: None,
+            rule: SummaryRule::default(),
+            vectors_opt: Some(Arc::new(TextVectors::new(
+                Arc::new(MOVIES_NEAR_EVERY_RELATION),
+                100,
+            ))),
+            graph_opt: Some(Arc::new(crate::scoring::fixtures::movies())),
+        };
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            summarizer.summarize(&CallContext::for_test(Role::SUMMARIZER), request),
+        )
+        .await
+        .expect("in time")
+        .expect("a reply")
+    }
+    let answered = reply("which movies are about Spain").await;
+    let texts: Vec<&str> = answered.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Talk to Her"], "{answered:?}");
+    assert!(answered.low_confidence, "{answered:?}");
+    assert!(
+        answered.explanation.ends_with(
+            "answered because what the question asks for (\"movies\") reads near a \
+             relation of the graph."
+        ),
+        "{}",
+        answered.explanation
+    );
+    // A class the table places apart from every relation: "I don't know", as before.
+    let abstained = reply("which football club has a player from Spain").await;
+    assert!(abstained.answers.is_empty(), "{abstained:?}");
+    assert!(
+        abstained
+            .explanation
+            .starts_with("I don't know: the path that best explains the question"),
+        "{}",
+        abstained.explanation
+    );
+}
+
 #[test]
 fn answers_cut_at_the_limit_are_counted_in_the_explanation() {
     let mann = entity(1, "Michael Mann");
