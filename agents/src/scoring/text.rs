@@ -962,7 +962,7 @@ mod tests {
     #[test]
     fn the_class_a_question_asks_a_kind_of_names_no_relation() {
         // "film" is Heat's class: it names no relation by meaning (MiniLM puts it
-        // nearest `directed by`), as "the film Heat" does not.
+        // nearest `directed by`), as in "who directed the film Heat".
         let word = |terms: &QuestionTerms, word: &str| {
             terms
                 .raw_words()
