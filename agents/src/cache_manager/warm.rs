@@ -40,7 +40,7 @@ use super::{
 use crate::{
     kg_linker::core::{metapath_text, rank_metapaths, EnumerateLimits},
     qa::{self, QaFormat},
-    scoring::relevance::Relevance,
+    scoring::{relevance::Relevance, text::relation_label},
 };
 
 /// Gold answers looked up one by one when the joint shortest-path search missed them.
@@ -564,17 +564,12 @@ impl StarGroup {
     /// A question made from the relation's name alone: `directed_by` out of `Heat` is
     /// "what is Heat directed by", into `Michael Mann` "what is directed by Michael Mann".
     pub fn template_question(&self) -> String {
-        let relation = relation_words(&self.relation);
+        let relation = relation_label(&self.relation);
         match self.direction {
             Direction::In => format!("what is {relation} {}", self.center),
             _ => format!("what is {} {relation}", self.center),
         }
     }
-}
-
-/// `directed_by` → "directed by", `hasGenre` → "has genre", `dbo:birthPlace` → "birth place".
-pub fn relation_words(relation: &str) -> String {
-    crate::scoring::text::relation_words(relation).join(" ")
 }
 
 /// The star's edges grouped by (relation, direction from the centre), in a stable order.
@@ -1023,10 +1018,10 @@ Amelie\tin_language\tFrench
 
     #[test]
     fn relation_names_become_words() {
-        assert_eq!(relation_words("directed_by"), "directed by");
-        assert_eq!(relation_words("hasGenre"), "has genre");
+        assert_eq!(relation_label("directed_by"), "directed by");
+        assert_eq!(relation_label("hasGenre"), "has genre");
         assert_eq!(
-            relation_words("http://dbpedia.org/ontology/birthPlace"),
+            relation_label("http://dbpedia.org/ontology/birthPlace"),
             "birth place"
         );
         let group = StarGroup {

@@ -247,7 +247,7 @@ pub fn metapath_text(metapath: &Metapath) -> String {
         .steps
         .iter()
         .map(|step| {
-            let words = crate::scoring::text::relation_words(&step.relation).join(" ");
+            let words = crate::scoring::text::relation_label(&step.relation);
             match step.direction {
                 Direction::In => format!("{words} (inverse)"),
                 _ => words,
@@ -377,7 +377,7 @@ pub async fn property_lookups(
     relevance: &Relevance,
     linked: &[ScoredEntity],
 ) -> Vec<String> {
-    use crate::scoring::text::{content_stems, relation_words, CLAIM_MIN};
+    use crate::scoring::text::{content_stems, relation_label, CLAIM_MIN};
 
     let Ok(schema) = store.schema().await else {
         return Vec::new();
@@ -395,7 +395,7 @@ pub async fn property_lookups(
     let mut scored: Vec<((usize, u32), &str)> = keys
         .into_iter()
         .filter_map(|key| {
-            let stems = content_stems(&relation_words(key).join(" "));
+            let stems = content_stems(&relation_label(key));
             if stems.is_empty() {
                 return None;
             }

@@ -19,7 +19,7 @@ use super::{
 use crate::{
     scoring::{
         relevance::{standing_out, TextVectors, ASKED_COSINE, SYNONYM_COSINE},
-        text::{content_stems, relation_words, stem_similarity, ANSWER_TYPE_WORDS},
+        text::{content_stems, relation_label, stem_similarity, ANSWER_TYPE_WORDS},
     },
     summarizer::core::anchors,
 };
@@ -93,10 +93,7 @@ pub(super) async fn similarities(
     relations: &[String],
     vectors_opt: Option<&TextVectors>,
 ) -> Vec<Vec<(f32, f32)>> {
-    let relation_texts: Vec<String> = relations
-        .iter()
-        .map(|r| relation_words(r).join(" "))
-        .collect();
+    let relation_texts: Vec<String> = relations.iter().map(|r| relation_label(r)).collect();
     let relation_stems: Vec<Vec<String>> =
         relation_texts.iter().map(|t| content_stems(t)).collect();
     let vectors = match vectors_opt {

@@ -381,13 +381,13 @@ impl Relevance {
     /// Relevance of relation sequences; `verbalized[i]` is sequence `i` as text (what the
     /// embedder reads).
     pub async fn sequences(&self, sequences: &[Vec<String>], verbalized: &[String]) -> Vec<f32> {
-        scores(self.score_sequences(sequences, &[], verbalized, None).await)
+        fit_scores(&self.score_sequences(sequences, &[], verbalized, None).await)
     }
 
     /// Relevance of metapaths; like [`Self::sequences`], and with the learned cues of
     /// [`Self::with_cues`] (which know a relation's direction).
     pub async fn metapaths(&self, metapaths: &[&Metapath], verbalized: &[String]) -> Vec<f32> {
-        scores(self.metapath_fits(metapaths, verbalized).await)
+        fit_scores(&self.metapath_fits(metapaths, verbalized).await)
     }
 
     /// [`Self::metapaths`], each with how many of its hops no question word explains.
@@ -406,7 +406,7 @@ impl Relevance {
     /// embeddings), computed at once.
     pub fn metapaths_lexically(&self, metapaths: &[&Metapath]) -> Vec<f32> {
         let (sequences, learned) = self.sequences_of(metapaths);
-        scores(self.lexical_fits(&sequences, &returning_hops(metapaths), learned.as_deref()))
+        fit_scores(&self.lexical_fits(&sequences, &returning_hops(metapaths), learned.as_deref()))
     }
 
     /// The relation names of `metapaths`, and each one's learned cues per hop.
@@ -580,7 +580,7 @@ impl Relevance {
         let relations = self.relation_names(sequences);
         let labels: Vec<String> = relations
             .iter()
-            .map(|r| super::text::relation_words(r).join(" "))
+            .map(|r| super::text::relation_label(r))
             .collect();
         let question = self.terms.raw_words();
         let texts: Vec<String> = labels.iter().chain(question).cloned().collect();
@@ -688,6 +688,6 @@ impl Relevance {
 }
 
 /// The scores of `fits`, in order.
-fn scores(fits: Vec<SequenceFit>) -> Vec<f32> {
-    fits.into_iter().map(|fit| fit.score).collect()
+pub(crate) fn fit_scores(fits: &[SequenceFit]) -> Vec<f32> {
+    fits.iter().map(|fit| fit.score).collect()
 }

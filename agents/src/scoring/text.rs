@@ -8,8 +8,8 @@ use std::collections::HashSet;
 
 pub use kgmesh_models::lexical::text::{
     content_stems, entity_mention_mask, inside_a_longer, is_stop_word, marked_as_name,
-    name_positions, names_the_class_of_a_name, relation_words, stem, stem_similarity, word_spans,
-    words, writes_a_name,
+    name_positions, names_the_class_of_a_name, relation_label, relation_words, stem,
+    stem_similarity, word_spans, words, writes_a_name,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the

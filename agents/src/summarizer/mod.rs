@@ -40,8 +40,8 @@ use crate::{
     kg_linker::core::{graph_relations, metapath_text},
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::{
-        relevance::{cosine, Relevance, TextVectors, SYNONYM_COSINE},
-        text::{relation_words, QuestionTerms, SequenceFit},
+        relevance::{cosine, fit_scores, Relevance, TextVectors, SYNONYM_COSINE},
+        text::{relation_label, QuestionTerms, SequenceFit},
         text_vectors,
     },
     verbalize::verbalize_evidence,
@@ -260,7 +260,7 @@ impl Summarizer {
             let fits = Relevance::lexical(&request.question, &names)
                 .metapath_fits(&references, &texts)
                 .await;
-            let scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
+            let scores = fit_scores(&fits);
             let mut reply = summarize_scored(request, &self.rule, Some(&scores));
             flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
             return reply;
@@ -274,7 +274,7 @@ impl Summarizer {
         };
         relevance = relevance.with_graph_relations(relations.clone());
         let fits = relevance.metapath_fits(&references, &texts).await;
-        let mut scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
+        let mut scores = fit_scores(&fits);
         if chosen_elsewhere {
             return summarize_scored(request, &self.rule, Some(&scores));
         }
@@ -378,7 +378,7 @@ async fn answer_class_in_graph(
         return None;
     }
     let mut inputs = vec![class.clone()];
-    inputs.extend(relations.iter().map(|r| relation_words(r).join(" ")));
+    inputs.extend(relations.iter().map(|r| relation_label(r)));
     let vectors = match vectors.vectors(&inputs).await {
         Ok(vectors) => vectors,
         Err(error) => {

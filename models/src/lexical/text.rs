@@ -458,6 +458,12 @@ pub fn relation_words(relation: &str) -> Vec<String> {
     words(local_name(relation))
 }
 
+/// A relation name as the text an embedder or a template reads: its [`relation_words`]
+/// joined by spaces (`directed_by` → "directed by").
+pub fn relation_label(relation: &str) -> String {
+    relation_words(relation).join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
