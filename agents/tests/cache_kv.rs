@@ -199,6 +199,7 @@ async fn feedback(replica: &CacheManager, question: &str, verdict: Feedback) -> 
     let request = CacheFeedback {
         question: question.to_owned(),
         verdict,
+        principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
     };
     within(replica.feedback(&ctx, request))
         .await
@@ -264,6 +265,7 @@ async fn feedback_to_one_replica_demotes_drops_and_teaches_the_other() {
         CacheFeedback {
             question: "who directed Alien".to_owned(),
             verdict: Feedback::Incorrect,
+            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
         },
     ))
     .await

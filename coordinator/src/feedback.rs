@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use kgmesh_schemas::{
-    messages::cache::{CacheFeedback, Feedback, FeedbackOutcome},
+    messages::cache::{CacheFeedback, Feedback, FeedbackOutcome, Principal},
     Meta, QuestionId, Role, Rpc,
 };
 use serde::Serialize;
@@ -27,6 +27,8 @@ pub enum FeedbackSubject {
 pub struct FeedbackRequest {
     pub subject: FeedbackSubject,
     pub verdict: Feedback,
+    /// Who sent it (the API credential's name and whether it is an admin).
+    pub principal: Principal,
 }
 
 /// What feedback did to the plan cache.
@@ -95,6 +97,7 @@ impl Coordinator {
         let body = CacheFeedback {
             question: question.clone(),
             verdict: request.verdict,
+            principal: request.principal,
         };
         let (reply, _cost) = send(
             self.bus().as_ref(),

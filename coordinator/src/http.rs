@@ -262,7 +262,11 @@ impl FeedbackBody {
             (None, Some(question)) => FeedbackSubject::Question(question),
         };
         let verdict = Feedback::from_parts(self.correct, self.answers)?;
-        Ok(FeedbackRequest { subject, verdict })
+        Ok(FeedbackRequest {
+            subject,
+            verdict,
+            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
+        })
     }
 }
 

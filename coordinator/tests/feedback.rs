@@ -12,7 +12,7 @@ use kgmesh_schemas::{
     budget::Cost,
     messages::{
         ask::{AskOptions, AskRequest},
-        cache::{CacheFeedback, CacheFeedbackReply, Feedback, FeedbackOutcome},
+        cache::{CacheFeedback, CacheFeedbackReply, Feedback, FeedbackOutcome, Principal},
     },
     AgentError, Reply, Role, RoleKind,
 };
@@ -68,6 +68,7 @@ async fn feedback_by_question_id_reaches_the_cache_manager_with_the_question() {
     let feedback = bounded(coordinator.feedback(FeedbackRequest {
         subject: FeedbackSubject::QuestionId(reply.question_id.clone()),
         verdict: Feedback::Incorrect,
+        principal: Principal::anonymous(),
     }))
     .await
     .unwrap();
@@ -83,6 +84,7 @@ async fn feedback_by_question_id_reaches_the_cache_manager_with_the_question() {
         [CacheFeedback {
             question: "who directed Heat".into(),
             verdict: Feedback::Incorrect,
+            principal: Principal::anonymous(),
         }]
     );
 
@@ -91,6 +93,7 @@ async fn feedback_by_question_id_reaches_the_cache_manager_with_the_question() {
     let feedback = bounded(coordinator.feedback(FeedbackRequest {
         subject: FeedbackSubject::Question("who directed Alien".into()),
         verdict: answers.clone(),
+        principal: Principal::anonymous(),
     }))
     .await
     .unwrap();
@@ -129,6 +132,7 @@ async fn unknown_ids_and_bad_questions_are_refused_before_the_cache_manager() {
         let error = bounded(coordinator.feedback(FeedbackRequest {
             subject: FeedbackSubject::QuestionId(id.into()),
             verdict: Feedback::Correct,
+            principal: Principal::anonymous(),
         }))
         .await
         .unwrap_err();
@@ -145,6 +149,7 @@ async fn unknown_ids_and_bad_questions_are_refused_before_the_cache_manager() {
         let error = bounded(coordinator.feedback(FeedbackRequest {
             subject,
             verdict: Feedback::Correct,
+            principal: Principal::anonymous(),
         }))
         .await
         .unwrap_err();
@@ -164,6 +169,7 @@ async fn no_cache_manager_or_a_failing_one_is_an_error() {
     let request = || FeedbackRequest {
         subject: FeedbackSubject::Question("who directed Heat".into()),
         verdict: Feedback::Correct,
+        principal: Principal::anonymous(),
     };
     let error = bounded(coordinator.feedback(request())).await.unwrap_err();
     assert_eq!(

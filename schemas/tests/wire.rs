@@ -464,6 +464,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             CacheFeedback {
                 question: "who directed Inception?".into(),
                 verdict,
+                principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
             },
             CacheFeedbackReply {
                 outcome,
@@ -476,6 +477,7 @@ fn every_rpc_round_trips_in_both_content_types() {
         CacheFeedback {
             question: "hello".into(),
             verdict: Feedback::Incorrect,
+            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
         },
         CacheFeedbackReply {
             outcome: FeedbackOutcome::NoPlan,

@@ -215,6 +215,7 @@ fn feedback_over_the_bus_demotes_then_drops_a_plan_in_the_file_store() {
         let incorrect = CacheFeedback {
             question: "Who directed Alien?".to_owned(),
             verdict: Feedback::Incorrect,
+            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
         };
         let (first, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
         assert_eq!(first.outcome, FeedbackOutcome::Demoted, "{first:?}");
@@ -231,6 +232,7 @@ fn feedback_over_the_bus_demotes_then_drops_a_plan_in_the_file_store() {
         let blank = CacheFeedback {
             question: "  ".to_owned(),
             verdict: Feedback::Correct,
+            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
         };
         let error = within(client.call(&role, &meta, &blank)).await.unwrap_err();
         assert!(error.to_string().contains("no question"), "{error}");
@@ -304,6 +306,7 @@ fn a_similar_questions_plan_is_replayed_and_feedback_on_its_answer_demotes_it() 
         let incorrect = CacheFeedback {
             question: asked.to_owned(),
             verdict: Feedback::Incorrect,
+            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
         };
         let (first, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
         assert_eq!(first.outcome, FeedbackOutcome::Demoted, "{first:?}");

@@ -128,6 +128,37 @@ impl Rpc for CacheStore {
 pub struct CacheFeedback {
     pub question: String,
     pub verdict: Feedback,
+    /// Who gave it, for the cache's audit and for counting distinct confirmations.
+    pub principal: Principal,
+}
+
+/// Who gave a piece of feedback: the name of the API credential it came with (never the
+/// credential itself), and whether that credential holds the `admin` scope. Feedback
+/// that came with no credential (an API without tokens, or the CLI on a local cache) is
+/// [`Principal::anonymous`] or [`Principal::local`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+pub struct Principal {
+    pub name: String,
+    pub admin: bool,
+}
+
+impl Principal {
+    /// A caller of an API that has no credentials configured.
+    pub fn anonymous() -> Self {
+        Self {
+            name: "anonymous".to_owned(),
+            admin: false,
+        }
+    }
+
+    /// The operator at the command line, acting on a cache they hold the files of.
+    pub fn local() -> Self {
+        Self {
+            name: "local".to_owned(),
+            admin: true,
+        }
+    }
 }
 
 /// A user's verdict on an answer.
