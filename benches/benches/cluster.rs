@@ -114,7 +114,13 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target/release/kgmesh"));
     let data = kgmesh_testkit::data::data_dir();
-    let kb = data.join("metaqa/kb.tsv");
+    let kb = match kgmesh_testkit::data::long_run_data("metaqa/kb.tsv") {
+        Ok(kb) => kb,
+        Err(why) => {
+            eprintln!("cluster bench: {why}");
+            std::process::exit(2);
+        }
+    };
     let count: usize = std::env::var("KGMESH_CLUSTER_QUESTIONS")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -16,7 +16,7 @@ use kgmesh_stores::QueryLimits;
 fn data_dir() -> PathBuf {
     std::env::var_os("KGMESH_NORTHWIND_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| kgmesh_testkit::data::data_path("northwind"))
+        .unwrap_or_else(kgmesh_testkit::data::northwind_dir)
 }
 
 /// The `cypher` string of each JSON line (a JSON string, decoded by hand to keep this

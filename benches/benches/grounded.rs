@@ -22,7 +22,7 @@ use kgmesh_stores::QueryLimits;
 fn data_dir() -> PathBuf {
     std::env::var_os("KGMESH_NORTHWIND_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| kgmesh_testkit::data::data_path("northwind"))
+        .unwrap_or_else(kgmesh_testkit::data::northwind_dir)
 }
 
 /// Loads the Northwind CSVs through the mapping `kgmesh cypher --mapping` takes.

@@ -411,20 +411,18 @@ fn long_form_on_metaqa_under_the_issue_faults() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3000);
-    let data = data_dir();
+    let metaqa =
+        kgmesh_testkit::data::long_run_data("metaqa").unwrap_or_else(|why| panic!("{why}"));
     let mut questions = Vec::new();
     for hops in ["1-hop", "2-hop", "3-hop"] {
         questions.extend(
-            read_questions(
-                &data.join(format!("metaqa/{hops}/dev.txt")),
-                count.div_ceil(3),
-            )
-            .into_iter()
-            .map(|(question, _)| question),
+            read_questions(&metaqa.join(format!("{hops}/dev.txt")), count.div_ceil(3))
+                .into_iter()
+                .map(|(question, _)| question),
         );
     }
     questions.truncate(count);
-    let mut cluster = Cluster::start(&ROLES, &data.join("metaqa/kb.tsv"), 2, 2, &LEXICAL);
+    let mut cluster = Cluster::start(&ROLES, &metaqa.join("kb.tsv"), 2, 2, &LEXICAL);
 
     let concurrency = 4;
     let reference = ask_all(&mut cluster, &questions, concurrency, |_| {});

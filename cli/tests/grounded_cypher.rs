@@ -11,12 +11,7 @@ use std::path::PathBuf;
 use support::*;
 
 fn northwind() -> (PathBuf, PathBuf) {
-    let csv = kgmesh_testkit::data::data_path("northwind/csv");
-    assert!(
-        csv.join("products.csv").exists(),
-        "Northwind not found under {}: set KGMESH_DATA_DIR to the folder holding northwind/",
-        csv.display()
-    );
+    let csv = kgmesh_testkit::data::northwind_dir().join("csv");
     (csv, repo_root().join("stores/examples/northwind.toml"))
 }
 
@@ -155,7 +150,7 @@ fn learned_plans_are_kept_in_a_file_and_read_back() {
 #[test]
 fn text2cypher_evaluation_scores_execution_with_every_query_valid() {
     let (csv, mapping) = northwind();
-    let questions = kgmesh_testkit::data::data_path("northwind/text2cypher.jsonl");
+    let questions = kgmesh_testkit::data::northwind_dir().join("text2cypher.jsonl");
     let out = tempfile::tempdir().expect("temporary folder");
     let (code, stdout, stderr) = kgmesh_run(&[
         "eval",
@@ -255,7 +250,8 @@ fn over_bolt_the_same_queries_are_chosen_as_on_the_embedded_store() {
     let (code, _, stderr) = run(load);
     assert_eq!(code, 0, "load into Bolt: {stderr}\n{}", server.log());
 
-    let questions = kgmesh_testkit::data::data_path("northwind/text2cypher.jsonl")
+    let questions = kgmesh_testkit::data::northwind_dir()
+        .join("text2cypher.jsonl")
         .display()
         .to_string();
     let eval = |graph: &[&str], out: &std::path::Path| {
@@ -419,7 +415,7 @@ fn warmed_grounded_plans_teach_the_query_executor_of_ask() {
     );
 
     let out = tempfile::tempdir().unwrap();
-    let questions = kgmesh_testkit::data::data_path("northwind/text2cypher.jsonl");
+    let questions = kgmesh_testkit::data::northwind_dir().join("text2cypher.jsonl");
     let (code, stdout, stderr) = kgmesh_run(&[
         "eval",
         "--dataset",

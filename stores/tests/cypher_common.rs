@@ -10,7 +10,7 @@ use kgmesh_stores::embedded::load::{load_graph, KgFormat, LoadOptions};
 pub fn data_dir() -> PathBuf {
     std::env::var_os("KGMESH_NORTHWIND_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| kgmesh_testkit::data::data_path("northwind"))
+        .unwrap_or_else(kgmesh_testkit::data::northwind_dir)
 }
 
 /// The 822 question/Cypher pairs.

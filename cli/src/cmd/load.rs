@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! kgmesh load --kg data/metaqa/kb.tsv --into embedded:metaqa.kgs
-//! kgmesh load --kg data/northwind/csv --mapping stores/examples/northwind.toml --into embedded:northwind.kgs
+//! kgmesh load --kg examples/northwind/csv --mapping stores/examples/northwind.toml --into embedded:northwind.kgs
 //! kgmesh load --kg metaqa.kgs --into bolt://127.0.0.1:7687
 //! ```
 

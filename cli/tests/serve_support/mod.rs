@@ -39,15 +39,9 @@ pub fn sample_kg() -> PathBuf {
     repo_root().join("examples/movies/kg.tsv")
 }
 
-/// The benchmark data sets: `KGMESH_DATA_DIR`, else `shared/data` beside the repository.
-pub fn data_dir() -> PathBuf {
-    let dir = kgmesh_testkit::data::data_dir();
-    assert!(
-        dir.join("metaqa/kb.tsv").exists(),
-        "MetaQA data not found under {}: set KGMESH_DATA_DIR to the folder holding metaqa/",
-        dir.display()
-    );
-    dir
+/// The slice of MetaQA in the repository: `kb.tsv` and `{1,2,3}-hop/dev.txt`.
+pub fn metaqa_slice() -> PathBuf {
+    kgmesh_testkit::data::metaqa_slice_dir()
 }
 
 /// A child process, killed and reaped when dropped.
