@@ -45,6 +45,10 @@ pub enum StoreError {
     Io { path: String, detail: String },
     #[error("corrupt data in {path}: {detail}")]
     Corrupt { path: String, detail: String },
+    /// A KG file or folder that cannot be loaded as given: not a format the loader
+    /// reads or can tell, or options that do not fit it.
+    #[error("cannot load {path}: {detail}")]
+    Unusable { path: String, detail: String },
     #[error("backend error: {detail}")]
     Backend { detail: String },
 }

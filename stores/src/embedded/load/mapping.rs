@@ -158,8 +158,11 @@ impl Mapping {
             for endpoint in [&relationship.from, &relationship.to] {
                 if !labels.contains(&endpoint.label.as_str()) {
                     problems.push(format!(
-                        "relationship `{}` refers to label `{}`, which no [[nodes]] entry maps",
-                        relationship.rel_type, endpoint.label
+                        "relationship `{}` refers to label `{}`, which no [[nodes]] entry \
+                         maps{}",
+                        relationship.rel_type,
+                        endpoint.label,
+                        did_you_mean(&endpoint.label, labels.iter().copied())
                     ));
                 }
             }
@@ -171,10 +174,114 @@ impl Mapping {
         }
     }
 
+    /// Checks the mapping against the CSV files of `directory` before anything is
+    /// loaded: every file it names exists, and every column it names is in its file's
+    /// header. Every problem is reported, each with the nearest name when one is close.
+    pub fn check_files(&self, directory: &Path) -> Result<(), Vec<String>> {
+        let mut problems = Vec::new();
+        let csv_files: Vec<String> = std::fs::read_dir(directory)
+            .map(|entries| {
+                let mut names: Vec<String> = entries
+                    .filter_map(|entry| entry.ok())
+                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.to_ascii_lowercase().ends_with(".csv"))
+                    .collect();
+                names.sort();
+                names
+            })
+            .unwrap_or_default();
+        let mut check = |entry: String, file: &str, columns: Vec<(&str, &str)>| {
+            let path = directory.join(file);
+            if !path.is_file() {
+                problems.push(format!(
+                    "{entry}: file `{file}` is not in {}{}",
+                    directory.display(),
+                    did_you_mean(file, csv_files.iter().map(String::as_str))
+                ));
+                return;
+            }
+            let headers = match open_csv(&path) {
+                Ok((_, headers)) => headers,
+                Err(error) => {
+                    problems.push(format!("{entry}: {error}"));
+                    return;
+                }
+            };
+            for (field, column) in columns {
+                if !headers.iter().any(|header| header == column) {
+                    problems.push(format!(
+                        "{entry}: {field} `{column}` is not a column of {file}{} (its \
+                         columns: {})",
+                        did_you_mean(column, headers.iter().map(String::as_str)),
+                        headers.join(", ")
+                    ));
+                }
+            }
+        };
+        for node in &self.nodes {
+            let mut columns = vec![("key", node.key.as_str())];
+            columns.extend(
+                template_columns(&node.name)
+                    .into_iter()
+                    .map(|c| ("name", c)),
+            );
+            for column in node.properties.iter().flatten() {
+                columns.push(("properties", column));
+            }
+            columns.extend(node.skip.iter().map(|c| ("skip", c.as_str())));
+            columns.extend(node.types.keys().map(|c| ("types", c.as_str())));
+            check(format!("[[nodes]] `{}`", node.label), &node.file, columns);
+        }
+        for relationship in &self.relationships {
+            let mut columns = vec![
+                ("from.column", relationship.from.column.as_str()),
+                ("to.column", relationship.to.column.as_str()),
+            ];
+            columns.extend(
+                relationship
+                    .properties
+                    .iter()
+                    .map(|c| ("properties", c.as_str())),
+            );
+            columns.extend(relationship.types.keys().map(|c| ("types", c.as_str())));
+            check(
+                format!("[[relationships]] `{}`", relationship.rel_type),
+                &relationship.file,
+                columns,
+            );
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+
     fn is_null(&self, cell: &str) -> bool {
         let trimmed = cell.trim();
         self.null_values.iter().any(|null| null == trimmed)
     }
+}
+
+/// ` (did you mean `x`?)` when a name among `names` is close to `wanted`, else nothing.
+fn did_you_mean<'n>(wanted: &str, names: impl Iterator<Item = &'n str>) -> String {
+    match crate::cypher::validator::closest(wanted, names).first() {
+        Some(name) => format!(" (did you mean `{name}`?)"),
+        None => String::new(),
+    }
+}
+
+/// The columns a name template reads: `{first} {last}` reads `first` and `last`; a
+/// template without braces is one column.
+fn template_columns(template: &str) -> Vec<&str> {
+    if !template.contains('{') {
+        return vec![template];
+    }
+    template
+        .split('{')
+        .skip(1)
+        .filter_map(|part| part.split_once('}').map(|(column, _)| column))
+        .collect()
 }
 
 /// One CSV file with a header row: its records, with line numbers.
@@ -318,6 +425,17 @@ pub(super) fn load(
     builder: &mut GraphBuilder,
     sink: &mut LoadSink<'_>,
 ) -> StoreResult<()> {
+    if let Err(problems) = mapping.check_files(directory) {
+        return Err(StoreError::Corrupt {
+            path: directory.display().to_string(),
+            detail: format!(
+                "the mapping does not fit the files ({} problem{}):\n  {}",
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" },
+                problems.join("\n  ")
+            ),
+        });
+    }
     // (label, key) → node, for wiring relationships.
     let mut keys: HashMap<String, HashMap<String, NodeIdx>> = HashMap::new();
     for node_mapping in &mapping.nodes {

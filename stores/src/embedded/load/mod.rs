@@ -293,12 +293,15 @@ pub fn detect_format(path: &Path) -> StoreResult<KgFormat> {
     if first_line.contains(',') {
         return Ok(KgFormat::Csv);
     }
-    Err(StoreError::InvalidQuery {
-        reason: format!("cannot tell the format of {}", path.display()),
-        hint: Some(format!(
-            "pass a format explicitly: one of {}",
+    Err(StoreError::Unusable {
+        path: path.display().to_string(),
+        detail: format!(
+            "its first line has no tab, comma, `|` or N-Triples term, and `.{extension}` names \
+             no KG format. Triples go one per line as `subject<TAB>relation<TAB>object` \
+             (.tsv), `subject,relation,object` (.csv) or N-Triples (.nt); `kgmesh load \
+             --format F` reads a file whose name says otherwise (F: {})",
             KgFormat::NAMES.join(", ")
-        )),
+        ),
     })
 }
 
@@ -309,6 +312,17 @@ pub fn load_graph(path: &Path, options: &LoadOptions) -> StoreResult<(EmbeddedGr
         Some(format) => format,
         None => detect_format(path)?,
     };
+    if let (Some(mapping), false) = (&options.mapping, format == KgFormat::PropertyCsv) {
+        return Err(StoreError::Unusable {
+            path: path.display().to_string(),
+            detail: format!(
+                "a mapping ({}) was given, but this is a {format} file, not a folder of CSV \
+                 files; a mapping says which CSV file of a folder holds which nodes and \
+                 relationships. Drop --mapping (and graph.mapping) for a file of triples",
+                mapping.display()
+            ),
+        });
+    }
     let mut sink = LoadSink::new(options);
     let builder = match format {
         KgFormat::Snapshot => {
@@ -388,12 +402,31 @@ fn check_usable(
         .first()
         .map(|bad| format!("; the first bad line: {bad}"))
         .unwrap_or_default();
+    let relations = graph.relation_count() as u64;
+    let triple_format = matches!(
+        report.format,
+        KgFormat::Tsv | KgFormat::Csv | KgFormat::Pipe | KgFormat::NTriples
+    );
     let problem = if report.lines == 0 && graph.node_count() == 0 {
         Some("it is empty".to_owned())
     } else if graph.node_count() == 0 {
         Some(format!(
             "no triple could be read from {} line(s) ({} bad{first_bad})",
             report.lines, report.bad_line_count
+        ))
+    } else if triple_format && report.lines >= 20 && relations * 5 >= report.lines * 4 {
+        // A KG names few relations, each used many times; a table of records (a
+        // questions file: id, question, answer) has a different "relation" on every line.
+        let example = graph
+            .relations()
+            .next()
+            .map(|(_, name)| format!(" (e.g. \"{name}\")"))
+            .unwrap_or_default();
+        Some(format!(
+            "its {} lines name {relations} different relations in the middle column{example}, \
+             which a KG does not: it looks like a table of records, such as a questions file \
+             (questions go to `kgmesh ask` or `kgmesh eval --questions`)",
+            report.lines
         ))
     } else if report.bad_line_count as f64 > options.max_bad_share * report.lines.max(1) as f64 {
         Some(format!(
@@ -427,6 +460,8 @@ pub(crate) struct LoadSink<'o> {
     started: Instant,
     last_print: Instant,
     last_print_lines: u64,
+    /// Lines that were not UTF-8: said once, with the encoding they look like and the fix.
+    not_utf8_lines: u64,
 }
 
 impl<'o> LoadSink<'o> {
@@ -444,7 +479,20 @@ impl<'o> LoadSink<'o> {
             started: now,
             last_print: now,
             last_print_lines: 0,
+            not_utf8_lines: 0,
         }
+    }
+
+    /// A line that is not UTF-8: the first one is reported with what the file's encoding
+    /// looks like and how to convert it; the others are counted as bad lines without a
+    /// line each, since one reason explains them all.
+    pub(crate) fn not_utf8(&mut self, file: &Path, line: u64, bytes: &[u8]) -> StoreResult<()> {
+        self.not_utf8_lines += 1;
+        if self.not_utf8_lines > 1 {
+            self.bad_line_count += 1;
+            return Ok(());
+        }
+        self.bad(file, line, encoding_hint(file, bytes))
     }
 
     pub(crate) fn start_file(&mut self, path: &Path) {
@@ -537,6 +585,12 @@ impl<'o> LoadSink<'o> {
     }
 
     fn into_report(mut self, format: KgFormat, elapsed: Duration) -> LoadReport {
+        if self.not_utf8_lines > 1 {
+            eprintln!(
+                "{} lines in all were not UTF-8 and were skipped (the reason is given once, above)",
+                self.not_utf8_lines
+            );
+        }
         if self.options.progress {
             self.print_progress();
         }
@@ -559,6 +613,43 @@ pub(crate) fn io_error(path: &Path, error: impl fmt::Display) -> StoreError {
         path: path.display().to_string(),
         detail: error.to_string(),
     }
+}
+
+/// Why a line is not UTF-8, in words a user can act on: the first bad byte, the encoding
+/// the bytes look like (UTF-16 by its byte-order mark or zero bytes; otherwise a
+/// single-byte Latin-1 / Windows-1252 file, the usual case), and the command that
+/// converts the file.
+fn encoding_hint(file: &Path, bytes: &[u8]) -> String {
+    let position = match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(error) => error.valid_up_to(),
+    };
+    let shown = |at: usize| {
+        bytes
+            .get(at)
+            .map(|byte| {
+                format!(
+                    " (byte 0x{byte:02X} after \"{}\")",
+                    String::from_utf8_lossy(&bytes[at.saturating_sub(24)..at])
+                )
+            })
+            .unwrap_or_default()
+    };
+    let utf16 = bytes.starts_with(&[0xFF, 0xFE])
+        || bytes.starts_with(&[0xFE, 0xFF])
+        || bytes.iter().filter(|&&b| b == 0).count() * 4 >= bytes.len().max(1);
+    let (looks, from) = if utf16 {
+        ("UTF-16", "utf-16")
+    } else {
+        ("Latin-1 / Windows-1252", "windows-1252")
+    };
+    format!(
+        "not valid UTF-8{}: the file looks {looks}-encoded. kgmesh reads UTF-8; convert it \
+         first, e.g. `iconv -f {from} -t utf-8 {} > {}.utf8`",
+        shown(position),
+        file.display(),
+        file.display()
+    )
 }
 
 #[cfg(test)]

@@ -170,7 +170,7 @@ fn read(
             Ok(read) => read,
             Err(error) if error.kind() == std::io::ErrorKind::InvalidData => {
                 line_number += 1;
-                sink.bad(path, line_number, "not valid UTF-8")?;
+                sink.not_utf8(path, line_number, line.as_bytes())?;
                 // Skip the rest of the offending line.
                 let mut skipped = Vec::new();
                 reader

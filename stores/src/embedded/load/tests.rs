@@ -391,12 +391,6 @@ types = { since = "int" }
     drop(mapping);
 }
 
-fn shared_data(relative: &str) -> PathBuf {
-    let path = kgmesh_testkit::data::data_path(relative);
-    assert!(path.exists(), "test data missing: {}", path.display());
-    path
-}
-
 #[test]
 fn northwind_loads_as_the_neo4j_property_graph() {
     let mapping = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/northwind.toml");
@@ -404,7 +398,8 @@ fn northwind_loads_as_the_neo4j_property_graph() {
         mapping: Some(mapping),
         ..quiet()
     };
-    let (graph, report) = load_graph(&shared_data("northwind/csv"), &options).unwrap();
+    let (graph, report) =
+        load_graph(&kgmesh_testkit::data::northwind_dir().join("csv"), &options).unwrap();
     assert_eq!(report.bad_line_count, 0, "{:?}", report.bad_lines);
     // 176 order rows and 9 supplier rows carry unquoted commas; orders.csv is read four
     // times (Order nodes, PURCHASED, SOLD, SHIPS_VIA), suppliers.csv once.
@@ -453,10 +448,149 @@ fn northwind_loads_as_the_neo4j_property_graph() {
 
 #[test]
 fn metaqa_kb_loads_every_line() {
-    let path = shared_data("metaqa/kb.tsv");
+    // The slice of the MetaQA KB in the repository: 8,681 lines (`wc -l`), 9 relations.
+    let path = kgmesh_testkit::data::metaqa_slice_dir().join("kb.tsv");
     let (graph, report) = load_graph(&path, &quiet()).unwrap();
-    assert_eq!(report.lines, 129_413);
+    assert_eq!(report.lines, 8_681);
     assert_eq!(report.bad_line_count, 0);
     assert_eq!(graph.relation_count(), 9);
-    assert!(graph.edge_count() > 129_000);
+    assert!(graph.edge_count() > 8_600);
+}
+
+#[test]
+fn a_latin1_file_is_said_once_with_its_encoding_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("films.tsv");
+    // "Amélie", "Léon", "Café" in Latin-1: one byte 0xE9 each.
+    let mut bytes = Vec::new();
+    for title in [&b"Am\xe9lie"[..], b"L\xe9on", b"Caf\xe9 Society"] {
+        bytes.extend_from_slice(title);
+        bytes.extend_from_slice(b"\tin_language\tFrench\n");
+    }
+    bytes.extend_from_slice(b"Heat\tdirected_by\tMichael Mann\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let tolerant = LoadOptions {
+        max_bad_share: 1.0,
+        ..quiet()
+    };
+    let (graph, report) = load_graph(&path, &tolerant).unwrap();
+    assert_eq!(graph.edge_count(), 1);
+    assert_eq!(report.bad_line_count, 3);
+    // One reason for the three lines, naming the encoding and the conversion.
+    assert_eq!(report.bad_lines.len(), 1, "{:?}", report.bad_lines);
+    let reason = &report.bad_lines[0].reason;
+    assert!(reason.contains("Latin-1"), "{reason}");
+    assert!(
+        reason.contains("iconv -f windows-1252 -t utf-8"),
+        "{reason}"
+    );
+    assert!(reason.contains("0xE9 after \"Am\""), "{reason}");
+    // Refused when most lines are unreadable, with the same reason.
+    let error = load_graph(&path, &quiet()).unwrap_err().to_string();
+    assert!(error.contains("iconv"), "{error}");
+}
+
+#[test]
+fn a_table_of_records_is_not_taken_for_a_kg() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions: String = (0..25)
+        .map(|i| format!("q{i}\twhich film number {i} did someone direct?\tFilm {i}\n"))
+        .collect();
+    let path = write(&dir, "questions.tsv", &questions);
+    let error = load_graph(&path, &quiet()).unwrap_err().to_string();
+    assert!(error.contains("25 different relations"), "{error}");
+    assert!(error.contains("questions file"), "{error}");
+    // A small KG with a few relations used many times loads.
+    let kg: String = (0..25)
+        .map(|i| format!("Film {i}\tdirected_by\tPerson {}\n", i % 4))
+        .collect();
+    let path = write(&dir, "kg.tsv", &kg);
+    assert_eq!(load_graph(&path, &quiet()).unwrap().0.edge_count(), 25);
+}
+
+#[test]
+fn a_file_of_no_known_format_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "notes.txt", "who directed Heat\nwhat is Heat about\n");
+    let error = load_graph(&path, &quiet()).unwrap_err();
+    assert!(matches!(error, StoreError::Unusable { .. }), "{error:?}");
+    let text = error.to_string();
+    assert!(!text.contains("invalid query"), "{text}");
+    assert!(text.contains("`.txt` names no KG format"), "{text}");
+}
+
+#[test]
+fn a_mapping_for_a_file_of_triples_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "kg.tsv", "Heat\tdirected_by\tMichael Mann\n");
+    let mapping = write(&dir, "m.toml", "");
+    let options = LoadOptions {
+        mapping: Some(mapping),
+        ..quiet()
+    };
+    let error = load_graph(&path, &options).unwrap_err().to_string();
+    assert!(error.contains("not a folder of CSV files"), "{error}");
+    assert!(error.contains("Drop --mapping"), "{error}");
+}
+
+#[test]
+fn every_mistake_of_a_mapping_is_reported_at_once_with_the_nearest_name() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        &dir,
+        "people.csv",
+        "id,first,last\n1,Ada,Lovelace\n2,Alan,Turing\n",
+    );
+    write(&dir, "knows.csv", "a,b\n1,2\n");
+    let mapping = write(
+        &dir,
+        "kgmesh-mapping.toml",
+        r#"
+[[nodes]]
+label = "Person"
+file = "people.csv"
+key = "idd"
+name = "{first} {lst}"
+[[relationships]]
+type = "KNOWS"
+file = "know.csv"
+from = { label = "Person", column = "a" }
+to = { label = "Person", column = "b" }
+"#,
+    );
+    let options = LoadOptions {
+        mapping: Some(mapping),
+        ..quiet()
+    };
+    let error = load_graph(dir.path(), &options).unwrap_err().to_string();
+    assert!(error.contains("3 problems"), "{error}");
+    assert!(
+        error.contains("`idd`") && error.contains("did you mean `id`?"),
+        "{error}"
+    );
+    assert!(
+        error.contains("`lst`") && error.contains("did you mean `last`?"),
+        "{error}"
+    );
+    assert!(
+        error.contains("`know.csv`") && error.contains("did you mean `knows.csv`?"),
+        "{error}"
+    );
+    // A label typo is found when the mapping is read, with the nearest label.
+    let typo = Mapping::from_toml(
+        r#"
+[[nodes]]
+label = "Person"
+file = "people.csv"
+key = "id"
+name = "first"
+[[relationships]]
+type = "KNOWS"
+file = "knows.csv"
+from = { label = "Persn", column = "a" }
+to = { label = "Person", column = "b" }
+"#,
+    )
+    .unwrap_err();
+    assert!(typo.contains("did you mean `Person`?"), "{typo}");
 }

@@ -177,7 +177,7 @@ pub(super) fn load_separated(
             continue;
         }
         let Ok(text) = std::str::from_utf8(line) else {
-            sink.bad(path, line_number, "not valid UTF-8")?;
+            sink.not_utf8(path, line_number, line)?;
             continue;
         };
         let separator = separator as char;
