@@ -187,3 +187,83 @@ fn ask_and_eval_cite_passages_of_the_indexed_documents() {
     // Voss directed it", "was shot near Bergen"); the third has no answer.
     assert!(row.contains("| 3 | 66.7 % | 66.7 % | 1 |"), "{row}");
 }
+
+#[test]
+fn a_missing_or_empty_input_is_an_error_and_writes_no_index() {
+    let docs = tempfile::tempdir().expect("tempdir");
+    let out = tempfile::tempdir().expect("tempdir");
+    let into = format!("embedded:{}", out.path().display());
+    let missing = docs.path().join("no-such-folder");
+    let (code, stdout, stderr) =
+        index(&["--text", &missing.display().to_string(), "--into", &into]);
+    assert_ne!(code, 0, "{stdout}");
+    assert!(
+        stderr.contains("no-such-folder: no such file or folder; nothing was indexed"),
+        "{stderr}"
+    );
+    assert!(!out.path().join("text.kgt").exists());
+    // A folder with no files, and one whose only file holds no text.
+    let empty = docs.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    let (code, _, stderr) = index(&["--text", &empty.display().to_string(), "--into", &into]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("no files to index"), "{stderr}");
+    write(&empty, "blank.txt", b"");
+    let (code, _, stderr) = index(&["--text", &empty.display().to_string(), "--into", &into]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("none of the 1 files holds text") && stderr.contains("empty file"),
+        "{stderr}"
+    );
+    assert!(!out.path().join("text.kgt").exists());
+    // The help says how to use an index.
+    let (code, stdout, _) = kgmesh_run(&["index", "--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("kgmesh ask") && stdout.contains("--text-index DIR"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn text_index_on_ask_answers_from_the_documents_alone_without_a_graph() {
+    let docs = tempfile::tempdir().expect("tempdir");
+    let out = tempfile::tempdir().expect("tempdir");
+    let notes = write(docs.path(), "notes.md", NOTES.as_bytes());
+    let into = format!("embedded:{}", out.path().display());
+    let (code, stdout, stderr) = index(&["--text", &notes, "--into", &into]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+
+    let ask = |question: &str| {
+        let mut command = lexical(kgmesh());
+        command
+            .args(["ask", "--json", "--text-index"])
+            .arg(out.path())
+            .arg(question);
+        let (code, stdout, stderr) = run(command);
+        assert!(code == 0 || code == NO_ANSWER_EXIT, "{stdout}\n{stderr}");
+        serde_json::from_str::<serde_json::Value>(&stdout).expect("JSON reply")
+    };
+    let reply = ask("where was Salt Road shot");
+    assert_eq!(reply["answers"][0]["text"], "Bergen", "{reply}");
+    assert_eq!(reply["graph"], "no graph (documents only)", "{reply}");
+    // The bundled movie graph is not consulted: Heat is in it, not in the documents.
+    let reply = ask("who directed Heat");
+    assert!(
+        !reply.to_string().contains("Michael Mann"),
+        "answered from the sample graph: {reply}"
+    );
+
+    // A folder that holds no index is refused, naming the command that builds one.
+    let (code, _, stderr) = kgmesh_run(&[
+        "ask",
+        "--text-index",
+        &docs.path().display().to_string(),
+        "who directed Heat",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("holds no text index") && stderr.contains("kgmesh index --text"),
+        "{stderr}"
+    );
+}

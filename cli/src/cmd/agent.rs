@@ -26,6 +26,13 @@ pub struct AgentArgs {
     /// the Bolt database of `graph.backend = "bolt"`).
     #[arg(long)]
     pub kg: Option<PathBuf>,
+    /// TOML mapping of a property-graph CSV folder given as --kg (overrides
+    /// `graph.mapping`).
+    #[arg(long, value_name = "FILE")]
+    pub mapping: Option<PathBuf>,
+    /// The text index the text-retriever role answers from (overrides `text.index`).
+    #[arg(long, value_name = "DIR")]
+    pub text_index: Option<PathBuf>,
     /// How long to wait for in-flight requests on shutdown.
     #[arg(long, default_value_t = 10_000)]
     pub drain_ms: u64,
@@ -51,7 +58,15 @@ pub fn run(config: Config, args: AgentArgs) -> anyhow::Result<()> {
     system.block_on(serve(config, args, entry))
 }
 
-async fn serve(config: Config, args: AgentArgs, entry: registry::RoleEntry) -> anyhow::Result<()> {
+async fn serve(
+    mut config: Config,
+    args: AgentArgs,
+    entry: registry::RoleEntry,
+) -> anyhow::Result<()> {
+    if let Some(mapping) = &args.mapping {
+        config.graph.mapping = Some(mapping.clone());
+    }
+    super::ask::use_text_index(&mut config, args.text_index.as_deref())?;
     let url = args
         .nats
         .clone()

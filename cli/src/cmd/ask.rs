@@ -59,6 +59,11 @@ pub struct AskArgs {
     /// `graph.mapping`, else `kgmesh-mapping.toml` in the directory).
     #[arg(long, value_name = "FILE")]
     pub mapping: Option<PathBuf>,
+    /// A text index (`kgmesh index --text FILES --into embedded:DIR`) to answer from as
+    /// well (overrides `text.index`); without --kg or a configured graph, the answer
+    /// comes from the documents alone.
+    #[arg(long, value_name = "DIR")]
+    pub text_index: Option<PathBuf>,
     /// Plan cache file to read and extend (`kgmesh cache warm` fills one; default:
     /// `cache.path`, else an in-process cache that ends with the command).
     #[arg(long, value_name = "PATH")]
@@ -107,6 +112,7 @@ async fn ask(mut config: Config, args: AskArgs) -> anyhow::Result<()> {
     if let Some(mapping) = &args.mapping {
         config.graph.mapping = Some(mapping.clone());
     }
+    use_text_index(&mut config, args.text_index.as_deref())?;
     let started = Instant::now();
     let question = args.question.join(" ");
     let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
@@ -168,10 +174,32 @@ pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
     }
 }
 
+/// `--text-index DIR` into the configuration, once DIR is known to hold an index, so
+/// that a typo is an error here rather than a text retriever that finds nothing.
+pub(crate) fn use_text_index(config: &mut Config, dir: Option<&Path>) -> anyhow::Result<()> {
+    let Some(dir) = dir.or(config.text.index.as_deref()) else {
+        return Ok(());
+    };
+    let file = dir.join(kgmesh_stores::text::TEXT_FILE);
+    if !file.is_file() {
+        bail!(
+            "{} holds no text index ({} is missing): build one with `kgmesh index --text \
+             FILES --into embedded:{}`",
+            dir.display(),
+            kgmesh_stores::text::TEXT_FILE,
+            dir.display()
+        );
+    }
+    config.text.index = Some(dir.to_owned());
+    Ok(())
+}
+
 /// Where the graph comes from.
 pub(crate) enum GraphSource {
     File(PathBuf),
     Sample,
+    /// No graph: a text index was given and no KG, so the documents alone answer.
+    Empty,
     /// A graph database over Bolt (`bolt://host:port`), with the credentials of the
     /// `graph` section.
     Bolt(String),
@@ -199,6 +227,8 @@ impl GraphSource {
         }
         Ok(match config.graph.path.clone() {
             Some(path) => GraphSource::File(path),
+            // Documents only: answering them from the sample movies would be a guess.
+            None if config.text.index.is_some() => GraphSource::Empty,
             None => GraphSource::Sample,
         })
     }
@@ -208,6 +238,7 @@ impl GraphSource {
         match self {
             GraphSource::File(path) => path.display().to_string(),
             GraphSource::Sample => "the bundled sample movie KG".to_owned(),
+            GraphSource::Empty => "no graph (documents only)".to_owned(),
             GraphSource::Bolt(url) => url.clone(),
         }
     }
@@ -220,6 +251,11 @@ impl GraphSource {
         let (graph, nodes, edges): (Arc<dyn GraphStore>, u64, u64) = match self {
             GraphSource::File(path) => load_kg(path, config.graph.mapping.as_deref()).await?,
             GraphSource::Sample => load_kg(&write_sample()?, None).await?,
+            GraphSource::Empty => (
+                Arc::new(kgmesh_stores::embedded::GraphBuilder::new().finish()),
+                0,
+                0,
+            ),
             GraphSource::Bolt(url) => {
                 let settings = bolt_settings(config, url);
                 let store = kgmesh_stores::bolt::BoltGraph::connect(&settings)

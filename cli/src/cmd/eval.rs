@@ -139,9 +139,11 @@ struct RunArgs {
     #[arg(long)]
     no_progress: bool,
 
-    /// Answer from the documents of this text index alone (`kgmesh index --text`):
-    /// coverage per channel setting, and Hits@1 when a model is configured.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["kg", "server", "store"])]
+    /// A text index (`kgmesh index --text`). With --kg (or `graph.path`) the questions
+    /// are answered from the graph and the documents together, as `ask --text-index`
+    /// does; without a graph, from the documents alone: coverage per channel setting,
+    /// and Hits@1 when a model is configured.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["server", "store"])]
     text_index: Option<PathBuf>,
 
     /// With --text-index: the channel settings to measure, comma-separated (keyword,
@@ -481,9 +483,10 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
     if kind == DatasetKind::Text2cypher {
         return run_text2cypher(config, args);
     }
-    if args.text_index.is_some() {
+    if args.text_index.is_some() && args.kg.is_none() && config.graph.path.is_none() {
         return run_text(config, args, kind);
     }
+    crate::cmd::ask::use_text_index(&mut config, args.text_index.as_deref())?;
     if args.store.is_some() {
         bail!("--store applies to --dataset text2cypher only (evaluate a server with --server)");
     }

@@ -36,6 +36,12 @@ use crate::config::Config;
 pub const SKELETON_FILE: &str = "skeleton.kgs";
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Use the index:\n  \
+kgmesh ask \"who designed the Sparrow engine\" --text-index DIR        (documents only)\n  \
+kgmesh ask \"...\" --kg graph.tsv --text-index DIR                      (graph and documents)\n  \
+kgmesh serve --embedded --kg graph.tsv --text-index DIR\n\
+or set `text.index = \"DIR\"` in the configuration (KGMESH__TEXT__INDEX). \
+See docs/text-retrieval.md.")]
 pub struct IndexArgs {
     /// Files or folders (read recursively, in name order) to index.
     #[arg(long, required = true, num_args = 1..)]
@@ -162,6 +168,40 @@ pub fn run(config: Config, args: IndexArgs) -> anyhow::Result<()> {
 
 async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
     let target = target(&args)?;
+    // What to read, before anything is written: a path that does not exist is a typo to
+    // fix, not an empty index to save.
+    let mut unreadable = Vec::new();
+    let files = files_under(&args.text, &mut unreadable);
+    if let Some(first) = args.text.iter().find(|path| !path.exists()) {
+        bail!(
+            "--text {}: no such file or folder; nothing was indexed{}",
+            first.display(),
+            if unreadable.len() > 1 {
+                format!(
+                    " ({} paths cannot be read: {})",
+                    unreadable.len(),
+                    unreadable.join("; ")
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    if files.is_empty() {
+        bail!(
+            "--text {}: no files to index (the folders are empty{}); nothing was written",
+            args.text
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            if unreadable.is_empty() {
+                String::new()
+            } else {
+                format!(" or unreadable: {}", unreadable.join("; "))
+            }
+        );
+    }
     let dir = match &target {
         Target::Embedded(dir) | Target::Bolt { dir, .. } => dir.clone(),
     };
@@ -236,8 +276,6 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
     };
 
     let started = Instant::now();
-    let mut unreadable = Vec::new();
-    let files = files_under(&args.text, &mut unreadable);
     for line in &unreadable {
         progress(format!("skipped {line}"));
     }
@@ -252,6 +290,18 @@ async fn index(config: Config, args: IndexArgs) -> anyhow::Result<()> {
     )
     .await?;
     let read_seconds = started.elapsed().as_secs_f64();
+    if index.passages.is_empty() {
+        let skipped: Vec<String> = reports
+            .iter()
+            .map(|r| format!("{}: {}", r.path, describe(&r.status)))
+            .chain(unreadable.iter().cloned())
+            .collect();
+        bail!(
+            "none of the {} files holds text to index, so no index was written:\n  {}",
+            files.len(),
+            skipped.join("\n  ")
+        );
+    }
     progress(format!(
         "ranking {} chunks (PageRank over the chunk graph)",
         index.chunks.len()

@@ -32,6 +32,14 @@ pub struct ServeArgs {
     /// else `graph.path`, else the bundled sample).
     #[arg(long)]
     pub kg: Option<PathBuf>,
+    /// TOML mapping of a property-graph CSV folder given as --kg (overrides
+    /// `graph.mapping`; default: `kgmesh-mapping.toml` in the folder).
+    #[arg(long, value_name = "FILE")]
+    pub mapping: Option<PathBuf>,
+    /// A text index (`kgmesh index --text FILES --into embedded:DIR`) the text retriever
+    /// answers from (overrides `text.index`).
+    #[arg(long, value_name = "DIR")]
+    pub text_index: Option<PathBuf>,
     /// Address to listen on (overrides `http.listen`); port 0 picks a free port, printed
     /// on stdout as `listening on http://ADDR`.
     #[arg(long)]
@@ -45,10 +53,27 @@ pub fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     actix_web::rt::System::new().block_on(serve(config, args))
 }
 
-async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
+async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
     // Before any role starts, so that nothing they count is lost.
     let metrics = install_metrics();
     let use_nats = args.nats.is_some() || (!args.embedded && config.bus.kind == BusKind::Nats);
+    if use_nats {
+        let given: Vec<&str> = [
+            (args.kg.is_some(), "--kg"),
+            (args.mapping.is_some(), "--mapping"),
+            (args.text_index.is_some(), "--text-index"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        anyhow::ensure!(
+            given.is_empty(),
+            "{} {} for --embedded: on NATS the agents hold the graph and the documents \
+             (`kgmesh agent --role R --kg KG --mapping FILE --text-index DIR`)",
+            given.join(", "),
+            if given.len() == 1 { "is" } else { "are" }
+        );
+    }
     let mut embedded = None;
     let mut settings = coordinator_config(&config);
     let bus: Arc<dyn Bus> = if use_nats {
@@ -64,6 +89,10 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         }
         Arc::new(bus)
     } else {
+        if let Some(mapping) = &args.mapping {
+            config.graph.mapping = Some(mapping.clone());
+        }
+        super::ask::use_text_index(&mut config, args.text_index.as_deref())?;
         let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
         let source = GraphSource::from_args(&config, args.kg.clone(), None)?;
         let roles = EmbeddedRoles::start(&config, bus.clone(), &source).await?;
