@@ -233,9 +233,10 @@ pub struct LlmConfig {
     pub requests_per_minute: Option<u32>,
     pub temperature: f32,
     pub max_tokens: u32,
-    /// After this many calls in a row find the model down (unreachable, timed out, 5xx),
-    /// calls fail at once for `breaker_cooldown_ms` and the roles answer LLM-free;
-    /// 0 turns this off.
+    /// After this many calls in a row find the model down (a 5xx reply), calls fail at
+    /// once for `breaker_cooldown_ms` and the roles answer LLM-free; a call that found
+    /// nothing listening, or had no reply within `timeout_ms` or before its caller's
+    /// deadline, opens the breaker at once; 0 turns this off.
     pub breaker_failures: u32,
     pub breaker_cooldown_ms: u64,
     /// The model's context window in tokens (the server's `n_ctx`, a hosted model's

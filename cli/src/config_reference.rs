@@ -176,9 +176,10 @@ const KEYS: &[(&str, &str)] = &[
     ),
     (
         "llm.breaker_failures",
-        "After this many calls in a row find the model down (unreachable, timed out, 5xx), \
-         calls fail at once for `llm.breaker_cooldown_ms` and the roles answer LLM-free; 0 \
-         turns this off.",
+        "After this many calls in a row find the model down (a 5xx reply), \
+         calls fail at once for `llm.breaker_cooldown_ms` and the roles answer LLM-free; a \
+         call that found nothing listening, or had no reply within `llm.timeout_ms` or \
+         before its caller's deadline, opens the breaker at once; 0 turns this off.",
     ),
     (
         "llm.breaker_cooldown_ms",

@@ -217,3 +217,56 @@ fn a_second_round_keeps_within_three_calls_and_the_summarizers_call() {
         "{notes}"
     );
 }
+
+/// A model endpoint that accepts connections and never answers costs the question one
+/// wait, not one per role: once the first call gives up at its deadline, the other
+/// roles (and the next questions, for the breaker's cool-down) answer without the model
+/// at once, and the reply says they did.
+#[test]
+fn a_model_that_never_answers_is_waited_for_once() {
+    use std::sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc,
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let silent = {
+        let (accepted, stop) = (accepted.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        accepted.fetch_add(1, Ordering::Relaxed);
+                        held.push(stream);
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        })
+    };
+    let mut command = kgmesh();
+    command
+        .args(["ask", "who directed Heat", "--json", "--kg"])
+        .arg(sample_kg())
+        .env("OPENAI_BASE_URL", format!("http://{address}/v1"))
+        .env("OPENAI_API_KEY", "stub")
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .env("KGMESH__BUS__REQUEST_TIMEOUT_MS", "2000");
+    let reply = run_json(command);
+    stop.store(true, Ordering::Relaxed);
+    silent.join().expect("listener thread");
+    assert_eq!(answer_texts(&reply), ["Michael Mann"], "{reply}");
+    // One role waited for the model; the others did not try it.
+    assert_eq!(accepted.load(Ordering::Relaxed), 1, "{reply}");
+    let flagged = degraded(&reply);
+    for role in ["kg-linker", "summarizer"] {
+        assert!(
+            flagged.contains(&format!("{role} model_fallback")),
+            "{role} not flagged in {flagged:?}"
+        );
+    }
+}

@@ -107,6 +107,10 @@ pub trait LanguageModel: Send + Sync + 'static {
         None
     }
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
+    /// The caller stopped waiting for a reply after `waited`: its deadline came first.
+    /// A client with a circuit breaker counts that as a model that did not answer, so
+    /// that the next calls do not wait the same way (see `llm.breaker_*`).
+    fn gave_up(&self, _waited: std::time::Duration) {}
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

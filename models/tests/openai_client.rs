@@ -458,3 +458,51 @@ fn debug_output_leaves_the_api_key_out() {
         "{shown}"
     );
 }
+
+/// A server that accepts connections and never answers: the first call waits out its
+/// timeout, the next fails at once, without a connection (the breaker opened on the
+/// timeout, not after `breaker_failures` of them); the same when the caller gave up
+/// first (`gave_up`, as a role does at its deadline).
+#[tokio::test]
+async fn a_model_that_never_answers_is_waited_for_once() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = accepted.clone();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let skipped = |result: Result<_, LlmError>| match result {
+        Err(LlmError::Unreachable { detail, .. }) => {
+            assert!(detail.contains("not tried"), "{detail}")
+        }
+        other => panic!("expected a skipped call, got {other:?}"),
+    };
+
+    let mut config = OpenAiConfig::new(base.clone(), "m");
+    config.timeout = Duration::from_millis(300);
+    config.max_retries = 0;
+    let client = OpenAiChat::new(config).unwrap();
+    let error = within(client.chat(question())).await.unwrap_err();
+    assert!(matches!(error, LlmError::Timeout(_)), "{error:?}");
+    skipped(within(client.chat(question())).await);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // The caller's deadline comes before the client's own timeout.
+    let mut config = OpenAiConfig::new(base, "m");
+    config.timeout = Duration::from_secs(60);
+    let client = OpenAiChat::new(config).unwrap();
+    let waited = Duration::from_millis(200);
+    assert!(tokio::time::timeout(waited, client.chat(question()))
+        .await
+        .is_err());
+    client.gave_up(waited);
+    skipped(within(client.chat(question())).await);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    silent.abort();
+}

@@ -202,7 +202,13 @@ pub async fn chat_before(
     let allowed = model_time(deadline.remaining());
     match tokio::time::timeout(allowed, llm.chat(request)).await {
         Ok(result) => result,
-        Err(_) => Err(LlmError::Timeout(allowed)),
+        Err(_) => {
+            // The model's client learns that it did not answer in time, so the next
+            // roles of this question (and the next questions, for the breaker's
+            // cool-down) answer without waiting for it again.
+            llm.gave_up(allowed);
+            Err(LlmError::Timeout(allowed))
+        }
     }
 }
 

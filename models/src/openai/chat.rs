@@ -46,6 +46,10 @@ impl LanguageModel for OpenAiChat {
         self.transport.config.context_tokens
     }
 
+    fn gave_up(&self, waited: std::time::Duration) {
+        self.transport.record_no_reply(waited);
+    }
+
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let config = &self.transport.config;
         // OpenTelemetry GenAI semantic conventions. Never the API key; the prompt and

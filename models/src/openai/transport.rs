@@ -143,29 +143,51 @@ impl Transport {
             result,
             Err(LlmError::Timeout(_) | LlmError::Unreachable { .. } | LlmError::Server { .. })
         );
-        // A server that refused the connection twice is not there: open the breaker
-        // now rather than after `breaker_failures` more calls of the same wait.
-        let refused = matches!(result, Err(LlmError::Unreachable { .. }));
-        let mut breaker = self.breaker.lock().expect("breaker lock");
+        // A server that refused the connection, or accepted it and gave no reply in
+        // the whole timeout, would cost every following call the same wait: open the
+        // breaker now rather than after `breaker_failures` more calls of it. A 5xx is a
+        // server that is there and may answer the next call.
+        let at_once = matches!(
+            result,
+            Err(LlmError::Unreachable { .. } | LlmError::Timeout(_))
+        );
         if down {
-            breaker.failures += 1;
-            if refused {
-                breaker.failures = breaker.failures.max(self.config.breaker_failures);
-            }
-            let limit = self.config.breaker_failures;
-            if limit > 0 && breaker.failures >= limit {
-                breaker.open_until = Some(self.clock.now() + self.config.breaker_cooldown);
-                tracing::warn!(
-                    url = %url,
-                    failures = breaker.failures,
-                    cooldown_ms = self.config.breaker_cooldown.as_millis() as u64,
-                    "language model down; calls fail at once until the cool-down ends"
-                );
-            }
+            self.record_down(&url, at_once);
         } else {
-            *breaker = Breaker::default();
+            *self.breaker.lock().expect("breaker lock") = Breaker::default();
         }
         result
+    }
+
+    /// The caller stopped waiting after `waited` with no reply (its deadline came
+    /// first): a model that does not answer in the time a question has, whose next
+    /// calls would wait as long, so the breaker opens at once.
+    pub(crate) fn record_no_reply(&self, waited: Duration) {
+        tracing::warn!(
+            waited_ms = waited.as_millis() as u64,
+            "the language model gave no reply before the caller's deadline"
+        );
+        self.record_down(&self.config.endpoint("chat/completions"), true);
+    }
+
+    /// Counts one call that found the server down; opens the breaker once
+    /// `breaker_failures` calls in a row did, or at once.
+    fn record_down(&self, url: &str, at_once: bool) {
+        let mut breaker = self.breaker.lock().expect("breaker lock");
+        breaker.failures += 1;
+        if at_once {
+            breaker.failures = breaker.failures.max(self.config.breaker_failures);
+        }
+        let limit = self.config.breaker_failures;
+        if limit > 0 && breaker.failures >= limit {
+            breaker.open_until = Some(self.clock.now() + self.config.breaker_cooldown);
+            tracing::warn!(
+                url = %url,
+                failures = breaker.failures,
+                cooldown_ms = self.config.breaker_cooldown.as_millis() as u64,
+                "language model down; calls fail at once until the cool-down ends"
+            );
+        }
     }
 
     async fn post_json_retrying(
