@@ -55,6 +55,23 @@ fn the_api_answers_and_reports_its_roles() {
     );
     assert_eq!(reply["trace_id"].as_str().map(str::len), Some(32));
     assert!(reply["cost"]["bus_messages"].as_u64().unwrap() >= 3);
+
+    // The roles' request counts are current: the question above was counted.
+    let (status, body) = http(address, "GET", "/v1/agents", None);
+    assert_eq!(status, 200, "{body}");
+    let agents: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let requests = |role: &str| {
+        agents["roles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["role"] == role)
+            .and_then(|r| r["requests"].as_u64())
+            .unwrap_or_else(|| panic!("{role}: {body}"))
+    };
+    for role in ["kg-linker", "summarizer"] {
+        assert!(requests(role) >= 1, "{role} counted no request: {body}");
+    }
 }
 
 #[test]

@@ -467,7 +467,9 @@ struct Agents {
 }
 
 async fn agents(state: web::Data<ApiState>) -> HttpResponse {
-    match state.coordinator.directory().snapshot().await {
+    // Discovered now, not the snapshot questions are routed by (refreshed only every
+    // few seconds): an operator reading the request counts wants them current.
+    match state.coordinator.directory().refresh().await {
         Ok(snapshot) => HttpResponse::Ok().json(Agents {
             roles: snapshot.roles().cloned().collect(),
         }),
