@@ -82,7 +82,7 @@ async fn graph_store_cypher_answers_and_refuses() {
             );
             let hint = hint.unwrap_or_default();
             assert!(
-                hint.starts_with("did you mean :ORDERS? (Order)-[:ORDERS]->(Product)"),
+                hint.starts_with("did you mean :ORDERS? (:Order)-[:ORDERS]->(:Product)"),
                 "{hint}"
             );
         }

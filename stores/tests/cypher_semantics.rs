@@ -137,7 +137,9 @@ fn patterns_directions_and_variable_length() {
         vec![s("d")]
     );
     assert_eq!(
-        names("MATCH p = (:Person {name: 'a'})-[:KNOWS*]->(:Person {name: 'd'}) RETURN length(p)"),
+        names(
+            "MATCH p = (:Person {name: 'a'})-[:KNOWS*1..3]->(:Person {name: 'd'}) RETURN length(p)"
+        ),
         vec![Value::Int(3)]
     );
     assert_eq!(
@@ -271,7 +273,7 @@ fn unknown_names_get_repair_hints() {
         "{reason}"
     );
     assert!(
-        hint.starts_with("did you mean :ORDERS? (Order)-[:ORDERS]->(Product)"),
+        hint.starts_with("did you mean :ORDERS? (:Order)-[:ORDERS]->(:Product)"),
         "{hint}"
     );
     let (reason, hint) = error("MATCH (p:product) RETURN p");

@@ -464,9 +464,160 @@ pub fn relation_label(relation: &str) -> String {
     relation_words(relation).join(" ")
 }
 
+/// How a comparative phrase bounds the number or date after it: "after 2012" is
+/// `> 2012`, "since 2012" `>= 2012`, "no more than 5" `<= 5`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Comparative {
+    /// Above the bound (`>`, `>=`), not below it.
+    pub greater: bool,
+    /// The bound itself is in (`>=`, `<=`).
+    pub inclusive: bool,
+}
+
+impl Comparative {
+    /// The openCypher operator: `>`, `>=`, `<` or `<=`.
+    pub fn operator(self) -> &'static str {
+        match (self.greater, self.inclusive) {
+            (true, false) => ">",
+            (true, true) => ">=",
+            (false, false) => "<",
+            (false, true) => "<=",
+        }
+    }
+}
+
+const fn cmp(greater: bool, inclusive: bool) -> Comparative {
+    Comparative { greater, inclusive }
+}
+
+/// Phrases that put a bound before a number or a date, longest first so that "no more
+/// than" is read before "more than", and "more than" before "more".
+const COMPARATIVES: &[(&[&str], Comparative)] = &[
+    (&["no", "more", "than"], cmp(false, true)),
+    (&["not", "more", "than"], cmp(false, true)),
+    (&["no", "less", "than"], cmp(true, true)),
+    (&["not", "less", "than"], cmp(true, true)),
+    (&["no", "fewer", "than"], cmp(true, true)),
+    (&["no", "later", "than"], cmp(false, true)),
+    (&["no", "earlier", "than"], cmp(true, true)),
+    (&["at", "least"], cmp(true, true)),
+    (&["at", "most"], cmp(false, true)),
+    (&["later", "than"], cmp(true, false)),
+    (&["earlier", "than"], cmp(false, false)),
+    (&["more"], cmp(true, false)),
+    (&["greater"], cmp(true, false)),
+    (&["higher"], cmp(true, false)),
+    (&["larger"], cmp(true, false)),
+    (&["over"], cmp(true, false)),
+    (&["above"], cmp(true, false)),
+    (&["exceeding"], cmp(true, false)),
+    (&["exceeds"], cmp(true, false)),
+    (&["after"], cmp(true, false)),
+    (&["since"], cmp(true, true)),
+    (&["less"], cmp(false, false)),
+    (&["fewer"], cmp(false, false)),
+    (&["lower"], cmp(false, false)),
+    (&["below"], cmp(false, false)),
+    (&["under"], cmp(false, false)),
+    (&["cheaper"], cmp(false, false)),
+    (&["before"], cmp(false, false)),
+    (&["until"], cmp(false, true)),
+];
+
+/// Words after a number that bound it ("25 or more", "2010 and later"), inclusive.
+const TRAILING: &[(&str, bool)] = &[
+    ("more", true),
+    ("higher", true),
+    ("greater", true),
+    ("above", true),
+    ("later", true),
+    ("after", true),
+    ("less", false),
+    ("fewer", false),
+    ("lower", false),
+    ("below", false),
+    ("earlier", false),
+    ("before", false),
+];
+
+/// The comparative phrase that starts at `words[at]`, and how many words it takes
+/// (a "than" right after a one-word comparative is taken with it: "more than").
+pub fn comparative_at(words: &[String], at: usize) -> Option<(Comparative, usize)> {
+    COMPARATIVES.iter().find_map(|(phrase, comparative)| {
+        let end = at + phrase.len();
+        let matches = words
+            .get(at..end)
+            .is_some_and(|found| found.iter().zip(phrase.iter()).all(|(w, p)| w == p));
+        if !matches {
+            return None;
+        }
+        let than = phrase.len() == 1 && words.get(end).is_some_and(|w| w == "than");
+        Some((*comparative, phrase.len() + usize::from(than)))
+    })
+}
+
+/// The bound that "or more", "or earlier", "and above" put on the number at
+/// `words[at]`: inclusive, in the direction the word says.
+pub fn trailing_comparative(words: &[String], at: usize) -> Option<Comparative> {
+    let joiner = words.get(at + 1)?;
+    if joiner != "or" && joiner != "and" {
+        return None;
+    }
+    let word = words.get(at + 2)?;
+    TRAILING
+        .iter()
+        .find(|(w, _)| w == word)
+        .map(|(_, greater)| cmp(*greater, true))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn words_of(text: &str) -> Vec<String> {
+        words(text)
+    }
+
+    #[test]
+    fn comparatives_bound_the_number_after_them() {
+        let cases: &[(&str, &str, usize)] = &[
+            ("after 2012", ">", 1),
+            ("since 2012", ">=", 1),
+            ("before 2012", "<", 1),
+            ("until 2012", "<=", 1),
+            ("more than 50", ">", 2),
+            ("less than 10", "<", 2),
+            ("fewer than 3", "<", 2),
+            ("at least 5", ">=", 2),
+            ("at most 5", "<=", 2),
+            ("over 20", ">", 1),
+            ("under 20", "<", 1),
+            ("no more than 4", "<=", 3),
+            ("not less than 4", ">=", 3),
+            ("later than 1999", ">", 2),
+            ("no later than 1999", "<=", 3),
+        ];
+        for (text, operator, taken) in cases {
+            let words = words_of(text);
+            let found = comparative_at(&words, 0).map(|(c, n)| (c.operator(), n));
+            assert_eq!(found, Some((*operator, *taken)), "{text}");
+        }
+        // Only at the phrase's start, and only whole words.
+        assert_eq!(comparative_at(&words_of("the most popular"), 0), None);
+        assert_eq!(comparative_at(&words_of("moreover 5"), 0), None);
+        assert_eq!(comparative_at(&words_of("a b"), 5), None);
+    }
+
+    #[test]
+    fn trailing_words_bound_the_number_before_them_inclusively() {
+        let words = words_of("25 or more units, 1990 or earlier, 10 and above, 5 or so");
+        let at = |n: &str| words.iter().position(|w| w == n).unwrap();
+        let op = |n: &str| trailing_comparative(&words, at(n)).map(Comparative::operator);
+        assert_eq!(op("25"), Some(">="));
+        assert_eq!(op("1990"), Some("<="));
+        assert_eq!(op("10"), Some(">="));
+        assert_eq!(op("5"), None);
+    }
 
     #[test]
     fn a_question_whose_lower_case_shifts_its_offsets_keeps_a_name_a_name() {

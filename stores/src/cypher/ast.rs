@@ -70,8 +70,14 @@ pub struct ProjectionItem {
 }
 
 impl ProjectionItem {
+    /// The alias, else a variable's own name (`` `the ship` `` projects `the ship`),
+    /// else the expression's text.
     pub fn column_name(&self) -> &str {
-        self.alias.as_deref().unwrap_or(&self.text)
+        match (&self.alias, &self.expr) {
+            (Some(alias), _) => alias,
+            (None, Expr::Variable(name, _)) => name,
+            (None, _) => &self.text,
+        }
     }
 }
 

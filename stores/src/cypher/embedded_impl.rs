@@ -130,6 +130,14 @@ impl PropertyGraph for EmbeddedGraph {
         key == NAME_PROPERTY || self.property_key_id(key).is_some()
     }
 
+    fn property_keys(&self) -> Vec<String> {
+        let mut keys = self.data.property_keys.names.clone();
+        keys.push(NAME_PROPERTY.to_owned());
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
     fn node_id(&self, node: u32) -> NodeId {
         EmbeddedGraph::node_id(self, node)
     }

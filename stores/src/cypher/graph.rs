@@ -36,6 +36,12 @@ pub trait PropertyGraph: Send + Sync {
     fn property_key_exists(&self, _key: &str) -> bool {
         false
     }
+    /// Every property key some node or relationship has, sorted (empty where the graph
+    /// cannot list them). The validator checks keys against it when the schema has no
+    /// labels to hold node keys (a graph of triples).
+    fn property_keys(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The id a node has outside the executor (what `id(n)` returns).
     fn node_id(&self, node: u32) -> NodeId {
         NodeId(u64::from(node))
@@ -300,5 +306,24 @@ impl PropertyGraph for MemoryGraph {
             .get(edge.id as usize)
             .cloned()
             .unwrap_or_default()
+    }
+
+    fn property_key_exists(&self, key: &str) -> bool {
+        self.node_props
+            .iter()
+            .chain(&self.edge_props)
+            .any(|props| props.iter().any(|(k, _)| k == key))
+    }
+
+    fn property_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .node_props
+            .iter()
+            .chain(&self.edge_props)
+            .flat_map(|props| props.iter().map(|(key, _)| key.clone()))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
     }
 }

@@ -201,35 +201,10 @@ pub fn lex(src: &str) -> Result<Vec<Token>, CypherError> {
                 Tok::Neq
             }
             b'\'' | b'"' => string(src, &mut pos)?,
-            b'`' => {
+            b'`' => Tok::QuotedIdent(quoted_name(src, &mut pos)?),
+            b'$' if bytes.get(pos + 1) == Some(&b'`') => {
                 pos += 1;
-                let name_start = pos;
-                let mut name = String::new();
-                loop {
-                    match bytes.get(pos) {
-                        None => {
-                            return Err(CypherError::syntax(
-                                "unterminated `quoted name`".into(),
-                                Span::new(start, name_start),
-                                src,
-                            ))
-                        }
-                        Some(b'`') if bytes.get(pos + 1) == Some(&b'`') => {
-                            name.push('`');
-                            pos += 2;
-                        }
-                        Some(b'`') => {
-                            pos += 1;
-                            break;
-                        }
-                        Some(_) => {
-                            let ch = next_char(src, pos);
-                            name.push(ch);
-                            pos += ch.len_utf8();
-                        }
-                    }
-                }
-                Tok::QuotedIdent(name)
+                Tok::Param(quoted_name(src, &mut pos)?)
             }
             b'$' => {
                 pos += 1;
@@ -279,6 +254,57 @@ pub fn lex(src: &str) -> Result<Vec<Token>, CypherError> {
         span: Span::new(src.len(), src.len()),
     });
     Ok(tokens)
+}
+
+/// A label, relationship type, property key or variable as Cypher text: bare when the
+/// lexer reads it as one plain name (`ORDERS`, `name`), else back-quoted with inner
+/// backquotes doubled (`` `http://example.org/operatedBy` ``, `` `unit price` ``), so
+/// that a name shown in a hint can be pasted into a query as it stands.
+pub fn cypher_name(name: &str) -> std::borrow::Cow<'_, str> {
+    let mut bytes = name.bytes();
+    let plain = bytes
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if plain {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        std::borrow::Cow::Owned(format!("`{}`", name.replace('`', "``")))
+    }
+}
+
+/// Reads a `` `back-quoted name` `` starting at `*pos` (on its opening backquote);
+/// a doubled backquote inside stands for one.
+fn quoted_name(src: &str, pos: &mut usize) -> Result<String, CypherError> {
+    let bytes = src.as_bytes();
+    let start = *pos;
+    *pos += 1;
+    let name_start = *pos;
+    let mut name = String::new();
+    loop {
+        match bytes.get(*pos) {
+            None => {
+                return Err(CypherError::syntax(
+                    "unterminated `quoted name`".into(),
+                    Span::new(start, name_start),
+                    src,
+                ))
+            }
+            Some(b'`') if bytes.get(*pos + 1) == Some(&b'`') => {
+                name.push('`');
+                *pos += 2;
+            }
+            Some(b'`') => {
+                *pos += 1;
+                return Ok(name);
+            }
+            Some(_) => {
+                let ch = next_char(src, *pos);
+                name.push(ch);
+                *pos += ch.len_utf8();
+            }
+        }
+    }
 }
 
 fn one(pos: &mut usize, tok: Tok) -> Tok {

@@ -18,6 +18,7 @@ pub mod lexer;
 mod parser;
 
 pub use error::{CypherError, CypherResult, ErrorKind, Position, Span};
+pub use lexer::cypher_name;
 pub use parser::parse;
 pub mod exec;
 pub mod graph;
@@ -40,9 +41,7 @@ pub fn run_read_only(
     limits: &QueryLimits,
 ) -> StoreResult<Rows> {
     let query = parse(text)?;
-    validate_with(&query, schema, limits, &|key| {
-        graph.property_key_exists(key)
-    })?;
+    validate_with(&query, schema, limits, Some(graph))?;
     Ok(execute(graph, &query, params, limits)?)
 }
 

@@ -1246,7 +1246,8 @@ impl<'a> Parser<'a> {
         }
         // `[(a)-->(b) WHERE … | b.name]`
         if self.peek() == &Tok::LParen
-            || (matches!(self.peek(), Tok::Ident(_)) && self.peek_at(1) == &Tok::Eq)
+            || (matches!(self.peek(), Tok::Ident(_) | Tok::QuotedIdent(_))
+                && self.peek_at(1) == &Tok::Eq)
         {
             let saved = self.pos;
             if let Ok(pattern) = self.pattern_part() {

@@ -8,6 +8,8 @@ use kgmesh_schemas::graph::GraphSchema;
 
 use super::ast::*;
 use super::error::{CypherError, CypherResult, ErrorKind};
+use super::graph::PropertyGraph;
+use super::lexer::cypher_name;
 use crate::QueryLimits;
 
 /// Intermediate rows a query may build (matches, expansions, cartesian products) before it
@@ -19,31 +21,42 @@ pub fn work_budget(limits: &QueryLimits) -> u64 {
 }
 
 /// Checks a parsed query against the schema and the limits. Unknown names are reported
-/// only when the schema knows some names of that kind (an empty schema checks nothing).
+/// only when the schema knows some names of that kind (an empty schema checks nothing);
+/// a label on a graph that has nodes but no labels at all (a graph of triples) is refused
+/// with how to match there instead.
 pub fn validate(query: &Query, schema: &GraphSchema, limits: &QueryLimits) -> CypherResult<()> {
-    validate_with(query, schema, limits, &|_| false)
+    validate_with(query, schema, limits, None)
 }
 
-/// [`validate`], with `key_exists` consulted before a property key missing from a
-/// (sampled) schema is called unknown.
+/// [`validate`], with the graph itself consulted for property keys: before a key missing
+/// from a (sampled) schema is called unknown, and for the keys of a graph whose schema
+/// has no labels to hang them on (a graph of triples, whose nodes answer to `name`).
 pub fn validate_with(
     query: &Query,
     schema: &GraphSchema,
     limits: &QueryLimits,
-    key_exists: &dyn Fn(&str) -> bool,
+    graph: Option<&dyn PropertyGraph>,
 ) -> CypherResult<()> {
+    let key_exists = |key: &str| graph.is_some_and(|graph| graph.property_key_exists(key));
+    let mut all_node_keys: Vec<String> = schema
+        .labels
+        .iter()
+        .flat_map(|label| label.property_keys.iter().cloned())
+        .collect();
+    all_node_keys.sort();
+    all_node_keys.dedup();
+    // Without labels the schema holds no node keys: the graph lists its own.
+    let graph_keys = match graph {
+        Some(graph) if all_node_keys.is_empty() => graph.property_keys(),
+        _ => Vec::new(),
+    };
     let mut validator = Validator {
         schema,
         limits,
-        key_exists,
-        all_node_keys: schema
-            .labels
-            .iter()
-            .flat_map(|label| label.property_keys.iter().cloned())
-            .collect(),
+        key_exists: &key_exists,
+        graph_keys,
+        all_node_keys,
     };
-    validator.all_node_keys.sort();
-    validator.all_node_keys.dedup();
     validator.query(query, &Scope::default(), true)
 }
 
@@ -83,6 +96,8 @@ struct Validator<'a> {
     schema: &'a GraphSchema,
     limits: &'a QueryLimits,
     key_exists: &'a dyn Fn(&str) -> bool,
+    /// Every property key the graph has, where it could say (empty otherwise).
+    graph_keys: Vec<String>,
     all_node_keys: Vec<String>,
 }
 
@@ -249,6 +264,23 @@ impl<'a> Validator<'a> {
                     ErrorKind::Limit,
                     format!("variable-length relationship needs at least {min} hops, over the depth budget of {max_depth}"),
                 ));
+            }
+            if range.max.is_none() {
+                let bounded = VarLength {
+                    min: Some(min),
+                    max: Some(max_depth),
+                };
+                return Err(CypherError::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "the variable-length relationship {} has no upper bound: unbounded patterns are refused",
+                        rel_pattern_text(rel, range)
+                    ),
+                )
+                .with_hint(format!(
+                    "give it an upper bound of at most {max_depth} hops, e.g. {}",
+                    rel_pattern_text(rel, bounded)
+                )));
             }
         }
         if let Some(variable) = &rel.variable {
@@ -517,21 +549,58 @@ impl<'a> Validator<'a> {
     }
 
     fn check_label(&self, label: &str) -> CypherResult<()> {
-        if self.schema.labels.is_empty() || self.schema.label(label).is_some() {
+        if self.schema.label(label).is_some() {
             return Ok(());
+        }
+        if self.schema.labels.is_empty() {
+            if self.schema.node_count == 0 {
+                // Nothing is known about this graph's nodes: nothing to check against.
+                return Ok(());
+            }
+            return Err(CypherError::new(
+                ErrorKind::UnknownName,
+                format!("label :{} does not exist", cypher_name(label)),
+            )
+            .with_hint(self.no_labels_hint()));
         }
         let names: Vec<&str> = self.schema.labels.iter().map(|l| l.name.as_str()).collect();
         let close = closest(label, names.iter().copied());
         let mut hint = match close.first() {
-            Some(best) => format!("did you mean :{best}?"),
+            Some(best) => format!("did you mean :{}?", cypher_name(best)),
             None => String::new(),
         };
-        push_sentence(&mut hint, &format!("existing labels: {}", names.join(", ")));
+        push_sentence(
+            &mut hint,
+            &format!("existing labels: {}", name_list(names.iter().copied(), ":")),
+        );
         Err(CypherError::new(
             ErrorKind::UnknownName,
-            format!("label :{label} does not exist"),
+            format!("label :{} does not exist", cypher_name(label)),
         )
         .with_hint(hint))
+    }
+
+    /// What to match by on a graph whose nodes have no labels (a graph of triples): its
+    /// most common relationship, or a node's name, with names taken from the graph.
+    fn no_labels_hint(&self) -> String {
+        let mut hint = "this graph has no node labels (loaded from triples): match by relationship or by name instead".to_owned();
+        let Some(relation) = self.schema.relations.first() else {
+            hint.push_str(", e.g. MATCH (s {name: '…'})-[r]->(o) RETURN type(r), o.name");
+            return hint;
+        };
+        let rel_type = cypher_name(&relation.name);
+        let head = relation
+            .examples
+            .iter()
+            .find_map(|example| example.split_once(&format!(" -[{}]-> ", relation.name)))
+            .map(|(head, _)| head.trim())
+            .filter(|head| !head.is_empty())
+            .unwrap_or("…");
+        hint.push_str(&format!(
+            ", e.g. MATCH (s)-[:{rel_type}]->(o) RETURN s.name, o.name LIMIT 10, or MATCH (s {{name: {}}})-[r]->(o) RETURN type(r), o.name",
+            string_literal(head)
+        ));
+        hint
     }
 
     fn check_relation(&self, rel_type: &str) -> CypherResult<()> {
@@ -547,7 +616,7 @@ impl<'a> Validator<'a> {
         let close = closest(rel_type, names.iter().copied());
         let mut hint = String::new();
         if let Some(best) = close.first() {
-            hint = format!("did you mean :{best}?");
+            hint = format!("did you mean :{}?", cypher_name(best));
             if let Some(example) = self.schema.relation(best).and_then(relation_example) {
                 hint.push(' ');
                 hint.push_str(&example);
@@ -558,7 +627,8 @@ impl<'a> Validator<'a> {
             .relations
             .iter()
             .map(|relation| {
-                relation_example(relation).unwrap_or_else(|| format!("[:{}]", relation.name))
+                relation_example(relation)
+                    .unwrap_or_else(|| format!("[:{}]", cypher_name(&relation.name)))
             })
             .collect();
         push_sentence(
@@ -567,20 +637,24 @@ impl<'a> Validator<'a> {
         );
         Err(CypherError::new(
             ErrorKind::UnknownName,
-            format!("relationship :{rel_type} does not exist"),
+            format!("relationship :{} does not exist", cypher_name(rel_type)),
         )
         .with_hint(hint))
     }
 
     fn check_node_key(&self, key: &str, labels: &[String]) -> CypherResult<()> {
-        if self.all_node_keys.is_empty() {
+        // A schema without labels has no node keys: the graph's own list stands in.
+        let graph_wide = self.all_node_keys.is_empty();
+        if graph_wide && self.graph_keys.is_empty() {
             return Ok(());
         }
         let known: Vec<&LabelSchemaRef> = labels
             .iter()
             .filter_map(|label| self.schema.label(label))
             .collect();
-        let candidates: Vec<&str> = if known.is_empty() {
+        let candidates: Vec<&str> = if graph_wide {
+            self.graph_keys.iter().map(String::as_str).collect()
+        } else if known.is_empty() {
             self.all_node_keys.iter().map(String::as_str).collect()
         } else {
             known
@@ -598,15 +672,11 @@ impl<'a> Validator<'a> {
         let owner = if known.is_empty() {
             "any node".to_string()
         } else {
-            known
-                .iter()
-                .map(|label| format!(":{}", label.name))
-                .collect::<Vec<_>>()
-                .join(", ")
+            name_list(known.iter().map(|label| label.name.as_str()), ":")
         };
         let close = closest(key, candidates.iter().copied());
         let mut hint = match close.first() {
-            Some(best) => format!("did you mean .{best}?"),
+            Some(best) => format!("did you mean .{}?", cypher_name(best)),
             None => String::new(),
         };
         let mut listed: Vec<&str> = candidates.clone();
@@ -614,11 +684,14 @@ impl<'a> Validator<'a> {
         listed.dedup();
         push_sentence(
             &mut hint,
-            &format!("properties of {owner}: {}", listed.join(", ")),
+            &format!(
+                "properties of {owner}: {}",
+                name_list(listed.into_iter(), "")
+            ),
         );
         Err(CypherError::new(
             ErrorKind::UnknownName,
-            format!("property .{key} does not exist on {owner}"),
+            format!("property .{} does not exist on {owner}", cypher_name(key)),
         )
         .with_hint(hint))
     }
@@ -638,7 +711,7 @@ impl<'a> Validator<'a> {
         }
         let close = closest(key, keys.iter().map(String::as_str));
         let mut hint = match close.first() {
-            Some(best) => format!("did you mean .{best}?"),
+            Some(best) => format!("did you mean .{}?", cypher_name(best)),
             None => String::new(),
         };
         if keys.is_empty() {
@@ -646,12 +719,15 @@ impl<'a> Validator<'a> {
         } else {
             push_sentence(
                 &mut hint,
-                &format!("relationship properties: {}", keys.join(", ")),
+                &format!(
+                    "relationship properties: {}",
+                    name_list(keys.iter().map(String::as_str), "")
+                ),
             );
         }
         Err(CypherError::new(
             ErrorKind::UnknownName,
-            format!("relationship property .{key} does not exist"),
+            format!("relationship property .{} does not exist", cypher_name(key)),
         )
         .with_hint(hint))
     }
@@ -662,6 +738,41 @@ const SAMPLED_LABEL_SIZE: u64 = 10_000;
 
 type LabelSchemaRef = kgmesh_schemas::graph::LabelSchema;
 
+/// A relationship pattern's brackets as Cypher text, with `range` as its length
+/// (`[r:KNOWS*1..3]`; properties left out).
+fn rel_pattern_text(rel: &RelPattern, range: VarLength) -> String {
+    let mut text = String::from("[");
+    if let Some(variable) = &rel.variable {
+        text.push_str(&cypher_name(variable));
+    }
+    if !rel.types.is_empty() {
+        text.push(':');
+        let types: Vec<String> = rel
+            .types
+            .iter()
+            .map(|t| cypher_name(t).into_owned())
+            .collect();
+        text.push_str(&types.join("|"));
+    }
+    text.push('*');
+    match (range.min, range.max) {
+        (Some(min), Some(max)) if min == max => text.push_str(&min.to_string()),
+        (min, max) => {
+            if let Some(min) = min {
+                text.push_str(&min.to_string());
+            }
+            if min.is_some() || max.is_some() {
+                text.push_str("..");
+            }
+            if let Some(max) = max {
+                text.push_str(&max.to_string());
+            }
+        }
+    }
+    text.push(']');
+    text
+}
+
 fn push_sentence(hint: &mut String, sentence: &str) {
     if !hint.is_empty() {
         hint.push_str("; ");
@@ -669,11 +780,38 @@ fn push_sentence(hint: &mut String, sentence: &str) {
     hint.push_str(sentence);
 }
 
+/// `(:Head)-[:TYPE]->(:Tail)` for the relation's most frequent endpoints, as Cypher text
+/// (an endpoint without a label is `()`).
 fn relation_example(relation: &kgmesh_schemas::graph::RelationSchema) -> Option<String> {
-    relation
-        .endpoints
-        .first()
-        .map(|(head, tail, _)| format!("({head})-[:{}]->({tail})", relation.name))
+    let node = |label: &str| {
+        if label.is_empty() {
+            "()".to_owned()
+        } else {
+            format!("(:{})", cypher_name(label))
+        }
+    };
+    relation.endpoints.first().map(|(head, tail, _)| {
+        format!(
+            "{}-[:{}]->{}",
+            node(head),
+            cypher_name(&relation.name),
+            node(tail)
+        )
+    })
+}
+
+/// Names as Cypher text (back-quoted where they are not plain identifiers), each after
+/// `prefix`, comma-separated.
+fn name_list<'n>(names: impl Iterator<Item = &'n str>, prefix: &str) -> String {
+    names
+        .map(|name| format!("{prefix}{}", cypher_name(name)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `text` as a single-quoted Cypher string literal.
+fn string_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
 fn forbidden_error(clause: &ForbiddenClause) -> CypherError {
@@ -828,30 +966,50 @@ fn pattern_variables(pattern: &PatternPart) -> Vec<String> {
 }
 
 /// The names closest to `wanted`: a case-insensitive match first, then by edit distance
-/// (close enough to be a plausible typo), best first, at most three.
+/// (close enough to be a plausible typo), best first, at most three. A name that is an
+/// IRI (`http://example.org/operatedBy`) is also compared by its local name, the part a
+/// user types.
 pub fn closest<'n>(wanted: &str, names: impl Iterator<Item = &'n str>) -> Vec<&'n str> {
     let wanted_lower = wanted.to_lowercase();
+    let score = |lower: &str| -> Option<usize> {
+        if lower == wanted_lower {
+            return Some(0);
+        }
+        let distance = edit_distance(&wanted_lower, lower) + 1;
+        let allowed = (wanted_lower.chars().count().max(lower.chars().count()) / 3).max(1) + 1;
+        let contains = lower.contains(&wanted_lower) || wanted_lower.contains(lower);
+        if distance <= allowed {
+            Some(distance)
+        } else if contains && wanted_lower.len() >= 3 && lower.len() >= 3 {
+            Some(allowed + 1)
+        } else {
+            None
+        }
+    };
     let mut scored: Vec<(usize, &'n str)> = names
         .filter_map(|name| {
             let lower = name.to_lowercase();
-            if lower == wanted_lower {
-                return Some((0, name));
-            }
-            let distance = edit_distance(&wanted_lower, &lower) + 1;
-            let allowed = (wanted_lower.chars().count().max(lower.chars().count()) / 3).max(1) + 1;
-            let contains = lower.contains(&wanted_lower) || wanted_lower.contains(&lower);
-            if distance <= allowed {
-                Some((distance, name))
-            } else if contains && wanted_lower.len() >= 3 && lower.len() >= 3 {
-                Some((allowed + 1, name))
-            } else {
-                None
+            let whole = score(&lower);
+            let local = local_name(&lower)
+                .filter(|local| !local.is_empty() && local.len() < lower.len())
+                .and_then(score);
+            match (whole, local) {
+                (Some(a), Some(b)) => Some((a.min(b), name)),
+                (a, b) => a.or(b).map(|s| (s, name)),
             }
         })
         .collect();
     scored.sort();
     scored.dedup();
     scored.into_iter().take(3).map(|(_, name)| name).collect()
+}
+
+/// The local name of an IRI: what follows its last `#` or `/` (`None` for other names).
+fn local_name(name: &str) -> Option<&str> {
+    if !name.contains("://") && !name.starts_with("urn:") {
+        return None;
+    }
+    name.rsplit(['#', '/']).next()
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

@@ -55,6 +55,14 @@ impl Candidate {
     }
 }
 
+/// `1997-07-04`, `2012`: a text that starts with four digits.
+fn starts_with_a_year(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() >= 4
+        && bytes[..4].iter().all(u8::is_ascii_digit)
+        && bytes.get(4).is_none_or(|b| !b.is_ascii_digit())
+}
+
 /// A value as an openCypher literal.
 fn cypher_literal(value: &Value) -> String {
     match value {
@@ -419,7 +427,7 @@ impl Enumerator<'_> {
                 let bound = if property.numeric_text {
                     Value::String(super::plain_text(&Value::Float(value)))
                 } else {
-                    Value::Float(value)
+                    super::number_value(value)
                 };
                 out.push(Filter {
                     condition: format!("{var}.{} {op} $x", quoted(&property.key)),
@@ -438,7 +446,7 @@ impl Enumerator<'_> {
                     if property.numeric_text {
                         Value::String(super::plain_text(&Value::Float(value)))
                     } else {
-                        Value::Float(value)
+                        super::number_value(value)
                     }
                 };
                 let key = quoted(&property.key);
@@ -461,7 +469,7 @@ impl Enumerator<'_> {
                 let bound = if property.numeric_text {
                     Value::String(super::plain_text(&Value::Float(*value)))
                 } else {
-                    Value::Float(*value)
+                    super::number_value(*value)
                 };
                 out.push(Filter {
                     condition: format!("{var}.{} = $e{i}", quoted(&property.key)),
@@ -506,9 +514,19 @@ impl Enumerator<'_> {
             };
             // Only on keys some stored value of which passes: a quoted 'bottles' is
             // looked for in the key that holds it, not in every text key.
+            // A year compared ("after 2012") bounds dates, not every text ('Heat' >
+            // '2013' as text): only keys some value of which starts with a year.
+            let dated = |key: &str| {
+                !(literal.year && literal.compare.is_some())
+                    || self
+                        .values
+                        .any_text_where(&label.name, key, starts_with_a_year)
+                        != Some(false)
+            };
             for property in label.properties.iter().filter(|p| {
                 p.kind == PropertyKind::Text
                     && self.values.any_text(&label.name, &p.key, op, &literal.text) != Some(false)
+                    && dated(&p.key)
             }) {
                 out.push(Filter {
                     condition: format!("{var}.{} {op} $s{i}", quoted(&property.key)),
@@ -881,7 +899,7 @@ impl Enumerator<'_> {
                 aggregate: Some(Aggregate::Count),
             },
             cypher,
-            params: vec![("x".to_owned(), Value::Float(value))],
+            params: vec![("x".to_owned(), super::number_value(value))],
             stems: base.stems.clone(),
             grounded: Vec::new(),
             answer: target.name.clone(),

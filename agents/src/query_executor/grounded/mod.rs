@@ -159,17 +159,6 @@ const HIGHEST: &[&str] = &[
 const LOWEST: &[&str] = &[
     "least", "lowest", "smallest", "minimum", "cheapest", "fewest",
 ];
-const GREATER: &[&str] = &[
-    "greater",
-    "more",
-    "higher",
-    "larger",
-    "over",
-    "above",
-    "exceeding",
-    "exceeds",
-];
-const LESS: &[&str] = &["less", "fewer", "lower", "below", "under", "cheaper"];
 const NUMBER_WORDS: &[&str] = &[
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
 ];
@@ -179,6 +168,49 @@ fn number(word: &str) -> Option<f64> {
         return Some(i as f64 + 1.0);
     }
     word.parse::<f64>().ok().filter(|n| n.is_finite())
+}
+
+/// The comparative phrase that ends right before `words[end]` ("after", "no later
+/// than"); an "or" before it makes it inclusive ("on or after").
+fn bound_before(words: &[String], end: usize) -> Option<text::Comparative> {
+    (end.saturating_sub(3)..end).find_map(|k| {
+        let (comparative, taken) = text::comparative_at(words, k)?;
+        (k + taken == end).then(|| text::Comparative {
+            inclusive: comparative.inclusive || (k > 0 && words[k - 1] == "or"),
+            ..comparative
+        })
+    })
+}
+
+/// A year the question names, as the start of a date text compares: "after 2012" is
+/// `>= '2013'` (`'2012-05-01' > '2012'` holds as text), "in 2012 or before" `< '2013'`,
+/// "since" and "before" as written; with no bound, what a date starts with.
+fn year_literal(year: &str, bound: Option<text::Comparative>) -> Literal {
+    let next = || {
+        year.parse::<u32>()
+            .map(|y| (y + 1).to_string())
+            .unwrap_or_else(|_| year.to_owned())
+    };
+    let (text, compare) = match bound.map(text::Comparative::operator) {
+        Some(">") => (next(), Some(">=")),
+        Some("<=") => (next(), Some("<")),
+        other => (year.to_owned(), other),
+    };
+    Literal {
+        text,
+        year: true,
+        compare,
+    }
+}
+
+/// A number the question wrote, as a query parameter: a whole number stays an integer
+/// (`2012`, not `2012.0`), as the graph's own integers are.
+pub(crate) fn number_value(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        Value::Int(n as i64)
+    } else {
+        Value::Float(n)
+    }
 }
 
 impl Cues {
@@ -194,6 +226,30 @@ impl Cues {
             }
             let word = words[i].as_str();
             let next = words.get(i + 1).map(String::as_str);
+            // "more than 50", "after 2012", "no more than 4", "at least 5": the phrase
+            // bounds the number right after it; its words are no other cue ("no" is
+            // no negation there, "most" in "at most" no ranking).
+            if let Some((comparative, taken)) = text::comparative_at(words, i) {
+                if (i..i + taken).all(free) {
+                    for flag in skip.iter_mut().take(i + taken).skip(i + 1) {
+                        *flag = true;
+                    }
+                    if cues.compare.is_none() {
+                        for j in i + taken..(i + taken + 2).min(words.len()) {
+                            if let Some(value) = number(&words[j]).filter(|_| free(j)) {
+                                cues.compare = Some(Comparison {
+                                    greater: comparative.greater,
+                                    inclusive: comparative.inclusive,
+                                    value,
+                                });
+                                used_number[j] = true;
+                                break;
+                            }
+                        }
+                    }
+                    continue;
+                }
+            }
             if (word == "how" && matches!(next, Some("many" | "much")))
                 || (word == "number" && next == Some("of"))
                 || word == "count"
@@ -227,21 +283,6 @@ impl Cues {
                 "average" | "mean" | "avg" => cues.aggregate = Some(Aggregate::Average),
                 _ => {}
             }
-            let greater = GREATER.contains(&word);
-            if (greater || LESS.contains(&word)) && cues.compare.is_none() {
-                // "more than 50", "over 20", "less than 10 units"
-                for j in i + 1..(i + 3).min(words.len()) {
-                    if let Some(value) = number(&words[j]).filter(|_| free(j)) {
-                        cues.compare = Some(Comparison {
-                            greater,
-                            inclusive: false,
-                            value,
-                        });
-                        used_number[j] = true;
-                        break;
-                    }
-                }
-            }
             // "between 10 and 20"
             if word == "between" && cues.range.is_none() {
                 let bound = |j: usize| words.get(j).filter(|_| free(j)).and_then(|w| number(w));
@@ -255,30 +296,18 @@ impl Cues {
                     used_number[i + 3] = true;
                 }
             }
-            // "at least 5", "at most 10"
-            if word == "at" && matches!(next, Some("least" | "most")) && cues.compare.is_none() {
-                if let Some(value) = words.get(i + 2).and_then(|w| number(w)) {
-                    cues.compare = Some(Comparison {
-                        greater: next == Some("least"),
-                        inclusive: true,
-                        value,
-                    });
-                    used_number[i + 2] = true;
-                    skip[i + 1] = true;
-                }
-            }
-            // "25 or higher", "10 or less"
-            if let (Some(value), Some("or"), Some(after)) =
-                (number(word), next, words.get(i + 2).map(String::as_str))
+            // "25 or higher", "10 or less", "2010 and later"
+            if let (Some(value), Some(comparative)) =
+                (number(word), text::trailing_comparative(words, i))
             {
-                let greater = GREATER.contains(&after) || after == "above";
-                if (greater || LESS.contains(&after)) && cues.compare.is_none() {
+                if cues.compare.is_none() {
                     cues.compare = Some(Comparison {
-                        greater,
-                        inclusive: true,
+                        greater: comparative.greater,
+                        inclusive: comparative.inclusive,
                         value,
                     });
                     used_number[i] = true;
+                    skip[i + 1] = true;
                     skip[i + 2] = true;
                 }
             }
@@ -536,16 +565,7 @@ impl GroundedCypher {
             });
             if !quoted.is_empty() && !names_a_key && !held.contains(&quoted.to_lowercase()) {
                 let before = text::words(&text[..range.start]);
-                let near = &before[before.len().saturating_sub(3)..];
-                let has = |set: &[&str]| near.iter().any(|w| set.contains(&w.as_str()));
-                let inclusive = near.iter().any(|w| w == "or");
-                let compare = if has(&["after", "later", "since"]) || has(GREATER) {
-                    Some(if inclusive { ">=" } else { ">" })
-                } else if has(&["before", "earlier"]) || has(LESS) {
-                    Some(if inclusive { "<=" } else { "<" })
-                } else {
-                    None
-                };
+                let compare = bound_before(&before, before.len()).map(text::Comparative::operator);
                 cues.literals.push(Literal {
                     text: quoted.to_owned(),
                     year: false,
@@ -560,11 +580,9 @@ impl GroundedCypher {
                     .is_ok_and(|y| (1800..=2100).contains(&y));
             if year && !grounded[i] && !cues.literals.iter().any(|l| l.text.contains(word.as_str()))
             {
-                cues.literals.push(Literal {
-                    text: word.clone(),
-                    year: true,
-                    compare: None,
-                });
+                let bound =
+                    bound_before(&words, i).or_else(|| text::trailing_comparative(&words, i));
+                cues.literals.push(year_literal(word, bound));
             }
         }
         let mut stems = Vec::new();

@@ -189,6 +189,92 @@ fn cues_read_counts_rankings_filters_and_limits() {
     assert_eq!(cues.aggregate, Some(Aggregate::Count));
 }
 
+#[test]
+fn comparatives_become_operators_and_whole_numbers_stay_integers() {
+    let read = |q: &str| Cues::read(&text::words(q), &[]);
+    let compare = |q: &str| read(q).compare.map(|c| (c.operator(), c.value));
+    for (question, operator, value) in [
+        ("Which films were released after 2012?", ">", 2012.0),
+        ("Which films were released since 2012?", ">=", 2012.0),
+        ("Which films were released before 2012?", "<", 2012.0),
+        ("Which films came out in 2010 or later?", ">=", 2010.0),
+        ("Products with more than 50 units", ">", 50.0),
+        ("Products with at least 5 units", ">=", 5.0),
+        ("Products with no more than 4 units", "<=", 4.0),
+        ("Products priced under 20", "<", 20.0),
+    ] {
+        assert_eq!(compare(question), Some((operator, value)), "{question}");
+    }
+    // The year is the bound, not a value to equal nor a row limit.
+    let cues = read("Which films were released after 2012?");
+    assert!(cues.equals.is_empty() && cues.limit.is_none(), "{cues:?}");
+    // A phrase's words are no other cue.
+    assert!(!read("Products with no more than 4 units").negated);
+    assert_eq!(read("Customers with at most 5 orders").order, None);
+    assert_eq!(number_value(2012.0), Value::Int(2012));
+    assert_eq!(number_value(2.5), Value::Float(2.5));
+}
+
+/// Films with a year (an integer) and a release date (a text).
+fn films() -> Shop {
+    let mut graph = MemoryGraph::new();
+    for (title, year) in [
+        ("Heat", 1995),
+        ("Drive", 2011),
+        ("Skyfall", 2012),
+        ("Gravity", 2013),
+        ("Arrival", 2016),
+    ] {
+        graph.add_node(
+            &["Film"],
+            vec![
+                ("name".into(), s(title)),
+                ("year".into(), Value::Int(year)),
+                ("released".into(), s(&format!("{year}-06-01"))),
+            ],
+        );
+    }
+    let schema = graph.schema();
+    Shop { graph, schema }
+}
+
+#[tokio::test]
+async fn a_year_after_a_comparative_bounds_years_and_dates() {
+    let films = films();
+    let planner = planner(&films).await;
+    let question = planner.question("Which films were released after 2012?");
+    let ranked = planner.ranked(&question);
+    let find = |condition: &str| {
+        ranked
+            .iter()
+            .map(|(candidate, _)| candidate)
+            .find(|candidate| candidate.cypher.contains(condition))
+            .unwrap_or_else(|| panic!("no candidate with {condition}"))
+    };
+    // On the integer key: `> 2012`, an integer as the graph holds it.
+    let on_year = find("x.`year` > $x");
+    assert_eq!(on_year.params, vec![("x".to_owned(), Value::Int(2012))]);
+    // On the date text: from 2013 on ('2012-06-01' > '2012' as text).
+    let on_date = find("x.`released` >= $s0");
+    assert_eq!(on_date.params, vec![("s0".to_owned(), s("2013"))]);
+    // No equality with the year, and no text comparison on names ('Heat' > '2013').
+    assert!(ranked
+        .iter()
+        .all(|(c, _)| !c.cypher.contains("= $e0") && !c.cypher.contains("x.`name` >")));
+    assert_eq!(
+        answers(&films, &planner, "Which films were released after 2012?").await,
+        ["Arrival", "Gravity"]
+    );
+    assert_eq!(
+        answers(&films, &planner, "Which films were released since 2012?").await,
+        ["Arrival", "Gravity", "Skyfall"]
+    );
+    assert_eq!(
+        answers(&films, &planner, "Which films were released before 2012?").await,
+        ["Drive", "Heat"]
+    );
+}
+
 #[tokio::test]
 async fn cold_choices_answer_lookups_paths_counts_rankings_and_filters() {
     let shop = shop();

@@ -270,21 +270,31 @@ impl GraphValues {
     /// case-sensitive string semantics; `None` when the key's values were too many to
     /// keep (the condition is then not known to be empty).
     pub fn any_text(&self, label: &str, key: &str, op: &str, text: &str) -> Option<bool> {
-        let index = self.labels.iter().position(|l| l.name == label)?;
-        let values = self.texts.get(&(index, key.to_owned()))?;
-        let test = |v: &String| match op {
+        self.any_text_where(label, key, |v| match op {
             "CONTAINS" => v.contains(text),
             "STARTS WITH" => v.starts_with(text),
             "ENDS WITH" => v.ends_with(text),
             "=" => v == text,
             "<>" => v != text,
-            "<" => v.as_str() < text,
-            "<=" => v.as_str() <= text,
-            ">" => v.as_str() > text,
-            ">=" => v.as_str() >= text,
+            "<" => v < text,
+            "<=" => v <= text,
+            ">" => v > text,
+            ">=" => v >= text,
             _ => true,
-        };
-        Some(values.iter().any(test))
+        })
+    }
+
+    /// Whether some stored text value of `label`.`key` passes `test`; `None` when the
+    /// key's values were not kept.
+    pub fn any_text_where(
+        &self,
+        label: &str,
+        key: &str,
+        test: impl Fn(&str) -> bool,
+    ) -> Option<bool> {
+        let index = self.labels.iter().position(|l| l.name == label)?;
+        let values = self.texts.get(&(index, key.to_owned()))?;
+        Some(values.iter().any(|v| test(v)))
     }
 
     /// The graph's values named in a question, longest mentions first; a mention inside
