@@ -250,6 +250,7 @@ fn the_roles_table_keeps_its_calls_column_in_view() {
         "entity-linker",
         "path-follower",
         "scoring-retriever",
+        "query-executor",
         "judge",
         "summarizer",
     ];

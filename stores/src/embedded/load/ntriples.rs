@@ -11,6 +11,7 @@
 //! titles, or a typed property of the subject.
 
 use std::{
+    collections::hash_map::Entry,
     fs::File,
     io::{BufRead, BufReader},
     path::Path,
@@ -112,8 +113,8 @@ pub(super) fn load(
                     && !subject.trim().is_empty() =>
             {
                 let subject = subject.trim();
-                if !names.contains_key(subject) {
-                    names.insert(subject.to_owned(), lexical.trim().to_owned());
+                if let Entry::Vacant(slot) = names.entry(subject.to_owned()) {
+                    slot.insert(lexical.trim().to_owned());
                     named.push(subject.to_owned());
                 }
                 Ok(())
