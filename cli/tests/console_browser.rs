@@ -12,6 +12,7 @@ use std::{
     process::Command,
 };
 
+use kgmesh_testkit::nats::NatsServer;
 use serve_support::*;
 
 /// The Chromium to drive: `KGMESH_CHROMIUM`, else the first of Debian's builds on PATH.
@@ -175,6 +176,18 @@ fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
         "{dom}"
     );
     assert!(dom.contains("<code>directed_by</code>"), "schema: {dom}");
+    // The example question is the graph's own (a relation and an entity it has, as
+    // `/v1/schema` offers it), not a fixed one.
+    let (_, body) = http(address, "GET", "/v1/schema", None);
+    let schema: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    let example = schema["example_question"]
+        .as_str()
+        .expect("an example question");
+    let textarea = element_with(&dom, &[r#"id="question""#]).expect("the question box");
+    assert!(
+        textarea.contains(&format!(r#"placeholder="e.g. {example}""#)),
+        "{textarea}"
+    );
     // No error box on a good answer.
     assert!(
         element_with(&dom, &[r#"id="error""#, "hidden"]).is_some(),
@@ -225,4 +238,75 @@ fn the_console_can_be_turned_off() {
     let (status, body) = http(address, "GET", "/v1/schema", None);
     assert_eq!(status, 200, "{body}");
     server.terminate();
+}
+
+/// Behind NATS every role counts its calls: the roles table shows all four columns in
+/// the side panel's width (role names wrap, numbers do not), at desktop and phone size.
+#[test]
+fn the_roles_table_keeps_its_calls_column_in_view() {
+    let nats = NatsServer::start();
+    let roles = [
+        "kg-linker",
+        "entity-linker",
+        "path-follower",
+        "scoring-retriever",
+        "query-executor",
+        "judge",
+        "summarizer",
+    ];
+    let kg = sample_kg();
+    let mut agents = spawn_agents(&nats.url(), &roles, &kg, |command| command);
+    let (mut server, address) = spawn_serve_nats(&nats.url(), |command| command);
+    wait_for_roles(address, &roles, &mut agents);
+    // A question asked, then the roles' counts as discovery reports them (they lag a
+    // discovery behind).
+    let body = serde_json::json!({ "question": "who directed Heat" }).to_string();
+    let (status, reply) = http(address, "POST", "/v1/ask", Some(&body));
+    assert_eq!(status, 200, "{reply}");
+    let deadline = std::time::Instant::now() + STEP_TIMEOUT;
+    loop {
+        let (_, body) = http(address, "GET", "/v1/agents", None);
+        let agents: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        let counted = agents["roles"]
+            .as_array()
+            .expect("roles")
+            .iter()
+            .any(|role| role["requests"].as_u64().unwrap_or(0) > 0);
+        if counted {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no role counts a request: {body}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let dom = rendered(address, "who directed Heat");
+    assert!(
+        dom.contains(r#"<span class="answer-text">Michael Mann</span>"#),
+        "{dom}"
+    );
+    // The calls were counted, so the column is shown (not `uncounted`).
+    let table = element_with(&dom, &[r#"id="agents""#]).expect("the roles table");
+    assert!(!table.contains("uncounted"), "{table}");
+    assert!(dom.contains(r#"class="num calls""#), "{dom}");
+    let dir = screenshots_dir();
+    screenshot(
+        address,
+        "who directed Heat",
+        1280,
+        800,
+        &dir.join("console-roles-desktop.png"),
+    );
+    screenshot(
+        address,
+        "who directed Heat",
+        390,
+        1800,
+        &dir.join("console-roles-phone.png"),
+    );
+    server.terminate();
+    for agent in &mut agents {
+        agent.terminate();
+    }
 }

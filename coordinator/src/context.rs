@@ -13,7 +13,9 @@ use kgmesh_schemas::{
     messages::{
         ask::{EvidenceEdge, EvidenceLine},
         context::{Context, Evidence, EvidenceItem},
+        summarizer::Answer,
     },
+    relation_text::relation_shown,
     ContentType, NodeId,
 };
 
@@ -160,6 +162,58 @@ impl ContextState {
     }
 }
 
+/// Makes every answer cite each line people read once: lines that read the same (a
+/// triple and the one-hop path over the same edge, found by two retrievers) are one
+/// line, cited by the first index that reads so. `explanation`'s "evidence line N"
+/// follows (N counts from 1, as the text shows lines).
+pub fn cite_each_line_once(
+    lines: &[EvidenceLine],
+    answers: &mut [Answer],
+    explanation: &mut String,
+) {
+    let mut first: HashMap<&str, u32> = HashMap::new();
+    let canonical: Vec<u32> = lines
+        .iter()
+        .enumerate()
+        .map(|(index, line)| *first.entry(line.text.as_str()).or_insert(index as u32))
+        .collect();
+    let read = |index: u32| canonical.get(index as usize).copied().unwrap_or(index);
+    for answer in answers.iter_mut() {
+        let mut cited: Vec<u32> = Vec::with_capacity(answer.evidence.len());
+        for index in answer.evidence.iter().map(|&i| read(i)) {
+            if !cited.contains(&index) {
+                cited.push(index);
+            }
+        }
+        answer.evidence = cited;
+    }
+    *explanation = renumber_lines(explanation, |number| {
+        number
+            .checked_sub(1)
+            .map_or(number, |index| read(index) + 1)
+    });
+}
+
+/// `text` with the number after each "evidence line " mapped by `map`.
+fn renumber_lines(text: &str, map: impl Fn(u32) -> u32) -> String {
+    const MARK: &str = "evidence line ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        let after = at + MARK.len();
+        out.push_str(&rest[..after]);
+        rest = &rest[after..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits].parse::<u32>() {
+            Ok(number) => out.push_str(&map(number).to_string()),
+            Err(_) => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The graph edges an evidence item stands on, each as stored (head → tail).
 fn edges(item: &EvidenceItem) -> Vec<EvidenceEdge> {
     match item {
@@ -187,8 +241,66 @@ fn edges(item: &EvidenceItem) -> Vec<EvidenceEdge> {
                 })
                 .collect()
         }
-        EvidenceItem::Query { .. } | EvidenceItem::Excerpt(_) => Vec::new(),
+        EvidenceItem::Query { rows, .. } => query_edges(&rows.rows),
+        EvidenceItem::Excerpt(_) => Vec::new(),
     }
+}
+
+/// Most edges taken from one query's rows (a graph view cuts further).
+const MAX_QUERY_EDGES: usize = 500;
+
+/// The relationships a query's rows hold (as values, inside lists or paths), each
+/// with its ends named as the rows' nodes name them (a node the rows do not hold is
+/// named by its id). Rows of plain values (`RETURN m.name`) hold none.
+fn query_edges(rows: &[Vec<Value>]) -> Vec<EvidenceEdge> {
+    fn walk<'v>(
+        value: &'v Value,
+        nodes: &mut HashMap<NodeId, String>,
+        relationships: &mut Vec<&'v kgmesh_schemas::graph::RelationshipValue>,
+    ) {
+        match value {
+            Value::Node(node) => {
+                nodes.entry(node.id).or_insert_with(|| value_text(value));
+            }
+            Value::Relationship(relationship) => relationships.push(relationship),
+            Value::Path(path) => {
+                for node in &path.nodes {
+                    nodes
+                        .entry(node.id)
+                        .or_insert_with(|| value_text(&Value::Node(node.clone())));
+                }
+                relationships.extend(path.relationships.iter());
+            }
+            Value::List(items) => items.iter().for_each(|v| walk(v, nodes, relationships)),
+            Value::Map(entries) => entries
+                .iter()
+                .for_each(|(_, v)| walk(v, nodes, relationships)),
+            _ => {}
+        }
+    }
+    let mut nodes = HashMap::new();
+    let mut relationships = Vec::new();
+    for value in rows.iter().flatten() {
+        walk(value, &mut nodes, &mut relationships);
+    }
+    let entity = |id: NodeId| Entity {
+        id,
+        name: nodes
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("node {}", id.0)),
+    };
+    let mut seen = HashSet::new();
+    relationships
+        .into_iter()
+        .filter(|r| seen.insert((r.start, r.rel_type.as_str(), r.end)))
+        .take(MAX_QUERY_EDGES)
+        .map(|r| EvidenceEdge {
+            head: entity(r.start),
+            relation: r.rel_type.clone(),
+            tail: entity(r.end),
+        })
+        .collect()
 }
 
 /// Identity of an evidence item: graph ids, not names (two nodes may share a name).
@@ -214,20 +326,24 @@ fn evidence_key(item: &EvidenceItem) -> String {
 }
 
 /// One line of text per evidence item (`h -> r -> t`; an inverted hop reads
-/// `a <- r <- b`).
+/// `a <- r <- b`), each relation as people read it ([`relation_shown`]: an IRI by its
+/// label or local name).
 pub fn verbalize(item: &EvidenceItem) -> String {
     match item {
         EvidenceItem::Triple(triple) => format!(
             "{} -> {} -> {}",
-            triple.head.name, triple.relation, triple.tail.name
+            triple.head.name,
+            relation_shown(&triple.relation),
+            triple.tail.name
         ),
         EvidenceItem::Path(path) => {
             let mut text = path.start.name.clone();
             for step in &path.steps {
+                let relation = relation_shown(&step.relation);
                 if step.inverse {
-                    text.push_str(&format!(" <- {} <- {}", step.relation, step.node.name));
+                    text.push_str(&format!(" <- {relation} <- {}", step.node.name));
                 } else {
-                    text.push_str(&format!(" -> {} -> {}", step.relation, step.node.name));
+                    text.push_str(&format!(" -> {relation} -> {}", step.node.name));
                 }
             }
             text
@@ -386,5 +502,85 @@ mod tests {
         assert_eq!(state.lines(false)[2].text, "n1 <- s <- n4");
         // Nothing new from position 3 on: the topic entities are the frontier.
         assert_eq!(state.frontier(3, &[entity(1, "n1")], 10)[0].id.0, 1);
+    }
+
+    #[test]
+    fn lines_that_read_the_same_are_cited_once_by_the_first() {
+        let line = |text: &str| EvidenceLine {
+            source: "test".into(),
+            text: text.into(),
+            edges: Vec::new(),
+        };
+        let lines = [
+            line("a -> r -> b"),
+            line("c -> r -> d"),
+            line("a -> r -> b"),
+        ];
+        let mut answers = vec![Answer {
+            text: "b".into(),
+            entity: None,
+            score: 1.0,
+            evidence: vec![2, 0, 1],
+        }];
+        let mut explanation = "1 answer, best supported by evidence line 3.".to_owned();
+        cite_each_line_once(&lines, &mut answers, &mut explanation);
+        assert_eq!(answers[0].evidence, [0, 1]);
+        assert_eq!(explanation, "1 answer, best supported by evidence line 1.");
+        // A number that names no line is left as written.
+        let mut explanation = "evidence line 9 and evidence line x".to_owned();
+        cite_each_line_once(&lines, &mut answers, &mut explanation);
+        assert_eq!(explanation, "evidence line 9 and evidence line x");
+    }
+
+    #[test]
+    fn query_rows_give_the_relationships_they_hold() {
+        use kgmesh_schemas::graph::{NodeValue, PathValue, RelationshipValue, Rows};
+        let node = |id: u64, name: &str| NodeValue {
+            id: NodeId(id),
+            labels: Vec::new(),
+            properties: vec![("name".into(), Value::String(name.into()))],
+        };
+        let rel = |start: u64, end: u64| RelationshipValue {
+            start: NodeId(start),
+            end: NodeId(end),
+            rel_type: "directed_by".into(),
+            properties: Vec::new(),
+        };
+        let query = |rows: Vec<Vec<Value>>| EvidenceItem::Query {
+            cypher: "MATCH …".into(),
+            rows: Rows {
+                columns: vec!["x".into()],
+                rows,
+                truncated: false,
+            },
+            grounded: false,
+        };
+        let found = edges(&query(vec![
+            vec![
+                Value::Node(node(1, "Heat")),
+                Value::Relationship(rel(1, 2)),
+                Value::Node(node(2, "Michael Mann")),
+            ],
+            // The same relationship again, and one inside a path whose far end the
+            // rows never name.
+            vec![Value::Relationship(rel(1, 2))],
+            vec![Value::Path(PathValue {
+                nodes: vec![node(3, "Ronin")],
+                relationships: vec![rel(3, 4)],
+            })],
+        ]));
+        let read: Vec<(String, String)> = found
+            .iter()
+            .map(|e| (e.head.name.clone(), e.tail.name.clone()))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("Heat".to_owned(), "Michael Mann".to_owned()),
+                ("Ronin".to_owned(), "node 4".to_owned())
+            ]
+        );
+        // Rows of plain values hold no edges.
+        assert!(edges(&query(vec![vec![Value::String("Michael Mann".into())]])).is_empty());
     }
 }

@@ -29,7 +29,7 @@ use kgmesh_schemas::{
     messages::{
         ask::{AskReply, AskRequest, Degradation},
         cache::{CacheEntry, CacheLookup, CacheStore, FewShotExample, Isr, Plan, RelationCue},
-        context::Context,
+        context::{Context, EvidenceItem},
         entity_linker::LinkRequest,
         judge::{JudgeRequest, Verdict},
         kg_linker::{KgLinkReply, KgLinkRequest},
@@ -37,7 +37,7 @@ use kgmesh_schemas::{
         retrieve::{RetrieveReply, RetrieveRequest},
         summarizer::{SummarizeReply, SummarizeRequest},
     },
-    AgentError, ContentType, Deadline, Meta, QuestionId, Role, Rpc, TraceContext,
+    AgentError, ContentType, Deadline, Meta, NodeId, QuestionId, Role, Rpc, TraceContext,
 };
 use tracing::Instrument;
 
@@ -302,6 +302,7 @@ impl Coordinator {
             cache_hit: false,
             plan_replayed: false,
             replay_similarity: None,
+            replay: ReplayReport::default(),
             rounds_run: 0,
             complete: false,
             model_verified: false,
@@ -504,6 +505,8 @@ struct Run<'a> {
     plan_replayed: bool,
     /// The replayed plan was a similar template's, this similar.
     replay_similarity: Option<f32>,
+    /// What the replayed plan was and what it reached.
+    replay: ReplayReport,
     rounds_run: u8,
     complete: bool,
     /// A language model judged the retrieval complete (rather than the rule-based
@@ -618,6 +621,16 @@ impl Run<'_> {
     /// A cached plan replayed without the kg-linker (the 0-LLM-call fast path);
     /// the rounds after it use the linker only when the replay was not enough.
     async fn replay_round(&mut self, round: u8, plan: Plan) -> bool {
+        // The past question whose plan this is: the most relevant example with the
+        // same relation paths and as many queries (the replay is that plan with this
+        // question's entities, which its queries name).
+        self.replay.question = self
+            .examples
+            .iter()
+            .find(|e| {
+                e.plan.metapaths == plan.metapaths && e.plan.cypher.len() == plan.cypher.len()
+            })
+            .map(|e| e.question.clone());
         for entity in &plan.entities {
             push_unique(
                 &mut self.topic,
@@ -644,8 +657,49 @@ impl Run<'_> {
                 work.cypher.push(cypher);
             }
         }
-        self.retrieve_and_judge(round, work).await;
+        let first_new = self.context.len();
+        self.retrieve(round, work).await;
+        self.measure_replay(first_new);
+        if !self.ledger.is_exhausted() {
+            self.judge_and_expand(round, first_new).await;
+        }
         true
+    }
+
+    /// What the replayed plan's retrieval (the evidence from `first_new` on) reached:
+    /// the distinct nodes its paths end at and its query rows name, and whether a
+    /// retriever stopped at its limit (as many paths as it may return, or rows cut).
+    fn measure_replay(&mut self, first_new: usize) {
+        let limit = self
+            .config()
+            .max_evidence_per_retriever
+            .min(self.ledger.budget().result_rows) as usize;
+        let topic: HashSet<NodeId> = self.topic.iter().map(|s| s.entity.id).collect();
+        let mut nodes: HashSet<NodeId> = HashSet::new();
+        let mut values: HashSet<String> = HashSet::new();
+        let mut per_source: HashMap<&str, usize> = HashMap::new();
+        let mut cut = false;
+        for evidence in &self.context.context().evidence[first_new..] {
+            *per_source.entry(evidence.source.as_str()).or_insert(0) += 1;
+            match &evidence.item {
+                EvidenceItem::Path(path) => {
+                    let end = path.end().id;
+                    if !topic.contains(&end) {
+                        nodes.insert(end);
+                    }
+                }
+                EvidenceItem::Query { rows, .. } => {
+                    cut |= rows.truncated;
+                    for value in rows.rows.iter().filter_map(|row| row.first()) {
+                        values.insert(crate::context::value_text(value));
+                    }
+                }
+                EvidenceItem::Triple(_) | EvidenceItem::Excerpt(_) => {}
+            }
+        }
+        cut |= per_source.values().any(|&count| count >= limit.max(1));
+        self.replay.reached = (nodes.len() + values.len()) as u32;
+        self.replay.cut = cut;
     }
 
     async fn retrieve_and_judge(&mut self, round: u8, work: RoundWork) {
@@ -1051,6 +1105,10 @@ impl Run<'_> {
             }
         }
         let evidence = self.context.lines(self.evidence_edges);
+        let mut answers = answers;
+        let mut explanation = summary.explanation;
+        crate::context::cite_each_line_once(&evidence, &mut answers, &mut explanation);
+        let cache_use = self.cache_use(answers.len());
         let question_span = tracing::Span::current();
         question_span.record("kgmesh.rounds_run", self.rounds_run);
         question_span.record("kgmesh.answers", answers.len());
@@ -1061,13 +1119,17 @@ impl Run<'_> {
             question_id: self.ledger.question_id().to_string(),
             answers,
             evidence,
-            explanation: summary.explanation,
+            explanation,
             rounds: self.rounds_run,
             cost: self.ledger.spent(),
             timings: self.ledger.timings(),
             partial,
             low_confidence,
             cache_hit: self.cache_hit,
+            cache_use,
+            cache_examples: self.examples.len().min(usize::from(u16::MAX)) as u16,
+            replay_reached: self.plan_replayed.then_some(self.replay.reached),
+            replay_cut: self.plan_replayed && self.replay.cut,
             plan_replayed: self.plan_replayed,
             replay_similarity: self.replay_similarity.filter(|_| self.plan_replayed),
             trace_id,
@@ -1077,6 +1139,48 @@ impl Run<'_> {
             topic_entities: self.topic.iter().map(|s| s.entity.clone()).collect(),
             calls: self.ledger.take_calls(),
         }
+    }
+
+    /// What the plan cache did, in a sentence for people (see `AskReply::cache_use`).
+    fn cache_use(&self, answers: usize) -> Option<String> {
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        if self.plan_replayed {
+            let whose = match (&self.replay.question, self.replay_similarity) {
+                (Some(question), Some(similarity)) => format!(
+                    "the verified plan of the past question \"{question}\" (a similar \
+                     wording, similarity {similarity:.2})"
+                ),
+                (Some(question), None) => {
+                    format!("the verified plan of the past question \"{question}\"")
+                }
+                (None, Some(similarity)) => {
+                    format!("the verified plan of a similar question (similarity {similarity:.2})")
+                }
+                (None, None) => "a verified plan of this question's wording".to_owned(),
+            };
+            let reached = self.replay.reached as usize;
+            let mut sentence = format!(
+                "plan cache: answered by replaying {whose}; it reached {}, {} given",
+                plural(reached, "node"),
+                plural(answers, "answer")
+            );
+            if self.replay.cut {
+                sentence.push_str(
+                    "; its retrieval stopped at a limit, so answers may be missing (ask \
+                     again without the plan cache for a cold run)",
+                );
+            }
+            return Some(sentence);
+        }
+        if self.examples.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "plan cache: {} offered to the planner as examples (the closest: \"{}\"); \
+             the plan was made for this question",
+            plural(self.examples.len(), "past question"),
+            self.examples[0].question
+        ))
     }
 
     /// The context to send to `role`: whole, or cut to its best-scored evidence when
@@ -1502,6 +1606,17 @@ fn answering_plan(
 }
 
 /// Adds `entity` unless its id is already there; true when added.
+/// A replayed plan: whose it was and what it reached.
+#[derive(Debug, Default)]
+struct ReplayReport {
+    /// The past question the plan was stored for, when the cache's examples name it.
+    question: Option<String>,
+    /// Distinct nodes the replay's paths end at and values its query rows give.
+    reached: u32,
+    /// A retriever stopped at its limit while replaying.
+    cut: bool,
+}
+
 fn push_unique(list: &mut Vec<ScoredEntity>, entity: ScoredEntity) -> bool {
     if list.iter().any(|e| e.entity.id == entity.entity.id) {
         return false;

@@ -16,7 +16,9 @@ use actix_web::{
 };
 use kgmesh_schemas::{
     envelope::headers,
+    graph::{GraphSchema, RelationSchema},
     messages::{ask::AskRequest, cache::Feedback},
+    relation_text::{relation_label, relation_shown},
     AgentError, TraceContext,
 };
 use serde::{Deserialize, Serialize};
@@ -354,11 +356,47 @@ async fn cypher(state: web::Data<ApiState>, body: web::Json<CypherBody>) -> Http
 }
 
 /// `GET /v1/schema`: the graph's labels and relations with their counts.
+/// The graph's schema, plus what people read of it: each relation's words
+/// (`relation_words`, an IRI by its label or local name) and a question this graph can
+/// answer (`example_question`), built from its most frequent relation and one of that
+/// relation's own examples, for the console to offer.
 async fn schema(state: web::Data<ApiState>) -> HttpResponse {
     match state.coordinator.schema().await {
-        Ok(schema) => HttpResponse::Ok().json(schema),
+        Ok(schema) => {
+            let mut body = serde_json::to_value(&schema).unwrap_or_default();
+            if let Some(object) = body.as_object_mut() {
+                let words: serde_json::Map<String, serde_json::Value> = schema
+                    .relations
+                    .iter()
+                    .map(|r| (r.name.clone(), relation_shown(&r.name).into()))
+                    .collect();
+                object.insert("relation_words".to_owned(), words.into());
+                object.insert(
+                    "example_question".to_owned(),
+                    example_question(&schema).into(),
+                );
+            }
+            HttpResponse::Ok().json(body)
+        }
         Err(error) => coordinator_error(&error),
     }
+}
+
+/// A question built from the graph's own schema: the most frequent relation that has
+/// an example edge (`head -[relation]-> tail`), asked of that edge's head ("Heat:
+/// directed_by?" reads "Heat: directed by?"). `None` for a graph without examples.
+pub fn example_question(schema: &GraphSchema) -> Option<String> {
+    let mut relations: Vec<&RelationSchema> = schema.relations.iter().collect();
+    relations.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));
+    relations.into_iter().find_map(|relation| {
+        let marker = format!(" -[{}]-> ", relation.name);
+        let words = relation_label(&relation.name);
+        relation.examples.iter().find_map(|example| {
+            let (head, _) = example.split_once(&marker)?;
+            let head = head.trim();
+            (!head.is_empty() && !words.is_empty()).then(|| format!("{head}: {words}?"))
+        })
+    })
 }
 
 async fn console_page(state: web::Data<ApiState>, request: HttpRequest) -> HttpResponse {

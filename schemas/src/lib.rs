@@ -22,6 +22,7 @@ pub mod ids;
 #[cfg(feature = "json-schema")]
 pub mod json_schema;
 pub mod messages;
+pub mod relation_text;
 pub mod subjects;
 
 pub use budget::{Budget, BudgetError, Deadline, Depth};

@@ -23,7 +23,7 @@ use kgmesh_schemas::{
 
 use super::template::ENTITY_SLOT;
 use crate::scoring::text::{
-    chain_order, content_stems, is_stop_word, stem, stem_similarity, words,
+    chain_order, content_stems, is_stop_word, relation_stems, stem, stem_similarity, words,
 };
 
 /// Lexical similarity from which a question word spells a relation's name.
@@ -143,7 +143,7 @@ fn final_step(entry: &CacheEntry) -> Option<StepKey> {
 
 /// Whether a question word (a stem) spells a relation's name ("gender" and `gender`).
 fn spells(word: &str, relation: &str) -> bool {
-    content_stems(relation)
+    relation_stems(relation)
         .iter()
         .any(|r| stem_similarity(r, word) >= SPELLED)
 }

@@ -438,14 +438,15 @@ impl Warmer {
 
     /// Entries from sampled stars: one per (centre, relation, direction) group, with a
     /// question from the relation's name (`llm` = `None`) or written by the model.
-    /// Returns the entries, the skipped groups and the model calls made.
+    /// Returns the entries, the skipped groups (each named: its centre, relation and
+    /// question, with why) and the model calls made.
     pub async fn star_entries(
         &self,
         stars: &[Star],
         llm: Option<&dyn LanguageModel>,
-    ) -> (Vec<Candidate>, BTreeMap<SkipReason, usize>, u32) {
+    ) -> (Vec<Candidate>, Vec<(String, SkipReason)>, u32) {
         let mut out = Vec::new();
-        let mut skipped: BTreeMap<SkipReason, usize> = BTreeMap::new();
+        let mut skipped: Vec<(String, SkipReason)> = Vec::new();
         let mut calls = 0u32;
         for star in stars {
             let groups = star_groups(star);
@@ -467,12 +468,12 @@ impl Warmer {
             };
             for (group, question) in groups.iter().zip(written) {
                 let Some(question) = question else {
-                    *skipped.entry(SkipReason::NoQuestion).or_default() += 1;
+                    skipped.push((group.describe(None), SkipReason::NoQuestion));
                     continue;
                 };
                 match self.verify_group(&star.center, group, &question).await {
                     Ok(candidate) => out.push(candidate),
-                    Err(reason) => *skipped.entry(reason).or_default() += 1,
+                    Err(reason) => skipped.push((group.describe(Some(&question)), reason)),
                 }
             }
         }
@@ -561,6 +562,19 @@ pub struct StarGroup {
 }
 
 impl StarGroup {
+    /// The group for a report: its centre, relation and direction, and the question
+    /// asked of it when there was one.
+    pub fn describe(&self, question: Option<&str>) -> String {
+        let arrow = match self.direction {
+            Direction::In => format!("<-{}-", self.relation),
+            _ => format!("-{}->", self.relation),
+        };
+        match question {
+            Some(question) => format!("{} {arrow} (asked \"{question}\")", self.center),
+            None => format!("{} {arrow}", self.center),
+        }
+    }
+
     /// A question made from the relation's name alone: `directed_by` out of `Heat` is
     /// "what is Heat directed by", into `Michael Mann` "what is directed by Michael Mann".
     pub fn template_question(&self) -> String {
@@ -1073,7 +1087,10 @@ Amelie\tin_language\tFrench
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].entry.question, "Who was the director of Heat?");
         assert_eq!(entries[0].entry.template, "who was the director of <e>");
-        assert_eq!(skipped.get(&SkipReason::NoQuestion), Some(&1));
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(skipped[0].1, SkipReason::NoQuestion);
+        // The skipped group is named: its centre and relation.
+        assert!(skipped[0].0.starts_with("Heat "), "{skipped:?}");
         let prompt = &model.prompts()[0];
         assert!(
             prompt.contains("1. Heat -[directed_by]-> Michael Mann"),

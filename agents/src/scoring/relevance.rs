@@ -296,7 +296,7 @@ impl Relevance {
         inverse: bool,
         used: &[bool],
     ) -> Option<(f32, usize)> {
-        let lexical = self.terms.best_match(relation, used);
+        let lexical = self.terms.best_relation_match(relation, used);
         let cued = self.cues_opt.as_ref().and_then(|table| {
             let key = (relation.to_owned(), inverse);
             table
@@ -510,7 +510,7 @@ impl Relevance {
                     .map(|relation| {
                         stems
                             .entry(relation.as_str())
-                            .or_insert_with(|| super::text::content_stems(relation))
+                            .or_insert_with(|| super::text::relation_stems(relation))
                             .clone()
                     })
                     .collect();
@@ -541,11 +541,11 @@ impl Relevance {
     /// stems of its name, a cue learned from verified plans, or an embedding
     /// (`named[i]`).
     fn unknown_words(&self, sequences: &[Vec<String>], named: &[bool]) -> Vec<bool> {
-        use super::text::{content_stems, stem_similarity};
+        use super::text::{relation_stems, stem_similarity};
         let stems: Vec<String> = self
             .relation_names(sequences)
             .into_iter()
-            .flat_map(content_stems)
+            .flat_map(relation_stems)
             .collect();
         self.terms
             .stems()
@@ -630,12 +630,12 @@ impl Relevance {
         min_cosine: f32,
         hop_words: Option<&[Vec<Vec<f32>>]>,
     ) -> Result<Vec<SequenceFit>, EmbedError> {
-        use super::text::{content_stems, stem_similarity};
+        use super::text::{relation_stems, stem_similarity};
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
         for relation in sequences.iter().flatten() {
             stems
                 .entry(relation.as_str())
-                .or_insert_with(|| content_stems(relation));
+                .or_insert_with(|| relation_stems(relation));
         }
         let matched: Vec<bool> = self
             .terms

@@ -8,8 +8,8 @@ use std::collections::HashSet;
 
 pub use kgmesh_models::lexical::text::{
     content_stems, entity_mention_mask, inside_a_longer, is_stop_word, marked_as_name,
-    name_positions, names_the_class_of_a_name, relation_label, relation_words, stem,
-    stem_similarity, word_spans, words, writes_a_name,
+    name_positions, names_the_class_of_a_name, relation_label, relation_stems, relation_words,
+    stem, stem_similarity, word_spans, words, writes_a_name,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the
@@ -426,6 +426,13 @@ impl QuestionTerms {
     /// word it was; words in `used` are skipped.
     pub fn best_match(&self, text: &str, used: &[bool]) -> Option<(f32, usize)> {
         self.best_token_match(&content_stems(text), used, None)
+            .map(|(score, _, index)| (score, index))
+    }
+
+    /// [`Self::best_match`] for a relation, read by its words ([`relation_stems`]: its
+    /// label or local name, never the rest of an IRI).
+    pub fn best_relation_match(&self, relation: &str, used: &[bool]) -> Option<(f32, usize)> {
+        self.best_token_match(&relation_stems(relation), used, None)
             .map(|(score, _, index)| (score, index))
     }
 

@@ -37,7 +37,7 @@
 //!    starred in": X's film, then its director). Chains are judged by words only.
 
 use kgmesh_models::lexical::text::{
-    content_stems, delimited_names, is_stop_word, stem_similarity, words, words_outside,
+    delimited_names, is_stop_word, relation_stems, stem_similarity, words, words_outside,
 };
 use kgmesh_schemas::messages::{
     context::{EvidenceItem, Excerpt},
@@ -360,7 +360,7 @@ impl Reading {
     /// Per explainable question word, its best match among the words of `relations`
     /// (the toolkit's stem similarity).
     fn matches(&self, relations: &[&str]) -> Vec<f32> {
-        let stems: Vec<String> = relations.iter().flat_map(|r| content_stems(r)).collect();
+        let stems: Vec<String> = relations.iter().flat_map(|r| relation_stems(r)).collect();
         self.asked
             .iter()
             .map(|q| {

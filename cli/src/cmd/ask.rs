@@ -419,6 +419,14 @@ pub(crate) async fn load_kg(
     for header in &report.headers {
         tracing::info!("{header} (`kgmesh load --header no` loads it as a triple into a snapshot)");
     }
+    // Predicates the graph labels (N-Triples `rdfs:label`) read by their labels in
+    // this process: in evidence, and where question words meet relation names.
+    kgmesh_schemas::relation_text::learn_relation_labels(
+        graph
+            .relation_labels()
+            .iter()
+            .map(|(relation, label)| (relation.as_str(), label.as_str())),
+    );
     let (nodes, edges) = (graph.node_count() as u64, graph.edge_count() as u64);
     Ok((Arc::new(graph), nodes, edges))
 }
@@ -486,7 +494,8 @@ fn parse_show_evidence(value: &str) -> Result<usize, String> {
 }
 
 /// The evidence the answers cite first, then the rest, up to `show` distinct lines;
-/// a line several retrievers found is printed once with every source and index.
+/// a line several retrievers found is printed once with every source, numbered by its
+/// first index (the number answers cite it by; JSON index `i` is line `i + 1`).
 fn print_evidence(reply: &AskReply, show: usize) {
     if reply.evidence.is_empty() {
         return;
@@ -526,8 +535,8 @@ fn print_evidence(reply: &AskReply, show: usize) {
         cited
     );
     for (text, indices, sources) in lines.iter().take(show) {
-        let labels: Vec<String> = indices.iter().map(|i| format!("[{}]", i + 1)).collect();
-        println!("  {} {text}  ({})", labels.join(" "), sources.join(", "));
+        let first = indices.iter().min().copied().unwrap_or(0);
+        println!("  [{}] {text}  ({})", first + 1, sources.join(", "));
     }
     if lines.len() > show {
         println!(
@@ -589,7 +598,9 @@ fn print_text(
             .collect();
         println!("DEGRADED: {}", parts.join(", "));
     }
-    if let (true, Some(similarity)) = (reply.plan_replayed, reply.replay_similarity) {
+    if let Some(cache_use) = &reply.cache_use {
+        println!("{cache_use}");
+    } else if let (true, Some(similarity)) = (reply.plan_replayed, reply.replay_similarity) {
         println!(
             "plan: replayed from the plan cache (the verified plan of a similar question, \
              similarity {similarity:.2})"

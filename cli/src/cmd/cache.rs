@@ -321,20 +321,24 @@ async fn warm_cypher(
         }
     );
     let mut progress = Progress::new(!args.no_progress, "pairs", pairs.len());
-    let (mut no_reference, mut no_candidate) = (0usize, 0usize);
+    let mut skipped = Skipped::default();
     let mut entries = Vec::new();
     for (done, pair) in pairs.iter().enumerate() {
         let reference =
             crate::eval::text2cypher::reference_for(graph.as_ref(), &planner, pair, &limits).await;
+        let what = || format!("\"{}\"", pair.question);
         match reference {
-            None => no_reference += 1,
+            None => skipped.add_reason(
+                what(),
+                "no answers (its query gives no rows or does not run)",
+            ),
             Some(reference) => {
                 let right = planner
                     .learn(graph.as_ref(), &pair.question, &reference, &limits)
                     .await
                     .context("a candidate query failed")?;
                 if right.is_empty() {
-                    no_candidate += 1;
+                    skipped.add_reason(what(), "no candidate query gives its answers");
                 } else {
                     entries.push((
                         plans::key(&pair.question),
@@ -347,13 +351,7 @@ async fn warm_cypher(
     }
     println!("checked      {}", pairs.len());
     println!("verified     {}", entries.len());
-    println!("skipped      {}", no_reference + no_candidate);
-    if no_reference > 0 {
-        println!("  {no_reference:>6}  no answers (its query gives no rows or does not run)");
-    }
-    if no_candidate > 0 {
-        println!("  {no_candidate:>6}  no candidate query gives its answers");
-    }
+    skipped.print();
     let Some(target) = target else {
         println!("dry run: nothing written");
         return Ok(());
@@ -600,25 +598,76 @@ impl Progress {
     }
 }
 
+/// Skipped items shown by name, at most this many (the counts cover them all).
+const SKIPPED_SHOWN: usize = 10;
+
+/// What `cache warm` skipped: a count per reason, and the items in the order met
+/// (a QA pair by its line and question, a star group by its centre and relation).
+#[derive(Default)]
+struct Skipped {
+    counts: BTreeMap<String, usize>,
+    items: Vec<(String, String)>,
+}
+
+impl Skipped {
+    fn add(&mut self, what: String, reason: SkipReason) {
+        self.add_reason(what, reason.describe());
+    }
+
+    fn add_reason(&mut self, what: String, reason: &str) {
+        *self.counts.entry(reason.to_owned()).or_default() += 1;
+        self.items.push((what, reason.to_owned()));
+    }
+
+    fn extend(&mut self, other: Skipped) {
+        for (reason, count) in other.counts {
+            *self.counts.entry(reason).or_default() += count;
+        }
+        self.items.extend(other.items);
+    }
+
+    /// `skipped N`, the count per reason, then the first items with theirs.
+    fn print(&self) {
+        println!("skipped      {}", self.items.len());
+        for (reason, count) in &self.counts {
+            println!("  {count:>6}  {reason}");
+        }
+        if self.items.is_empty() {
+            return;
+        }
+        let shown = self.items.len().min(SKIPPED_SHOWN);
+        if shown < self.items.len() {
+            println!("skipped items (the first {shown} of {}):", self.items.len());
+        } else {
+            println!("skipped items:");
+        }
+        for (what, reason) in &self.items[..shown] {
+            println!("  {what}: {reason}");
+        }
+    }
+}
+
 /// Verifies `pairs`, `args.concurrency` at a time, with progress on stderr.
 async fn verify_pairs(
     warmer: &Warmer,
     pairs: &[warm::QaPair],
     args: &WarmArgs,
     what: &'static str,
-) -> (Vec<Candidate>, BTreeMap<SkipReason, usize>) {
+) -> (Vec<Candidate>, Skipped) {
     let mut progress = Progress::new(!args.no_progress, what, pairs.len());
     let mut verified = Vec::new();
-    let mut skipped: BTreeMap<SkipReason, usize> = BTreeMap::new();
+    let mut skipped = Skipped::default();
     let mut done = 0usize;
     let mut results = futures::stream::iter(pairs.iter())
-        .map(|pair| warmer.verify_pair(pair))
+        .map(|pair| async move { (pair, warmer.verify_pair(pair).await) })
         .buffered(args.concurrency);
-    while let Some(result) = results.next().await {
+    while let Some((pair, result)) = results.next().await {
         done += 1;
         match result {
             Ok(candidate) => verified.push(candidate),
-            Err(reason) => *skipped.entry(reason).or_default() += 1,
+            Err(reason) => {
+                skipped.add(format!("line {}: \"{}\"", pair.line, pair.question), reason)
+            }
         }
         progress.tick(done, verified.len());
     }
@@ -689,17 +738,17 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
             .context("cannot index the graph's names")?,
     );
     let warmer = Warmer::new(graph.clone(), gazetteer.clone());
-    let mut skipped: BTreeMap<SkipReason, usize> = BTreeMap::new();
+    let mut skipped = Skipped::default();
     let mut llm_calls = 0u32;
 
     let (candidates, inputs) = match import {
         Some(Pairs { format, pairs, bad }) => {
             let path = args.import.as_deref().unwrap_or(Path::new(""));
-            if !bad.is_empty() {
-                for (line, why) in bad.iter().take(5) {
-                    eprintln!("kgmesh cache warm: {}:{line}: {why}", path.display());
-                }
-                *skipped.entry(SkipReason::BadLine).or_default() += bad.len();
+            for (line, why) in bad.iter().take(5) {
+                eprintln!("kgmesh cache warm: {}:{line}: {why}", path.display());
+            }
+            for (line, why) in &bad {
+                skipped.add(format!("line {line} ({why})"), SkipReason::BadLine);
             }
             let read = pairs.len();
             let mut pairs = match fold {
@@ -736,11 +785,9 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
             let first = verify_pairs(&warmer, &pairs, &args, "pairs (pass 1 of 2)").await;
             let lexicon = Arc::new(warm::lexicon_of(&first.0));
             let warmer = Warmer::new(graph.clone(), gazetteer.clone()).with_lexicon(lexicon);
-            let (verified, reasons) =
+            let (verified, second) =
                 verify_pairs(&warmer, &pairs, &args, "pairs (pass 2 of 2)").await;
-            for (reason, count) in reasons {
-                *skipped.entry(reason).or_default() += count;
-            }
+            skipped.extend(second);
             (verified, pairs.len() + bad.len())
         }
         None => {
@@ -766,8 +813,8 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
                 let (found, skips, calls) = warmer.star_entries(chunk, llm.as_deref()).await;
                 llm_calls += calls;
                 verified.extend(found);
-                for (reason, count) in skips {
-                    *skipped.entry(reason).or_default() += count;
+                for (what, reason) in skips {
+                    skipped.add(what, reason);
                 }
                 progress.tick(((index + 1) * 16).min(stars.len()), verified.len());
             }
@@ -798,11 +845,7 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
 
     println!("checked      {inputs}");
     println!("verified     {verified}");
-    let skipped_total: usize = skipped.values().sum();
-    println!("skipped      {skipped_total}");
-    for (reason, count) in &skipped {
-        println!("  {count:>6}  {reason}");
-    }
+    skipped.print();
     if llm_calls > 0 {
         println!("LLM calls    {llm_calls}");
     }

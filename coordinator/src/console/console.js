@@ -13,6 +13,7 @@
   const settings = readSettings();
   const $ = (id) => document.getElementById(id);
   let current = null; // the reply on show
+  let relationWords = {}; // relation name → its words, from /v1/schema
   let history = loadHistory();
   let asking = false;
 
@@ -269,10 +270,16 @@
     flag(`${ms(timings.total_us)} ms`);
     flag(`${cost.llm_calls || 0} LLM calls, ${(cost.prompt_tokens || 0) + (cost.completion_tokens || 0)} tokens`);
     flag(`${cost.graph_rows || 0} graph rows, ${cost.bus_messages || 0} bus messages`);
-    const replayed = reply.replay_similarity != null
-      ? "cache hit: a similar question's plan replayed (similarity " + reply.replay_similarity.toFixed(2) + ")"
-      : "cache hit: plan replayed";
-    flag(reply.cache_hit ? (reply.plan_replayed ? replayed : "cache hit: examples") : "cache miss", reply.cache_hit ? "good" : "");
+    // What the plan cache did, as the server says it in words.
+    if (reply.cache_use) {
+      flag(reply.cache_use, reply.replay_cut ? "bad" : "good");
+    } else if (reply.plan_replayed) {
+      flag("plan cache: answered by replaying a past question's plan", "good");
+    } else if (reply.cache_hit) {
+      flag("plan cache: past questions offered as examples", "good");
+    } else {
+      flag("plan cache: no past question used");
+    }
     if (reply.partial) flag("partial: a budget ran out or a required role failed", "bad");
     if (reply.low_confidence) flag("low confidence: no question word names the path answered from", "bad");
     for (const d of reply.degraded || []) {
@@ -416,7 +423,15 @@
       canvas.setAttribute("viewBox", "0 0 800 60");
       canvas.append(svg("text", { x: 400, y: 35, "text-anchor": "middle", class: "empty" },
         withUncited ? "No evidence line names graph edges." : "No cited evidence names graph edges; show the uncited evidence to see what was retrieved."));
-      note.textContent = "";
+      // A query's rows of plain values (names, numbers) hold no edges to draw.
+      const cited = citedLines(reply);
+      const fromQuery = [...cited].some((index) => {
+        const line = (reply.evidence || [])[index];
+        return line && (line.edges || []).length === 0 && line.text.startsWith("Graph Query:");
+      });
+      note.textContent = fromQuery
+        ? "The answers come from a query whose rows are values, not nodes and relationships: the query is in the evidence."
+        : "";
       return;
     }
     // One user unit a pixel, so that names read the same on a phone and a desktop.
@@ -452,7 +467,7 @@
       },
         svg("title", {}, title),
         svg("line", { x1, y1, x2, y2, "marker-end": "url(#arrow)" }),
-        svg("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4 + nth * 13, "text-anchor": "middle", class: "edge-label" }, edge.relation)));
+        svg("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4 + nth * 13, "text-anchor": "middle", class: "edge-label" }, relationWords[edge.relation] || edge.relation)));
     }
     canvas.append(edgeLayer);
 
@@ -490,7 +505,8 @@
           el("td", {}, role.kind),
           el("td", { class: "num" }, role.replicas),
           el("td", { class: "num calls", title: `${role.requests} requests, ${role.errors} errors` },
-            role.errors > 0 ? `${role.requests} (${role.errors} failed)` : role.requests)));
+            role.requests,
+            role.errors > 0 ? el("span", { class: "failed" }, `${role.errors} failed`) : null)));
       }
       problem.hidden = true;
     } catch (error) {
@@ -510,9 +526,15 @@
       const relations = $("schema-relations");
       clear(relations);
       const sorted = [...(schema.relations || [])].sort((a, b) => b.count - a.count);
+      relationWords = schema.relation_words || {};
       for (const relation of sorted) {
-        relations.append(el("li", {}, el("code", {}, relation.name), ` ${relation.count}`));
+        const words = relationWords[relation.name];
+        relations.append(el("li", {}, el("code", {}, relation.name),
+          words && words !== relation.name ? ` (${words})` : "", ` ${relation.count}`));
       }
+      // The example question is this graph's own: one of its relations, asked of an
+      // entity that has it.
+      if (schema.example_question) $("question").placeholder = `e.g. ${schema.example_question}`;
       const labels = $("schema-labels");
       clear(labels);
       for (const label of schema.labels || []) {

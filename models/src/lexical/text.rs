@@ -8,6 +8,10 @@
 
 use std::collections::HashSet;
 
+pub use kgmesh_schemas::relation_text::{
+    learn_relation_labels, local_name, relation_label, relation_shown, words,
+};
+
 /// English function words that carry no relation meaning (also dropped from relation
 /// names such as `directed_by` or `has_genre`).
 pub const STOP_WORDS: &[&str] = &[
@@ -72,32 +76,6 @@ const IRREGULAR: &[(&str, &str)] = &[
     ("men", "man"),
     ("women", "woman"),
 ];
-
-/// Lowercased alphanumeric words of `text` (splits `snake_case`, `dotted.names` and
-/// `camelCase`).
-pub fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut previous_lower = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && previous_lower && !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
-            previous_lower = c.is_lowercase();
-            current.extend(c.to_lowercase());
-        } else {
-            previous_lower = false;
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
-        }
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
-}
 
 pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
@@ -442,26 +420,17 @@ pub fn stem_similarity(a: &str, b: &str) -> f32 {
     0.0
 }
 
-/// The local part of a relation name written as an IRI or a prefixed name
-/// (`http://dbpedia.org/ontology/birthPlace` → `birthPlace`, `dbo:genre` → `genre`);
-/// a plain name is its own local part.
-pub fn local_name(relation: &str) -> &str {
-    relation
-        .rsplit(['/', '#', ':'])
-        .find(|part| !part.is_empty())
-        .unwrap_or(relation)
-}
-
-/// The words of a relation name: `directed_by` → `directed by`, `hasGenre` → `has
-/// genre`, `dbo:birthPlace` → `birth place`.
+/// The words of a relation name as [`relation_label`] reads it: `directed_by` →
+/// `directed by`, `hasGenre` → `has genre`, `dbo:birthPlace` → `birth place`, a
+/// predicate with its own `rdfs:label` → that label's words.
 pub fn relation_words(relation: &str) -> Vec<String> {
-    words(local_name(relation))
+    words(&relation_label(relation))
 }
 
-/// A relation name as the text an embedder or a template reads: its [`relation_words`]
-/// joined by spaces (`directed_by` → "directed by").
-pub fn relation_label(relation: &str) -> String {
-    relation_words(relation).join(" ")
+/// The stems of a relation's words ([`content_stems`] of its [`relation_label`]): what
+/// question words are matched against, never the whole IRI.
+pub fn relation_stems(relation: &str) -> Vec<String> {
+    content_stems(&relation_label(relation))
 }
 
 /// How a comparative phrase bounds the number or date after it: "after 2012" is

@@ -88,7 +88,10 @@ pub struct AskReply {
     pub question_id: String,
     /// Best first; empty when kgmesh does not know.
     pub answers: Vec<Answer>,
-    /// Everything retrieved (answers cite it by index).
+    /// Everything retrieved. Answers cite it by 0-based index (`answers[].evidence`);
+    /// text for people (the CLI, the explanation, the console) numbers the same lines
+    /// from 1, so index `i` is "evidence line `i + 1`". Lines that read the same (a
+    /// triple and the one-hop path over that edge) are cited once, by the first.
     pub evidence: Vec<EvidenceLine>,
     pub explanation: String,
     pub rounds: u8,
@@ -103,6 +106,22 @@ pub struct AskReply {
     pub low_confidence: bool,
     /// The plan cache supplied examples or a replayed plan.
     pub cache_hit: bool,
+    /// What the plan cache did for this question, in a sentence for people: the past
+    /// questions offered as examples, or the past question whose plan was replayed and
+    /// what the replay reached. `None` when the cache did nothing.
+    #[serde(default)]
+    pub cache_use: Option<String>,
+    /// Past questions the plan cache offered the planner as examples.
+    #[serde(default)]
+    pub cache_examples: u16,
+    /// For a replayed plan: the distinct graph nodes its paths and query rows reached
+    /// (the answers are chosen among them).
+    #[serde(default)]
+    pub replay_reached: Option<u32>,
+    /// The replayed plan's retrieval stopped at a limit (more paths or rows than were
+    /// returned): answers may be missing; a cold run (`options.no_cache`) may find more.
+    #[serde(default)]
+    pub replay_cut: bool,
     /// A verified plan from the cache was replayed (the question's template was seen).
     #[serde(default)]
     pub plan_replayed: bool,

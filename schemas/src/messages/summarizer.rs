@@ -33,7 +33,8 @@ pub struct Answer {
     /// The graph entity the answer names, when it is one.
     pub entity: Option<Entity>,
     pub score: f32,
-    /// Indices into the request context's evidence.
+    /// 0-based indices into the request context's evidence (an `AskReply`'s
+    /// `evidence`); text for people numbers the same lines from 1.
     pub evidence: Vec<u32>,
 }
 

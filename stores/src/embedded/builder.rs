@@ -27,6 +27,8 @@ pub struct GraphBuilder {
     by_name: FxHashMap<Box<str>, NodeIdx>,
     node_labels: Vec<(NodeIdx, u32)>,
     relations: Interned,
+    /// Relation name → the relation's own label (an N-Triples predicate's `rdfs:label`).
+    relation_labels: FxHashMap<String, String>,
     labels: Interned,
     property_keys: Interned,
     edges: Vec<(NodeIdx, u32, NodeIdx)>,
@@ -115,6 +117,22 @@ impl GraphBuilder {
         let edge = BuildEdge(self.edges.len() as u32);
         self.edges.push((head, relation, tail));
         edge
+    }
+
+    /// Whether some edge added so far has relation `name`.
+    pub fn has_relation(&self, name: &str) -> bool {
+        self.relations.get(name).is_some()
+    }
+
+    /// Gives relation `name` its own label, what people and the question scorers read
+    /// instead of the name ([`kgmesh_schemas::relation_text`]); the first label wins.
+    pub fn set_relation_label(&mut self, name: &str, label: &str) {
+        let label = label.trim();
+        if !label.is_empty() {
+            self.relation_labels
+                .entry(name.to_owned())
+                .or_insert_with(|| label.to_owned());
+        }
     }
 
     /// Sets a relationship property; a later value for the same key wins.
@@ -293,6 +311,12 @@ impl GraphBuilder {
                 normalized_hashes: Column::from(normalized_hashes),
                 normalized_nodes: Column::from(normalized_nodes),
                 relations: self.relations,
+                relation_labels: {
+                    let mut labels: Vec<(String, String)> =
+                        self.relation_labels.into_iter().collect();
+                    labels.sort_unstable();
+                    labels
+                },
                 labels: self.labels,
                 property_keys: self.property_keys,
                 node_properties,

@@ -158,6 +158,8 @@ pub(crate) struct GraphData {
     pub(crate) normalized_hashes: Column<u64>,
     pub(crate) normalized_nodes: Column<u32>,
     pub(crate) relations: Interned,
+    /// (relation name, its own label), sorted by name.
+    pub(crate) relation_labels: Vec<(String, String)>,
     pub(crate) labels: Interned,
     pub(crate) property_keys: Interned,
     pub(crate) node_properties: Properties,
@@ -302,6 +304,21 @@ impl EmbeddedGraph {
     /// Panics on an id that did not come from this graph.
     pub fn relation_name(&self, relation: RelationId) -> &str {
         &self.data.relations.names[relation.0 as usize]
+    }
+
+    /// Relations' own labels (relation name, label), sorted by name: the N-Triples
+    /// predicates that had an `rdfs:label`.
+    pub fn relation_labels(&self) -> &[(String, String)] {
+        &self.data.relation_labels
+    }
+
+    /// The label relation `name` was given, if any.
+    pub fn relation_label(&self, name: &str) -> Option<&str> {
+        let labels = &self.data.relation_labels;
+        labels
+            .binary_search_by(|(relation, _)| relation.as_str().cmp(name))
+            .ok()
+            .map(|index| labels[index].1.as_str())
     }
 
     /// Every relation, in id order.

@@ -34,7 +34,7 @@ use crate::{StoreError, StoreResult};
 
 pub const MAGIC: &[u8; 8] = b"KGMSNAP\0";
 /// Bumped whenever the layout or [`normalize_name`](super::normalize_name) changes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const ENDIAN_MARKER: u32 = 0x0102_0304;
 const HEADER_BYTES: usize = 40;
 const TABLE_ENTRY_BYTES: usize = 32;
@@ -43,6 +43,7 @@ const SECTION_COUNT: usize = 18;
 #[derive(Serialize, Deserialize)]
 struct Meta {
     relations: Vec<String>,
+    relation_labels: Vec<(String, String)>,
     labels: Vec<String>,
     property_keys: Vec<String>,
     node_properties: Properties,
@@ -66,6 +67,7 @@ pub fn save(graph: &EmbeddedGraph, path: &Path) -> StoreResult<u64> {
     let data = &*graph.data;
     let meta = Meta {
         relations: data.relations.names.clone(),
+        relation_labels: data.relation_labels.clone(),
         labels: data.labels.names.clone(),
         property_keys: data.property_keys.names.clone(),
         node_properties: data.node_properties.clone(),
@@ -306,6 +308,7 @@ pub fn open(path: &Path) -> StoreResult<EmbeddedGraph> {
             normalized_hashes: column(&map, entries[15], 15)?,
             normalized_nodes: column(&map, entries[16], 16)?,
             relations: Interned::from_names(meta.relations),
+            relation_labels: meta.relation_labels,
             labels: Interned::from_names(meta.labels),
             property_keys: Interned::from_names(meta.property_keys),
             node_properties: meta.node_properties,

@@ -3,12 +3,15 @@
 //! IRIs become node names and relation names as written (without the angle brackets);
 //! blank nodes keep their `_:label`. A node named by `rdfs:label`, `skos:prefLabel`,
 //! `foaf:name` or `schema:name` is shown and linked by that name instead, its IRI kept
-//! as its `iri` property. A literal object becomes, by
+//! as its `iri` property. A predicate given such a name is read by it ([`GraphBuilder::
+//! set_relation_label`]: evidence shows it, question words are matched against it) and
+//! becomes no node. A literal object becomes, by
 //! [`LiteralMode`], either a node named by its lexical form (language tags and
 //! datatypes dropped), which is how KG-QA data sets treat values such as years and
 //! titles, or a typed property of the subject.
 
 use std::{
+    collections::hash_map::Entry,
     fs::File,
     io::{BufRead, BufReader},
     path::Path,
@@ -95,8 +98,10 @@ pub(super) fn load(
     // values of one predicate become a list instead of overwriting each other.
     let mut properties: FxHashMap<(NodeIdx, String), Vec<Value>> = FxHashMap::default();
     let mut property_order: Vec<(NodeIdx, String)> = Vec::new();
-    // Node → (its label, its IRI), the first label given for it.
-    let mut names: FxHashMap<NodeIdx, (String, String)> = FxHashMap::default();
+    // Subject → its label, the first given for it, in the order first met (a subject
+    // that turns out to be a predicate labels the relation instead of a node).
+    let mut names: FxHashMap<String, String> = FxHashMap::default();
+    let mut named: Vec<String> = Vec::new();
     read(
         path,
         builder,
@@ -107,10 +112,11 @@ pub(super) fn load(
                     && !lexical.trim().is_empty()
                     && !subject.trim().is_empty() =>
             {
-                let node = builder.node(subject.trim());
-                names
-                    .entry(node)
-                    .or_insert_with(|| (lexical.trim().to_owned(), subject.trim().to_owned()));
+                let subject = subject.trim();
+                if let Entry::Vacant(slot) = names.entry(subject.to_owned()) {
+                    slot.insert(lexical.trim().to_owned());
+                    named.push(subject.to_owned());
+                }
                 Ok(())
             }
             (LiteralMode::Properties, Object::Literal { lexical, datatype }) => {
@@ -143,7 +149,15 @@ pub(super) fn load(
         builder.set_property(key.0, &key.1, value);
     }
     let mut renames: FxHashMap<NodeIdx, String> = FxHashMap::default();
-    for (node, (label, iri)) in names {
+    for iri in named {
+        let Some(label) = names.remove(&iri) else {
+            continue;
+        };
+        if builder.has_relation(&iri) {
+            builder.set_relation_label(&iri, &label);
+            continue;
+        }
+        let node = builder.node(&iri);
         builder.set_property(node, IRI_PROPERTY, Value::String(iri));
         renames.insert(node, label);
     }

@@ -148,6 +148,37 @@ fn ntriples_nodes_are_named_by_their_label_and_keep_their_iri() {
 }
 
 #[test]
+fn a_labelled_ntriples_predicate_labels_its_relation_and_is_no_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let nt = write(
+        &dir,
+        "staff.nt",
+        concat!(
+            "<http://ex.org/e1> <http://ex.org/p7> <http://ex.org/e2> .\n",
+            "<http://ex.org/p7> <http://www.w3.org/2000/01/rdf-schema#label> \"manager\"@en .\n",
+            "<http://ex.org/p7> <http://www.w3.org/2000/01/rdf-schema#label> \"Chef\"@fr .\n",
+            "<http://ex.org/e1> <http://ex.org/worksFor> <http://ex.org/e3> .\n",
+        ),
+    );
+    let (graph, _) = load_graph(&nt, &quiet()).unwrap();
+    assert_eq!(graph.relation_label("http://ex.org/p7"), Some("manager"));
+    assert_eq!(graph.relation_label("http://ex.org/worksFor"), None);
+    assert_eq!(
+        graph.relation_labels(),
+        [("http://ex.org/p7".to_owned(), "manager".to_owned())]
+    );
+    // The predicate is no node: "manager" names nothing a question could link.
+    assert!(graph.lookup_exact("manager").is_empty());
+    assert!(graph.lookup_exact("http://ex.org/p7").is_empty());
+    assert_eq!(graph.node_count(), 3);
+    // A snapshot keeps the label.
+    let snapshot = dir.path().join("staff.kgs");
+    crate::embedded::snapshot::save(&graph, &snapshot).unwrap();
+    let reloaded = crate::embedded::snapshot::open(&snapshot).unwrap();
+    assert_eq!(reloaded.relation_label("http://ex.org/p7"), Some("manager"));
+}
+
+#[test]
 fn pipe_csv_and_ntriples_are_detected_and_parsed() {
     let dir = tempfile::tempdir().unwrap();
     let pipe = write(
