@@ -10,6 +10,7 @@ use figment::{
     providers::{Env, Format, Serialized, Toml},
     Figment,
 };
+use kgmesh_coordinator::auth::{TokenEntry, TokenLimits};
 use kgmesh_models::minilm::MiniLm;
 use serde::{Deserialize, Serialize};
 
@@ -530,6 +531,29 @@ pub struct HttpConfig {
     pub max_concurrent_questions: usize,
     /// Serve the web console at `/`.
     pub console: bool,
+    /// Anonymous questions although no tokens are configured and the listener is reachable
+    /// beyond this machine (`cypher` and `feedback` stay off without a token).
+    pub open: bool,
+    /// API tokens written in the configuration itself (better: `tokens_file` or
+    /// `tokens_env`, which a Kubernetes Secret can fill).
+    pub tokens: Vec<TokenEntry>,
+    /// TOML file of `[[tokens]]` (name, sha256 or token, scopes, optional limits).
+    pub tokens_file: Option<PathBuf>,
+    /// Name of an environment variable holding the same TOML as `tokens_file`.
+    pub tokens_env: Option<String>,
+    /// Requests per second each token may send on average (0: no limit), unless the
+    /// token sets its own.
+    pub rate_per_second: f64,
+    /// Requests a token may send at once above its average rate.
+    pub burst: u32,
+    /// Requests of one token in progress at once (0: no limit beyond the server's).
+    pub max_concurrent_per_token: u32,
+    /// `GET /metrics` without a token (scrapers); false: only `admin` tokens.
+    pub metrics_public: bool,
+    /// PEM certificate chain of the listener; with `tls_key_file`, the API speaks HTTPS.
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key of `tls_cert_file`.
+    pub tls_key_file: Option<PathBuf>,
 }
 
 impl Default for HttpConfig {
@@ -540,6 +564,16 @@ impl Default for HttpConfig {
             max_body_bytes: 64 * 1024,
             max_concurrent_questions: 64,
             console: true,
+            open: false,
+            tokens: Vec::new(),
+            tokens_file: None,
+            tokens_env: None,
+            rate_per_second: TokenLimits::default().rate_per_second,
+            burst: TokenLimits::default().burst,
+            max_concurrent_per_token: TokenLimits::default().max_concurrent,
+            metrics_public: true,
+            tls_cert_file: None,
+            tls_key_file: None,
         }
     }
 }
@@ -963,6 +997,38 @@ impl Config {
         if self.http.max_concurrent_questions == 0 {
             problems.push("http.max_concurrent_questions must be positive".to_owned());
         }
+        if !(self.http.rate_per_second.is_finite() && self.http.rate_per_second >= 0.0) {
+            problems.push(format!(
+                "http.rate_per_second = {} must be 0 (no limit) or more",
+                self.http.rate_per_second
+            ));
+        }
+        if self.http.rate_per_second > 0.0 && self.http.burst == 0 {
+            problems.push("http.burst must be at least 1 with a rate limit".to_owned());
+        }
+        if self.http.tls_cert_file.is_some() != self.http.tls_key_file.is_some() {
+            problems.push(
+                "http.tls_cert_file and http.tls_key_file go together: set both for HTTPS, or \
+                 neither"
+                    .to_owned(),
+            );
+        }
+        if let Some(name) = &self.http.tokens_env {
+            let ok = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit());
+            if !ok {
+                problems.push(format!(
+                    "http.tokens_env = {name:?} must be the name of an environment variable \
+                     (letters, digits, `_`), not the tokens themselves"
+                ));
+            }
+        }
+        if let Err(found) =
+            kgmesh_coordinator::auth::Access::new(&self.http.tokens, self.token_limits(), false)
+        {
+            problems.extend(found.into_iter().map(|p| format!("http.tokens: {p}")));
+        }
         if let Some(protocol) = &self.telemetry.otlp_protocol {
             if let Err(error) = kgmesh_telemetry::Protocol::parse(protocol) {
                 problems.push(format!("telemetry.otlp_protocol: {error}"));
@@ -972,6 +1038,15 @@ impl Config {
             Ok(())
         } else {
             Err(ConfigError { problems })
+        }
+    }
+
+    /// The limits of a token that sets none of its own.
+    pub fn token_limits(&self) -> TokenLimits {
+        TokenLimits {
+            rate_per_second: self.http.rate_per_second,
+            burst: self.http.burst,
+            max_concurrent: self.http.max_concurrent_per_token,
         }
     }
 

@@ -448,6 +448,63 @@ const KEYS: &[(&str, &str)] = &[
         "Serve the web console (ask, evidence graph, the question's life, roles, schema) at \
          `/` of `kgmesh serve`.",
     ),
+    (
+        "http.open",
+        "Declare the API open: `serve` then listens beyond loopback without tokens and \
+         answers questions anonymously, with `cypher` and `feedback` off until tokens are \
+         configured (beside tokens: anonymous questions too); `serve --open` sets it. Without \
+         tokens and without this, `serve` refuses a non-loopback `http.listen`.",
+    ),
+    (
+        "http.tokens",
+        "API tokens in the configuration itself, as `[[http.tokens]]` tables (`name`, \
+         `sha256` or `token`, `scopes`, optional `rate_per_second`, `burst`, \
+         `max_concurrent`); prefer `http.tokens_file` or `http.tokens_env`. See \
+         docs/security.md.",
+    ),
+    (
+        "http.tokens_file",
+        "TOML file of `[[tokens]]` tables (`name`; `sha256`, the hex SHA-256 of the token, \
+         or `token`; `scopes` of `ask`, `cypher`, `feedback`, `admin`; optional limits), read \
+         when `serve` starts; a mounted Kubernetes Secret, for instance.",
+    ),
+    (
+        "http.tokens_env",
+        "Name of an environment variable holding the same TOML as `http.tokens_file` (a \
+         Kubernetes Secret through `secretKeyRef`); unset for none.",
+    ),
+    (
+        "http.rate_per_second",
+        "Requests per second each API token may send on average (a token bucket; 0: no \
+         limit) unless the token sets `rate_per_second`; beyond it 429 with `Retry-After`, \
+         other tokens unaffected. Anonymous requests are bounded by \
+         `http.max_concurrent_questions` only.",
+    ),
+    (
+        "http.burst",
+        "Requests a token may send at once above its average rate (the bucket's size) \
+         unless it sets `burst`.",
+    ),
+    (
+        "http.max_concurrent_per_token",
+        "Requests of one token in progress at once (0: no limit beyond \
+         `http.max_concurrent_questions`) unless it sets `max_concurrent`; one more is \
+         answered 429.",
+    ),
+    (
+        "http.metrics_public",
+        "Serve `GET /metrics` without a token (for scrapers; it shows token names and \
+         counts, never tokens); false: only to `admin` tokens.",
+    ),
+    (
+        "http.tls_cert_file",
+        "PEM certificate chain of the API listener; with `http.tls_key_file` the API speaks \
+         HTTPS only (rustls), and both files are read again within a second of changing.",
+    ),
+    (
+        "http.tls_key_file",
+        "PEM private key (PKCS#8, PKCS#1 or SEC1) of `http.tls_cert_file`.",
+    ),
     // cache
     (
         "cache.path",

@@ -52,7 +52,9 @@ fn browser(profile: &Path, width: u32, height: u32) -> Command {
     command
 }
 
-fn page_url(address: SocketAddr, question: &str) -> String {
+/// The page asking `question`, with the API token `token` handed over in the address's
+/// fragment (which the page takes into the tab's storage and removes).
+fn page_url(address: SocketAddr, question: &str, token: Option<&str>) -> String {
     let mut url = format!("http://{address}/?q=");
     for byte in question.bytes() {
         if byte.is_ascii_alphanumeric() {
@@ -61,26 +63,38 @@ fn page_url(address: SocketAddr, question: &str) -> String {
             url.push_str(&format!("%{byte:02X}"));
         }
     }
+    if let Some(token) = token {
+        url.push_str(&format!("#token={token}"));
+    }
     url
 }
 
 /// The page after its script ran, as Chromium prints it.
-fn rendered(address: SocketAddr, question: &str) -> String {
+fn rendered(address: SocketAddr, question: &str, token: Option<&str>) -> String {
     let profile = tempfile::tempdir().expect("profile dir");
     let mut command = browser(profile.path(), 1280, 800);
-    command.arg("--dump-dom").arg(page_url(address, question));
+    command
+        .arg("--dump-dom")
+        .arg(page_url(address, question, token));
     let (code, dom, stderr) = run(command);
     assert_eq!(code, 0, "chromium failed: {stderr}");
     assert!(dom.contains("</html>"), "no page printed: {dom}\n{stderr}");
     dom
 }
 
-fn screenshot(address: SocketAddr, question: &str, width: u32, height: u32, file: &Path) {
+fn screenshot(
+    address: SocketAddr,
+    question: &str,
+    token: Option<&str>,
+    width: u32,
+    height: u32,
+    file: &Path,
+) {
     let profile = tempfile::tempdir().expect("profile dir");
     let mut command = browser(profile.path(), width, height);
     command
         .arg(format!("--screenshot={}", file.display()))
-        .arg(page_url(address, question));
+        .arg(page_url(address, question, token));
     let (code, _, stderr) = run(command);
     assert_eq!(code, 0, "chromium failed: {stderr}");
     let png = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
@@ -109,7 +123,10 @@ fn element_with<'a>(dom: &'a str, needles: &[&str]) -> Option<&'a str> {
 
 #[test]
 fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
-    let (mut server, address) = start_ready("kgmesh serve", serve_embedded(&sample_kg(), 2));
+    // A server with API tokens: the page needs one to ask.
+    let command = with_tokens(serve_embedded(&sample_kg(), 2), &admin_tokens());
+    let (mut server, address) = start_ready("kgmesh serve", command);
+    let token = Some(ADMIN_TOKEN);
 
     // The page and its assets come from the binary, under a same-origin-only policy.
     let (status, head, page) = http_get_with_head(address, "/");
@@ -127,8 +144,40 @@ fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
     }
     assert!(page.contains("the bundled sample movie KG") || page.contains("kg.tsv"));
 
-    // A question asked through the page.
-    let dom = rendered(address, "who directed Heat");
+    // Without a token the page says what is missing instead of answering.
+    let dom = rendered(address, "who directed Heat", None);
+    let error = dom
+        .split(r#"id="error""#)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no error box:\n{dom}"));
+    let (tag_rest, text) = error.split_once('>').expect("the error box closes its tag");
+    assert!(!tag_rest.contains("hidden"), "the error is hidden:\n{dom}");
+    assert!(
+        text.starts_with("This server needs an API token (401): enter it above."),
+        "{text}"
+    );
+    assert!(
+        !dom.contains("answer-text"),
+        "answered without a token:\n{dom}"
+    );
+    // A token the server does not know: said so.
+    let dom = rendered(
+        address,
+        "who directed Heat",
+        Some("not-a-known-token-123456"),
+    );
+    assert!(
+        dom.contains("The server does not accept this API token (401)"),
+        "{dom}"
+    );
+
+    // A question asked through the page, with the token.
+    let dom = rendered(address, "who directed Heat", token);
+    assert!(
+        !dom.contains(ADMIN_TOKEN),
+        "the token is shown on the page:\n{dom}"
+    );
+    assert!(dom.contains("token set for this tab"), "{dom}");
     assert!(
         dom.contains(r#"<span class="answer-text">Michael Mann</span>"#),
         "the answer is not on the page:\n{dom}"
@@ -195,7 +244,7 @@ fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
     );
 
     // A question the server refuses (too long): its reason is shown, not a broken page.
-    let dom = rendered(address, &"why?".repeat(600));
+    let dom = rendered(address, &"why?".repeat(600), token);
     let error = dom
         .split(r#"id="error""#)
         .nth(1)
@@ -214,11 +263,19 @@ fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
     screenshot(
         address,
         question,
+        token,
         1280,
         800,
         &dir.join("console-desktop.png"),
     );
-    screenshot(address, question, 390, 844, &dir.join("console-phone.png"));
+    screenshot(
+        address,
+        question,
+        token,
+        390,
+        844,
+        &dir.join("console-phone.png"),
+    );
 
     assert!(server.is_running(), "the server died");
     server.terminate();

@@ -11,6 +11,7 @@ use serve_support::*;
 fn start_server(cache_file: &Path) -> (Process, SocketAddr) {
     let mut command = serve_embedded(&sample_kg(), 1);
     command.env("KGMESH__CACHE__PATH", cache_file);
+    let command = with_tokens(command, &admin_tokens());
     start_ready("kgmesh serve", command)
 }
 
@@ -20,13 +21,19 @@ fn json(body: &str) -> serde_json::Value {
 
 fn ask(address: SocketAddr, question: &str) -> serde_json::Value {
     let body = serde_json::json!({ "question": question }).to_string();
-    let (status, reply) = http(address, "POST", "/v1/ask", Some(&body));
+    let (status, reply) = http_as(address, ADMIN_TOKEN, "POST", "/v1/ask", Some(&body));
     assert_eq!(status, 200, "{reply}");
     json(&reply)
 }
 
 fn feedback(address: SocketAddr, body: serde_json::Value) -> (u16, serde_json::Value) {
-    let (status, reply) = http(address, "POST", "/v1/feedback", Some(&body.to_string()));
+    let (status, reply) = http_as(
+        address,
+        ADMIN_TOKEN,
+        "POST",
+        "/v1/feedback",
+        Some(&body.to_string()),
+    );
     (status, json(&reply))
 }
 
@@ -96,7 +103,7 @@ fn feedback_by_question_id_confirms_demotes_drops_and_teaches() {
         ),
     ];
     for (body, kind, mentions) in malformed {
-        let (status, reply) = http(address, "POST", "/v1/feedback", Some(&body));
+        let (status, reply) = http_as(address, ADMIN_TOKEN, "POST", "/v1/feedback", Some(&body));
         assert_eq!(status, 400, "{body} -> {reply}");
         let reply = json(&reply);
         assert_eq!(reply["error"]["kind"], kind, "{body} -> {reply}");

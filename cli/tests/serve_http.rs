@@ -135,10 +135,15 @@ fn bad_requests_get_json_errors() {
 
 #[test]
 fn cypher_over_http_returns_rows_and_explains_refusals() {
-    let (_server, address) = start_server(&[]);
+    let tokens = admin_tokens();
+    let (_server, address) = start_server(&[
+        ("KGMESH__HTTP__TOKENS_ENV", TOKENS_VAR),
+        (TOKENS_VAR, tokens.as_str()),
+    ]);
     wait_for_ok(address, "/readyz");
-    let (status, body) = http(
+    let (status, body) = http_as(
         address,
+        ADMIN_TOKEN,
         "POST",
         "/v1/cypher",
         Some(
@@ -167,8 +172,9 @@ fn cypher_over_http_returns_rows_and_explains_refusals() {
             value["error"]["message"].as_str().unwrap_or("").to_owned(),
         )
     };
-    let (status, body) = http(
+    let (status, body) = http_as(
         address,
+        ADMIN_TOKEN,
         "POST",
         "/v1/cypher",
         Some(r#"{"query": "MATCH (n) DETACH DELETE n"}"#),
@@ -181,8 +187,9 @@ fn cypher_over_http_returns_rows_and_explains_refusals() {
         "{message}"
     );
     // Nothing was deleted.
-    let (status, body) = http(
+    let (status, body) = http_as(
         address,
+        ADMIN_TOKEN,
         "POST",
         "/v1/cypher",
         Some(r#"{"query": "MATCH (n) RETURN count(n) AS nodes"}"#),
@@ -196,7 +203,7 @@ fn cypher_over_http_returns_rows_and_explains_refusals() {
         r#"{"query": "MATCH (n) RETURN n", "max_rows": 0}"#,
         r#"{"query": "MATCH (n) RETURN n", "colour": 1}"#,
     ] {
-        let (status, body) = http(address, "POST", "/v1/cypher", Some(bad));
+        let (status, body) = http_as(address, ADMIN_TOKEN, "POST", "/v1/cypher", Some(bad));
         assert_eq!(status, 400, "{bad}: {body}");
     }
 }

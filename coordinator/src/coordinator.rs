@@ -222,9 +222,20 @@ impl Coordinator {
         request: AskRequest,
         trace: TraceContext,
     ) -> Result<AskReply, CoordinatorError> {
+        self.ask_as(request, trace, "anonymous").await
+    }
+
+    /// [`Coordinator::ask_traced`] for `principal` (the name of the API token that
+    /// asked), which the question's span records.
+    pub async fn ask_as(
+        &self,
+        request: AskRequest,
+        trace: TraceContext,
+        principal: &str,
+    ) -> Result<AskReply, CoordinatorError> {
         let _in_flight = crate::metrics::InFlight::enter();
         let started = Instant::now();
-        let result = self.answer(request, trace).await;
+        let result = self.answer(request, trace, principal).await;
         crate::metrics::record_question(&result, started.elapsed());
         result
     }
@@ -233,6 +244,7 @@ impl Coordinator {
         &self,
         request: AskRequest,
         trace: TraceContext,
+        principal: &str,
     ) -> Result<AskReply, CoordinatorError> {
         self.validate(&request)?;
         let snapshot = self
@@ -257,6 +269,7 @@ impl Coordinator {
             "question",
             question_id = %question_id,
             kgmesh.question_id = %question_id,
+            kgmesh.principal = principal,
             kgmesh.budget.rounds = budget.rounds,
             kgmesh.budget.llm_calls = budget.llm_calls,
             kgmesh.budget.tokens = budget.tokens,

@@ -6,6 +6,12 @@
 //! Every error is a JSON body `{"error": {"kind": "...", "message": "..."}}` with a
 //! 4xx/5xx status, so clients never parse text. Limits: request body size, question
 //! length (the coordinator's), and questions in flight (beyond it: 429).
+//!
+//! Who may call what is [`crate::auth`]'s: `Authorization: Bearer <token>`, 401 (no or
+//! an unknown token, with `WWW-Authenticate: Bearer`), 403 (a scope the token lacks),
+//! 429 with `Retry-After` (a token over its own limits). Every request to a scoped route
+//! is counted in `kgmesh_http_requests_total` by token name, route and status, and
+//! logged with the token's name.
 
 use std::{sync::Arc, time::Duration};
 
@@ -17,7 +23,10 @@ use actix_web::{
 use kgmesh_schemas::{
     envelope::headers,
     graph::{GraphSchema, RelationSchema},
-    messages::{ask::AskRequest, cache::Feedback},
+    messages::{
+        ask::AskRequest,
+        cache::{Feedback, Principal},
+    },
     relation_text::{relation_label, relation_shown},
     AgentError, TraceContext,
 };
@@ -25,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use crate::{
+    auth::{Access, Denial, Grant, Scope},
     console::{self, Console, ConsoleSettings},
     Coordinator, CoordinatorError, FeedbackRequest, FeedbackSubject, RoleSummary, REQUIRED_ROLES,
 };
@@ -61,6 +71,7 @@ pub struct ApiState {
     limits: ApiLimits,
     metrics: Option<RenderMetrics>,
     console: Option<Console>,
+    access: Access,
 }
 
 impl ApiState {
@@ -84,12 +95,25 @@ impl ApiState {
         metrics: Option<RenderMetrics>,
         console: Option<ConsoleSettings>,
     ) -> web::Data<Self> {
+        Self::with_access(coordinator, limits, metrics, console, Access::local())
+    }
+
+    /// With `access` deciding who may call what (without: [`Access::local`], anonymous
+    /// questions and nothing else).
+    pub fn with_access(
+        coordinator: Arc<Coordinator>,
+        limits: ApiLimits,
+        metrics: Option<RenderMetrics>,
+        console: Option<ConsoleSettings>,
+        access: Access,
+    ) -> web::Data<Self> {
         web::Data::new(Self {
             coordinator,
             in_flight: Semaphore::new(limits.max_concurrent_questions),
             limits,
             metrics,
             console: console.map(|settings| Console::new(&settings)),
+            access,
         })
     }
 }
@@ -194,10 +218,130 @@ async fn not_found(request: HttpRequest) -> HttpResponse {
     )
 }
 
+/// Who sent `request`, if they may use `scope`; else the JSON refusal to send, counted
+/// and logged under the token's name.
+fn authorize(state: &ApiState, request: &HttpRequest, scope: Scope) -> Result<Grant, HttpResponse> {
+    let authorization = request
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)
+        .map(|value| value.to_str().unwrap_or("(not text)"));
+    state
+        .access
+        .authorize(authorization, scope)
+        .map_err(|denial| refusal(request, &denial))
+}
+
+fn refusal(request: &HttpRequest, denial: &Denial) -> HttpResponse {
+    let status = StatusCode::from_u16(denial.status).unwrap_or(StatusCode::FORBIDDEN);
+    let principal = denial.principal.as_deref().unwrap_or("anonymous");
+    tracing::warn!(
+        principal,
+        route = request.path(),
+        status = denial.status,
+        reason = %denial.message,
+        "request refused"
+    );
+    crate::metrics::record_request(principal, request.path(), denial.status);
+    let mut response = HttpResponse::build(status);
+    match denial.status {
+        401 => {
+            response.insert_header(("WWW-Authenticate", "Bearer realm=\"kgmesh\""));
+        }
+        403 if denial.principal.is_some() => {
+            response.insert_header((
+                "WWW-Authenticate",
+                "Bearer realm=\"kgmesh\", error=\"insufficient_scope\"",
+            ));
+        }
+        _ => {}
+    }
+    if let Some(seconds) = denial.retry_after_secs {
+        response.insert_header(("Retry-After", seconds.to_string()));
+    }
+    response.json(ErrorBody {
+        error: ErrorDetail {
+            kind: denial.kind,
+            message: denial.message.clone(),
+        },
+    })
+}
+
+/// Counts and logs a request that was let in, under its principal's name.
+fn served(grant: &Grant, request: &HttpRequest, response: HttpResponse) -> HttpResponse {
+    let status = response.status().as_u16();
+    tracing::info!(
+        principal = %grant.principal.name,
+        route = request.path(),
+        status,
+        "request served"
+    );
+    crate::metrics::record_request(&grant.principal.name, request.path(), status);
+    response
+}
+
+/// A scope a route needs, as a type ([`Authorized`] of it).
+pub trait NeedsScope {
+    const SCOPE: Scope;
+}
+
+pub struct AskScope;
+pub struct CypherScope;
+pub struct FeedbackScope;
+
+impl NeedsScope for AskScope {
+    const SCOPE: Scope = Scope::Ask;
+}
+impl NeedsScope for CypherScope {
+    const SCOPE: Scope = Scope::Cypher;
+}
+impl NeedsScope for FeedbackScope {
+    const SCOPE: Scope = Scope::Feedback;
+}
+
+/// The caller may use `S::SCOPE`: an extractor placed before the body, so that a caller
+/// without the right token is refused before its body is read or judged.
+pub struct Authorized<S: NeedsScope> {
+    grant: Grant,
+    _scope: std::marker::PhantomData<S>,
+}
+
+impl<S: NeedsScope> actix_web::FromRequest for Authorized<S> {
+    type Error = actix_web::Error;
+    type Future = std::future::Ready<Result<Self, Self::Error>>;
+
+    fn from_request(request: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        let Some(state) = request.app_data::<web::Data<ApiState>>() else {
+            return std::future::ready(Err(actix_web::error::ErrorInternalServerError(
+                "the API state is missing",
+            )));
+        };
+        std::future::ready(
+            authorize(state, request, S::SCOPE)
+                .map(|grant| Authorized {
+                    grant,
+                    _scope: std::marker::PhantomData,
+                })
+                .map_err(|refused| InternalError::from_response("refused", refused).into()),
+        )
+    }
+}
+
 async fn ask(
     state: web::Data<ApiState>,
+    auth: Authorized<AskScope>,
     request: HttpRequest,
     body: web::Json<AskRequest>,
+) -> HttpResponse {
+    let grant = auth.grant;
+    let response = answer(&state, &request, body.into_inner(), &grant).await;
+    served(&grant, &request, response)
+}
+
+async fn answer(
+    state: &ApiState,
+    request: &HttpRequest,
+    body: AskRequest,
+    grant: &Grant,
 ) -> HttpResponse {
     let Ok(_permit) = state.in_flight.try_acquire() else {
         return error_response(
@@ -210,10 +354,14 @@ async fn ask(
         );
     };
     let trace = TraceContext {
-        traceparent: header(&request, headers::TRACEPARENT),
-        tracestate: header(&request, headers::TRACESTATE),
+        traceparent: header(request, headers::TRACEPARENT),
+        tracestate: header(request, headers::TRACESTATE),
     };
-    match state.coordinator.ask_traced(body.into_inner(), trace).await {
+    match state
+        .coordinator
+        .ask_as(body, trace, &grant.principal.name)
+        .await
+    {
         Ok(reply) => HttpResponse::Ok().json(reply),
         Err(error) => coordinator_error(&error),
     }
@@ -250,7 +398,7 @@ struct FeedbackBody {
 }
 
 impl FeedbackBody {
-    fn into_request(self) -> Result<FeedbackRequest, String> {
+    fn into_request(self, principal: Principal) -> Result<FeedbackRequest, String> {
         let subject = match (self.question_id, self.question) {
             (Some(_), Some(_)) => {
                 return Err("name the question by `question_id` or by `question`, not both".into())
@@ -267,22 +415,26 @@ impl FeedbackBody {
         Ok(FeedbackRequest {
             subject,
             verdict,
-            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
+            principal,
         })
     }
 }
 
-async fn feedback(state: web::Data<ApiState>, body: web::Json<FeedbackBody>) -> HttpResponse {
-    let request = match body.into_inner().into_request() {
-        Ok(request) => request,
-        Err(message) => {
-            return error_response(StatusCode::BAD_REQUEST, "invalid_feedback", message)
-        }
+async fn feedback(
+    state: web::Data<ApiState>,
+    auth: Authorized<FeedbackScope>,
+    request: HttpRequest,
+    body: web::Json<FeedbackBody>,
+) -> HttpResponse {
+    let grant = auth.grant;
+    let response = match body.into_inner().into_request(grant.principal.clone()) {
+        Ok(feedback) => match state.coordinator.feedback(feedback).await {
+            Ok(reply) => HttpResponse::Ok().json(reply),
+            Err(error) => coordinator_error(&error),
+        },
+        Err(message) => error_response(StatusCode::BAD_REQUEST, "invalid_feedback", message),
     };
-    match state.coordinator.feedback(request).await {
-        Ok(reply) => HttpResponse::Ok().json(reply),
-        Err(error) => coordinator_error(&error),
-    }
+    served(&grant, &request, response)
 }
 
 /// `POST /v1/cypher`: one read-only openCypher query, its parameters (a JSON object),
@@ -304,8 +456,18 @@ const CYPHER_MAX_ROWS: u32 = 10_000;
 const CYPHER_DEFAULT_TIMEOUT_MS: u32 = 5_000;
 const CYPHER_MAX_TIMEOUT_MS: u32 = 60_000;
 
-async fn cypher(state: web::Data<ApiState>, body: web::Json<CypherBody>) -> HttpResponse {
-    let body = body.into_inner();
+async fn cypher(
+    state: web::Data<ApiState>,
+    auth: Authorized<CypherScope>,
+    request: HttpRequest,
+    body: web::Json<CypherBody>,
+) -> HttpResponse {
+    let grant = auth.grant;
+    let response = run_cypher(&state, body.into_inner()).await;
+    served(&grant, &request, response)
+}
+
+async fn run_cypher(state: &ApiState, body: CypherBody) -> HttpResponse {
     let max_rows = body.max_rows.unwrap_or(CYPHER_DEFAULT_ROWS);
     let timeout_ms = body.timeout_ms.unwrap_or(CYPHER_DEFAULT_TIMEOUT_MS);
     if !(1..=CYPHER_MAX_ROWS).contains(&max_rows)
@@ -360,8 +522,13 @@ async fn cypher(state: web::Data<ApiState>, body: web::Json<CypherBody>) -> Http
 /// (`relation_words`, an IRI by its label or local name) and a question this graph can
 /// answer (`example_question`), built from its most frequent relation and one of that
 /// relation's own examples, for the console to offer.
-async fn schema(state: web::Data<ApiState>) -> HttpResponse {
-    match state.coordinator.schema().await {
+async fn schema(
+    state: web::Data<ApiState>,
+    auth: Authorized<AskScope>,
+    request: HttpRequest,
+) -> HttpResponse {
+    let grant = auth.grant;
+    let response = match state.coordinator.schema().await {
         Ok(schema) => {
             let mut body = serde_json::to_value(&schema).unwrap_or_default();
             if let Some(object) = body.as_object_mut() {
@@ -379,7 +546,8 @@ async fn schema(state: web::Data<ApiState>) -> HttpResponse {
             HttpResponse::Ok().json(body)
         }
         Err(error) => coordinator_error(&error),
-    }
+    };
+    served(&grant, &request, response)
 }
 
 /// A question built from the graph's own schema: the most frequent relation that has
@@ -430,7 +598,16 @@ fn header(request: &HttpRequest, name: &str) -> String {
         .to_owned()
 }
 
-async fn metrics(state: web::Data<ApiState>) -> HttpResponse {
+async fn metrics(state: web::Data<ApiState>, request: HttpRequest) -> HttpResponse {
+    // Scrapers usually come without a token; a server may still want one (`admin`).
+    let _grant = if state.access.metrics_public() {
+        None
+    } else {
+        match authorize(&state, &request, Scope::Admin) {
+            Ok(grant) => Some(grant),
+            Err(refused) => return refused,
+        }
+    };
     match &state.metrics {
         Some(render) => HttpResponse::Ok()
             .content_type(METRICS_CONTENT_TYPE)
@@ -504,10 +681,15 @@ struct Agents {
     roles: Vec<RoleSummary>,
 }
 
-async fn agents(state: web::Data<ApiState>) -> HttpResponse {
+async fn agents(
+    state: web::Data<ApiState>,
+    auth: Authorized<AskScope>,
+    request: HttpRequest,
+) -> HttpResponse {
+    let grant = auth.grant;
     // Discovered now, not the snapshot questions are routed by (refreshed only every
     // few seconds): an operator reading the request counts wants them current.
-    match state.coordinator.directory().refresh().await {
+    let response = match state.coordinator.directory().refresh().await {
         Ok(snapshot) => HttpResponse::Ok().json(Agents {
             roles: snapshot.roles().cloned().collect(),
         }),
@@ -516,5 +698,6 @@ async fn agents(state: web::Data<ApiState>) -> HttpResponse {
             "bus_unavailable",
             error.to_string(),
         ),
-    }
+    };
+    served(&grant, &request, response)
 }

@@ -20,6 +20,7 @@
 //! # }
 //! ```
 
+pub mod auth;
 pub mod config;
 pub mod console;
 pub mod context;
@@ -32,6 +33,7 @@ pub mod http;
 pub mod ledger;
 mod metrics;
 pub mod recent;
+pub mod tls;
 
 pub use config::{CoordinatorConfig, HedgePolicy};
 pub use coordinator::{

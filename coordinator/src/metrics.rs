@@ -25,6 +25,19 @@ pub(crate) const DEGRADED_TOTAL: &str = "kgmesh_degraded_total";
 pub(crate) const REFUSED_ROLES_TOTAL: &str = "kgmesh_refused_roles_total";
 pub(crate) const HEDGED_CALLS_TOTAL: &str = "kgmesh_hedged_calls_total";
 pub(crate) const CANCELLED_CALLS_TOTAL: &str = "kgmesh_cancelled_calls_total";
+pub(crate) const HTTP_REQUESTS_TOTAL: &str = "kgmesh_http_requests_total";
+
+/// One request to a scoped route of the HTTP API: the name of the token that sent it
+/// (`anonymous` without one; never the token), the route and the status answered.
+pub(crate) fn record_request(principal: &str, route: &str, status: u16) {
+    metrics::counter!(
+        HTTP_REQUESTS_TOTAL,
+        "principal" => principal.to_owned(),
+        "route" => route.to_owned(),
+        "status" => status.to_string()
+    )
+    .increment(1);
+}
 
 /// Counts a question as in flight until dropped, so a cancelled question (a client that
 /// hung up) leaves the gauge too.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Deployment checks: Dockerfile lint, yamllint, the compose file, and the Helm chart
 # rendered for its default values and every file in helm/kgmesh/ci/, each validated
-# (helm lint --strict, kubernetes-validate --strict, security defaults) and its
-# ConfigMap parsed by the binary's own loader (`kgmesh config check`).
+# (helm lint --strict, kubernetes-validate --strict, security defaults, NetworkPolicies,
+# the API's token and certificate Secrets wired by reference) and its ConfigMap parsed
+# by the binary's own loader (`kgmesh config check`).
 # Tools: scripts/setup.d/40-helm.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -92,9 +93,11 @@ PY
 echo "--> helm chart (offline: dependency charts replaced by empty placeholders)"
 chart="$(deploy/helm-offline-chart.sh "$work/chart")"
 
-render() { # NAME [helm args...]: lint, render, validate one set of values
-    local label="$1"
-    shift
+render() { # NAME EXPECT [helm args...]: lint, render, validate one set of values;
+    # EXPECT lists what the values turn on: tokens, tls (at the listener), nats (the
+    # chart's NATS, and its NetworkPolicy).
+    local label="$1" expect="$2"
+    shift 2
     local out="$work/$label.yaml"
     echo "    [$label] helm lint --strict"
     "$HELM" lint --strict "$chart" "$@" >"$work/$label.lint" 2>&1 ||
@@ -111,11 +114,12 @@ render() { # NAME [helm args...]: lint, render, validate one set of values
         cat "$work/$label.validate" >&2
         fail "kubernetes-validate reported problems for $label"
     fi
-    echo "    [$label] security defaults, probes, secrets by reference"
-    python3 - "$out" "$work/$label.toml" <<'PY'
-import sys, yaml
+    echo "    [$label] security defaults, probes, secrets by reference, network policies"
+    python3 - "$out" "$work/$label.toml" "$expect" <<'PY'
+import sys, tomllib, yaml
 
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+expect = set(sys.argv[3].split())
 problems = []
 kinds = {}
 for doc in docs:
@@ -161,6 +165,74 @@ for doc in docs:
             )
             if paths != ("/healthz", "/readyz"):
                 problems.append(f"{where}: probes are {paths}, not /healthz and /readyz")
+
+# The API's front door: NetworkPolicies, the tokens and certificate Secrets by reference.
+config = tomllib.load(open(sys.argv[2], "rb"))
+http = config.get("http", {})
+policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "NetworkPolicy"}
+deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+coordinator = next((d for n, d in deployments.items() if n.endswith("-coordinator")), None)
+def component(doc):
+    return doc["spec"]["template"]["metadata"]["labels"].get("app.kubernetes.io/component")
+def secret_mounts(doc):
+    pod = doc["spec"]["template"]["spec"]
+    secrets = {v["name"]: v["secret"]["secretName"] for v in pod.get("volumes", []) if "secret" in v}
+    return {m["mountPath"]: secrets[m["name"]]
+            for c in pod["containers"] for m in c.get("volumeMounts", []) if m["name"] in secrets}
+api_policy = next((p for n, p in policies.items() if n.endswith("-coordinator")), None)
+if api_policy is None:
+    problems.append("no NetworkPolicy for the coordinator")
+else:
+    spec = api_policy["spec"]
+    if spec["podSelector"]["matchLabels"].get("app.kubernetes.io/component") != "coordinator":
+        problems.append("the coordinator's NetworkPolicy does not select the coordinator")
+    rules = spec.get("ingress", [])
+    if not rules or any(not r.get("from") for r in rules):
+        problems.append("the coordinator's NetworkPolicy lets anyone in (a rule without `from`)")
+    if any(p.get("port") != "http" for r in rules for p in r.get("ports", [{}])):
+        problems.append("the coordinator's NetworkPolicy opens a port other than http")
+agents_policy = next((p for n, p in policies.items() if n.endswith("-agents")), None)
+if agents_policy is None:
+    problems.append("no NetworkPolicy for the agents")
+else:
+    spec = agents_policy["spec"]
+    if "Ingress" not in spec.get("policyTypes", []):
+        problems.append("the agents' NetworkPolicy does not restrict ingress")
+    excluded = [e for e in spec["podSelector"].get("matchExpressions", [])
+                if e["key"] == "app.kubernetes.io/component" and e["operator"] == "NotIn"]
+    if not excluded or "coordinator" not in excluded[0]["values"]:
+        problems.append("the agents' NetworkPolicy does not leave the coordinator out")
+    for rule in spec.get("ingress", []):
+        if not rule.get("from") or any(p.get("port") != "metrics" for p in rule.get("ports", [{}])):
+            problems.append("the agents' NetworkPolicy lets in more than scrapers of the metrics port")
+nats_policy = next((p for n, p in policies.items() if n.endswith("-nats")), None)
+if ("nats" in expect) != (nats_policy is not None):
+    problems.append(f"NATS NetworkPolicy rendered: {nats_policy is not None}, expected: {'nats' in expect}")
+if coordinator is None:
+    problems.append("no coordinator Deployment")
+else:
+    mounts = secret_mounts(coordinator)
+    for agent in (d for d in deployments.values() if d is not coordinator):
+        for path in secret_mounts(agent):
+            if path.startswith("/etc/kgmesh/"):
+                problems.append(f"{agent['metadata']['name']} mounts the API's Secret at {path}")
+    tokens_file = http.get("tokens_file")
+    if ("tokens" in expect) != bool(tokens_file):
+        problems.append(f"http.tokens_file = {tokens_file!r}, tokens expected: {'tokens' in expect}")
+    if tokens_file and not any(tokens_file.startswith(path + "/") for path in mounts):
+        problems.append(f"http.tokens_file {tokens_file} is not on a mounted Secret ({mounts})")
+    cert = http.get("tls_cert_file")
+    if ("tls" in expect) != bool(cert):
+        problems.append(f"http.tls_cert_file = {cert!r}, TLS at the listener expected: {'tls' in expect}")
+    container = coordinator["spec"]["template"]["spec"]["containers"][0]
+    schemes = {container[p]["httpGet"].get("scheme", "HTTP")
+               for p in ("livenessProbe", "readinessProbe", "startupProbe")}
+    if cert:
+        for key in ("tls_cert_file", "tls_key_file"):
+            if not any(http[key].startswith(path + "/") for path in mounts):
+                problems.append(f"http.{key} {http[key]} is not on a mounted Secret ({mounts})")
+    if schemes != ({"HTTPS"} if cert else {"HTTP"}):
+        problems.append(f"the coordinator's probes use {schemes} with TLS at the listener {bool(cert)}")
 if problems:
     sys.exit("manifests:\n  " + "\n  ".join(problems))
 print("      " + ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())))
@@ -169,9 +241,14 @@ PY
     "$KGMESH" config check --config "$work/$label.toml"
 }
 
-render default
+render default ""
+render bundled-values "tokens nats" -f helm/kgmesh/ci/bundled-values.yaml
+render full-values "tokens tls" -f helm/kgmesh/ci/full-values.yaml
 for values in helm/kgmesh/ci/*.yaml; do
-    render "$(basename "$values" .yaml)" -f "$values"
+    case "$(basename "$values")" in
+    bundled-values.yaml | full-values.yaml) ;;
+    *) fail "$values has no expectations in 10-deploy.sh: add a render line for it" ;;
+    esac
 done
 
 echo "--> values.schema.json rejects bad values"
@@ -190,5 +267,7 @@ reject "budget.depth above 3" "/config/budget/depth" --set config.budget.depth=4
 reject "an invalid role name" "Bad_Role" --set roles.Bad_Role.replicas=1
 reject "an OTLP protocol that does not exist" "/connections/otlp/protocol" --set connections.otlp.protocol=udp
 reject "a chart without a NATS address" "set connections.nats.url" --set connections.nats.url=
+reject "TLS at the listener without a certificate" "needs api.tls.existingSecret" --set api.tls.termination=listener
+reject "TLS ending nowhere known" "/api/tls/termination" --set api.tls.termination=both
 
 echo "10-deploy: all deployment checks passed"

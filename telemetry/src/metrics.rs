@@ -52,6 +52,9 @@ pub const PLAN_CACHE_LOOKUPS_TOTAL: &str = "kgmesh_plan_cache_lookups_total";
 pub const PLAN_CACHE_STORES_TOTAL: &str = "kgmesh_plan_cache_stores_total";
 /// Feedback on answers received by the coordinator, by `outcome`.
 pub const FEEDBACK_TOTAL: &str = "kgmesh_feedback_total";
+/// Requests to the HTTP API's scoped routes, by `principal` (the API token's name, or
+/// `anonymous`; never the token), `route` and `status` (refusals included: 401, 403, 429).
+pub const HTTP_REQUESTS_TOTAL: &str = "kgmesh_http_requests_total";
 /// Questions answered with a role failed, timed out, missing, or answering without
 /// its model, by `role` and `reason`.
 pub const DEGRADED_TOTAL: &str = "kgmesh_degraded_total";
@@ -152,6 +155,11 @@ pub fn describe() {
         QUESTIONS_TOTAL,
         Unit::Count,
         "Questions answered, by outcome: answered, low_confidence (answers on a path no question word names), partial (a budget ran out), dont_know (no answer), error (refused before any work)"
+    );
+    describe_counter!(
+        HTTP_REQUESTS_TOTAL,
+        Unit::Count,
+        "Requests to the HTTP API's scoped routes, by principal (the API token's name, or anonymous), route and status, refusals (401, 403, 429) included"
     );
     describe_histogram!(
         QUESTION_DURATION_SECONDS,

@@ -5,15 +5,26 @@
 //! With `--nats URL` (or `bus.kind = "nats"`) the roles are whatever `kgmesh agent`
 //! processes announce themselves on that NATS; with `--embedded` every role runs in
 //! this process on the in-process bus. The coordinator cannot tell the two apart.
+//!
+//! Who may call the API is the tokens' (`http.tokens_file`, `http.tokens_env`,
+//! `http.tokens`; see docs/security.md). A listener reachable beyond this machine with
+//! no tokens is refused unless the API is declared open (`http.open`, `--open`). With
+//! `http.tls_cert_file` and `http.tls_key_file` the API speaks HTTPS only.
 
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    net::ToSocketAddrs,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use actix_web::{App, HttpServer};
 use anyhow::Context as _;
 use kgmesh_bus::{Bus, LocalBus};
 use kgmesh_coordinator::{
+    auth::{Access, TokenEntry, TokensDocument, OPEN_SETTING, TOKEN_SETTINGS},
     console::ConsoleSettings,
     http::{routes, ApiLimits, ApiState, RenderMetrics},
+    tls::ReloadingCert,
     Coordinator,
 };
 
@@ -47,6 +58,10 @@ pub struct ServeArgs {
     /// HTTP worker threads (default: one per CPU).
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Declare the API open (sets `http.open`): anonymous questions even beyond this
+    /// machine without tokens; `cypher` and `feedback` stay off without a token.
+    #[arg(long)]
+    pub open: bool,
 }
 
 pub fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
@@ -54,6 +69,20 @@ pub fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
+    let listen = args
+        .listen
+        .clone()
+        .unwrap_or_else(|| config.http.listen.clone());
+    // Who may call the API, and whether this listener may serve it, before anything starts.
+    let access = api_access(&config, args.open)?;
+    refuse_unguarded(&listen, &access)?;
+    let tls =
+        match (&config.http.tls_cert_file, &config.http.tls_key_file) {
+            (Some(cert), Some(key)) => Some(ReloadingCert::new(cert, key).map_err(|error| {
+                anyhow::anyhow!("http.tls_cert_file / http.tls_key_file: {error}")
+            })?),
+            _ => None,
+        };
     // Before any role starts, so that nothing they count is lost.
     let metrics = install_metrics();
     let use_nats = args.nats.is_some() || (!args.embedded && config.bus.kind == BusKind::Nats);
@@ -115,23 +144,46 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
         ..ApiLimits::default()
     };
     let render = metrics.map(|handle| Arc::new(move || handle.render()) as RenderMetrics);
-    let state = ApiState::with_console(coordinator, limits, render, console);
-    let listen = args
-        .listen
-        .clone()
-        .unwrap_or_else(|| config.http.listen.clone());
+    if access.has_tokens() {
+        tracing::info!(tokens = ?access.names(), open = access.is_open(), "API tokens");
+    } else if access.is_open() {
+        tracing::warn!(
+            "the API is open ({OPEN_SETTING}): anyone who reaches it may ask; cypher and \
+             feedback are off until tokens are configured"
+        );
+    } else {
+        tracing::info!(
+            "no API tokens: questions are anonymous, cypher and feedback are off ({TOKEN_SETTINGS})"
+        );
+    }
+    let access = access.with_public_metrics(config.http.metrics_public);
+    let state = ApiState::with_access(coordinator, limits, render, console, access);
     let mut server = HttpServer::new(move || App::new().configure(routes(state.clone())))
         .shutdown_timeout(10)
         .disable_signals();
     if let Some(workers) = args.workers {
         server = server.workers(workers.max(1));
     }
-    let server = server
-        .bind(&listen)
-        .with_context(|| format!("cannot listen on {listen}"))?;
+    let (server, scheme) = match tls {
+        Some(cert) => {
+            let tls_config = Arc::new(cert)
+                .server_config()
+                .map_err(|error| anyhow::anyhow!(error))?;
+            let server = server
+                .bind_rustls_0_23(&listen, tls_config)
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            (server, "https")
+        }
+        None => {
+            let server = server
+                .bind(&listen)
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            (server, "http")
+        }
+    };
     for address in server.addrs() {
         // Tests and scripts read this line to find a port chosen by the OS.
-        println!("listening on http://{address}");
+        println!("listening on {scheme}://{address}");
     }
     let server = server.run();
     let handle = server.handle();
@@ -148,6 +200,68 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
     // The last questions' spans leave now, before the process exits.
     let _ = tokio::task::spawn_blocking(kgmesh_telemetry::shutdown).await;
     served
+}
+
+/// The API's tokens from the configuration, `http.tokens_file` and `http.tokens_env`,
+/// checked together (names and tokens unique across them).
+pub(crate) fn api_access(config: &Config, open_flag: bool) -> anyhow::Result<Access> {
+    let mut entries: Vec<TokenEntry> = config.http.tokens.clone();
+    if let Some(path) = &config.http.tokens_file {
+        entries.extend(read_tokens_file(path)?);
+    }
+    if let Some(name) = &config.http.tokens_env {
+        let text = std::env::var(name).map_err(|_| {
+            anyhow::anyhow!(
+                "http.tokens_env names the environment variable {name}, which is not set (or \
+                 not UTF-8)"
+            )
+        })?;
+        entries.extend(parse_tokens(&text).with_context(|| {
+            format!("the environment variable {name} (http.tokens_env) holds no tokens document")
+        })?);
+    }
+    let open = config.http.open || open_flag;
+    Access::new(&entries, config.token_limits(), open)
+        .map_err(|problems| anyhow::anyhow!("invalid API tokens:\n  - {}", problems.join("\n  - ")))
+}
+
+fn read_tokens_file(path: &Path) -> anyhow::Result<Vec<TokenEntry>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read http.tokens_file {}", path.display()))?;
+    parse_tokens(&text).with_context(|| format!("http.tokens_file {}", path.display()))
+}
+
+/// A tokens document: TOML, `[[tokens]]` tables.
+fn parse_tokens(text: &str) -> anyhow::Result<Vec<TokenEntry>> {
+    let document: TokensDocument = toml::from_str(text).map_err(|error| {
+        anyhow::anyhow!(
+            "not a tokens document ([[tokens]] tables of name, sha256 or token, scopes): {error}"
+        )
+    })?;
+    Ok(document.tokens)
+}
+
+/// No trust by source address: a listener reachable beyond this machine needs tokens,
+/// or the API declared open.
+fn refuse_unguarded(listen: &str, access: &Access) -> anyhow::Result<()> {
+    if access.has_tokens() || access.is_open() {
+        return Ok(());
+    }
+    // An address that does not resolve fails at bind, with its own message.
+    let Ok(addresses) = listen.to_socket_addrs() else {
+        return Ok(());
+    };
+    if let Some(address) = addresses.into_iter().find(|a| !a.ip().is_loopback()) {
+        anyhow::bail!(
+            "refusing to serve the HTTP API on {listen} ({}) with no API tokens: anyone who \
+             can reach it could use it. Configure tokens ({TOKEN_SETTINGS}; see \
+             docs/security.md), listen on loopback (http.listen = \"127.0.0.1:8080\"), or \
+             declare the API open with {OPEN_SETTING} = true (serve --open): anonymous \
+             questions only, cypher and feedback off",
+            address.ip()
+        );
+    }
+    Ok(())
 }
 
 /// Installs this process's Prometheus recorder for `GET /metrics`. Without one the

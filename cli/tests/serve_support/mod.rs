@@ -84,7 +84,10 @@ impl Process {
             let left = deadline.saturating_duration_since(Instant::now());
             match receiver.recv_timeout(left) {
                 Ok(line) => {
-                    if let Some(address) = line.strip_prefix("listening on http://") {
+                    let address = line
+                        .strip_prefix("listening on http://")
+                        .or_else(|| line.strip_prefix("listening on https://"));
+                    if let Some(address) = address {
                         return address.trim().parse().expect("a socket address");
                     }
                 }
@@ -256,13 +259,51 @@ pub fn http_raw(
     body: &[u8],
     send_body: bool,
 ) -> (u16, String) {
-    let (status, _head, body) = http_full(address, method, path, content_type, body, send_body);
+    let (status, _head, body) =
+        http_full(address, method, path, content_type, body, send_body, &[]);
     (status, body)
+}
+
+/// [`http`] with the API token `token` as `Authorization: Bearer`.
+pub fn http_as(
+    address: SocketAddr,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, String) {
+    let (status, _head, body) = http_with_headers(
+        address,
+        method,
+        path,
+        body,
+        &[("Authorization", &format!("Bearer {token}"))],
+    );
+    (status, body)
+}
+
+/// One request with extra `headers`: (status, the response head, body).
+pub fn http_with_headers(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> (u16, String, String) {
+    http_full(
+        address,
+        method,
+        path,
+        "application/json",
+        body.unwrap_or("").as_bytes(),
+        body.is_some(),
+        headers,
+    )
 }
 
 /// A `GET` of `path`: (status, the response head with its headers, body).
 pub fn http_get_with_head(address: SocketAddr, path: &str) -> (u16, String, String) {
-    http_full(address, "GET", path, "", b"", false)
+    http_full(address, "GET", path, "", b"", false, &[])
 }
 
 fn http_full(
@@ -272,6 +313,7 @@ fn http_full(
     content_type: &str,
     body: &[u8],
     send_body: bool,
+    headers: &[(&str, &str)],
 ) -> (u16, String, String) {
     let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5)).expect("connect");
     stream
@@ -282,6 +324,9 @@ fn http_full(
         .expect("timeout");
     let mut request =
         format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
     if send_body {
         request.push_str(&format!(
             "Content-Type: {content_type}\r\nContent-Length: {}\r\n",
@@ -451,4 +496,24 @@ pub fn wait_for_replicas(
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The environment variable the tests put API tokens in (named by `http.tokens_env`).
+pub const TOKENS_VAR: &str = "KGMESH_TEST_API_TOKENS";
+
+/// `command` with the API tokens of `document` (TOML `[[tokens]]` tables), given the way
+/// a Kubernetes Secret gives them: an environment variable named by `http.tokens_env`.
+pub fn with_tokens(mut command: Command, document: &str) -> Command {
+    command
+        .env("KGMESH__HTTP__TOKENS_ENV", TOKENS_VAR)
+        .env(TOKENS_VAR, document);
+    command
+}
+
+/// A token for tests with every scope.
+pub const ADMIN_TOKEN: &str = "test-admin-token-6f1c0b7e9a2d4c38";
+
+/// A tokens document of one `admin` token, [`ADMIN_TOKEN`], named `tester`.
+pub fn admin_tokens() -> String {
+    format!("[[tokens]]\nname = \"tester\"\ntoken = \"{ADMIN_TOKEN}\"\nscopes = [\"admin\"]\n")
 }

@@ -9,6 +9,8 @@
   const ASK_TIMEOUT_MS = 180000;
   const HISTORY_KEY = "kgmesh.console.history";
   const HISTORY_MAX = 30;
+  // The API token lives in this tab's session storage only: gone when the tab closes.
+  const TOKEN_KEY = "kgmesh.console.token";
 
   const settings = readSettings();
   const $ = (id) => document.getElementById(id);
@@ -65,6 +67,52 @@
     return value >= 100 ? value.toFixed(0) : value.toFixed(1);
   }
 
+  // ---- the API token ---------------------------------------------------------
+
+  function readToken() {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY) || "";
+    } catch (_) {
+      return "";
+    }
+  }
+
+  function storeToken(token) {
+    try {
+      if (token) sessionStorage.setItem(TOKEN_KEY, token);
+      else sessionStorage.removeItem(TOKEN_KEY);
+    } catch (_) {
+      // Storage off: the token lasts as long as the page.
+    }
+    currentToken = token;
+    showTokenState();
+  }
+
+  let currentToken = readToken();
+
+  function showTokenState() {
+    $("token-state").textContent = currentToken ? "token set for this tab" : "no token";
+  }
+
+  // Headers of every API request: the token, when there is one, as a Bearer token.
+  function apiHeaders(extra) {
+    const headers = Object.assign({}, extra || {});
+    if (currentToken) headers.Authorization = `Bearer ${currentToken}`;
+    return headers;
+  }
+
+  // A token given in the address (`#token=…`) is taken into the tab and removed from
+  // the address, so it is neither shown nor kept in the history.
+  function takeTokenFromAddress() {
+    const url = new URL(window.location.href);
+    const fragment = new URLSearchParams(url.hash.replace(/^#/, ""));
+    const token = fragment.get("token");
+    if (!token) return;
+    storeToken(token.trim());
+    url.hash = "";
+    window.history.replaceState(null, "", url.pathname + url.search);
+  }
+
   // ---- asking --------------------------------------------------------------
 
   function readOptions() {
@@ -90,7 +138,7 @@
     try {
       const response = await fetch("/v1/ask", {
         method: "POST",
-        headers: { "Content-Type": "application/json" },
+        headers: apiHeaders({ "Content-Type": "application/json" }),
         body: JSON.stringify({ question, options: readOptions() }),
         signal: controller.signal,
       });
@@ -134,11 +182,19 @@
   function describeError(status, body) {
     const error = body && body.error ? body.error : {};
     const message = error.message || "no reason given";
+    if (status === 401) {
+      return (currentToken
+        ? "The server does not accept this API token (401): enter another one above"
+        : "This server needs an API token (401): enter it above") + `. ${message}`;
+    }
+    if (status === 403) {
+      return `The API token may not do this (403 ${error.kind || "forbidden"}): ${message}`;
+    }
     const meaning = {
       400: "The question was refused",
       404: "Not found",
       413: "The request is too large",
-      429: "The server is busy",
+      429: "The server is busy, or this token is over its limit",
       503: "The server cannot answer now",
       504: "A role did not answer in time",
     }[status] || "The server failed";
@@ -492,7 +548,7 @@
     const body = $("agents").tBodies[0];
     const problem = $("agents-error");
     try {
-      const response = await fetch("/v1/agents");
+      const response = await fetch("/v1/agents", { headers: apiHeaders() });
       const reply = await readJson(response);
       if (!response.ok) throw new Error(describeError(response.status, reply));
       clear(body);
@@ -518,7 +574,7 @@
   async function loadSchema() {
     const problem = $("schema-error");
     try {
-      const response = await fetch("/v1/schema");
+      const response = await fetch("/v1/schema", { headers: apiHeaders() });
       const schema = await readJson(response);
       if (!response.ok) throw new Error(describeError(response.status, schema));
       $("schema-summary").textContent =
@@ -551,6 +607,19 @@
   // ---- start ---------------------------------------------------------------
 
   function start() {
+    takeTokenFromAddress();
+    showTokenState();
+    $("token-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      storeToken($("token").value.trim());
+      $("token").value = "";
+      loadAgents();
+      loadSchema();
+    });
+    $("token-forget").addEventListener("click", () => {
+      storeToken("");
+      $("token").value = "";
+    });
     if (settings.graph) $("graph-name").textContent = `answering from ${settings.graph}`;
     if (settings.version) $("version").textContent = `v${settings.version}`;
     const question = $("question");

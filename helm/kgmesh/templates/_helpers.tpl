@@ -131,6 +131,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{/* Where the coordinator finds the API tokens and its TLS certificate (mounted Secrets). */}}
+{{- define "kgmesh.apiTokensDir" -}}/etc/kgmesh/api-tokens{{- end -}}
+{{- define "kgmesh.apiTlsDir" -}}/etc/kgmesh/tls{{- end -}}
+
 {{- define "kgmesh.configTree" -}}
 {{- $config := deepCopy (default dict .Values.config) -}}
 {{- $owned := dict
@@ -141,6 +145,18 @@ app.kubernetes.io/component: {{ .component }}
 -}}
 {{- if .Values.secrets.natsCredentials.existingSecret -}}
 {{- $_ := set $owned.bus "nats_credentials_env" .Values.secrets.natsCredentials.envVar -}}
+{{- end -}}
+{{- /* The API's front door (docs/security.md): tokens from a mounted Secret, the open
+       declaration, and the listener's certificate when TLS ends at the coordinator. */ -}}
+{{- if .Values.api.tokens.existingSecret -}}
+{{- $_ := set $owned.http "tokens_file" (printf "%s/%s" (include "kgmesh.apiTokensDir" .) .Values.api.tokens.key) -}}
+{{- end -}}
+{{- if .Values.api.open -}}
+{{- $_ := set $owned.http "open" true -}}
+{{- end -}}
+{{- if eq .Values.api.tls.termination "listener" -}}
+{{- $_ := set $owned.http "tls_cert_file" (printf "%s/tls.crt" (include "kgmesh.apiTlsDir" .)) -}}
+{{- $_ := set $owned.http "tls_key_file" (printf "%s/tls.key" (include "kgmesh.apiTlsDir" .)) -}}
 {{- end -}}
 {{- /* Roles of the chart that kgmesh does not build in (agents from outside it) are
        allowed, so that one `roles` entry is all an external agent needs. Keep the list
