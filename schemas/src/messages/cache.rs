@@ -222,16 +222,29 @@ pub enum FeedbackOutcome {
     NoPlan,
     /// No plan reaching the corrected answers was found: nothing changed.
     NotVerified,
+    /// The verdict is held until enough distinct principals (or an admin) agree: a
+    /// conflicting correction of a cached plan, or the removal of a plan with verified
+    /// successes. The reply's `confirmations` says how many it has and needs.
+    Pending,
+    /// The corrected answers are reached by a plan whose relations read far from the
+    /// question's words: held until an admin confirms it; the detail says why.
+    Flagged,
+    /// The principal sent more feedback than the cache manager accepts per minute:
+    /// nothing changed.
+    Limited,
 }
 
 impl FeedbackOutcome {
-    pub const ALL: [FeedbackOutcome; 6] = [
+    pub const ALL: [FeedbackOutcome; 9] = [
         FeedbackOutcome::Confirmed,
         FeedbackOutcome::Demoted,
         FeedbackOutcome::Dropped,
         FeedbackOutcome::Learned,
         FeedbackOutcome::NoPlan,
         FeedbackOutcome::NotVerified,
+        FeedbackOutcome::Pending,
+        FeedbackOutcome::Flagged,
+        FeedbackOutcome::Limited,
     ];
 
     /// A short stable name (the JSON spelling), for reports and metrics.
@@ -243,12 +256,23 @@ impl FeedbackOutcome {
             FeedbackOutcome::Learned => "learned",
             FeedbackOutcome::NoPlan => "no_plan",
             FeedbackOutcome::NotVerified => "not_verified",
+            FeedbackOutcome::Pending => "pending",
+            FeedbackOutcome::Flagged => "flagged",
+            FeedbackOutcome::Limited => "limited",
         }
     }
 
-    /// Whether the cache changed.
+    /// Whether the cache's plans changed. A held verdict changes none (a pending
+    /// removal may have counted a failure: see the reply's detail).
     pub fn changed(self) -> bool {
-        !matches!(self, FeedbackOutcome::NoPlan | FeedbackOutcome::NotVerified)
+        !matches!(
+            self,
+            FeedbackOutcome::NoPlan
+                | FeedbackOutcome::NotVerified
+                | FeedbackOutcome::Pending
+                | FeedbackOutcome::Flagged
+                | FeedbackOutcome::Limited
+        )
     }
 }
 
@@ -267,6 +291,21 @@ pub struct CacheFeedbackReply {
     pub key: Option<String>,
     /// What happened, in words (counts, or why nothing changed).
     pub detail: String,
+    /// For a held verdict ([`FeedbackOutcome::Pending`], [`FeedbackOutcome::Flagged`]):
+    /// the distinct principals who proposed it so far and how many it needs.
+    #[serde(default)]
+    pub confirmations: Option<Confirmations>,
+}
+
+/// How far a held verdict is from applying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+pub struct Confirmations {
+    /// Distinct principals who gave it (the same principal repeating it counts once).
+    pub have: u32,
+    /// Distinct principals it applies with; an admin principal applies it alone.
+    /// `None`: only an admin can apply it (a flagged correction).
+    pub need: Option<u32>,
 }
 
 impl Rpc for CacheFeedback {
