@@ -474,9 +474,12 @@ fn every_rpc_round_trips_in_both_content_types() {
             },
         );
     }
-    for (outcome, need) in [
-        (FeedbackOutcome::Pending, Some(3)),
-        (FeedbackOutcome::Flagged, None),
+    for (need, flagged) in [
+        (Some(3), None),
+        (
+            None,
+            Some("starred_actors explains no word of the question".to_owned()),
+        ),
     ] {
         round_trip_rpc(
             CacheFeedback {
@@ -488,12 +491,13 @@ fn every_rpc_round_trips_in_both_content_types() {
                 },
             },
             CacheFeedbackReply {
-                outcome,
+                outcome: FeedbackOutcome::Pending,
                 key: Some("p0123456789abcdef".into()),
                 detail: "held".into(),
                 confirmations: Some(kgmesh_schemas::messages::cache::Confirmations {
                     have: 1,
                     need,
+                    flagged,
                 }),
             },
         );
