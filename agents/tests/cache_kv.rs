@@ -293,7 +293,7 @@ async fn feedback_to_either_replica_is_held_counted_audited_and_reverted() {
         Feedback::Incorrect,
     )
     .await;
-    assert_eq!(reply.confirmations.unwrap().have, 2, "{reply:?}");
+    assert_eq!(reply.confirmations.clone().unwrap().have, 2, "{reply:?}");
     let key = reply.key.expect("a template key");
     assert!(replica_b.get(&key).is_some(), "still held");
     // The third distinct principal, on the other replica, removes it for both.
