@@ -268,6 +268,7 @@ mod tests {
                 outcome,
                 key: None,
                 detail: String::new(),
+                confirmations: None,
             })
         };
         let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
