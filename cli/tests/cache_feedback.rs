@@ -181,7 +181,10 @@ fn history_lists_the_audit_and_revert_restores_the_plan_before() {
         &["warm", "--kg", kg, "--import", "qa.txt", "--no-progress"],
     );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    assert_eq!(ask_cached(dir, "who directed Collateral"), (true, "Michael Mann".to_owned()));
+    assert_eq!(
+        ask_cached(dir, "who directed Collateral"),
+        (true, "Michael Mann".to_owned())
+    );
 
     // An admin's correction replaces the director with an actor (applied, though it
     // reads far from the question: the reply says so).
@@ -193,13 +196,24 @@ fn history_lists_the_audit_and_revert_restores_the_plan_before() {
     let (code, stdout, stderr) = cache(
         dir,
         &store,
-        &["feedback", "wrong.jsonl", "--kg", kg, "--verbose", "--as", "ops"],
+        &[
+            "feedback",
+            "wrong.jsonl",
+            "--kg",
+            kg,
+            "--verbose",
+            "--as",
+            "ops",
+        ],
     );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("wrong.jsonl:1: learned"), "{stdout}");
     assert!(stdout.contains("reads far from the question"), "{stdout}");
     let (hit, answer) = ask_cached(dir, "who directed Collateral");
-    assert!(hit && answer != "Michael Mann", "the learned plan is replayed: {answer}");
+    assert!(
+        hit && answer != "Michael Mann",
+        "the learned plan is replayed: {answer}"
+    );
 
     // The audit, newest first: the correction (who, before, after), then the import.
     let audit = history_json(dir, &[]);
@@ -220,7 +234,10 @@ fn history_lists_the_audit_and_revert_restores_the_plan_before() {
     // As text: one entry per change, with the template and the plans.
     let (code, stdout, stderr) = cache(dir, &store, &["history", "--limit", "1"]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    assert!(stdout.contains("learned") && stdout.contains("by ops (admin)"), "{stdout}");
+    assert!(
+        stdout.contains("learned") && stdout.contains("by ops (admin)"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("`who directed <e>`: directed_by => starred_actors"),
         "{stdout}"
@@ -232,7 +249,10 @@ fn history_lists_the_audit_and_revert_restores_the_plan_before() {
     let (code, stdout, stderr) = cache(dir, &store, &["revert", &id, "--as", "alice"]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains(&format!("reverted entry {id}")), "{stdout}");
-    assert_eq!(ask_cached(dir, "who directed Collateral"), (true, "Michael Mann".to_owned()));
+    assert_eq!(
+        ask_cached(dir, "who directed Collateral"),
+        (true, "Michael Mann".to_owned())
+    );
     let audit = history_json(dir, &["--key", &key]);
     assert_eq!(audit.len(), 3, "{audit:#?}");
     assert_eq!(audit[0]["action"], "reverted");
@@ -246,5 +266,8 @@ fn history_lists_the_audit_and_revert_restores_the_plan_before() {
     let (code, stdout, stderr) = cache(dir, &store, &["revert", "999"]);
     assert_ne!(code, 0, "{stdout}");
     assert!(stderr.contains("no audit entry 999"), "{stderr}");
-    assert_eq!(std::fs::read_to_string(dir.join("plans.jsonl")).unwrap(), plans);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("plans.jsonl")).unwrap(),
+        plans
+    );
 }

@@ -150,12 +150,17 @@ fn feedback_confirms_holds_one_callers_corrections_and_teaches() {
         );
         assert_eq!(reply["confirmations"]["have"], 1, "{reply}");
         assert_eq!(reply["confirmations"]["need"], serde_json::Value::Null);
-        let flagged = reply["confirmations"]["flagged"].as_str().unwrap_or_default();
+        let flagged = reply["confirmations"]["flagged"]
+            .as_str()
+            .unwrap_or_default();
         assert!(flagged.contains("starred_actors"), "{reply}");
     }
     let collateral = ask(address, "who directed Collateral");
     assert_eq!(collateral["cache_hit"], true, "{collateral}");
-    assert_eq!(collateral["answers"][0]["text"], "Michael Mann", "{collateral}");
+    assert_eq!(
+        collateral["answers"][0]["text"], "Michael Mann",
+        "{collateral}"
+    );
     assert_eq!(collateral["answers"].as_array().map(Vec::len), Some(1));
 
     // Wrong, twice from the same caller: a plan with a verified success is not removed

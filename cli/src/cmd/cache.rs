@@ -297,7 +297,11 @@ fn history_text(entry: &AuditEntry) -> String {
         entry.action.as_str(),
         entry.key,
         entry.principal.name,
-        if entry.principal.admin { " (admin)" } else { "" },
+        if entry.principal.admin {
+            " (admin)"
+        } else {
+            ""
+        },
         plan(entry.before.as_ref()),
         plan(entry.after.as_ref()),
     );
@@ -964,8 +968,8 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
         entries,
         &Principal::local(),
     )
-        .await
-        .with_context(|| format!("cannot write to {}", target.shown))?;
+    .await
+    .with_context(|| format!("cannot write to {}", target.shown))?;
     println!("written      {}", stats.written);
     println!("unchanged    {}", stats.unchanged);
     if stats.evicted > 0 {
