@@ -1,11 +1,14 @@
 //! Two cache-manager replicas share one plan cache through NATS JetStream KV, and the
 //! cache survives a restart of the NATS server (JetStream persists to disk); feedback
-//! given to one replica reaches the other.
+//! given to one replica reaches the other, verdicts held for confirmation are counted
+//! across replicas, and every change is audited in the bucket's audit stream, from
+//! which a revert restores a plan both replicas replay.
 
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use kgmesh_agents::cache_manager::{
+    audit::{self, AuditAction},
     persist::{KvPlanStore, PlanStore},
     role::CacheManager,
     CacheConfig,
@@ -13,7 +16,8 @@ use kgmesh_agents::cache_manager::{
 use kgmesh_schemas::{
     graph::{Direction, Entity, Metapath, RelationStep},
     messages::cache::{
-        CacheEntry, CacheFeedback, CacheLookup, CacheStore, Feedback, FeedbackOutcome, Isr, Plan,
+        CacheEntry, CacheFeedback, CacheFeedbackReply, CacheLookup, CacheStore, Feedback,
+        FeedbackOutcome, Isr, Plan, Principal,
     },
     NodeId,
 };
@@ -195,40 +199,51 @@ async fn replayed_relation(replica: &CacheManager, question: &str) -> Option<Str
 }
 
 async fn feedback(replica: &CacheManager, question: &str, verdict: Feedback) -> FeedbackOutcome {
+    feedback_as(replica, &Principal::anonymous(), question, verdict)
+        .await
+        .outcome
+}
+
+async fn feedback_as(
+    replica: &CacheManager,
+    principal: &Principal,
+    question: &str,
+    verdict: Feedback,
+) -> CacheFeedbackReply {
     let ctx = kgmesh_agents::runtime::CallContext::for_test("cache-manager");
     let request = CacheFeedback {
         question: question.to_owned(),
         verdict,
-        principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
+        principal: principal.clone(),
     };
-    within(replica.feedback(&ctx, request))
-        .await
-        .unwrap()
-        .outcome
+    within(replica.feedback(&ctx, request)).await.unwrap()
+}
+
+fn user(name: &str, admin: bool) -> Principal {
+    Principal {
+        name: name.to_owned(),
+        admin,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn feedback_to_one_replica_demotes_drops_and_teaches_the_other() {
+async fn feedback_to_either_replica_is_held_counted_audited_and_reverted() {
     let server = NatsServer::start();
     let url = server.url();
-    let replica = |store: KvPlanStore| {
-        CacheManager::new(
-            CacheConfig::default(),
-            Some(Arc::new(store)),
-            Some(graph()),
-            None,
-        )
+    let store_a = Arc::new(
+        within(KvPlanStore::open(connect(&url).await, "kgmesh-plans"))
+            .await
+            .unwrap(),
+    );
+    let replica = |store: Arc<KvPlanStore>| {
+        CacheManager::new(CacheConfig::default(), Some(store), Some(graph()), None)
     };
-    let replica_a = replica(
+    let replica_a = replica(store_a.clone());
+    let replica_b = replica(Arc::new(
         within(KvPlanStore::open(connect(&url).await, "kgmesh-plans"))
             .await
             .unwrap(),
-    );
-    let replica_b = replica(
-        within(KvPlanStore::open(connect(&url).await, "kgmesh-plans"))
-            .await
-            .unwrap(),
-    );
+    ));
     // Both load the (empty) shared cache and start following it.
     assert_eq!(
         replayed_relation(&replica_a, "who directed Alien").await,
@@ -258,43 +273,45 @@ async fn feedback_to_one_replica_demotes_drops_and_teaches_the_other() {
     }
     assert_eq!(replayed_on_b.as_deref(), Some("starred_actors"));
 
-    // Replica A hears it was wrong: demoted (one success, one failure).
-    let ctx = kgmesh_agents::runtime::CallContext::for_test("cache-manager");
-    let reply = within(replica_a.feedback(
-        &ctx,
-        CacheFeedback {
-            question: "who directed Alien".to_owned(),
-            verdict: Feedback::Incorrect,
-            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
-        },
-    ))
-    .await
-    .unwrap();
-    assert_eq!(reply.outcome, FeedbackOutcome::Demoted, "{reply:?}");
-    let key = reply.key.expect("a template key");
-    // B mirrors the counts exactly, so its own feedback continues from them.
-    eventually("B holds the demotion", || {
-        replica_b
-            .get(&key)
-            .is_some_and(|e| (e.hits, e.failures) == (1, 1))
-    })
+    // "Wrong" from one principal, on both replicas: held, counted once across them.
+    for replica in [&replica_a, &replica_b] {
+        let reply = feedback_as(
+            replica,
+            &Principal::anonymous(),
+            "who directed Alien",
+            Feedback::Incorrect,
+        )
+        .await;
+        assert_eq!(reply.outcome, FeedbackOutcome::Pending, "{reply:?}");
+        let confirmations = reply.confirmations.unwrap();
+        assert_eq!((confirmations.have, confirmations.need), (1, Some(3)));
+    }
+    let reply = feedback_as(
+        &replica_a,
+        &user("alice", false),
+        "who directed Ronin",
+        Feedback::Incorrect,
+    )
     .await;
-    assert_eq!(
-        feedback(&replica_b, "who directed Ronin", Feedback::Incorrect).await,
-        FeedbackOutcome::Dropped
-    );
-    // A no longer replays the plan B dropped, and neither does B.
+    assert_eq!(reply.confirmations.clone().unwrap().have, 2, "{reply:?}");
+    let key = reply.key.expect("a template key");
+    assert!(replica_b.get(&key).is_some(), "still held");
+    // The third distinct principal, on the other replica, removes it for both.
+    let reply = feedback_as(
+        &replica_b,
+        &user("bob", false),
+        "who directed Heat",
+        Feedback::Incorrect,
+    )
+    .await;
+    assert_eq!(reply.outcome, FeedbackOutcome::Dropped, "{reply:?}");
     eventually("A drops the plan", || replica_a.get(&key).is_none()).await;
     assert_eq!(
         replayed_relation(&replica_a, "who directed Alien").await,
         None
     );
-    assert_eq!(
-        replayed_relation(&replica_b, "who directed Alien").await,
-        None
-    );
 
-    // A correction given to B becomes the plan A replays.
+    // A correction for the template that now has no plan is learned, and A replays it.
     assert_eq!(
         feedback(
             &replica_b,
@@ -305,15 +322,94 @@ async fn feedback_to_one_replica_demotes_drops_and_teaches_the_other() {
         FeedbackOutcome::Learned
     );
     eventually("A learns the corrected plan", || {
-        replica_a.get(&key).is_some_and(|e| {
-            e.plan.metapaths[0].steps[0].relation == "directed_by" && e.failures == 0
-        })
+        replica_a
+            .get(&key)
+            .is_some_and(|e| e.plan.metapaths[0].steps[0].relation == "directed_by")
     })
     .await;
+
+    // The attack: one principal "corrects" the director with an actor, three times.
+    for _ in 0..3 {
+        let reply = feedback_as(
+            &replica_a,
+            &user("mallory", false),
+            "who directed Heat",
+            Feedback::Answers(vec!["Al Pacino".to_owned()]),
+        )
+        .await;
+        assert_eq!(reply.outcome, FeedbackOutcome::Pending, "{reply:?}");
+        let confirmations = reply.confirmations.unwrap();
+        assert_eq!((confirmations.have, confirmations.need), (1, None));
+        assert!(confirmations.flagged.is_some());
+    }
     assert_eq!(
-        replayed_relation(&replica_a, "who directed Alien")
+        replayed_relation(&replica_b, "who directed Alien")
             .await
             .as_deref(),
         Some("directed_by")
     );
+
+    // An admin applies it alone; both replicas replay it.
+    let reply = feedback_as(
+        &replica_b,
+        &user("ops", true),
+        "who directed Heat",
+        Feedback::Answers(vec!["Al Pacino".to_owned()]),
+    )
+    .await;
+    assert_eq!(reply.outcome, FeedbackOutcome::Learned, "{reply:?}");
+    eventually("A replays the admin's plan", || {
+        replica_a
+            .get(&key)
+            .is_some_and(|e| e.plan.metapaths[0].steps[0].relation == "starred_actors")
+    })
+    .await;
+
+    // The audit stream holds every change, newest first.
+    let history = within(store_a.history(Some(&key), 50)).await.unwrap();
+    let actions: Vec<(AuditAction, &str)> = history
+        .iter()
+        .map(|e| (e.action, e.principal.name.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            (AuditAction::Learned, "ops"),
+            (AuditAction::Held, "mallory"),
+            (AuditAction::Learned, "anonymous"),
+            (AuditAction::Removed, "bob"),
+            (AuditAction::Held, "alice"),
+            (AuditAction::Held, "anonymous"),
+            (AuditAction::Stored, "verified-run"),
+        ],
+        "{history:#?}"
+    );
+    assert!(history.windows(2).all(|w| w[0].id > w[1].id));
+
+    // Reverting the admin's change restores the director's plan on both replicas.
+    let reverted = within(audit::revert(
+        store_a.as_ref(),
+        history[0].id,
+        &Principal::local(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(reverted.action, AuditAction::Reverted);
+    for replica in [&replica_a, &replica_b] {
+        eventually("the revert reaches the replica", || {
+            replica
+                .get(&key)
+                .is_some_and(|e| e.plan.metapaths[0].steps[0].relation == "directed_by")
+        })
+        .await;
+        assert_eq!(
+            replayed_relation(replica, "who directed Alien")
+                .await
+                .as_deref(),
+            Some("directed_by")
+        );
+    }
+    let newest = within(store_a.history(None, 1)).await.unwrap();
+    assert_eq!(newest[0].id, reverted.id);
+    assert_eq!(newest[0].principal, Principal::local());
 }

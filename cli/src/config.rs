@@ -602,6 +602,15 @@ pub struct CacheConfig {
     /// relation step, in order, and the last step gives the answer type they ask for.
     /// Above 1: never.
     pub near_replay_min: f32,
+    /// Distinct principals (API credentials) whose agreeing feedback replaces a cached
+    /// plan with a conflicting correction, or removes a plan with verified successes;
+    /// until then the verdict is held (`pending`). One admin principal applies it
+    /// alone, and only an admin applies a correction whose plan reads far from the
+    /// question (`flagged`).
+    pub feedback_confirmations: u32,
+    /// Feedback verdicts one non-admin principal may give per minute, per cache-manager
+    /// process; more are answered `limited` and change nothing.
+    pub feedback_per_minute: u32,
 }
 
 impl Default for CacheConfig {
@@ -615,6 +624,8 @@ impl Default for CacheConfig {
             min_relevance: cache.min_relevance,
             replay_min_hits: cache.replay_min_hits,
             near_replay_min: cache.near_replay_min,
+            feedback_confirmations: cache.feedback_confirmations,
+            feedback_per_minute: cache.feedback_per_minute,
         }
     }
 }
@@ -875,6 +886,14 @@ impl Config {
             ("traverser.max_triplets", t.max_triplets),
             ("traverser.max_next_entities", t.max_next_entities),
             ("cache.examples", self.cache.examples),
+            (
+                "cache.feedback_confirmations",
+                self.cache.feedback_confirmations as usize,
+            ),
+            (
+                "cache.feedback_per_minute",
+                self.cache.feedback_per_minute as usize,
+            ),
         ] {
             if value == 0 {
                 problems.push(format!("{key} must be at least 1"));
@@ -1109,6 +1128,8 @@ impl Config {
                 min_relevance: self.cache.min_relevance,
                 replay_min_hits: self.cache.replay_min_hits,
                 near_replay_min: self.cache.near_replay_min,
+                feedback_confirmations: self.cache.feedback_confirmations,
+                feedback_per_minute: self.cache.feedback_per_minute,
                 ..Cache::default()
             },
         }

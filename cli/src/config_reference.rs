@@ -541,6 +541,18 @@ const KEYS: &[(&str, &str)] = &[
          fits the question (its words account for every relation step, in order, and the last \
          step gives the answer type they ask for). Calibrated on dev; above 1 turns it off.",
     ),
+    (
+        "cache.feedback_confirmations",
+        "Distinct principals (API credentials) whose agreeing feedback replaces a cached plan \
+         with a conflicting correction or removes a plan with verified successes; until then the \
+         verdict is held (`pending`). One admin applies it alone, and only an admin applies a \
+         correction whose plan reads far from the question (`flagged`).",
+    ),
+    (
+        "cache.feedback_per_minute",
+        "Feedback verdicts one non-admin principal may give per minute, per cache-manager \
+         process; more are answered `limited` and change nothing.",
+    ),
     // telemetry
     (
         "telemetry.log",

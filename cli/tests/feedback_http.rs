@@ -1,6 +1,8 @@
 //! `POST /v1/feedback` through `kgmesh serve --embedded` with a plan cache file: feedback
-//! by the question id of a reply confirms, demotes and drops the plan that answered; a
-//! correction teaches a new one; malformed bodies are refused and change nothing.
+//! by the question id of a reply confirms the plan that answered; one caller's
+//! corrections and "wrong" verdicts against it are held (the attack of three identical
+//! corrections leaves the plan answering); a correction teaches a template with no
+//! plan; malformed bodies are refused and change nothing.
 
 mod serve_support;
 
@@ -38,7 +40,7 @@ fn feedback(address: SocketAddr, body: serde_json::Value) -> (u16, serde_json::V
 }
 
 #[test]
-fn feedback_by_question_id_confirms_demotes_drops_and_teaches() {
+fn feedback_confirms_holds_one_callers_corrections_and_teaches() {
     let dir = tempfile::tempdir().unwrap();
     let cache_file = dir.path().join("plans.jsonl");
     let (mut server, address) = start_server(&cache_file);
@@ -140,31 +142,66 @@ fn feedback_by_question_id_confirms_demotes_drops_and_teaches() {
     assert_eq!(collateral["cache_hit"], true, "{collateral}");
     assert_eq!(collateral["answers"][0]["text"], "Michael Mann");
 
-    // Wrong, twice: demoted, then dropped, and no longer replayed.
-    let (status, reply) = feedback(
-        address,
-        serde_json::json!({"question_id": collateral["question_id"], "correct": false}),
-    );
+    // The attack: "who directed Heat" corrected to an actor, three times by the same
+    // (anonymous) caller. The actor's plan explains no word of "who directed": held
+    // for an admin, and every user still gets the director.
+    for _ in 0..3 {
+        let (status, reply) = feedback(
+            address,
+            serde_json::json!({"question": "who directed Heat", "answers": ["Al Pacino"]}),
+        );
+        assert_eq!(
+            (status, reply["outcome"].as_str()),
+            (200, Some("pending")),
+            "{reply}"
+        );
+        assert_eq!(reply["confirmations"]["have"], 1, "{reply}");
+        assert_eq!(reply["confirmations"]["need"], serde_json::Value::Null);
+        let flagged = reply["confirmations"]["flagged"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(flagged.contains("starred_actors"), "{reply}");
+    }
+    let collateral = ask(address, "who directed Collateral");
+    assert_eq!(collateral["cache_hit"], true, "{collateral}");
     assert_eq!(
-        (status, reply["outcome"].as_str()),
-        (200, Some("demoted")),
-        "{reply}"
+        collateral["answers"][0]["text"], "Michael Mann",
+        "{collateral}"
     );
-    let (status, reply) = feedback(
-        address,
-        serde_json::json!({"question": "who directed The Insider", "correct": false}),
-    );
-    assert_eq!(
-        (status, reply["outcome"].as_str()),
-        (200, Some("dropped")),
-        "{reply}"
-    );
-    assert_eq!(reply["key"], key.as_str(), "one template, one plan");
-    assert_eq!(reply["question_id"], serde_json::Value::Null);
-    let last = cache().lines().last().unwrap_or_default().to_owned();
-    assert!(last.contains("\"del\"") && last.contains(&key), "{last}");
+    assert_eq!(collateral["answers"].as_array().map(Vec::len), Some(1));
+
+    // Wrong, twice from the same caller: a plan with a verified success is not removed
+    // by one principal; the verdict is held, counted once.
+    for question in ["who directed Collateral", "who directed The Insider"] {
+        let (status, reply) = feedback(
+            address,
+            serde_json::json!({"question": question, "correct": false}),
+        );
+        assert_eq!(
+            (status, reply["outcome"].as_str()),
+            (200, Some("pending")),
+            "{reply}"
+        );
+        assert_eq!(reply["key"], key.as_str(), "one template, one plan");
+        assert_eq!(reply["confirmations"]["have"], 1, "{reply}");
+        assert_eq!(reply["confirmations"]["need"], 3, "{reply}");
+    }
     let insider = ask(address, "who directed The Insider");
-    assert_eq!(insider["cache_hit"], false, "{insider}");
+    assert_eq!(insider["cache_hit"], true, "{insider}");
+    assert_eq!(insider["answers"][0]["text"], "Michael Mann", "{insider}");
+    // The held verdicts are kept beside the cache file, and audited there.
+    let held = std::fs::read_to_string(cache_file.with_extension("pending.json")).unwrap();
+    assert!(held.contains("anonymous") && held.contains(&key), "{held}");
+    let audit = std::fs::read_to_string(cache_file.with_extension("audit.jsonl")).unwrap();
+    let actions: Vec<String> = audit
+        .lines()
+        .map(|line| json(line)["action"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        actions,
+        ["stored", "confirmed", "held", "held"],
+        "one held entry per new verdict: {audit}"
+    );
 
     // A correction for a template with no plan: verified against the graph, learned,
     // and replayed for the next question of that shape.
@@ -197,8 +234,7 @@ fn feedback_by_question_id_confirms_demotes_drops_and_teaches() {
     assert_eq!(status, 200);
     for line in [
         "kgmesh_feedback_total{outcome=\"confirmed\"} 1",
-        "kgmesh_feedback_total{outcome=\"demoted\"} 1",
-        "kgmesh_feedback_total{outcome=\"dropped\"} 1",
+        "kgmesh_feedback_total{outcome=\"pending\"} 5",
         "kgmesh_feedback_total{outcome=\"learned\"} 1",
         "kgmesh_feedback_total{outcome=\"unknown_question\"} 1",
     ] {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use kgmesh_schemas::{
-    messages::cache::{CacheFeedback, Feedback, FeedbackOutcome, Principal},
+    messages::cache::{CacheFeedback, Confirmations, Feedback, FeedbackOutcome, Principal},
     Meta, QuestionId, Role, Rpc,
 };
 use serde::Serialize;
@@ -41,6 +41,10 @@ pub struct FeedbackReply {
     /// The cache key of the question's template, when it has one.
     pub key: Option<String>,
     pub detail: String,
+    /// For a held verdict (`pending`, `flagged`): the distinct principals who gave it
+    /// and how many it needs (`null`: an admin).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmations: Option<Confirmations>,
 }
 
 impl Coordinator {
@@ -119,6 +123,7 @@ impl Coordinator {
             outcome: reply.outcome,
             key: reply.key,
             detail: reply.detail,
+            confirmations: reply.confirmations,
         })
     }
 }

@@ -281,6 +281,7 @@ mod tests {
                 outcome,
                 key: None,
                 detail: String::new(),
+                confirmations: None,
             })
         };
         let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();

@@ -31,6 +31,7 @@ async fn cache_manager(
                     outcome: FeedbackOutcome::Demoted,
                     key: Some("p0000000000000001".into()),
                     detail: "1 success and 1 failure".into(),
+                    confirmations: None,
                 },
                 Cost::default(),
             )

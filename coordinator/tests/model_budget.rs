@@ -158,8 +158,11 @@ async fn a_cold_question_gives_the_judge_its_model_and_a_fallback_is_degraded() 
         "{:?}",
         reply.notes
     );
-    // A fallback changes no plan: the answer's plan is still offered to the cache.
+    // A fallback changes no plan: the answer's plan is still offered to the cache, but
+    // as the rule's verdict only (no verified success): an example, never replayed,
+    // and removable by any one principal's feedback.
     assert_eq!(stored.lock().unwrap().len(), 1);
+    assert_eq!(stored.lock().unwrap()[0].entry.hits, 0);
 }
 
 #[tokio::test]

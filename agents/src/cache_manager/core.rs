@@ -53,6 +53,13 @@ pub struct CacheConfig {
     /// relevance mixed, [`NEAR_EMBEDDING_WEIGHT`]) reaches this, and the plan fits the
     /// question ([`PlanCache::near_replay`]). Above 1: never.
     pub near_replay_min: f32,
+    /// Distinct principals whose agreeing feedback replaces a cached plan with a
+    /// conflicting correction, or removes a plan with verified successes; an admin
+    /// principal does it alone (see [`super::feedback`]).
+    pub feedback_confirmations: u32,
+    /// Verdicts a (non-admin) principal may give per minute, per process; more are
+    /// answered `limited` and change nothing.
+    pub feedback_per_minute: u32,
 }
 
 impl Default for CacheConfig {
@@ -66,6 +73,8 @@ impl Default for CacheConfig {
             max_postings_scanned: 20_000,
             replay_min_hits: 1,
             near_replay_min: 0.95,
+            feedback_confirmations: 3,
+            feedback_per_minute: 30,
         }
     }
 }

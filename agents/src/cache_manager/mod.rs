@@ -5,8 +5,11 @@
 //! questions by BM25 relevance and MMR diversity. Selected plans become few-shot
 //! examples for the KG-Linker; a near-exact match (the same question with another
 //! entity) is replayed directly, skipping the model. Users' feedback on answers counts
-//! for or against the plan that answered, and a plan that keeps failing is dropped.
+//! for or against the plan that answered, and a plan that keeps failing is dropped; a
+//! verified plan changes only when distinct principals (or an admin) agree, and every
+//! change is audited where the cache lives ([`audit`]).
 
+pub mod audit;
 pub mod core;
 pub mod feedback;
 pub mod lexicon;

@@ -23,8 +23,9 @@ use kgmesh_stores::GraphStore;
 use tokio::sync::OnceCell;
 
 use super::{
+    audit::{self, AuditAction, AuditEntry},
     core::{embedding_text, CacheConfig, NearReplay, PlanCache},
-    feedback::{self, Asked},
+    feedback::{self, Asked, Gate, Gatekeeper},
     persist::PlanStore,
     template,
     warm::Warmer,
@@ -49,6 +50,8 @@ pub struct CacheManager {
     embedder_failed: Arc<AtomicBool>,
     /// A background task is embedding the templates a lookup left unembedded.
     embedding: Arc<AtomicBool>,
+    /// Feedback's rate limits and (without a store) held verdicts.
+    keeper: Gatekeeper,
 }
 
 /// Templates embedded per call of the embedder, and at most by one lookup itself: a
@@ -75,6 +78,7 @@ impl CacheManager {
             embedder: None,
             embedder_failed: Arc::default(),
             embedding: Arc::default(),
+            keeper: Gatekeeper::default(),
         }
     }
 
@@ -309,27 +313,51 @@ impl CacheManager {
             // Without a masked entity the plan cannot be rebound to another question.
             return Ok(CacheStoreReply { stored: false });
         }
-        let (offered, kept) = {
+        let (offered, before, kept) = {
             let mut cache = self.cache();
+            let key = super::core::entry_key(&super::core::domain_of(&entry.isr), &entry.template);
+            let before = cache.get(&key).cloned();
             let offered = cache.offer(entry);
             let kept = cache.get(&offered.key).cloned();
-            (offered, kept)
+            (offered, before, kept)
         };
         if let Some(store) = &self.store {
+            let unavailable = |e: super::persist::PersistError| AgentError::Unavailable {
+                detail: e.to_string(),
+            };
+            let run = audit::verified_run();
             // A plan verified again changes nothing worth a (synced) write, except the
             // verification that makes it replayable; what is written is what is kept.
             if let (true, Some(kept)) = (offered.changed, &kept) {
-                store
-                    .put(&offered.key, kept)
-                    .await
-                    .map_err(|e| AgentError::Unavailable {
-                        detail: e.to_string(),
-                    })?;
+                store.put(&offered.key, kept).await.map_err(unavailable)?;
+                let detail = match &before {
+                    Some(_) => "a verified run replaced or re-verified the plan",
+                    None => "a verified run stored its plan",
+                };
+                let entry = AuditEntry::now(
+                    &run,
+                    AuditAction::Stored,
+                    &offered.key,
+                    before,
+                    Some(kept.clone()),
+                    detail,
+                );
+                store.append_audit(&entry).await.map_err(unavailable)?;
             }
             for key in offered.evicted {
                 if let Err(error) = store.delete(&key).await {
                     tracing::warn!(%key, %error, "cannot delete an evicted plan from the store");
+                    continue;
                 }
+                let entry = AuditEntry::now(
+                    &run,
+                    AuditAction::Evicted,
+                    &key,
+                    None,
+                    None,
+                    "evicted to keep its bucket within capacity",
+                );
+                store.append_audit(&entry).await.map_err(unavailable)?;
             }
         }
         Ok(CacheStoreReply {
@@ -376,10 +404,15 @@ impl CacheManager {
             isr: &isr,
             similar: similar.as_deref(),
         };
+        let gate = Gate {
+            principal: &request.principal,
+            keeper: &self.keeper,
+        };
         feedback::apply(
             &self.cache,
             self.store.as_deref(),
             warmer.as_ref(),
+            gate,
             asked,
             &request.verdict,
         )

@@ -197,7 +197,7 @@ async fn serve_with_a_verified_plan(
 }
 
 #[test]
-fn feedback_over_the_bus_demotes_then_drops_a_plan_in_the_file_store() {
+fn feedback_over_the_bus_holds_then_drops_a_verified_plan_in_the_file_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plans.jsonl");
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -212,14 +212,30 @@ fn feedback_over_the_bus_demotes_then_drops_a_plan_in_the_file_store() {
             None,
         ));
         let (handle, client) = serve_with_a_verified_plan(bus, manager.clone()).await;
-        let incorrect = CacheFeedback {
+        let incorrect = |name: &str, admin: bool| CacheFeedback {
             question: "Who directed Alien?".to_owned(),
             verdict: Feedback::Incorrect,
-            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
+            principal: kgmesh_schemas::messages::cache::Principal {
+                name: name.to_owned(),
+                admin,
+            },
         };
-        let (first, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
-        assert_eq!(first.outcome, FeedbackOutcome::Demoted, "{first:?}");
-        let (second, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
+        // One principal, twice: held (the plan has a verified success), counted once.
+        for _ in 0..2 {
+            let (held, _) = within(client.call(&role, &meta, &incorrect("ann", false)))
+                .await
+                .unwrap();
+            assert_eq!(held.outcome, FeedbackOutcome::Pending, "{held:?}");
+            assert_eq!(held.confirmations.map(|c| c.have), Some(1));
+        }
+        assert!(!manager.is_empty());
+        // An admin removes it.
+        let (first, _) = within(client.call(&role, &meta, &incorrect("ann", false)))
+            .await
+            .unwrap();
+        let (second, _) = within(client.call(&role, &meta, &incorrect("ops", true)))
+            .await
+            .unwrap();
         assert_eq!(second.outcome, FeedbackOutcome::Dropped, "{second:?}");
         assert_eq!(second.key, first.key);
         assert!(manager.is_empty());
@@ -260,7 +276,7 @@ impl kgmesh_models::Embedder for OneDirection {
 }
 
 #[test]
-fn a_similar_questions_plan_is_replayed_and_feedback_on_its_answer_demotes_it() {
+fn a_similar_questions_plan_is_replayed_and_feedback_on_its_answer_reaches_it() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let role = Role::well_known(Role::CACHE_MANAGER);
@@ -303,15 +319,26 @@ fn a_similar_questions_plan_is_replayed_and_feedback_on_its_answer_demotes_it() 
         let (found, _) = within(client.call(&role, &meta, &other)).await.unwrap();
         assert_eq!(found.replay, None, "{found:?}");
         // "That answer was wrong" is about the plan that gave it.
-        let incorrect = CacheFeedback {
+        let incorrect = |name: &str| CacheFeedback {
             question: asked.to_owned(),
             verdict: Feedback::Incorrect,
-            principal: kgmesh_schemas::messages::cache::Principal::anonymous(),
+            principal: kgmesh_schemas::messages::cache::Principal {
+                name: name.to_owned(),
+                admin: false,
+            },
         };
-        let (first, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
-        assert_eq!(first.outcome, FeedbackOutcome::Demoted, "{first:?}");
-        let (second, _) = within(client.call(&role, &meta, &incorrect)).await.unwrap();
-        assert_eq!(second.outcome, FeedbackOutcome::Dropped, "{second:?}");
+        // Held until three distinct principals agree (the plan has a verified success).
+        for (name, have) in [("ann", 1), ("ann", 1), ("bo", 2)] {
+            let (held, _) = within(client.call(&role, &meta, &incorrect(name)))
+                .await
+                .unwrap();
+            assert_eq!(held.outcome, FeedbackOutcome::Pending, "{held:?}");
+            assert_eq!(held.confirmations.map(|c| c.have), Some(have));
+        }
+        let (third, _) = within(client.call(&role, &meta, &incorrect("cy")))
+            .await
+            .unwrap();
+        assert_eq!(third.outcome, FeedbackOutcome::Dropped, "{third:?}");
         assert!(manager.is_empty());
         within(handle.stop(Duration::from_secs(5))).await;
     });

@@ -759,17 +759,21 @@ pub struct WriteStats {
 /// stores a verified plan: an entry whose key is cached with the same plan, or with a
 /// different plan verified more often, is left alone (re-runs write nothing), and
 /// bucket capacity is enforced.
+/// Every write is audited as `principal`'s ([`super::audit`]).
 pub async fn write_entries(
     store: &dyn PlanStore,
     config: CacheConfig,
     entries: Vec<Candidate>,
+    principal: &kgmesh_schemas::messages::cache::Principal,
 ) -> Result<WriteStats, WarmError> {
+    use super::audit::{AuditAction, AuditEntry};
     let mut cache = PlanCache::new(config);
     for (_, entry) in store.load_all().await? {
         cache.insert(entry);
     }
     let mut stats = WriteStats::default();
     for Candidate { key, entry } in entries {
+        let before = cache.get(&key).cloned();
         let offered = cache.offer(entry);
         debug_assert_eq!(offered.key, key);
         let Some(kept) = cache.get(&offered.key).filter(|_| offered.changed) else {
@@ -777,8 +781,26 @@ pub async fn write_entries(
             continue;
         };
         store.put(&offered.key, kept).await?;
+        let audited = AuditEntry::now(
+            principal,
+            AuditAction::Warmed,
+            &offered.key,
+            before,
+            Some(kept.clone()),
+            "imported by cache warm",
+        );
+        store.append_audit(&audited).await?;
         for key in offered.evicted {
             store.delete(&key).await?;
+            let audited = AuditEntry::now(
+                principal,
+                AuditAction::Evicted,
+                &key,
+                None,
+                None,
+                "evicted to keep its bucket within capacity",
+            );
+            store.append_audit(&audited).await?;
             stats.evicted += 1;
         }
         stats.written += 1;
@@ -1149,6 +1171,7 @@ Amelie\tin_language\tFrench
             &store,
             CacheConfig::default(),
             vec![verified.clone()],
+            &kgmesh_schemas::messages::cache::Principal::local(),
         ))
         .unwrap();
         assert_eq!((first.written, first.unchanged, first.total), (1, 0, 1));
@@ -1156,6 +1179,7 @@ Amelie\tin_language\tFrench
             &FilePlanStore::new(dir.path().join("plans.jsonl")),
             CacheConfig::default(),
             vec![verified],
+            &kgmesh_schemas::messages::cache::Principal::local(),
         ))
         .unwrap();
         assert_eq!((again.written, again.unchanged, again.total), (0, 1, 1));

@@ -2,7 +2,8 @@
 //! from star schemas sampled from the graph or from imported, verified QA pairs;
 //! `kgmesh cache feedback`: applies users' verdicts on answers (right, wrong, or the
 //! right answers) as the cache manager's `feedback` op does; `kgmesh cache stats`: what
-//! a plan cache holds.
+//! a plan cache holds; `kgmesh cache history`: who changed which plan, when, from what
+//! to what (the store's audit); `kgmesh cache revert`: undoes one audited change.
 //!
 //! Writes go to the configured plan store: the file `cache.path` (or `--cache-file`)
 //! that embedded mode reads, or with `--nats` the JetStream KV bucket
@@ -18,8 +19,9 @@ use std::{
 use anyhow::{bail, Context as _};
 use futures::StreamExt;
 use kgmesh_agents::cache_manager::{
+    audit::{self, AuditEntry},
     core::{domain_of, entry_key},
-    feedback::{self, Asked},
+    feedback::{self, Asked, Gate, Gatekeeper},
     persist::{FilePlanStore, KvPlanStore, PlanStore},
     template,
     warm::{self, Candidate, SkipReason, Warmer},
@@ -27,7 +29,7 @@ use kgmesh_agents::cache_manager::{
 };
 use kgmesh_agents::qa::QaFormat;
 use kgmesh_models::LanguageModel;
-use kgmesh_schemas::messages::cache::{Feedback, FeedbackOutcome, Isr};
+use kgmesh_schemas::messages::cache::{CacheEntry, Feedback, FeedbackOutcome, Isr, Principal};
 use kgmesh_stores::GraphStore;
 
 use super::fold::FoldArgs;
@@ -49,6 +51,45 @@ enum CacheCommand {
     Feedback(FeedbackArgs),
     /// Count the entries of a plan cache, per domain and aspect.
     Stats(StoreArgs),
+    /// List the plan cache's audit, newest first: who changed which plan, when, and the
+    /// plan before and after.
+    History(HistoryArgs),
+    /// Restore the plan one audit entry changed to what it was before that change
+    /// (audited too). A running `serve --embedded` reads the file at its next start;
+    /// replicas following the KV bucket see it at once.
+    Revert(RevertArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct HistoryArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+
+    /// Only the entries of this cache key (feedback replies and this list show keys).
+    #[arg(long, value_name = "KEY")]
+    key: Option<String>,
+
+    /// At most N entries.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    limit: usize,
+
+    /// A JSON array of the entries (with the plans before and after in full).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct RevertArgs {
+    /// The id of the audit entry whose change to undo (`kgmesh cache history`).
+    #[arg(value_name = "ENTRY-ID")]
+    id: u64,
+
+    #[command(flatten)]
+    store: StoreArgs,
+
+    /// The name the revert is audited under.
+    #[arg(long = "as", value_name = "NAME", default_value = "local")]
+    principal: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -70,6 +111,11 @@ struct FeedbackArgs {
     /// Print every line's outcome.
     #[arg(long)]
     verbose: bool,
+
+    /// The name the verdicts are given and audited under (an admin: the operator holds
+    /// the cache's files).
+    #[arg(long = "as", value_name = "NAME", default_value = "local")]
+    principal: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -192,7 +238,92 @@ pub fn run(config: Config, args: CacheArgs) -> anyhow::Result<()> {
         CacheCommand::Warm(args) => runtime.block_on(warm_command(config, args)),
         CacheCommand::Feedback(args) => runtime.block_on(feedback_command(config, args)),
         CacheCommand::Stats(args) => runtime.block_on(stats_command(config, args)),
+        CacheCommand::History(args) => runtime.block_on(history_command(config, args)),
+        CacheCommand::Revert(args) => runtime.block_on(revert_command(config, args)),
     }
+}
+
+/// The operator at the command line, under `name`.
+fn operator(name: &str) -> anyhow::Result<Principal> {
+    let name = name.trim();
+    if name.is_empty() {
+        bail!("--as needs a name");
+    }
+    Ok(Principal {
+        name: name.to_owned(),
+        admin: true,
+    })
+}
+
+async fn history_command(config: Config, args: HistoryArgs) -> anyhow::Result<()> {
+    let target = open_store(&config, &args.store).await?;
+    let entries = target
+        .store
+        .history(args.key.as_deref(), args.limit)
+        .await
+        .with_context(|| format!("cannot read the audit of {}", target.shown))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&entries)?);
+        return Ok(());
+    }
+    if entries.is_empty() {
+        println!("no audited change in {}", target.shown);
+        return Ok(());
+    }
+    for entry in &entries {
+        print!("{}", history_text(entry));
+    }
+    Ok(())
+}
+
+/// One audit entry as text: id, time, action, key and who; the template and the plan
+/// before → after; what happened.
+fn history_text(entry: &AuditEntry) -> String {
+    let plan = |entry: Option<&CacheEntry>| match entry {
+        Some(entry) => feedback::plan_text(&entry.plan.metapaths),
+        None => "(none)".to_owned(),
+    };
+    let template = entry
+        .after
+        .as_ref()
+        .or(entry.before.as_ref())
+        .or(entry.proposed.as_ref())
+        .map(|e| e.template.as_str())
+        .unwrap_or("-");
+    let mut text = format!(
+        "{:>5}  {}  {:<9} {}  by {}{}\n       `{template}`: {} => {}",
+        entry.id,
+        crate::eval::report::rfc3339(entry.at_unix_ms / 1000),
+        entry.action.as_str(),
+        entry.key,
+        entry.principal.name,
+        if entry.principal.admin {
+            " (admin)"
+        } else {
+            ""
+        },
+        plan(entry.before.as_ref()),
+        plan(entry.after.as_ref()),
+    );
+    if let Some(proposed) = &entry.proposed {
+        text.push_str(&format!(
+            " (proposed: {})",
+            feedback::plan_text(&proposed.plan.metapaths)
+        ));
+    }
+    text.push_str(&format!("\n       {}\n", entry.detail));
+    text
+}
+
+async fn revert_command(config: Config, args: RevertArgs) -> anyhow::Result<()> {
+    let principal = operator(&args.principal)?;
+    let target = open_store(&config, &args.store).await?;
+    let entry = audit::revert(target.store.as_ref(), args.id, &principal)
+        .await
+        .with_context(|| format!("cannot revert in {}", target.shown))?;
+    println!("reverted entry {} in {}", args.id, target.shown);
+    print!("{}", history_text(&entry));
+    Ok(())
 }
 
 /// Where entries are written, and how to say so.
@@ -374,6 +505,19 @@ async fn warm_cypher(
             .put(key, entry)
             .await
             .with_context(|| format!("cannot write to {}", target.shown))?;
+        let audited = AuditEntry::now(
+            &Principal::local(),
+            audit::AuditAction::Warmed,
+            key,
+            held.get(key).cloned(),
+            Some(entry.clone()),
+            "grounded Cypher plan imported by cache warm",
+        );
+        target
+            .store
+            .append_audit(&audited)
+            .await
+            .with_context(|| format!("cannot audit in {}", target.shown))?;
         written += 1;
     }
     let total = held
@@ -466,6 +610,8 @@ async fn feedback_command(config: Config, args: FeedbackArgs) -> anyhow::Result<
             bad.len()
         );
     }
+    let principal = operator(&args.principal)?;
+    let keeper = Gatekeeper::default();
     let target = open_store(&config, &args.store).await?;
     let graph = load_kg(&config, args.kg.clone(), "feedback").await?;
     let llm = intent_model(&config)?;
@@ -475,7 +621,7 @@ async fn feedback_command(config: Config, args: FeedbackArgs) -> anyhow::Result<
             .context("cannot index the graph's names")?,
     );
     let warmer = Warmer::new(graph, gazetteer.clone());
-    let mut cache = PlanCache::new(PlanCacheConfig::default());
+    let mut cache = PlanCache::new(config.tuning().cache);
     for (_, entry) in target
         .store
         .load_all()
@@ -521,10 +667,15 @@ async fn feedback_command(config: Config, args: FeedbackArgs) -> anyhow::Result<
             isr: &isr,
             similar: None,
         };
+        let gate = Gate {
+            principal: &principal,
+            keeper: &keeper,
+        };
         let reply = feedback::apply(
             &cache,
             Some(target.store.as_ref()),
             Some(&warmer),
+            gate,
             asked,
             verdict,
         )
@@ -854,9 +1005,14 @@ async fn warm_command(config: Config, args: WarmArgs) -> anyhow::Result<()> {
         println!("dry run: nothing written");
         return Ok(());
     };
-    let stats = warm::write_entries(target.store.as_ref(), PlanCacheConfig::default(), entries)
-        .await
-        .with_context(|| format!("cannot write to {}", target.shown))?;
+    let stats = warm::write_entries(
+        target.store.as_ref(),
+        PlanCacheConfig::default(),
+        entries,
+        &Principal::local(),
+    )
+    .await
+    .with_context(|| format!("cannot write to {}", target.shown))?;
     println!("written      {}", stats.written);
     println!("unchanged    {}", stats.unchanged);
     if stats.evicted > 0 {

@@ -222,16 +222,26 @@ pub enum FeedbackOutcome {
     NoPlan,
     /// No plan reaching the corrected answers was found: nothing changed.
     NotVerified,
+    /// The verdict is held until enough distinct principals (or an admin) agree: a
+    /// conflicting correction of a cached plan, the removal of a plan with verified
+    /// successes, or (only an admin) a correction whose plan reads far from the
+    /// question. The reply's `confirmations` says how many it has and needs, and why.
+    Pending,
+    /// The principal sent more feedback than the cache manager accepts per minute:
+    /// nothing changed.
+    Limited,
 }
 
 impl FeedbackOutcome {
-    pub const ALL: [FeedbackOutcome; 6] = [
+    pub const ALL: [FeedbackOutcome; 8] = [
         FeedbackOutcome::Confirmed,
         FeedbackOutcome::Demoted,
         FeedbackOutcome::Dropped,
         FeedbackOutcome::Learned,
         FeedbackOutcome::NoPlan,
         FeedbackOutcome::NotVerified,
+        FeedbackOutcome::Pending,
+        FeedbackOutcome::Limited,
     ];
 
     /// A short stable name (the JSON spelling), for reports and metrics.
@@ -243,12 +253,20 @@ impl FeedbackOutcome {
             FeedbackOutcome::Learned => "learned",
             FeedbackOutcome::NoPlan => "no_plan",
             FeedbackOutcome::NotVerified => "not_verified",
+            FeedbackOutcome::Pending => "pending",
+            FeedbackOutcome::Limited => "limited",
         }
     }
 
-    /// Whether the cache changed.
+    /// Whether the cache's plans changed (a held verdict changes none).
     pub fn changed(self) -> bool {
-        !matches!(self, FeedbackOutcome::NoPlan | FeedbackOutcome::NotVerified)
+        !matches!(
+            self,
+            FeedbackOutcome::NoPlan
+                | FeedbackOutcome::NotVerified
+                | FeedbackOutcome::Pending
+                | FeedbackOutcome::Limited
+        )
     }
 }
 
@@ -267,6 +285,24 @@ pub struct CacheFeedbackReply {
     pub key: Option<String>,
     /// What happened, in words (counts, or why nothing changed).
     pub detail: String,
+    /// For a held verdict ([`FeedbackOutcome::Pending`]): the distinct principals who
+    /// gave it so far, how many it needs, and why only an admin may apply it if so.
+    #[serde(default)]
+    pub confirmations: Option<Confirmations>,
+}
+
+/// How far a held verdict is from applying.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+pub struct Confirmations {
+    /// Distinct principals who gave it (the same principal repeating it counts once).
+    pub have: u32,
+    /// Distinct principals it applies with; an admin principal applies it alone.
+    /// `None`: only an admin can apply it (see `flagged`).
+    pub need: Option<u32>,
+    /// Why only an admin can apply it: the corrected plan reads far from the
+    /// question's words (which relations no word of it explains).
+    pub flagged: Option<String>,
 }
 
 impl Rpc for CacheFeedback {
