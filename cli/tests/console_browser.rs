@@ -338,7 +338,7 @@ fn the_roles_table_keeps_its_calls_column_in_view() {
         );
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
-    let dom = rendered(address, "who directed Heat");
+    let dom = rendered(address, "who directed Heat", None);
     assert!(
         dom.contains(r#"<span class="answer-text">Michael Mann</span>"#),
         "{dom}"
@@ -351,6 +351,7 @@ fn the_roles_table_keeps_its_calls_column_in_view() {
     screenshot(
         address,
         "who directed Heat",
+        None,
         1280,
         800,
         &dir.join("console-roles-desktop.png"),
@@ -358,6 +359,7 @@ fn the_roles_table_keeps_its_calls_column_in_view() {
     screenshot(
         address,
         "who directed Heat",
+        None,
         390,
         1800,
         &dir.join("console-roles-phone.png"),
