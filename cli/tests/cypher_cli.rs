@@ -111,10 +111,13 @@ fn an_unbounded_pattern_is_refused_with_the_bound_to_write() {
         // The bound the hint writes runs.
         let (code, stdout, stderr) = cypher(&[&query.replacen(written, bounded, 1)]);
         assert_eq!(code, 0, "{bounded}: {stderr}");
-        assert!(
-            stdout.lines().any(|l| l.trim() == "Michael Mann"),
-            "{stdout}"
-        );
+        // One hop and more reach Heat's director; two and more go past him.
+        if !written.contains("2..") {
+            assert!(
+                stdout.lines().any(|l| l.trim() == "Michael Mann"),
+                "{stdout}"
+            );
+        }
     }
 }
 
