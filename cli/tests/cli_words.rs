@@ -61,11 +61,12 @@ fn ask_reads_a_plan_cache_file_and_says_when_a_plan_was_replayed() {
     };
     let with_cache = ask(&["--cache-file", cache]);
     assert!(
-        with_cache.contains("plan: replayed from the plan cache"),
+        with_cache
+            .contains("plan cache: answered by replaying the verified plan of the past question"),
         "{with_cache}"
     );
     let without = ask(&[]);
-    assert!(!without.contains("plan: replayed"), "{without}");
+    assert!(!without.contains("by replaying"), "{without}");
 }
 
 #[test]

@@ -227,7 +227,8 @@ fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
     assert!(dom.contains("<code>directed_by</code>"), "schema: {dom}");
     // The example question is the graph's own (a relation and an entity it has, as
     // `/v1/schema` offers it), not a fixed one.
-    let (_, body) = http(address, "GET", "/v1/schema", None);
+    let (status, body) = http_as(address, ADMIN_TOKEN, "GET", "/v1/schema", None);
+    assert_eq!(status, 200, "{body}");
     let schema: serde_json::Value = serde_json::from_str(&body).expect("JSON");
     let example = schema["example_question"]
         .as_str()

@@ -10,10 +10,18 @@ use std::{net::SocketAddr, path::Path};
 
 use serve_support::*;
 
+/// A token with the `feedback` scope and no `admin`: one principal, `curator`, whose
+/// corrections of a cached plan are held until others confirm them.
+const CURATOR_TOKEN: &str = "test-curator-token-3b9e51d2c7a04f86";
+
 fn start_server(cache_file: &Path) -> (Process, SocketAddr) {
     let mut command = serve_embedded(&sample_kg(), 1);
     command.env("KGMESH__CACHE__PATH", cache_file);
-    let command = with_tokens(command, &admin_tokens());
+    let tokens = format!(
+        "{}[[tokens]]\nname = \"curator\"\ntoken = \"{CURATOR_TOKEN}\"\nscopes = [\"ask\", \"feedback\"]\n",
+        admin_tokens()
+    );
+    let command = with_tokens(command, &tokens);
     start_ready("kgmesh serve", command)
 }
 
@@ -28,10 +36,11 @@ fn ask(address: SocketAddr, question: &str) -> serde_json::Value {
     json(&reply)
 }
 
+/// Feedback as `curator`, a principal without the `admin` scope.
 fn feedback(address: SocketAddr, body: serde_json::Value) -> (u16, serde_json::Value) {
     let (status, reply) = http_as(
         address,
-        ADMIN_TOKEN,
+        CURATOR_TOKEN,
         "POST",
         "/v1/feedback",
         Some(&body.to_string()),
@@ -143,7 +152,7 @@ fn feedback_confirms_holds_one_callers_corrections_and_teaches() {
     assert_eq!(collateral["answers"][0]["text"], "Michael Mann");
 
     // The attack: "who directed Heat" corrected to an actor, three times by the same
-    // (anonymous) caller. The actor's plan explains no word of "who directed": held
+    // caller (a token with the feedback scope). The actor's plan explains no word of "who directed": held
     // for an admin, and every user still gets the director.
     for _ in 0..3 {
         let (status, reply) = feedback(
@@ -191,7 +200,7 @@ fn feedback_confirms_holds_one_callers_corrections_and_teaches() {
     assert_eq!(insider["answers"][0]["text"], "Michael Mann", "{insider}");
     // The held verdicts are kept beside the cache file, and audited there.
     let held = std::fs::read_to_string(cache_file.with_extension("pending.json")).unwrap();
-    assert!(held.contains("anonymous") && held.contains(&key), "{held}");
+    assert!(held.contains("curator") && held.contains(&key), "{held}");
     let audit = std::fs::read_to_string(cache_file.with_extension("audit.jsonl")).unwrap();
     let actions: Vec<String> = audit
         .lines()
