@@ -220,7 +220,11 @@ async fn not_found(request: HttpRequest) -> HttpResponse {
 
 /// Who sent `request`, if they may use `scope`; else the JSON refusal to send, counted
 /// and logged under the token's name.
-fn authorize(state: &ApiState, request: &HttpRequest, scope: Scope) -> Result<Grant, HttpResponse> {
+fn authorize(
+    state: &ApiState,
+    request: &HttpRequest,
+    scope: Scope,
+) -> Result<Grant, Box<HttpResponse>> {
     let authorization = request
         .headers()
         .get(actix_web::http::header::AUTHORIZATION)
@@ -228,7 +232,7 @@ fn authorize(state: &ApiState, request: &HttpRequest, scope: Scope) -> Result<Gr
     state
         .access
         .authorize(authorization, scope)
-        .map_err(|denial| refusal(request, &denial))
+        .map_err(|denial| Box::new(refusal(request, &denial)))
 }
 
 fn refusal(request: &HttpRequest, denial: &Denial) -> HttpResponse {
@@ -321,7 +325,7 @@ impl<S: NeedsScope> actix_web::FromRequest for Authorized<S> {
                     grant,
                     _scope: std::marker::PhantomData,
                 })
-                .map_err(|refused| InternalError::from_response("refused", refused).into()),
+                .map_err(|refused| InternalError::from_response("refused", *refused).into()),
         )
     }
 }
@@ -605,7 +609,7 @@ async fn metrics(state: web::Data<ApiState>, request: HttpRequest) -> HttpRespon
     } else {
         match authorize(&state, &request, Scope::Admin) {
             Ok(grant) => Some(grant),
-            Err(refused) => return refused,
+            Err(refused) => return *refused,
         }
     };
     match &state.metrics {
