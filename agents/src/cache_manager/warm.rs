@@ -126,6 +126,8 @@ pub fn parse_pairs(text: &str, format: QaFormat) -> (Vec<QaPair>, Vec<(usize, St
     let mut bad = Vec::new();
     for (line, record) in qa::read_lines(text, format) {
         match record {
+            // Nothing to learn from a question with no answer.
+            Ok(record) if record.answers.is_empty() => {}
             Ok(record) => pairs.push(QaPair {
                 question: record.question.replace(['[', ']'], ""),
                 answers: record.answers,

@@ -23,4 +23,5 @@ mod parse;
 pub use fold::{Fold, FoldError};
 pub use parse::{
     detect, gold_path_shape, parse_irn_answer_field, parse_line, read_lines, QaFormat, QaRecord,
+    UNANSWERABLE,
 };

@@ -46,8 +46,25 @@ pub struct Score {
     pub context_recall: f64,
 }
 
-/// Scores predictions (best first) and evidence lines against the gold answers.
+/// Scores predictions (best first) and evidence lines against the gold answers. With
+/// no gold answer (a question the graph cannot answer), the reply is right when it
+/// answers nothing ("I don't know").
 pub fn score(gold: &[String], predictions: &[Prediction], evidence: &[String]) -> Score {
+    if gold.is_empty() {
+        let abstained = predictions
+            .iter()
+            .all(|p| p.surface_forms.iter().all(|f| normalize(f).is_empty()));
+        let flag = if abstained { 1.0 } else { 0.0 };
+        return Score {
+            hits_at_1: abstained,
+            hits_at_any: abstained,
+            precision: flag,
+            recall: flag,
+            f1: flag,
+            context_hit: abstained,
+            context_recall: flag,
+        };
+    }
     let gold_forms: Vec<String> = distinct(gold.iter().map(|g| normalize(g)));
     let gold_set: HashSet<&str> = gold_forms.iter().map(String::as_str).collect();
 
@@ -473,6 +490,12 @@ mod tests {
             surface_forms: vec!["the 2005 film".into(), "River_Queen".into()],
         };
         assert!(score(&gold, &[linked], &[]).hits_at_1);
+    }
+
+    #[test]
+    fn an_unanswerable_question_is_right_only_when_nothing_is_answered() {
+        assert!(score(&[], &[], &[]).hits_at_1);
+        assert!(!score(&[], &predictions(&["Heat"]), &[]).hits_at_1);
     }
 
     #[test]
