@@ -13,6 +13,7 @@ pub mod path_follower;
 pub mod pattern_matcher;
 pub mod qa;
 pub mod query_executor;
+pub mod reader;
 pub mod scoring;
 pub mod summarizer;
 pub mod text_retriever;

@@ -26,11 +26,40 @@ pub struct Config {
     pub retrieval: RetrievalConfig,
     pub text: TextConfig,
     pub judge: JudgeConfig,
+    pub reader: ReaderConfig,
     pub summarizer: SummarizerConfig,
     pub traverser: TraverserConfig,
     pub http: HttpConfig,
     pub cache: CacheConfig,
     pub telemetry: TelemetryConfig,
+}
+
+/// The learned question reader (see `docs/reader.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReaderConfig {
+    /// Weights written by `kgmesh reader train`; unset: the bundled ones.
+    pub weights: Option<PathBuf>,
+    /// Answers whose confidence is below this become "I don't know, but possibly …".
+    pub min_confidence: f32,
+    /// `true`: the learned reader re-ranks the first stage's plans and estimates their
+    /// confidence. Off by default: it reads graphs unlike the benchmarks better and
+    /// the benchmarks worse (`docs/reader.md`).
+    pub enabled: bool,
+}
+
+/// Chosen on the domain zoo and the MetaQA slice, out of domain (each graph's questions
+/// ranked by weights trained without it): see `docs/reader.md`.
+pub const DEFAULT_MIN_CONFIDENCE: f32 = 0.0;
+
+impl Default for ReaderConfig {
+    fn default() -> Self {
+        Self {
+            weights: None,
+            min_confidence: DEFAULT_MIN_CONFIDENCE,
+            enabled: false,
+        }
+    }
 }
 
 /// The judge's rule (without a model, or when its reply is unusable).

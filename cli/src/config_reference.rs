@@ -357,6 +357,24 @@ const KEYS: &[(&str, &str)] = &[
         "`both`, `keyword` (passages by keyword only) or `skeleton` (skeleton facts and their \
          passages only).",
     ),
+    // reader
+    (
+        "reader.weights",
+        "Weights of the learned question reader, as `kgmesh reader train` writes them; \
+         unset: the bundled ones (`docs/reader.md`). `KGMESH_READER_WEIGHTS` does the same.",
+    ),
+    (
+        "reader.min_confidence",
+        "Answers whose confidence (the reader's estimate that they are right, 0 to 1) is \
+         below this are replaced by \"I don't know\" with the answers as possibilities. \
+         0 answers always.",
+    ),
+    (
+        "reader.enabled",
+        "`true`: the learned reader re-ranks the first stage's plans and gives answers a \
+         confidence. Off by default: on graphs unlike the benchmarks it chooses better \
+         plans, on the benchmarks worse (`docs/reader.md`). `KGMESH_READER=on` does the same.",
+    ),
     // judge
     (
         "judge.complete_score",

@@ -53,6 +53,8 @@ enum Command {
     Cache(cmd::cache::CacheArgs),
     /// Inspect the configuration.
     Config(cmd::config::ConfigArgs),
+    /// Train the question reader's weights from QA pairs of many domains.
+    Reader(cmd::reader::ReaderArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +95,10 @@ fn main() -> ExitCode {
     if let Some(chosen) = embedder_chosen {
         tracing::info!("embedder: {chosen}");
     }
+    if let Err(error) = cmd::install_reader(&config) {
+        eprintln!("kgmesh: {error:#}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Ask(args) => cmd::ask::run(config, args),
         Command::Cypher(args) => cmd::cypher::run(config, args),
@@ -103,6 +109,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => cmd::eval::run(config, args),
         Command::Cache(args) => cmd::cache::run(config, args),
         Command::Config(args) => cmd::config::run(config, args),
+        Command::Reader(args) => cmd::reader::run(config, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -196,6 +196,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
         },
         partial: false,
         low_confidence: false,
+        confidence: None,
         cache_hit: false,
         cache_use: None,
         cache_examples: 0,

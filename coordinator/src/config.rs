@@ -58,6 +58,9 @@ pub struct CoordinatorConfig {
     pub allowed_roles: AllowedRoles,
     /// When a call with no reply yet is sent again to another replica.
     pub hedge: HedgePolicy,
+    /// Answers whose confidence (the reader's estimate that they are right) is below
+    /// this become "I don't know, but possibly …"; 0 answers always.
+    pub min_confidence: f32,
 }
 
 /// Hedged calls: a call to a role with several replicas that has no reply after the
@@ -106,6 +109,7 @@ impl Default for CoordinatorConfig {
             recent_questions: 10_000,
             graph: None,
             allowed_roles: AllowedRoles::default(),
+            min_confidence: 0.0,
             hedge: HedgePolicy::default(),
         }
     }

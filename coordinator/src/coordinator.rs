@@ -320,6 +320,7 @@ impl Coordinator {
             complete: false,
             model_verified: false,
             degraded: Vec::new(),
+            plan_confidence: None,
         };
         let reply = run.run().instrument(span).await;
         self.recent.remember(
@@ -527,6 +528,9 @@ struct Run<'a> {
     model_verified: bool,
     /// Roles that failed, timed out, were missing, or answered without their model.
     degraded: Vec<Degradation>,
+    /// The reader's chance that its first plan is right (the first LLM-free plan that
+    /// came with one).
+    plan_confidence: Option<f32>,
 }
 
 /// What one round asks the retrievers for.
@@ -755,6 +759,9 @@ impl Run<'_> {
     /// returns the round's work, or `None` when nothing is new (self-termination).
     async fn adopt_link(&mut self, round: u8, link: KgLinkReply) -> Option<RoundWork> {
         let mut new_anything = false;
+        if self.plan_confidence.is_none() && !link.model_plan {
+            self.plan_confidence = link.confidence;
+        }
         for entity in link.linked {
             new_anything |= push_unique(&mut self.topic, entity);
         }
@@ -786,11 +793,18 @@ impl Run<'_> {
         }
 
         let mut work = RoundWork::default();
+        // The learned reader's first plan (it came with the reader's confidence) is
+        // trusted over the summarizer's own word match, as a model's plan is: the reader
+        // was trained to choose among exactly these paths.
+        let reader_first = (!link.model_plan && link.confidence.is_some())
+            .then(|| link.metapaths.first().cloned())
+            .flatten();
         for metapath in link.metapaths {
             if metapath.steps.is_empty() {
                 continue;
             }
-            if link.model_plan && !self.trusted_metapaths.contains(&metapath) {
+            let trusted = link.model_plan || reader_first.as_ref() == Some(&metapath);
+            if trusted && !self.trusted_metapaths.contains(&metapath) {
                 self.trusted_metapaths.push(metapath.clone());
             }
             if self.seen_metapaths.insert(metapath.clone()) {
@@ -1121,11 +1135,42 @@ impl Run<'_> {
         let mut answers = answers;
         let mut explanation = summary.explanation;
         crate::context::cite_each_line_once(&evidence, &mut answers, &mut explanation);
+        // A name the question misspells is read as the closest one; the reply says so.
+        // The reader's confidence in the plan the answers come from; a replayed plan
+        // was verified before, so the estimate for a fresh reading does not apply.
+        let confidence = self
+            .plan_confidence
+            .filter(|_| !self.plan_replayed && !answers.is_empty());
+        let min_confidence = self.config().min_confidence;
+        if let Some(chance) = confidence.filter(|c| *c < min_confidence) {
+            let possible: Vec<String> = answers.iter().take(3).map(|a| a.text.clone()).collect();
+            explanation = format!(
+                "I don't know: the best reading of the question is unlikely to be right \
+                 (confidence {chance:.2}, below {min_confidence:.2}); possibly {}.",
+                possible.join(", ")
+            );
+            answers.clear();
+        }
+        let nothing_exact = self.topic.iter().all(|t| t.score < 1.0);
+        let read_as: Vec<String> = self
+            .topic
+            .iter()
+            .filter(|t| nothing_exact && t.score > 0.0)
+            .take(3)
+            .map(|t| format!("\"{}\"", t.entity.name))
+            .collect();
+        if !read_as.is_empty() && !answers.is_empty() {
+            explanation = format!(
+                "No name in the graph is written as in the question; read as {} (the closest). {explanation}",
+                read_as.join(", ")
+            );
+        }
         let cache_use = self.cache_use(answers.len());
         let question_span = tracing::Span::current();
         question_span.record("kgmesh.rounds_run", self.rounds_run);
         question_span.record("kgmesh.answers", answers.len());
         let low_confidence = summary.low_confidence && !answers.is_empty();
+        let confidence = confidence.filter(|_| !answers.is_empty());
         question_span.record("kgmesh.low_confidence", low_confidence);
         let trace_id = self.ledger.trace().trace_id().map(str::to_owned);
         AskReply {
@@ -1138,6 +1183,7 @@ impl Run<'_> {
             timings: self.ledger.timings(),
             partial,
             low_confidence,
+            confidence,
             cache_hit: self.cache_hit,
             cache_use,
             cache_examples: self.examples.len().min(usize::from(u16::MAX)) as u16,

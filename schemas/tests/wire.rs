@@ -288,6 +288,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             draft_answers: vec!["Nolan".into()],
             finish: false,
             model_plan: true,
+            confidence: Some(0.75),
         },
     );
     for mode in [LinkMode::Fuzzy, LinkMode::Embedding, LinkMode::Both] {
@@ -547,6 +548,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             },
             partial: false,
             low_confidence: false,
+            confidence: None,
             cache_hit: true,
             cache_use: Some("plan cache: 2 past questions offered as examples".into()),
             cache_examples: 2,

@@ -21,7 +21,10 @@ use kgmesh_stores::{GraphStore, NeighborQuery, StoreResult};
 use crate::{
     entity_linker::core::{gazetteer_mentions, EXACT_SCORE},
     path_follower::core::stored_edge,
-    scoring::relevance::{Relevance, TextVectors},
+    scoring::{
+        relevance::{Relevance, TextVectors},
+        text::SequenceFit,
+    },
 };
 
 /// Bounds of metapath enumeration.
@@ -257,7 +260,38 @@ pub fn metapath_text(metapath: &Metapath) -> String {
         .join(" -> ")
 }
 
-/// Metapaths around `entities`, ranked against the question, best first.
+/// The first stage of ranking: every metapath that leaves `sources`, how its relations
+/// read against the question (with and without embeddings), and their order by it.
+#[allow(clippy::type_complexity)]
+pub async fn first_stage(
+    store: &dyn GraphStore,
+    relevance: &Relevance,
+    sources: &[NodeId],
+    limits: &EnumerateLimits,
+) -> StoreResult<(Vec<Reaching>, Vec<SequenceFit>, Vec<f32>, Vec<usize>)> {
+    let reaching = enumerate_reaching(store, sources, limits).await?;
+    let metapaths: Vec<&Metapath> = reaching.iter().map(|r| &r.metapath).collect();
+    let texts: Vec<String> = reaching
+        .iter()
+        .map(|r| metapath_text(&r.metapath))
+        .collect();
+    let fits = relevance.metapath_fits(&metapaths, &texts).await;
+    let lexical = relevance.metapaths_lexically(&metapaths);
+    let mut order: Vec<usize> = (0..reaching.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a_path, b_path) = (&reaching[a].metapath, &reaching[b].metapath);
+        fits[b]
+            .score
+            .total_cmp(&fits[a].score)
+            .then(a_path.steps.len().cmp(&b_path.steps.len()))
+            .then(a_path.cmp(b_path))
+    });
+    Ok((reaching, fits, lexical, order))
+}
+
+/// Metapaths around `entities`, ranked against the question, best first: the first
+/// stage's order, its best candidates re-ranked by the learned reader
+/// ([`crate::reader`]) when one is in use.
 pub async fn rank_metapaths(
     store: &dyn GraphStore,
     relevance: &Relevance,
@@ -265,22 +299,44 @@ pub async fn rank_metapaths(
     limits: &EnumerateLimits,
     top: usize,
 ) -> StoreResult<Vec<ScoredMetapath>> {
+    Ok(
+        rank_metapaths_with_confidence(store, relevance, entities, limits, top)
+            .await?
+            .0,
+    )
+}
+
+/// [`rank_metapaths`], with the reader's chance that the first is right.
+pub async fn rank_metapaths_with_confidence(
+    store: &dyn GraphStore,
+    relevance: &Relevance,
+    entities: &[Entity],
+    limits: &EnumerateLimits,
+    top: usize,
+) -> StoreResult<(Vec<ScoredMetapath>, Option<f32>)> {
     let ids: Vec<NodeId> = entities.iter().map(|e| e.id).collect();
-    let reaching = enumerate_reaching(store, &ids, limits).await?;
-    let metapaths: Vec<&Metapath> = reaching.iter().map(|r| &r.metapath).collect();
-    let texts: Vec<String> = reaching
-        .iter()
-        .map(|r| metapath_text(&r.metapath))
-        .collect();
-    let scores = relevance.metapaths(&metapaths, &texts).await;
-    let mut order: Vec<usize> = (0..reaching.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (a_path, b_path) = (&reaching[a].metapath, &reaching[b].metapath);
-        scores[b]
-            .total_cmp(&scores[a])
-            .then(a_path.steps.len().cmp(&b_path.steps.len()))
-            .then(a_path.cmp(b_path))
-    });
+    let (reaching, fits, lexical, mut order) = first_stage(store, relevance, &ids, limits).await?;
+    let mut confidence = None;
+    if let Some(readers) = crate::reader::active() {
+        let model = readers.for_reading(relevance.word_vectors().is_some());
+        let first = crate::reader::FirstStage {
+            reaching: &reaching,
+            fits: &fits,
+            lexical: &lexical,
+            order: &order,
+        };
+        (order, confidence) = crate::reader::rerank(
+            store,
+            model,
+            relevance.question(),
+            relevance.terms(),
+            relevance.word_vectors().map(|v| v.as_ref()),
+            &ids,
+            &first,
+        )
+        .await?;
+    }
+    let scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
     // A metapath as long as a better one that reaches exactly the same nodes
     // (`children` and `parents (inverse)`, a symmetric `spouse` either way) adds
     // nothing: skip it, so the `top` slots go to metapaths that can find something new.
@@ -302,7 +358,7 @@ pub async fn rank_metapaths(
             score: scores[index],
         });
     }
-    Ok(kept)
+    Ok((kept, confidence))
 }
 
 /// Question entities found by the gazetteer: longest mentions first, up to
@@ -343,7 +399,80 @@ pub fn link_question_entities(
             }
         }
     }
+    if linked.is_empty() {
+        // No name of the graph is written as such: the closest names the question
+        // nearly writes (a misspelling, a dropped letter), each scored below an exact
+        // link so that the reply can say it was read as that name.
+        let mut fuzzy: Vec<_> = index
+            .find_mentions(question)
+            .into_iter()
+            .filter(|m| !m.exact && !m.candidates.is_empty())
+            .collect();
+        fuzzy.sort_by(|a, b| b.candidates[0].score.total_cmp(&a.candidates[0].score));
+        let mut mentions = Vec::new();
+        for mention in fuzzy.into_iter().take(config.max_entities) {
+            for candidate in mention.candidates.into_iter().take(1) {
+                if seen.insert(candidate.entity.id) {
+                    linked.push(candidate);
+                }
+            }
+            mentions.push(mention.text);
+        }
+        return (mentions, linked);
+    }
     (mentions, linked)
+}
+
+/// [`link_question_entities`], less the mentions that name a class rather than an
+/// entity: a node other nodes point to over a type relation (`instance of`, `is_a`,
+/// `rdf:type`, …, see [`crate::reader::types::is_type_relation`]) is a class, and a
+/// question writing its name ("what is X's *record label*", "which *hospital* …")
+/// says what the answer is, not where to start. Kept when nothing else is linked.
+pub async fn link_entities(
+    store: &dyn GraphStore,
+    question: &str,
+    index: &Gazetteer,
+    config: &LinkerConfig,
+) -> StoreResult<(Vec<String>, Vec<ScoredEntity>)> {
+    let (mentions, linked) = link_question_entities(question, index, config);
+    if mentions.len() < 2 {
+        return Ok((mentions, linked));
+    }
+    let ids: Vec<NodeId> = linked.iter().map(|s| s.entity.id).collect();
+    let query = NeighborQuery {
+        direction: Direction::In,
+        relations: None,
+        fanout_cap: 50,
+    };
+    let edges = store.neighbor_edges(&ids, &query).await?;
+    let classes: HashSet<NodeId> = edges
+        .edges
+        .iter()
+        .filter(|e| {
+            edges
+                .names
+                .relation_name(e.relation)
+                .is_some_and(crate::reader::types::is_type_relation)
+        })
+        .map(|e| e.tail)
+        .collect();
+    if classes.is_empty() {
+        return Ok((mentions, linked));
+    }
+    let names_class = |mention: &String| {
+        let named = index.named_normalized(mention);
+        !named.is_empty() && named.iter().all(|e| classes.contains(&e.id))
+    };
+    let (class_mentions, entity_mentions): (Vec<String>, Vec<String>) =
+        mentions.into_iter().partition(names_class);
+    if entity_mentions.is_empty() {
+        return Ok((class_mentions, linked));
+    }
+    let linked = linked
+        .into_iter()
+        .filter(|s| !classes.contains(&s.entity.id))
+        .collect();
+    Ok((entity_mentions, linked))
 }
 
 /// The graph's relation names (none when its schema cannot be read: word embeddings
@@ -469,7 +598,7 @@ pub async fn link_without_llm(
     cues: &[RelationCue],
     config: &LinkerConfig,
 ) -> StoreResult<KgLinkReply> {
-    let (mentions, linked) = link_question_entities(question, index, config);
+    let (mentions, linked) = link_entities(store, question, index, config).await?;
     if linked.is_empty() {
         return Ok(KgLinkReply {
             mentions,
@@ -484,7 +613,7 @@ pub async fn link_without_llm(
     }
     let cypher = property_lookups(store, &relevance, &linked).await;
     let entities: Vec<Entity> = linked.iter().map(|s| s.entity.clone()).collect();
-    let ranked = rank_metapaths(
+    let (ranked, confidence) = rank_metapaths_with_confidence(
         store,
         &relevance,
         &entities,
@@ -500,5 +629,6 @@ pub async fn link_without_llm(
         draft_answers: Vec::new(),
         finish: false,
         model_plan: false,
+        confidence,
     })
 }

@@ -230,6 +230,7 @@ fn merge(
         draft_answers: model.draft_answers,
         finish,
         model_plan,
+        confidence: if model_plan { None } else { free.confidence },
     })
 }
 

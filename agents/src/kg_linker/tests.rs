@@ -507,3 +507,96 @@ async fn enumeration_walks_as_the_path_follower_does_never_straight_back() {
         assert_eq!(paths.len(), expected, "{steps:?}");
     }
 }
+
+/// A small graph that declares classes (`instance of`), where a class's name is also a
+/// relation's.
+const LABELS: &[(&str, &str, &str)] = &[
+    ("Kestrel Moon", "instance of", "musical group"),
+    ("Kestrel Moon", "record label", "Harrow Hill Records"),
+    ("Harrow Hill Records", "instance of", "record label"),
+    ("Kestrel Moon", "genre", "Dream Pop"),
+    ("Dream Pop", "instance of", "music genre"),
+];
+
+#[tokio::test]
+async fn a_class_named_in_the_question_is_what_is_asked_not_where_to_start() {
+    use super::core::link_entities;
+    let graph = crate::scoring::fixtures::graph(LABELS);
+    let index = build_name_index(&graph).await.unwrap();
+    let question = "What is Kestrel Moon's record label?";
+    let (mentions, linked) = link_entities(&graph, question, &index, &LinkerConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(mentions, ["kestrel moon"], "{linked:?}");
+    let names: Vec<&str> = linked.iter().map(|s| s.entity.name.as_str()).collect();
+    assert_eq!(names, ["Kestrel Moon"]);
+    let reply = link_without_llm(
+        &graph,
+        &index,
+        None,
+        question,
+        &[],
+        &LinkerConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        reply.metapaths[0].steps,
+        vec![step("record label", Direction::Out)],
+        "{:?}",
+        reply.metapaths
+    );
+    // Asked about on its own, a class is still found.
+    let (alone, _) = link_entities(
+        &graph,
+        "what is a record label",
+        &index,
+        &LinkerConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(alone, ["record label"]);
+}
+
+#[tokio::test]
+async fn a_misspelled_name_is_read_as_the_closest_one_below_an_exact_link() {
+    let graph = movies();
+    let index = build_name_index(&graph).await.unwrap();
+    let reply = link_without_llm(
+        &graph,
+        &index,
+        None,
+        "who directed Colateral",
+        &[],
+        &LinkerConfig::default(),
+    )
+    .await
+    .unwrap();
+    let linked: Vec<(&str, f32)> = reply
+        .linked
+        .iter()
+        .map(|s| (s.entity.name.as_str(), s.score))
+        .collect();
+    assert_eq!(linked.len(), 1, "{linked:?}");
+    assert_eq!(linked[0].0, "Collateral");
+    assert!(
+        linked[0].1 < 1.0,
+        "a fuzzy link scores below an exact one: {linked:?}"
+    );
+    // A name written right is linked exactly, with no fuzzy neighbour.
+    let exact = link_without_llm(
+        &graph,
+        &index,
+        None,
+        "who directed Collateral",
+        &[],
+        &LinkerConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        exact.linked.iter().all(|s| s.score >= 1.0),
+        "{:?}",
+        exact.linked
+    );
+}

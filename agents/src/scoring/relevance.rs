@@ -103,6 +103,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 /// A question, ready to score texts against.
 pub struct Relevance {
+    question: Arc<str>,
     terms: QuestionTerms,
     embedded: Option<(Arc<TextVectors>, Arc<[f32]>)>,
     /// Word embeddings for relation-sequence scoring, and the cosine from which a
@@ -239,6 +240,7 @@ fn with_return_tokens(
 impl Relevance {
     pub fn lexical(question: &str, entity_names: &[&str]) -> Self {
         Self {
+            question: Arc::from(question),
             terms: QuestionTerms::new(question, entity_names),
             embedded: None,
             words_opt: None,
@@ -361,6 +363,17 @@ impl Relevance {
 
     pub fn terms(&self) -> &QuestionTerms {
         &self.terms
+    }
+
+    /// The word embeddings relation sequences are scored with, when an embedder is
+    /// configured.
+    pub fn word_vectors(&self) -> Option<&Arc<TextVectors>> {
+        self.words_opt.as_ref().map(|(vectors, _)| vectors)
+    }
+
+    /// The question as asked.
+    pub fn question(&self) -> &str {
+        &self.question
     }
 
     pub fn uses_embeddings(&self) -> bool {

@@ -615,8 +615,9 @@ fn prefer_explained(
             }
         })
         .collect();
+    let from_trusted = trusted.contains(&1.0);
     let scores = match path_scores {
-        _ if trusted.contains(&1.0) => trusted,
+        _ if from_trusted => trusted,
         Some(scores) if scores.len() == metapaths.len() => scores.to_vec(),
         _ => {
             let names: Vec<&str> = request
@@ -642,6 +643,10 @@ fn prefer_explained(
         .unzip();
     for candidate in candidates.iter_mut() {
         candidate.explained = explained.contains(&candidate.key());
+        // Where a trusted plan ends is the answer, whatever else passes through it.
+        if from_trusted && candidate.explained {
+            candidate.passed = false;
+        }
     }
     candidates.sort_by(|a, b| {
         b.anchored

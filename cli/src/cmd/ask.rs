@@ -77,6 +77,10 @@ pub struct AskArgs {
     /// Answers shown at most.
     #[arg(long)]
     pub max_answers: Option<u16>,
+    /// Say "I don't know" (with the answers as possibilities, exit status 3) when the
+    /// answers' confidence is below this, 0 to 1 (default: `reader.min_confidence`).
+    #[arg(long, value_name = "P", value_parser = parse_probability)]
+    pub min_confidence: Option<f32>,
     /// Evidence lines printed at most in text output (a number, or `all`; also
     /// `--evidence all`).
     #[arg(long, alias = "evidence", default_value = "12", value_parser = parse_show_evidence)]
@@ -97,6 +101,14 @@ pub const NO_ANSWER_EXIT: u8 = 3;
 #[error("no answer")]
 pub struct NoAnswer;
 
+/// A probability given on the command line: a number from 0 to 1.
+pub(crate) fn parse_probability(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("expected a number from 0 to 1, not {text:?}")),
+    }
+}
+
 pub fn run(config: Config, args: AskArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -113,6 +125,9 @@ async fn ask(mut config: Config, args: AskArgs) -> anyhow::Result<()> {
         config.graph.mapping = Some(mapping.clone());
     }
     use_text_index(&mut config, args.text_index.as_deref())?;
+    if let Some(min) = args.min_confidence {
+        config.reader.min_confidence = min;
+    }
     let started = Instant::now();
     let question = args.question.join(" ");
     let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
@@ -170,6 +185,7 @@ pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
         },
         max_question_chars: config.http.max_question_chars,
         allowed_roles: AllowedRoles::built_in_and(&config.bus.allowed_roles),
+        min_confidence: config.reader.min_confidence,
         ..CoordinatorConfig::default()
     }
 }
@@ -559,7 +575,11 @@ fn print_text(
         println!("A: (no answer) {}", reply.explanation);
     } else {
         println!(
-            "A:{}",
+            "A:{}{}",
+            reply
+                .confidence
+                .map(|c| format!(" (confidence {c:.2})"))
+                .unwrap_or_default(),
             if reply.low_confidence {
                 " (low confidence: check the evidence)"
             } else {

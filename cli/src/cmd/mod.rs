@@ -10,6 +10,7 @@ pub mod eval;
 pub mod fold;
 pub mod index;
 pub mod load;
+pub mod reader;
 pub mod serve;
 
 use anyhow::Context as _;
@@ -94,4 +95,32 @@ pub fn init_logging(config: &Config, interactive: bool, service: &str) -> Teleme
             TelemetryGuard::disabled()
         }
     }
+}
+
+/// Sets the question reader this process uses: off unless `reader.enabled`,
+/// `KGMESH_READER=on` or weights are named; `reader.weights` (or
+/// `KGMESH_READER_WEIGHTS`) names trained weights, else the bundled ones. A weights file that cannot be used is an error, not
+/// a silent fallback.
+pub fn install_reader(config: &crate::config::Config) -> anyhow::Result<()> {
+    use kgmesh_agents::reader::{install, ReaderModel, Readers};
+    let weights: Option<std::path::PathBuf> = config
+        .reader
+        .weights
+        .clone()
+        .or_else(|| std::env::var_os("KGMESH_READER_WEIGHTS").map(Into::into));
+    // Naming weights asks for the reader; `KGMESH_READER=off` still turns it off.
+    let wanted = config.reader.enabled
+        || weights.is_some()
+        || std::env::var("KGMESH_READER").is_ok_and(|v| v == "on");
+    let readers = if !wanted || std::env::var("KGMESH_READER").is_ok_and(|v| v == "off") {
+        None
+    } else if let Some(path) = weights {
+        let model = ReaderModel::load(&path)?;
+        tracing::info!(weights = %path.display(), "reader: trained weights");
+        Some(Readers::single(std::sync::Arc::new(model)))
+    } else {
+        Some(Readers::bundled())
+    };
+    install(readers);
+    Ok(())
 }

@@ -295,6 +295,7 @@ mod tests {
                 timings: Timings::default(),
                 partial: false,
                 low_confidence: false,
+                confidence: None,
                 cache_hit: false,
                 cache_use: None,
                 cache_examples: 0,

@@ -36,6 +36,9 @@ const POSTINGS_BUDGET: usize = 30_000;
 const SHORTLIST: usize = 200;
 /// Dice similarity a fuzzy match inside a question must reach.
 const QUESTION_FUZZY_MIN: f32 = 0.8;
+/// Dice similarity from which a span is compared letter by letter with a name (a
+/// transposed or dropped letter changes several trigrams at once).
+const QUESTION_TYPO_DICE: f32 = 0.5;
 /// Dice similarity a fuzzy [`Gazetteer::lookup`] candidate must reach.
 pub const LOOKUP_FUZZY_MIN: f32 = 0.4;
 /// Score of an exact (normalized) match; fuzzy scores stay below it.
@@ -310,15 +313,22 @@ impl Gazetteer {
     }
 
     fn best_fuzzy(&self, key: &str, span_tokens: usize) -> Option<(u32, f32)> {
-        self.fuzzy_candidates(key, 5, QUESTION_FUZZY_MIN)
+        self.fuzzy_candidates(key, 5, QUESTION_TYPO_DICE)
             .into_iter()
-            .find(|(index, _)| {
+            .find(|(index, score)| {
+                let name = &self.names[*index as usize];
                 // Equal word counts: a span with an extra word ("tom hanks act") is not a
-                // misspelling of the shorter name.
-                self.names[*index as usize].split(' ').count() == span_tokens
+                // misspelling of the shorter name. A name's leading stop word may be
+                // left out ("peat cuters" for "the peat cutters").
+                let words = name.split(' ').count();
+                let trimmed = match name.split_once(' ') {
+                    Some((first, rest)) if words == span_tokens + 1 && is_stopword(first) => rest,
+                    _ if words == span_tokens => &name[..],
+                    _ => return false,
+                };
+                *score >= QUESTION_FUZZY_MIN || is_typo_of(key, trimmed)
             })
     }
-
     /// Names sharing trigrams with `key`, best first by Dice similarity (capped below
     /// [`EXACT_SCORE`]), at least `min_score`, at most `top_k`. Shared trigrams are
     /// counted over the query's rarer posting lists only; a short list of the best
@@ -468,6 +478,41 @@ pub fn spelled_as(name: &str, written: &str) -> bool {
 
 /// Distinct character trigrams of ` key ` (padded so word starts and ends count),
 /// sorted; each packs three chars losslessly into a `u64`.
+/// Whether `written` is `name` with a typing slip: at most one edit (a letter added,
+/// dropped, changed, or two swapped) per six letters of the name, two at most, and the
+/// first letter kept. Short names (under five letters) need an exact match.
+pub fn is_typo_of(written: &str, name: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (written.chars().collect(), name.chars().collect());
+    if b.len() < 5 || a.first() != b.first() {
+        return false;
+    }
+    let allowed = (b.len() / 6).clamp(1, 2);
+    if a.len().abs_diff(b.len()) > allowed {
+        return false;
+    }
+    // Optimal string alignment distance.
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    (1..=allowed).contains(&d[a.len()][b.len()])
+}
+
 fn trigrams(key: &str) -> Vec<u64> {
     let chars: Vec<char> = std::iter::once(' ')
         .chain(key.chars())
@@ -502,6 +547,29 @@ fn sorted_intersection(a: &[u64], b: &[u64]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typing_slips_are_typos_other_names_are_not() {
+        assert!(is_typo_of("marta okonkow", "marta okonkwo"));
+        assert!(is_typo_of("peat cuters", "peat cutters"));
+        assert!(is_typo_of("harbor stret library", "harbor street library"));
+        assert!(
+            !is_typo_of("marta okonkwo", "marta okonkwo"),
+            "equal is no typo"
+        );
+        assert!(
+            !is_typo_of("lima", "lina"),
+            "short names need an exact match"
+        );
+        assert!(
+            !is_typo_of("karta okonkwo", "marta okonkwo"),
+            "first letter kept"
+        );
+        assert!(
+            !is_typo_of("port bolt", "port kell"),
+            "one edit per six letters"
+        );
+    }
 
     fn gazetteer() -> Gazetteer {
         let names = [

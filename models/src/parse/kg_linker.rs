@@ -100,6 +100,7 @@ pub fn parse(reply: &str, relation_names: &[String]) -> KgLinkReply {
         draft_answers,
         finish,
         model_plan: false,
+        confidence: None,
     }
 }
 

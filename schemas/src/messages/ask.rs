@@ -104,6 +104,11 @@ pub struct AskReply {
     /// it reaches, worth checking before use (the explanation says which path).
     #[serde(default)]
     pub low_confidence: bool,
+    /// The chance that the answer is right, as the learned reader estimates it for the
+    /// plan the answer comes from; `None` when nothing estimated it (see
+    /// `docs/reader.md`).
+    #[serde(default)]
+    pub confidence: Option<f32>,
     /// The plan cache supplied examples or a replayed plan.
     pub cache_hit: bool,
     /// What the plan cache did for this question, in a sentence for people: the past

@@ -45,6 +45,11 @@ pub struct KgLinkReply {
     /// of the paths that follow them.
     #[serde(default)]
     pub model_plan: bool,
+    /// The chance, estimated by the learned reader, that the first of `metapaths`
+    /// reaches the right answers; `None` when no reader estimated it (a model's plan,
+    /// or a reader without a fitted confidence).
+    #[serde(default)]
+    pub confidence: Option<f32>,
 }
 
 impl Rpc for KgLinkRequest {

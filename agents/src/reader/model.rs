@@ -1,0 +1,553 @@
+//! The reader's learned weights: a linear scorer over [`FEATURES`], trained listwise
+//! (softmax over a question's candidates) from QA pairs of many domains.
+//!
+//! Training is plain full-batch gradient descent (Adam) with no randomness, so the
+//! same examples give the same weights on every machine. Features are standardized
+//! with the training set's mean and spread, which the model keeps.
+
+use std::{path::Path, sync::Arc};
+
+use serde::{Deserialize, Serialize};
+
+use super::features::FEATURES;
+
+/// A target from which a candidate counts as reaching the gold answers exactly.
+pub const EXACT: f32 = 0.99;
+
+/// The model file's format version.
+pub const FORMAT: u32 = 1;
+
+/// The bundled weights, for reading with words only and with an embedder
+/// (`scripts/reader-train` writes them; see `docs/reader.md`).
+const BUNDLED_LEXICAL: &str = include_str!("weights-lexical.json");
+const BUNDLED_EMBEDDED: &str = include_str!("weights-embedded.json");
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReaderModel {
+    pub format: u32,
+    /// Feature names, in weight order: a file written for other features is refused.
+    pub features: Vec<String>,
+    pub mean: Vec<f32>,
+    pub scale: Vec<f32>,
+    pub weights: Vec<f32>,
+    /// Candidates (by first-stage relevance) the reader re-ranks per question.
+    pub candidates: usize,
+    /// What it was trained on: one line per data set, with its question count.
+    #[serde(default)]
+    pub trained_on: Vec<String>,
+    /// How it was trained (for the record).
+    #[serde(default)]
+    pub training: TrainSettings,
+    /// The chance that the plan ranked first is right, from what the ranking saw.
+    #[serde(default)]
+    pub confidence: Option<Confidence>,
+}
+
+/// A logistic model of "the plan ranked first reaches the right answers" over
+/// [`Confidence::inputs`], fitted on out-of-domain rankings: each training domain is
+/// ranked by weights trained without it, so the chance is learned as it holds on a
+/// graph the ranker has not seen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confidence {
+    pub mean: Vec<f32>,
+    pub scale: Vec<f32>,
+    pub weights: Vec<f32>,
+    pub bias: f32,
+}
+
+/// One question for fitting the confidence: the ranker's scores of its candidates, their
+/// features, and whether the first is right.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub inputs: Vec<f32>,
+    pub right: bool,
+    /// The question has answers (the graph can answer it).
+    pub answerable: bool,
+}
+
+impl Confidence {
+    /// What the confidence reads: the ranker's softmax share of the first candidate and
+    /// its margin over the second, then the first candidate's features.
+    pub fn inputs(scores: &[f32], features: &[Vec<f32>]) -> Vec<f32> {
+        let n = FEATURES.len();
+        if scores.is_empty() {
+            return vec![0.0; n + 2];
+        }
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        let top = scores[order[0]];
+        let z: f32 = scores.iter().map(|s| (s - top).exp()).sum();
+        let margin = order.get(1).map_or(10.0, |&j| (top - scores[j]).min(10.0));
+        let mut inputs = vec![1.0 / z, margin];
+        inputs.extend_from_slice(&features[order[0]]);
+        inputs
+    }
+
+    pub fn chance(&self, inputs: &[f32]) -> f32 {
+        let logit: f32 = self.bias
+            + inputs
+                .iter()
+                .zip(&self.mean)
+                .zip(&self.scale)
+                .zip(&self.weights)
+                .map(|(((x, m), s), w)| (x - m) / s * w)
+                .sum::<f32>();
+        1.0 / (1.0 + (-logit).exp())
+    }
+
+    /// Fits the logistic model (full-batch Adam, L2; deterministic).
+    pub fn fit(data: &[Ranked], settings: TrainSettings) -> Option<Self> {
+        let n = data.first()?.inputs.len();
+        let rows = data.len() as f64;
+        let mut mean = vec![0.0f32; n];
+        let mut scale = vec![1.0f32; n];
+        for j in 0..n {
+            let m = data.iter().map(|r| r.inputs[j] as f64).sum::<f64>() / rows;
+            let var = data
+                .iter()
+                .map(|r| (r.inputs[j] as f64 - m).powi(2))
+                .sum::<f64>()
+                / rows;
+            mean[j] = m as f32;
+            scale[j] = if var > 1e-12 { var.sqrt() as f32 } else { 1.0 };
+        }
+        let xs: Vec<Vec<f64>> = data
+            .iter()
+            .map(|r| {
+                (0..n)
+                    .map(|j| ((r.inputs[j] - mean[j]) / scale[j]) as f64)
+                    .collect()
+            })
+            .collect();
+        let ys: Vec<f64> = data.iter().map(|r| f64::from(u8::from(r.right))).collect();
+        let mut w = vec![0.0f64; n + 1];
+        let (mut m1, mut m2) = (vec![0.0f64; n + 1], vec![0.0f64; n + 1]);
+        for step in 1..=settings.iterations {
+            let mut grad: Vec<f64> = w.iter().map(|wj| settings.l2 as f64 * wj).collect();
+            grad[n] = 0.0;
+            for (x, y) in xs.iter().zip(&ys) {
+                let logit = w[n] + x.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>();
+                let p = 1.0 / (1.0 + (-logit).exp());
+                for j in 0..n {
+                    grad[j] += (p - y) * x[j] / rows;
+                }
+                grad[n] += (p - y) / rows;
+            }
+            for j in 0..=n {
+                m1[j] = 0.9 * m1[j] + 0.1 * grad[j];
+                m2[j] = 0.999 * m2[j] + 0.001 * grad[j] * grad[j];
+                let m_hat = m1[j] / (1.0 - 0.9f64.powi(step as i32));
+                let v_hat = m2[j] / (1.0 - 0.999f64.powi(step as i32));
+                w[j] -= settings.learning_rate as f64 * m_hat / (v_hat.sqrt() + 1e-8);
+            }
+        }
+        Some(Self {
+            mean,
+            scale,
+            weights: w[..n].iter().map(|x| *x as f32).collect(),
+            bias: w[n] as f32,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrainSettings {
+    pub iterations: usize,
+    pub learning_rate: f32,
+    pub l2: f32,
+}
+
+impl Default for TrainSettings {
+    fn default() -> Self {
+        Self {
+            iterations: 600,
+            learning_rate: 0.05,
+            l2: 0.001,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("cannot read reader weights {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("reader weights {path} are not a reader model: {source}")]
+    Json {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error("reader weights {path} were written for other features ({found}); retrain them with `kgmesh reader train`")]
+    Features { path: String, found: String },
+}
+
+/// One question's candidates for training: a feature vector and a target share (how
+/// well the candidate's answers match the gold answers) each.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Example {
+    pub features: Vec<Vec<f32>>,
+    pub targets: Vec<f32>,
+    /// The question has gold answers.
+    pub answerable: bool,
+    /// Nodes each candidate reaches, when it reaches all of them (`None`: a sample).
+    pub reached: Vec<Option<usize>>,
+    /// The gold answer is a count no node is named by: a candidate is right when it
+    /// reaches that many nodes.
+    pub count: Option<usize>,
+    /// Each candidate in words (for reports).
+    pub paths: Vec<String>,
+}
+
+impl ReaderModel {
+    /// The weights shipped with kgmesh, for reading with words only or with an
+    /// embedder.
+    pub fn bundled(embedded: bool) -> Arc<Self> {
+        static LEXICAL: std::sync::OnceLock<Arc<ReaderModel>> = std::sync::OnceLock::new();
+        static EMBEDDED: std::sync::OnceLock<Arc<ReaderModel>> = std::sync::OnceLock::new();
+        let (cell, text) = if embedded {
+            (&EMBEDDED, BUNDLED_EMBEDDED)
+        } else {
+            (&LEXICAL, BUNDLED_LEXICAL)
+        };
+        cell.get_or_init(|| {
+            Arc::new(Self::parse(text, "bundled").expect("the bundled reader weights are valid"))
+        })
+        .clone()
+    }
+
+    pub fn load(path: &Path) -> Result<Self, ModelError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::parse(&text, &shown)
+    }
+
+    fn parse(text: &str, shown: &str) -> Result<Self, ModelError> {
+        let model: Self = serde_json::from_str(text).map_err(|source| ModelError::Json {
+            path: shown.to_owned(),
+            source,
+        })?;
+        let expected: Vec<&str> = FEATURES.to_vec();
+        let n = FEATURES.len();
+        if model.features != expected
+            || model.weights.len() != n
+            || model.mean.len() != n
+            || model.scale.len() != n
+        {
+            return Err(ModelError::Features {
+                path: shown.to_owned(),
+                found: model.features.join(", "),
+            });
+        }
+        Ok(model)
+    }
+
+    /// A model that keeps the first stage's order (the baseline the learned weights are
+    /// compared with).
+    pub fn first_stage(candidates: usize) -> Self {
+        let n = FEATURES.len();
+        let mut weights = vec![0.0; n];
+        let rank = FEATURES
+            .iter()
+            .position(|f| *f == "relevance_rank")
+            .expect("the rank feature exists");
+        weights[rank] = 1.0;
+        Self {
+            format: FORMAT,
+            features: FEATURES.iter().map(|f| (*f).to_owned()).collect(),
+            mean: vec![0.0; n],
+            scale: vec![1.0; n],
+            weights,
+            candidates,
+            trained_on: vec!["none: the first stage's order".to_owned()],
+            training: TrainSettings::default(),
+            confidence: None,
+        }
+    }
+
+    /// The candidate's score (higher is better; only differences matter).
+    pub fn score(&self, features: &[f32]) -> f32 {
+        features
+            .iter()
+            .zip(&self.mean)
+            .zip(&self.scale)
+            .zip(&self.weights)
+            .map(|(((x, m), s), w)| (x - m) / s * w)
+            .sum()
+    }
+
+    /// Trains weights from examples: questions one of whose candidates reaches the gold
+    /// answers exactly. The others teach nothing (no candidate is right) or teach noise
+    /// (a conjunction's intersection, reached by a path by coincidence), and are skipped.
+    pub fn train(
+        examples: &[Example],
+        candidates: usize,
+        settings: TrainSettings,
+        trained_on: Vec<String>,
+    ) -> Self {
+        let n = FEATURES.len();
+        let useful: Vec<&Example> = examples
+            .iter()
+            .filter(|e| e.targets.iter().any(|&t| t >= EXACT) && e.features.len() > 1)
+            .collect();
+        let rows: Vec<&Vec<f32>> = useful.iter().flat_map(|e| e.features.iter()).collect();
+        let mut mean = vec![0.0f32; n];
+        let mut scale = vec![1.0f32; n];
+        if !rows.is_empty() {
+            for j in 0..n {
+                let m = rows.iter().map(|r| r[j] as f64).sum::<f64>() / rows.len() as f64;
+                let var =
+                    rows.iter().map(|r| (r[j] as f64 - m).powi(2)).sum::<f64>() / rows.len() as f64;
+                mean[j] = m as f32;
+                scale[j] = if var > 1e-12 { var.sqrt() as f32 } else { 1.0 };
+            }
+        }
+        let standardized: Vec<(Vec<Vec<f64>>, Vec<f64>)> = useful
+            .iter()
+            .map(|e| {
+                let total: f32 = e.targets.iter().map(|t| t.max(0.0)).sum();
+                let xs = e
+                    .features
+                    .iter()
+                    .map(|r| {
+                        (0..n)
+                            .map(|j| ((r[j] - mean[j]) / scale[j]) as f64)
+                            .collect()
+                    })
+                    .collect();
+                let ps = e
+                    .targets
+                    .iter()
+                    .map(|t| (t.max(0.0) / total) as f64)
+                    .collect();
+                (xs, ps)
+            })
+            .collect();
+        let mut w = vec![0.0f64; n];
+        let (mut m1, mut m2) = (vec![0.0f64; n], vec![0.0f64; n]);
+        let (beta1, beta2, eps) = (0.9f64, 0.999f64, 1e-8f64);
+        let count = standardized.len().max(1) as f64;
+        for step in 1..=settings.iterations {
+            let mut grad: Vec<f64> = w.iter().map(|wj| settings.l2 as f64 * wj).collect();
+            for (xs, ps) in &standardized {
+                let logits: Vec<f64> = xs
+                    .iter()
+                    .map(|x| x.iter().zip(&w).map(|(a, b)| a * b).sum())
+                    .collect();
+                let top = logits.iter().copied().fold(f64::MIN, f64::max);
+                let exps: Vec<f64> = logits.iter().map(|l| (l - top).exp()).collect();
+                let z: f64 = exps.iter().sum();
+                for ((x, e), p) in xs.iter().zip(&exps).zip(ps) {
+                    let q = e / z;
+                    for j in 0..n {
+                        grad[j] += (q - p) * x[j] / count;
+                    }
+                }
+            }
+            for j in 0..n {
+                m1[j] = beta1 * m1[j] + (1.0 - beta1) * grad[j];
+                m2[j] = beta2 * m2[j] + (1.0 - beta2) * grad[j] * grad[j];
+                let m_hat = m1[j] / (1.0 - beta1.powi(step as i32));
+                let v_hat = m2[j] / (1.0 - beta2.powi(step as i32));
+                w[j] -= settings.learning_rate as f64 * m_hat / (v_hat.sqrt() + eps);
+            }
+        }
+        Self {
+            format: FORMAT,
+            features: FEATURES.iter().map(|f| (*f).to_owned()).collect(),
+            mean,
+            scale,
+            weights: w.into_iter().map(|x| x as f32).collect(),
+            candidates,
+            trained_on,
+            training: settings,
+            confidence: None,
+        }
+    }
+
+    /// What the confidence reads for one question's candidates, ranked by these
+    /// weights.
+    pub fn confidence_inputs(&self, features: &[Vec<f32>]) -> Vec<f32> {
+        let scores: Vec<f32> = features.iter().map(|f| self.score(f)).collect();
+        Confidence::inputs(&scores, features)
+    }
+
+    /// The chance that this model's first candidate is right; `None` without a fitted
+    /// confidence.
+    pub fn chance(&self, features: &[Vec<f32>]) -> Option<f32> {
+        let confidence = self.confidence.as_ref()?;
+        Some(confidence.chance(&self.confidence_inputs(features)))
+    }
+
+    /// Whether the first candidate by these weights is right (an exact one).
+    pub fn first_is_right(&self, example: &Example) -> bool {
+        let scores: Vec<f32> = example.features.iter().map(|f| self.score(f)).collect();
+        let first =
+            (0..scores.len()).max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)));
+        first.is_some_and(|i| {
+            example.targets[i] >= EXACT
+                || example
+                    .count
+                    .is_some_and(|n| example.reached.get(i) == Some(&Some(n)))
+        })
+    }
+
+    /// Share of examples whose best-scored candidate has the best target (ties count).
+    pub fn accuracy(&self, examples: &[Example]) -> f64 {
+        let useful: Vec<&Example> = examples
+            .iter()
+            .filter(|e| e.targets.iter().any(|&t| t >= EXACT))
+            .collect();
+        if useful.is_empty() {
+            return 0.0;
+        }
+        let right = useful
+            .iter()
+            .filter(|e| {
+                let best_target = e.targets.iter().copied().fold(f32::MIN, f32::max);
+                let chosen = e
+                    .features
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| {
+                        self.score(a.1)
+                            .total_cmp(&self.score(b.1))
+                            .then(b.0.cmp(&a.0))
+                    })
+                    .map(|(i, _)| i);
+                chosen.is_some_and(|i| e.targets[i] >= best_target)
+            })
+            .count();
+        right as f64 / useful.len() as f64
+    }
+}
+
+/// The reader's weights in use, for each way of reading.
+#[derive(Debug, Clone)]
+pub struct Readers {
+    pub lexical: Arc<ReaderModel>,
+    pub embedded: Arc<ReaderModel>,
+}
+
+impl Readers {
+    /// The bundled weights.
+    pub fn bundled() -> Self {
+        Self {
+            lexical: ReaderModel::bundled(false),
+            embedded: ReaderModel::bundled(true),
+        }
+    }
+
+    /// One model for both ways of reading (weights trained for one of them).
+    pub fn single(model: Arc<ReaderModel>) -> Self {
+        Self {
+            lexical: model.clone(),
+            embedded: model,
+        }
+    }
+
+    pub fn for_reading(&self, embedded: bool) -> &Arc<ReaderModel> {
+        if embedded {
+            &self.embedded
+        } else {
+            &self.lexical
+        }
+    }
+}
+
+/// The reader in use, as [`install`] set it; without one, the environment decides:
+/// off unless `KGMESH_READER=on`, then `KGMESH_READER_WEIGHTS` names a weights file
+/// (used however the question is read), else the bundled weights.
+pub fn active() -> Option<Readers> {
+    ACTIVE
+        .get_or_init(|| {
+            if !std::env::var("KGMESH_READER").is_ok_and(|v| v == "on") {
+                return None;
+            }
+            match std::env::var_os("KGMESH_READER_WEIGHTS") {
+                Some(path) => match ReaderModel::load(Path::new(&path)) {
+                    Ok(model) => Some(Readers::single(Arc::new(model))),
+                    Err(error) => {
+                        tracing::error!(%error, "reader weights not loaded; the bundled ones are used");
+                        Some(Readers::bundled())
+                    }
+                },
+                None => Some(Readers::bundled()),
+            }
+        })
+        .clone()
+}
+
+static ACTIVE: std::sync::OnceLock<Option<Readers>> = std::sync::OnceLock::new();
+
+/// Sets the reader for this process (`None`: the first stage's order only); false
+/// when one was already in use.
+pub fn install(readers: Option<Readers>) -> bool {
+    ACTIVE.set(readers).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(rows: &[(f32, f32)]) -> Example {
+        // Feature 0 carries the signal, feature 1 is noise.
+        Example {
+            features: rows
+                .iter()
+                .map(|&(signal, noise)| {
+                    let mut row = vec![0.0; FEATURES.len()];
+                    row[0] = signal;
+                    row[1] = noise;
+                    row
+                })
+                .collect(),
+            targets: rows
+                .iter()
+                .map(|&(signal, _)| if signal > 0.5 { 1.0 } else { 0.0 })
+                .collect(),
+            paths: Vec::new(),
+            answerable: true,
+            reached: Vec::new(),
+            count: None,
+        }
+    }
+
+    #[test]
+    fn training_learns_the_feature_that_separates_right_from_wrong() {
+        let examples = vec![
+            example(&[(1.0, 0.2), (0.0, 0.9), (0.0, 0.1)]),
+            example(&[(0.0, 0.7), (1.0, 0.3)]),
+            example(&[(0.0, 0.5), (0.0, 0.4), (1.0, 0.6)]),
+        ];
+        let model = ReaderModel::train(&examples, 10, TrainSettings::default(), vec![]);
+        assert!(model.weights[0] > 0.5, "{:?}", model.weights);
+        assert_eq!(model.accuracy(&examples), 1.0);
+        let again = ReaderModel::train(&examples, 10, TrainSettings::default(), vec![]);
+        assert_eq!(model, again, "training is deterministic");
+    }
+
+    #[test]
+    fn the_bundled_weights_match_the_features() {
+        for embedded in [false, true] {
+            assert_eq!(
+                ReaderModel::bundled(embedded).features.len(),
+                FEATURES.len()
+            );
+        }
+    }
+
+    #[test]
+    fn weights_for_other_features_are_refused_with_the_command_to_retrain() {
+        let text =
+            r#"{"format":1,"features":["x"],"mean":[0],"scale":[1],"weights":[1],"candidates":5}"#;
+        let error = ReaderModel::parse(text, "old.json")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("kgmesh reader train"), "{error}");
+    }
+}

@@ -1,0 +1,463 @@
+//! `kgmesh reader`: train the question reader's weights from QA pairs of many domains
+//! and say how well they choose plans on domains left out.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use kgmesh_agents::{
+    cache_manager::warm,
+    kg_linker::core::LinkerConfig,
+    qa::QaFormat,
+    reader::{
+        model::{Confidence, Ranked},
+        train::example,
+        Example, ReaderModel, TrainSettings,
+    },
+    scoring::{relevance::TextVectors, TEXT_VECTOR_CACHE},
+};
+
+use crate::config::Config;
+
+#[derive(Debug, Args)]
+pub struct ReaderArgs {
+    #[command(subcommand)]
+    command: ReaderCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ReaderCommand {
+    /// Fit the reader's weights from QA pairs over their graphs and write them as JSON
+    /// (`KGMESH_READER_WEIGHTS=FILE` uses them; the repository's are bundled).
+    Train(TrainArgs),
+    /// Show the candidate plans for one question over a graph: the first stage's
+    /// order, the reader's scores and each candidate's features.
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+struct ExplainArgs {
+    /// The graph file.
+    #[arg(long)]
+    kg: PathBuf,
+    /// Reader weights (default: the ones in use).
+    #[arg(long)]
+    weights: Option<PathBuf>,
+    /// Candidates shown.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    question: String,
+}
+
+#[derive(Debug, Args)]
+struct TrainArgs {
+    /// A domain zoo: every folder under it with a graph (`kg.tsv`, `kg.csv`, `kg.nt`)
+    /// and `questions.jsonl`.
+    #[arg(long)]
+    zoo: Option<PathBuf>,
+    /// A domain of the zoo to leave out (repeat); it is scored as held out.
+    #[arg(long)]
+    exclude: Vec<String>,
+    /// More QA pairs over another graph, as `KG=QUESTIONS` (any format `kgmesh eval`
+    /// reads; MetaQA's brackets are removed). Repeat for several.
+    #[arg(long, value_name = "KG=QUESTIONS")]
+    pairs: Vec<String>,
+    /// Candidates re-ranked per question.
+    #[arg(long, default_value_t = 40)]
+    candidates: usize,
+    #[arg(long, default_value_t = TrainSettings::default().iterations)]
+    iterations: usize,
+    /// Where to write the weights.
+    #[arg(long)]
+    out: PathBuf,
+    /// Also write every training example (question, candidates, features, targets) as
+    /// JSON lines, for analysis.
+    #[arg(long)]
+    dump: Option<PathBuf>,
+}
+
+/// One graph and its QA pairs.
+struct Domain {
+    name: String,
+    kg: PathBuf,
+    questions: PathBuf,
+    held_out: bool,
+}
+
+fn zoo_domains(zoo: &Path, exclude: &[String]) -> anyhow::Result<Vec<Domain>> {
+    let mut domains = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(zoo)
+        .with_context(|| format!("cannot read the zoo {}", zoo.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    entries.sort();
+    for dir in entries {
+        let Some(kg) = ["kg.tsv", "kg.csv", "kg.nt"]
+            .iter()
+            .map(|f| dir.join(f))
+            .find(|p| p.is_file())
+        else {
+            continue;
+        };
+        let questions = dir.join("questions.jsonl");
+        if !questions.is_file() {
+            continue;
+        }
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        domains.push(Domain {
+            held_out: exclude.contains(&name),
+            name,
+            kg,
+            questions,
+        });
+    }
+    for name in exclude {
+        if !domains.iter().any(|d| &d.name == name) {
+            bail!("--exclude {name}: no such domain in {}", zoo.display());
+        }
+    }
+    Ok(domains)
+}
+
+pub fn run(config: Config, args: ReaderArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    match args.command {
+        ReaderCommand::Train(args) => runtime.block_on(train(config, args)),
+        ReaderCommand::Explain(args) => runtime.block_on(explain(config, args)),
+    }
+}
+
+async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
+    let mut domains = match &args.zoo {
+        Some(zoo) => zoo_domains(zoo, &args.exclude)?,
+        None => Vec::new(),
+    };
+    for pair in &args.pairs {
+        let Some((kg, questions)) = pair.split_once('=') else {
+            bail!("--pairs {pair}: expected KG=QUESTIONS");
+        };
+        domains.push(Domain {
+            name: Path::new(questions)
+                .parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| questions.to_owned()),
+            kg: kg.into(),
+            questions: questions.into(),
+            held_out: false,
+        });
+    }
+    if domains.iter().all(|d| d.held_out) {
+        bail!("nothing to train on: give --zoo DIR (less what --exclude leaves out) or --pairs KG=QUESTIONS");
+    }
+    let embedder = super::ask::embedder(&config).await?;
+    let config_line = format!(
+        "embedder {}, candidates {}, iterations {}, learning rate {}, l2 {}",
+        if embedder.is_some() {
+            "on"
+        } else {
+            "off (lexical)"
+        },
+        args.candidates,
+        args.iterations,
+        TrainSettings::default().learning_rate,
+        TrainSettings::default().l2
+    );
+    println!("reader train: {config_line}");
+    let linker = LinkerConfig::default();
+    // (graph, examples) of each training domain: a graph's questions are held out
+    // together when the confidence is fitted.
+    let mut groups: Vec<(String, Vec<Example>)> = Vec::new();
+    let mut held: Vec<(String, Vec<Example>)> = Vec::new();
+    let mut trained_on = Vec::new();
+    for domain in &domains {
+        let (graph, _, _) = super::ask::load_kg(&domain.kg, None)
+            .await
+            .with_context(|| format!("cannot load {}", domain.kg.display()))?;
+        let gazetteer = warm::build_gazetteer(graph.as_ref())
+            .await
+            .context("cannot index the graph's names")?;
+        let text = std::fs::read_to_string(&domain.questions)
+            .with_context(|| format!("cannot read {}", domain.questions.display()))?;
+        let mut pairs: Vec<(String, Vec<String>)> = Vec::new();
+        for (line, record) in kgmesh_agents::qa::read_lines(&text, QaFormat::Auto) {
+            match record {
+                Ok(record) => pairs.push((record.question.replace(['[', ']'], ""), record.answers)),
+                Err(why) => eprintln!("{}:{line}: {why}", domain.questions.display()),
+            }
+        }
+        let vectors = embedder
+            .clone()
+            .map(|e| Arc::new(TextVectors::new(e, TEXT_VECTOR_CACHE)));
+        let mut examples = Vec::new();
+        let mut questions = Vec::new();
+        for (question, answers) in &pairs {
+            if let Some(found) = example(
+                graph.as_ref(),
+                &gazetteer,
+                vectors.clone(),
+                question,
+                answers,
+                &linker,
+                args.candidates,
+            )
+            .await?
+            {
+                examples.push(found);
+                questions.push(question.clone());
+            }
+        }
+        if let Some(path) = &args.dump {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            for (question, e) in questions.iter().zip(&examples) {
+                let line = serde_json::json!({
+                    "domain": domain.name, "question": question, "paths": e.paths,
+                    "features": e.features, "targets": e.targets,
+                });
+                writeln!(file, "{line}")?;
+            }
+        }
+        let learnable = examples
+            .iter()
+            .filter(|e| {
+                e.targets
+                    .iter()
+                    .any(|&t| t >= kgmesh_agents::reader::model::EXACT)
+            })
+            .count();
+        println!(
+            "  {:<12} {:>4} pairs, {:>4} linked, {:>4} with a right plan among the candidates{}",
+            domain.name,
+            pairs.len(),
+            examples.len(),
+            learnable,
+            if domain.held_out { "  (held out)" } else { "" }
+        );
+        if domain.held_out {
+            held.push((domain.name.clone(), examples));
+        } else {
+            trained_on.push(format!("{} ({} questions)", domain.name, pairs.len()));
+            groups.push((domain.kg.display().to_string(), examples));
+        }
+    }
+    let train_set: Vec<Example> = groups.iter().flat_map(|(_, e)| e.iter().cloned()).collect();
+    let settings = TrainSettings {
+        iterations: args.iterations,
+        ..TrainSettings::default()
+    };
+    let mut model = ReaderModel::train(&train_set, args.candidates, settings, trained_on.clone());
+    // The confidence is fitted on rankings of graphs the ranker did not see: each graph's
+    // questions ranked by weights trained on the others.
+    let mut graphs: Vec<&str> = groups.iter().map(|(g, _)| g.as_str()).collect();
+    graphs.sort_unstable();
+    graphs.dedup();
+    let mut ranked: Vec<Ranked> = Vec::new();
+    for graph in &graphs {
+        let others: Vec<Example> = groups
+            .iter()
+            .filter(|(g, _)| g != graph)
+            .flat_map(|(_, e)| e.iter().cloned())
+            .collect();
+        let fold = ReaderModel::train(&others, args.candidates, settings, Vec::new());
+        for (_, examples) in groups.iter().filter(|(g, _)| g == graph) {
+            for e in examples {
+                ranked.push(Ranked {
+                    inputs: fold.confidence_inputs(&e.features),
+                    right: fold.first_is_right(e),
+                    answerable: e.answerable,
+                });
+            }
+        }
+    }
+    model.confidence = Confidence::fit(&ranked, settings);
+    let calibration = |pairs: &[(f32, bool)]| -> String {
+        if pairs.is_empty() {
+            return "no questions".to_owned();
+        }
+        let right = pairs.iter().filter(|p| p.1).count();
+        let mean = pairs.iter().map(|p| p.0 as f64).sum::<f64>() / pairs.len() as f64;
+        format!(
+            "{} questions, first plan right {:.1} %, mean confidence {:.1} %, AUROC {}",
+            pairs.len(),
+            100.0 * right as f64 / pairs.len() as f64,
+            100.0 * mean,
+            auroc(pairs).map_or("-".to_owned(), |a| format!("{a:.3}"))
+        )
+    };
+    if let Some(confidence) = &model.confidence {
+        let fitted: Vec<(f32, bool)> = ranked
+            .iter()
+            .map(|r| (confidence.chance(&r.inputs), r.right))
+            .collect();
+        println!(
+            "confidence, out of domain on the training graphs: {}",
+            calibration(&fitted)
+        );
+        // Right answers kept, plus unanswerable questions declined, at each threshold.
+        let mut line = String::from("answers right or rightly declined, by min_confidence:");
+        for step in 0..=10 {
+            let threshold = step as f32 * 0.05;
+            let good = ranked
+                .iter()
+                .zip(&fitted)
+                .filter(|(r, (c, _))| {
+                    if *c >= threshold {
+                        r.right
+                    } else {
+                        !r.answerable
+                    }
+                })
+                .count();
+            line.push_str(&format!(
+                " {threshold:.2}: {:.1} %",
+                100.0 * good as f64 / ranked.len() as f64
+            ));
+        }
+        println!("{line}");
+        for (name, examples) in &held {
+            let pairs: Vec<(f32, bool)> = examples
+                .iter()
+                .map(|e| {
+                    (
+                        model.chance(&e.features).unwrap_or(0.0),
+                        model.first_is_right(e),
+                    )
+                })
+                .collect();
+            println!("confidence, held out {name}: {}", calibration(&pairs));
+        }
+    }
+    let first_stage = ReaderModel::first_stage(args.candidates);
+    println!(
+        "plan chosen right (where the candidates hold one): training {:.1} % (first stage {:.1} %)",
+        100.0 * model.accuracy(&train_set),
+        100.0 * first_stage.accuracy(&train_set)
+    );
+    for (name, examples) in &held {
+        println!(
+            "  held out {name}: {:.1} % (first stage {:.1} %)",
+            100.0 * model.accuracy(examples),
+            100.0 * first_stage.accuracy(examples)
+        );
+    }
+    for (feature, weight) in model.features.iter().zip(&model.weights) {
+        println!("  {feature:<26} {weight:>8.3}");
+    }
+    let json = serde_json::to_string_pretty(&model)?;
+    std::fs::write(&args.out, json + "\n")
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!("wrote {}", args.out.display());
+    Ok(())
+}
+
+async fn explain(config: Config, args: ExplainArgs) -> anyhow::Result<()> {
+    let embedder = super::ask::embedder(&config).await?;
+    let embedder_on = embedder.is_some();
+    use kgmesh_agents::{
+        kg_linker::core::{first_stage, graph_relations, link_entities, metapath_text},
+        reader::{candidate_features, FirstStage},
+        scoring::relevance::Relevance,
+    };
+    let model = match &args.weights {
+        Some(path) => Arc::new(ReaderModel::load(path)?),
+        None => {
+            let readers = kgmesh_agents::reader::active()
+                .unwrap_or_else(kgmesh_agents::reader::Readers::bundled);
+            readers.for_reading(embedder_on).clone()
+        }
+    };
+    let (graph, _, _) = super::ask::load_kg(&args.kg, None).await?;
+    let gazetteer = warm::build_gazetteer(graph.as_ref()).await?;
+    let vectors = embedder.map(|e| Arc::new(TextVectors::new(e, TEXT_VECTOR_CACHE)));
+    let linker = LinkerConfig::default();
+    let (mentions, linked) =
+        link_entities(graph.as_ref(), &args.question, &gazetteer, &linker).await?;
+    println!("mentions: {mentions:?}");
+    if linked.is_empty() {
+        println!("no entity of the question is in the graph");
+        return Ok(());
+    }
+    let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
+    let mut relevance = Relevance::for_metapaths(&args.question, &names, vectors.clone());
+    if vectors.is_some() {
+        relevance = relevance.with_graph_relations(graph_relations(graph.as_ref()).await);
+    }
+    let sources: Vec<_> = linked.iter().map(|s| s.entity.id).collect();
+    let (reaching, fits, lexical, order) =
+        first_stage(graph.as_ref(), &relevance, &sources, &linker.enumerate).await?;
+    let first = FirstStage {
+        reaching: &reaching,
+        fits: &fits,
+        lexical: &lexical,
+        order: &order,
+    };
+    let (picked, rows, _) = candidate_features(
+        graph.as_ref(),
+        &args.question,
+        relevance.terms(),
+        relevance.word_vectors().map(|v| v.as_ref()),
+        &sources,
+        &first,
+        model.candidates,
+    )
+    .await?;
+    let mut shown: Vec<(usize, f32)> = rows
+        .iter()
+        .enumerate()
+        .map(|(k, row)| (k, model.score(row)))
+        .collect();
+    shown.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (k, score) in shown.into_iter().take(args.top) {
+        let i = picked[k];
+        println!(
+            "{score:>7.3}  first #{k:<3} {:<60} reaches {}{}",
+            metapath_text(&reaching[i].metapath),
+            reaching[i].reached.len(),
+            if reaching[i].complete { "" } else { "+" }
+        );
+        let features: Vec<String> = model
+            .features
+            .iter()
+            .zip(&rows[k])
+            .filter(|(_, v)| **v != 0.0)
+            .map(|(f, v)| format!("{f}={v:.2}"))
+            .collect();
+        println!("         {}", features.join(" "));
+    }
+    Ok(())
+}
+
+/// Area under the ROC curve of confidences for right against wrong (ties count half);
+/// `None` when all are right or all wrong.
+fn auroc(pairs: &[(f32, bool)]) -> Option<f64> {
+    let right: Vec<f32> = pairs.iter().filter(|p| p.1).map(|p| p.0).collect();
+    let wrong: Vec<f32> = pairs.iter().filter(|p| !p.1).map(|p| p.0).collect();
+    if right.is_empty() || wrong.is_empty() {
+        return None;
+    }
+    let mut wins = 0.0f64;
+    for r in &right {
+        for w in &wrong {
+            wins += if r > w {
+                1.0
+            } else if r == w {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    Some(wins / (right.len() * wrong.len()) as f64)
+}

@@ -1,0 +1,208 @@
+//! The learned question reader through the real binary (`KGMESH_READER=on`: it is
+//! off by default), on the domain zoo in the repository: training leaves a domain out
+//! and scores it, a misspelled name is read as the closest and the reply says so,
+//! answers carry a confidence that `--min-confidence` acts on, and weights that cannot
+//! be used are refused.
+//!
+//! Expected answers come from the zoo's question files (written with their gold paths,
+//! checked by `scripts/zoo-check`), never from the code under test.
+
+#[path = "serve_support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+
+use support::*;
+
+fn zoo() -> PathBuf {
+    repo_root().join("tests/data/zoo")
+}
+
+/// The gold answers of the zoo question whose text is `question`.
+fn gold(domain: &str, question: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(zoo().join(domain).join("questions.jsonl"))
+        .expect("the zoo's questions");
+    for line in text.lines() {
+        let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        if value["question"] == question {
+            return value["answers"]
+                .as_array()
+                .expect("answers")
+                .iter()
+                .map(|a| a.as_str().expect("a string answer").to_owned())
+                .collect();
+        }
+    }
+    panic!("no zoo question {question:?} in {domain}");
+}
+
+/// `kgmesh ask --json` over a zoo graph, words only, with the reader on.
+fn ask_json(domain_kg: &str, question: &str, extra: &[&str]) -> (i32, serde_json::Value) {
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .env("KGMESH_READER", "on")
+        .args(["ask", question, "--json", "--kg"])
+        .arg(zoo().join(domain_kg))
+        .args(extra);
+    let (code, stdout, stderr) = run(command);
+    let reply = serde_json::from_str(&stdout)
+        .unwrap_or_else(|error| panic!("not JSON ({error}): {stdout}\n{stderr}"));
+    (code, reply)
+}
+
+fn answers(reply: &serde_json::Value) -> Vec<String> {
+    reply["answers"]
+        .as_array()
+        .expect("answers")
+        .iter()
+        .map(|a| a["text"].as_str().expect("text").to_owned())
+        .collect()
+}
+
+#[test]
+fn training_leaves_a_domain_out_and_scores_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("weights.json");
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .args(["reader", "train", "--zoo"])
+        .arg(zoo())
+        .args(["--exclude", "library", "--iterations", "100", "--out"])
+        .arg(&out);
+    let (code, stdout, stderr) = run_within(command, std::time::Duration::from_secs(240));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("held out library:"), "{stdout}");
+    assert!(stdout.contains("(held out)"), "{stdout}");
+    let weights: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("weights written")).unwrap();
+    let trained_on: Vec<&str> = weights["trained_on"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(trained_on.len(), 7, "{trained_on:?}");
+    assert!(
+        trained_on.iter().all(|t| !t.starts_with("library")),
+        "{trained_on:?}"
+    );
+    assert!(weights["confidence"].is_object(), "a confidence is fitted");
+
+    // The weights are used when named (which turns the reader on), and refused when
+    // they are not weights.
+    let (code, reply) = ask_json("library/kg.tsv", "Who translated The Peat Cuters?", &[]);
+    assert_eq!(code, 0);
+    let with_file = {
+        let mut command = kgmesh();
+        command
+            .env("KGMESH__EMBEDDER__KIND", "none")
+            .env("KGMESH_READER_WEIGHTS", &out)
+            .args(["ask", "Who translated The Peat Cuters?", "--json", "--kg"])
+            .arg(zoo().join("library/kg.tsv"));
+        run(command)
+    };
+    assert_eq!(with_file.0, 0, "{}", with_file.2);
+    assert_eq!(
+        answers(&reply),
+        gold("library", "Who translated The Peat Cuters?")
+    );
+    let reply_with_file: serde_json::Value =
+        serde_json::from_str(&with_file.1).expect("a JSON reply");
+    assert!(
+        reply_with_file["confidence"].is_number(),
+        "{reply_with_file}"
+    );
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"format": 1, "features": ["x"], "mean": [0], "scale": [1], "weights": [1], "candidates": 5}"#).unwrap();
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__READER__WEIGHTS", &bad)
+        .args(["ask", "who directed Heat"]);
+    let (code, _, stderr) = run(command);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("kgmesh reader train"), "{stderr}");
+}
+
+#[test]
+fn a_misspelled_name_is_read_as_the_closest_and_the_reply_says_so() {
+    let question = "Who translated The Peat Cuters?";
+    let (code, reply) = ask_json("library/kg.tsv", question, &[]);
+    assert_eq!(code, 0, "{reply}");
+    assert_eq!(answers(&reply), gold("library", question));
+    let explanation = reply["explanation"].as_str().unwrap();
+    assert!(
+        explanation.contains("read as \"The Peat Cutters\""),
+        "{explanation}"
+    );
+    // Spelled right, nothing is said.
+    let (_, exact) = ask_json("library/kg.tsv", "Who translated The Peat Cutters?", &[]);
+    assert!(
+        !exact["explanation"].as_str().unwrap().contains("read as"),
+        "{exact}"
+    );
+}
+
+#[test]
+fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
+    let question = "Which books are set in Port Kell?";
+    let (code, reply) = ask_json("library/kg.tsv", question, &[]);
+    assert_eq!(code, 0, "{reply}");
+    let mut got = answers(&reply);
+    let mut want = gold("library", question);
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    let confidence = reply["confidence"].as_f64().expect("a confidence");
+    assert!((0.0..=1.0).contains(&confidence), "{confidence}");
+
+    // Asked for more confidence than the answer has: "I don't know", possibilities named,
+    // exit status 3.
+    let (code, declined) = ask_json("library/kg.tsv", question, &["--min-confidence", "1"]);
+    assert_eq!(code, 3, "{declined}");
+    assert!(answers(&declined).is_empty(), "{declined}");
+    let explanation = declined["explanation"].as_str().unwrap();
+    assert!(
+        explanation.starts_with("I don't know") && explanation.contains("possibly"),
+        "{explanation}"
+    );
+    assert!(
+        explanation.contains(&want[0]) || want.iter().any(|w| explanation.contains(w.as_str())),
+        "{explanation}"
+    );
+
+    // Off by default: no confidence is claimed.
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .env_remove("KGMESH_READER")
+        .args(["ask", question, "--json", "--kg"])
+        .arg(zoo().join("library/kg.tsv"));
+    let (code, stdout, _) = run(command);
+    assert_eq!(code, 0);
+    let default: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(default["confidence"].is_null(), "{default}");
+
+    let (code, _, stderr) = kgmesh_run(&["ask", "who directed Heat", "--min-confidence", "1.5"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("from 0 to 1"), "{stderr}");
+}
+
+#[test]
+fn a_class_word_decides_the_relation() {
+    // "record label" names both a relation and a class node of the music graph.
+    let question = "What is Kestrel Moon's record label?";
+    let (code, reply) = ask_json("music/kg.tsv", question, &[]);
+    assert_eq!(code, 0, "{reply}");
+    assert_eq!(answers(&reply), gold("music", question));
+    // The first stage alone takes "authors" for the relation `foreword_author`; the
+    // reader reads it as the class of what `born_in` reaches.
+    let question = "Which authors were born in Port Kell?";
+    let (_, reply) = ask_json("library/kg.tsv", question, &[]);
+    let mut got = answers(&reply);
+    let mut want = gold("library", question);
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
