@@ -404,7 +404,7 @@ pub fn link_question_entities(
         // nearly writes (a misspelling, a dropped letter), each scored below an exact
         // link so that the reply can say it was read as that name.
         let mut fuzzy: Vec<_> = index
-            .find_mentions(question)
+            .find_misspelled_mentions(question)
             .into_iter()
             .filter(|m| !m.exact && !m.candidates.is_empty())
             .collect();

@@ -199,6 +199,18 @@ impl Gazetteer {
     /// spans covering more words win, and among equally long ones exact beats fuzzy,
     /// then higher similarity, then earlier.
     pub fn find_mentions(&self, question: &str) -> Vec<Mention> {
+        self.find_mentions_with(question, false)
+    }
+
+    /// [`Self::find_mentions`], also taking a span for a name it misspells by a typing
+    /// slip ([`is_typo_of`]: "Marta Okonkow", "peat cuters" for "The Peat Cutters"),
+    /// which trigram similarity alone misses. For a question none of whose names is
+    /// written as the graph spells it.
+    pub fn find_misspelled_mentions(&self, question: &str) -> Vec<Mention> {
+        self.find_mentions_with(question, true)
+    }
+
+    fn find_mentions_with(&self, question: &str, typos: bool) -> Vec<Mention> {
         let words = tokens(question);
         let mut mentions = self.delimited_mentions(question);
         let mut taken = covered(&words, &mentions);
@@ -225,7 +237,7 @@ impl Gazetteer {
                     && !is_stopword(last)
                     && key.chars().count() >= 5
                 {
-                    if let Some((index, score)) = self.best_fuzzy(&key, length) {
+                    if let Some((index, score)) = self.best_fuzzy(&key, length, typos) {
                         found.push((start, length, index, score, false));
                     }
                 }
@@ -312,8 +324,13 @@ impl Gazetteer {
         out
     }
 
-    fn best_fuzzy(&self, key: &str, span_tokens: usize) -> Option<(u32, f32)> {
-        self.fuzzy_candidates(key, 5, QUESTION_TYPO_DICE)
+    fn best_fuzzy(&self, key: &str, span_tokens: usize, typos: bool) -> Option<(u32, f32)> {
+        let floor = if typos {
+            QUESTION_TYPO_DICE
+        } else {
+            QUESTION_FUZZY_MIN
+        };
+        self.fuzzy_candidates(key, 5, floor)
             .into_iter()
             .find(|(index, score)| {
                 let name = &self.names[*index as usize];
@@ -322,11 +339,15 @@ impl Gazetteer {
                 // left out ("peat cuters" for "the peat cutters").
                 let words = name.split(' ').count();
                 let trimmed = match name.split_once(' ') {
-                    Some((first, rest)) if words == span_tokens + 1 && is_stopword(first) => rest,
+                    Some((first, rest))
+                        if typos && words == span_tokens + 1 && is_stopword(first) =>
+                    {
+                        rest
+                    }
                     _ if words == span_tokens => &name[..],
                     _ => return false,
                 };
-                *score >= QUESTION_FUZZY_MIN || is_typo_of(key, trimmed)
+                *score >= QUESTION_FUZZY_MIN || (typos && is_typo_of(key, trimmed))
             })
     }
     /// Names sharing trigrams with `key`, best first by Dice similarity (capped below
