@@ -1135,7 +1135,6 @@ impl Run<'_> {
         let mut answers = answers;
         let mut explanation = summary.explanation;
         crate::context::cite_each_line_once(&evidence, &mut answers, &mut explanation);
-        // A name the question misspells is read as the closest one; the reply says so.
         // The reader's confidence in the plan the answers come from; a replayed plan
         // was verified before, so the estimate for a fresh reading does not apply.
         let confidence = self
@@ -1151,6 +1150,7 @@ impl Run<'_> {
             );
             answers.clear();
         }
+        // A name the question misspells is read as the closest one; the reply says so.
         let nothing_exact = self.topic.iter().all(|t| t.score < 1.0);
         let read_as: Vec<String> = self
             .topic

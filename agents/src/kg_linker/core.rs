@@ -261,13 +261,15 @@ pub fn metapath_text(metapath: &Metapath) -> String {
 }
 
 /// The first stage of ranking: every metapath that leaves `sources`, how its relations
-/// read against the question (with and without embeddings), and their order by it.
+/// read against the question, and their order by it; with `words_only`, also how they
+/// read by words alone (what the reader compares), else the same scores again.
 #[allow(clippy::type_complexity)]
 pub async fn first_stage(
     store: &dyn GraphStore,
     relevance: &Relevance,
     sources: &[NodeId],
     limits: &EnumerateLimits,
+    words_only: bool,
 ) -> StoreResult<(Vec<Reaching>, Vec<SequenceFit>, Vec<f32>, Vec<usize>)> {
     let reaching = enumerate_reaching(store, sources, limits).await?;
     let metapaths: Vec<&Metapath> = reaching.iter().map(|r| &r.metapath).collect();
@@ -276,7 +278,11 @@ pub async fn first_stage(
         .map(|r| metapath_text(&r.metapath))
         .collect();
     let fits = relevance.metapath_fits(&metapaths, &texts).await;
-    let lexical = relevance.metapaths_lexically(&metapaths);
+    let lexical = if words_only {
+        relevance.metapaths_lexically(&metapaths)
+    } else {
+        fits.iter().map(|fit| fit.score).collect()
+    };
     let mut order: Vec<usize> = (0..reaching.len()).collect();
     order.sort_by(|&a, &b| {
         let (a_path, b_path) = (&reaching[a].metapath, &reaching[b].metapath);
@@ -315,9 +321,11 @@ pub async fn rank_metapaths_with_confidence(
     top: usize,
 ) -> StoreResult<(Vec<ScoredMetapath>, Option<f32>)> {
     let ids: Vec<NodeId> = entities.iter().map(|e| e.id).collect();
-    let (reaching, fits, lexical, mut order) = first_stage(store, relevance, &ids, limits).await?;
+    let readers = crate::reader::active();
+    let (reaching, fits, lexical, mut order) =
+        first_stage(store, relevance, &ids, limits, readers.is_some()).await?;
     let mut confidence = None;
-    if let Some(readers) = crate::reader::active() {
+    if let Some(readers) = readers {
         let model = readers.for_reading(relevance.word_vectors().is_some());
         let first = crate::reader::FirstStage {
             reaching: &reaching,

@@ -43,7 +43,7 @@ pub async fn example(
     }
     let sources: Vec<_> = linked.iter().map(|s| s.entity.id).collect();
     let (reaching, fits, lexical, order) =
-        first_stage(store, &relevance, &sources, &config.enumerate).await?;
+        first_stage(store, &relevance, &sources, &config.enumerate, true).await?;
     if reaching.is_empty() {
         return Ok(None);
     }

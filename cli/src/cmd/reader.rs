@@ -395,8 +395,14 @@ async fn explain(config: Config, args: ExplainArgs) -> anyhow::Result<()> {
         relevance = relevance.with_graph_relations(graph_relations(graph.as_ref()).await);
     }
     let sources: Vec<_> = linked.iter().map(|s| s.entity.id).collect();
-    let (reaching, fits, lexical, order) =
-        first_stage(graph.as_ref(), &relevance, &sources, &linker.enumerate).await?;
+    let (reaching, fits, lexical, order) = first_stage(
+        graph.as_ref(),
+        &relevance,
+        &sources,
+        &linker.enumerate,
+        true,
+    )
+    .await?;
     let first = FirstStage {
         reaching: &reaching,
         fits: &fits,
