@@ -55,6 +55,57 @@ pub struct Confidence {
     pub bias: f32,
 }
 
+/// Each column's mean and spread over `rows` (spread 1 where a column is constant),
+/// which a model keeps to standardize what it reads.
+fn standardization(rows: &[&[f32]], n: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut mean = vec![0.0f32; n];
+    let mut scale = vec![1.0f32; n];
+    if rows.is_empty() {
+        return (mean, scale);
+    }
+    let count = rows.len() as f64;
+    for j in 0..n {
+        let m = rows.iter().map(|r| r[j] as f64).sum::<f64>() / count;
+        let var = rows.iter().map(|r| (r[j] as f64 - m).powi(2)).sum::<f64>() / count;
+        mean[j] = m as f32;
+        scale[j] = if var > 1e-12 { var.sqrt() as f32 } else { 1.0 };
+    }
+    (mean, scale)
+}
+
+/// Adam's first and second moment estimates: the optimizer of both models.
+struct Adam {
+    m1: Vec<f64>,
+    m2: Vec<f64>,
+    steps: i32,
+}
+
+impl Adam {
+    const BETA1: f64 = 0.9;
+    const BETA2: f64 = 0.999;
+    const EPS: f64 = 1e-8;
+
+    fn new(n: usize) -> Self {
+        Self {
+            m1: vec![0.0; n],
+            m2: vec![0.0; n],
+            steps: 0,
+        }
+    }
+
+    /// One step of `w` against `grad`.
+    fn step(&mut self, w: &mut [f64], grad: &[f64], learning_rate: f32) {
+        self.steps += 1;
+        for j in 0..w.len() {
+            self.m1[j] = Self::BETA1 * self.m1[j] + (1.0 - Self::BETA1) * grad[j];
+            self.m2[j] = Self::BETA2 * self.m2[j] + (1.0 - Self::BETA2) * grad[j] * grad[j];
+            let m_hat = self.m1[j] / (1.0 - Self::BETA1.powi(self.steps));
+            let v_hat = self.m2[j] / (1.0 - Self::BETA2.powi(self.steps));
+            w[j] -= learning_rate as f64 * m_hat / (v_hat.sqrt() + Self::EPS);
+        }
+    }
+}
+
 /// One question for fitting the confidence: the ranker's scores of its candidates, their
 /// features, and whether the first is right.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,18 +150,8 @@ impl Confidence {
     pub fn fit(data: &[Ranked], settings: TrainSettings) -> Option<Self> {
         let n = data.first()?.inputs.len();
         let rows = data.len() as f64;
-        let mut mean = vec![0.0f32; n];
-        let mut scale = vec![1.0f32; n];
-        for j in 0..n {
-            let m = data.iter().map(|r| r.inputs[j] as f64).sum::<f64>() / rows;
-            let var = data
-                .iter()
-                .map(|r| (r.inputs[j] as f64 - m).powi(2))
-                .sum::<f64>()
-                / rows;
-            mean[j] = m as f32;
-            scale[j] = if var > 1e-12 { var.sqrt() as f32 } else { 1.0 };
-        }
+        let inputs: Vec<&[f32]> = data.iter().map(|r| r.inputs.as_slice()).collect();
+        let (mean, scale) = standardization(&inputs, n);
         let xs: Vec<Vec<f64>> = data
             .iter()
             .map(|r| {
@@ -121,8 +162,8 @@ impl Confidence {
             .collect();
         let ys: Vec<f64> = data.iter().map(|r| f64::from(u8::from(r.right))).collect();
         let mut w = vec![0.0f64; n + 1];
-        let (mut m1, mut m2) = (vec![0.0f64; n + 1], vec![0.0f64; n + 1]);
-        for step in 1..=settings.iterations {
+        let mut adam = Adam::new(n + 1);
+        for _ in 0..settings.iterations {
             let mut grad: Vec<f64> = w.iter().map(|wj| settings.l2 as f64 * wj).collect();
             grad[n] = 0.0;
             for (x, y) in xs.iter().zip(&ys) {
@@ -133,13 +174,7 @@ impl Confidence {
                 }
                 grad[n] += (p - y) / rows;
             }
-            for j in 0..=n {
-                m1[j] = 0.9 * m1[j] + 0.1 * grad[j];
-                m2[j] = 0.999 * m2[j] + 0.001 * grad[j] * grad[j];
-                let m_hat = m1[j] / (1.0 - 0.9f64.powi(step as i32));
-                let v_hat = m2[j] / (1.0 - 0.999f64.powi(step as i32));
-                w[j] -= settings.learning_rate as f64 * m_hat / (v_hat.sqrt() + 1e-8);
-            }
+            adam.step(&mut w, &grad, settings.learning_rate);
         }
         Some(Self {
             mean,
@@ -294,18 +329,11 @@ impl ReaderModel {
             .iter()
             .filter(|e| e.targets.iter().any(|&t| t >= EXACT) && e.features.len() > 1)
             .collect();
-        let rows: Vec<&Vec<f32>> = useful.iter().flat_map(|e| e.features.iter()).collect();
-        let mut mean = vec![0.0f32; n];
-        let mut scale = vec![1.0f32; n];
-        if !rows.is_empty() {
-            for j in 0..n {
-                let m = rows.iter().map(|r| r[j] as f64).sum::<f64>() / rows.len() as f64;
-                let var =
-                    rows.iter().map(|r| (r[j] as f64 - m).powi(2)).sum::<f64>() / rows.len() as f64;
-                mean[j] = m as f32;
-                scale[j] = if var > 1e-12 { var.sqrt() as f32 } else { 1.0 };
-            }
-        }
+        let rows: Vec<&[f32]> = useful
+            .iter()
+            .flat_map(|e| e.features.iter().map(Vec::as_slice))
+            .collect();
+        let (mean, scale) = standardization(&rows, n);
         let standardized: Vec<(Vec<Vec<f64>>, Vec<f64>)> = useful
             .iter()
             .map(|e| {
@@ -328,10 +356,9 @@ impl ReaderModel {
             })
             .collect();
         let mut w = vec![0.0f64; n];
-        let (mut m1, mut m2) = (vec![0.0f64; n], vec![0.0f64; n]);
-        let (beta1, beta2, eps) = (0.9f64, 0.999f64, 1e-8f64);
+        let mut adam = Adam::new(n);
         let count = standardized.len().max(1) as f64;
-        for step in 1..=settings.iterations {
+        for _ in 0..settings.iterations {
             let mut grad: Vec<f64> = w.iter().map(|wj| settings.l2 as f64 * wj).collect();
             for (xs, ps) in &standardized {
                 let logits: Vec<f64> = xs
@@ -348,13 +375,7 @@ impl ReaderModel {
                     }
                 }
             }
-            for j in 0..n {
-                m1[j] = beta1 * m1[j] + (1.0 - beta1) * grad[j];
-                m2[j] = beta2 * m2[j] + (1.0 - beta2) * grad[j] * grad[j];
-                let m_hat = m1[j] / (1.0 - beta1.powi(step as i32));
-                let v_hat = m2[j] / (1.0 - beta2.powi(step as i32));
-                w[j] -= settings.learning_rate as f64 * m_hat / (v_hat.sqrt() + eps);
-            }
+            adam.step(&mut w, &grad, settings.learning_rate);
         }
         Self {
             format: FORMAT,
@@ -459,27 +480,10 @@ impl Readers {
     }
 }
 
-/// The reader in use, as [`install`] set it; without one, the environment decides:
-/// off unless `KGMESH_READER=on`, then `KGMESH_READER_WEIGHTS` names a weights file
-/// (used however the question is read), else the bundled weights.
+/// The reader in use, as [`install`] set it; none until a process installs one (the
+/// CLI does, from `reader.enabled`, `reader.weights` and `KGMESH_READER`).
 pub fn active() -> Option<Readers> {
-    ACTIVE
-        .get_or_init(|| {
-            if !std::env::var("KGMESH_READER").is_ok_and(|v| v == "on") {
-                return None;
-            }
-            match std::env::var_os("KGMESH_READER_WEIGHTS") {
-                Some(path) => match ReaderModel::load(Path::new(&path)) {
-                    Ok(model) => Some(Readers::single(Arc::new(model))),
-                    Err(error) => {
-                        tracing::error!(%error, "reader weights not loaded; the bundled ones are used");
-                        Some(Readers::bundled())
-                    }
-                },
-                None => Some(Readers::bundled()),
-            }
-        })
-        .clone()
+    ACTIVE.get().cloned().flatten()
 }
 
 static ACTIVE: std::sync::OnceLock<Option<Readers>> = std::sync::OnceLock::new();

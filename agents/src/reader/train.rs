@@ -8,9 +8,9 @@ use std::sync::Arc;
 use kgmesh_models::lexical::Gazetteer;
 use kgmesh_stores::{GraphStore, StoreResult};
 
-use super::{candidate_features, model::Example, FirstStage};
+use super::{candidate_features, model::Example, types::NodeTypes, FirstStage};
 use crate::{
-    kg_linker::core::{first_stage, graph_relations, link_entities, LinkerConfig},
+    kg_linker::core::{first_stage, graph_relations, link_entities, LinkerConfig, Reaching},
     scoring::{
         relevance::{Relevance, TextVectors},
         text::words,
@@ -21,20 +21,32 @@ fn comparable(name: &str) -> String {
     words(name).join(" ")
 }
 
-/// One QA pair as a training example; `None` when no entity of the question is found
-/// in the graph or no relation path leaves it.
-pub async fn example(
+/// A question read as the LLM-free KG-Linker reads it with the reader on: its
+/// entities, every relation path leaving them, and the features of the first stage's
+/// best `candidates` of them.
+pub struct Reading {
+    /// Every path found, in enumeration order.
+    pub reaching: Vec<Reaching>,
+    /// Indexes into `reaching` of the candidates, in the first stage's order.
+    pub picked: Vec<usize>,
+    /// The features of each of `picked`.
+    pub rows: Vec<Vec<f32>>,
+    pub types: NodeTypes,
+}
+
+/// Reads `question`; `None` when no entity of it is found in the graph or no relation
+/// path leaves one (the mentions tried come back either way).
+pub async fn read_question(
     store: &dyn GraphStore,
     index: &Gazetteer,
     vectors_opt: Option<Arc<TextVectors>>,
     question: &str,
-    answers: &[String],
     config: &LinkerConfig,
     candidates: usize,
-) -> StoreResult<Option<Example>> {
+) -> StoreResult<(Vec<String>, Option<Reading>)> {
     let (mentions, linked) = link_entities(store, question, index, config).await?;
     if linked.is_empty() {
-        return Ok(None);
+        return Ok((mentions, None));
     }
     let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
     let mut relevance = Relevance::for_metapaths(question, &names, vectors_opt.clone());
@@ -45,7 +57,7 @@ pub async fn example(
     let (reaching, fits, lexical, order) =
         first_stage(store, &relevance, &sources, &config.enumerate, true).await?;
     if reaching.is_empty() {
-        return Ok(None);
+        return Ok((mentions, None));
     }
     let first = FirstStage {
         reaching: &reaching,
@@ -63,6 +75,40 @@ pub async fn example(
         candidates,
     )
     .await?;
+    Ok((
+        mentions,
+        Some(Reading {
+            reaching,
+            picked,
+            rows,
+            types,
+        }),
+    ))
+}
+
+/// One QA pair as a training example; `None` when no entity of the question is found
+/// in the graph or no relation path leaves it.
+pub async fn example(
+    store: &dyn GraphStore,
+    index: &Gazetteer,
+    vectors_opt: Option<Arc<TextVectors>>,
+    question: &str,
+    answers: &[String],
+    config: &LinkerConfig,
+    candidates: usize,
+) -> StoreResult<Option<Example>> {
+    let (_, reading) =
+        read_question(store, index, vectors_opt, question, config, candidates).await?;
+    let Some(Reading {
+        reaching,
+        picked,
+        rows,
+        types,
+        ..
+    }) = reading
+    else {
+        return Ok(None);
+    };
     let gold: Vec<String> = answers.iter().map(|a| comparable(a)).collect();
     let mut targets: Vec<f32> = picked
         .iter()

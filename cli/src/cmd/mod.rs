@@ -97,10 +97,10 @@ pub fn init_logging(config: &Config, interactive: bool, service: &str) -> Teleme
     }
 }
 
-/// Sets the question reader this process uses: off unless `reader.enabled`,
-/// `KGMESH_READER=on` or weights are named; `reader.weights` (or
-/// `KGMESH_READER_WEIGHTS`) names trained weights, else the bundled ones. A weights file that cannot be used is an error, not
-/// a silent fallback.
+/// Sets the question reader this process uses (the one place that reads its settings):
+/// off unless `reader.enabled`, `KGMESH_READER=on` or weights are named;
+/// `reader.weights` (or `KGMESH_READER_WEIGHTS`) names trained weights, else the
+/// bundled ones. A weights file that cannot be used is an error, not a silent fallback.
 pub fn install_reader(config: &crate::config::Config) -> anyhow::Result<()> {
     use kgmesh_agents::reader::{install, ReaderModel, Readers};
     let weights: Option<std::path::PathBuf> = config

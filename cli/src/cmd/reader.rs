@@ -366,9 +366,8 @@ async fn explain(config: Config, args: ExplainArgs) -> anyhow::Result<()> {
     let embedder = super::ask::embedder(&config).await?;
     let embedder_on = embedder.is_some();
     use kgmesh_agents::{
-        kg_linker::core::{first_stage, graph_relations, link_entities, metapath_text},
-        reader::{candidate_features, FirstStage},
-        scoring::relevance::Relevance,
+        kg_linker::core::metapath_text,
+        reader::train::{read_question, Reading},
     };
     let model = match &args.weights {
         Some(path) => Arc::new(ReaderModel::load(path)?),
@@ -381,44 +380,26 @@ async fn explain(config: Config, args: ExplainArgs) -> anyhow::Result<()> {
     let (graph, _, _) = super::ask::load_kg(&args.kg, None).await?;
     let gazetteer = warm::build_gazetteer(graph.as_ref()).await?;
     let vectors = embedder.map(|e| Arc::new(TextVectors::new(e, TEXT_VECTOR_CACHE)));
-    let linker = LinkerConfig::default();
-    let (mentions, linked) =
-        link_entities(graph.as_ref(), &args.question, &gazetteer, &linker).await?;
-    println!("mentions: {mentions:?}");
-    if linked.is_empty() {
-        println!("no entity of the question is in the graph");
-        return Ok(());
-    }
-    let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
-    let mut relevance = Relevance::for_metapaths(&args.question, &names, vectors.clone());
-    if vectors.is_some() {
-        relevance = relevance.with_graph_relations(graph_relations(graph.as_ref()).await);
-    }
-    let sources: Vec<_> = linked.iter().map(|s| s.entity.id).collect();
-    let (reaching, fits, lexical, order) = first_stage(
+    let (mentions, reading) = read_question(
         graph.as_ref(),
-        &relevance,
-        &sources,
-        &linker.enumerate,
-        true,
-    )
-    .await?;
-    let first = FirstStage {
-        reaching: &reaching,
-        fits: &fits,
-        lexical: &lexical,
-        order: &order,
-    };
-    let (picked, rows, _) = candidate_features(
-        graph.as_ref(),
+        &gazetteer,
+        vectors,
         &args.question,
-        relevance.terms(),
-        relevance.word_vectors().map(|v| v.as_ref()),
-        &sources,
-        &first,
+        &LinkerConfig::default(),
         model.candidates,
     )
     .await?;
+    println!("mentions: {mentions:?}");
+    let Some(Reading {
+        reaching,
+        picked,
+        rows,
+        ..
+    }) = reading
+    else {
+        println!("no entity of the question is in the graph, or no relation leaves it");
+        return Ok(());
+    };
     let mut shown: Vec<(usize, f32)> = rows
         .iter()
         .enumerate()
