@@ -182,6 +182,10 @@ struct TableArgs {
     /// calls per question, latency p50/p99.
     #[arg(long)]
     cache: bool,
+    /// Columns for the answers' confidence: ECE, AUROC, right and coverage at ≥ 0.8,
+    /// per run and for every run's answers pooled.
+    #[arg(long, conflicts_with = "cache")]
+    confidence: bool,
 }
 
 pub fn run(config: Config, args: EvalArgs) -> anyhow::Result<()> {
@@ -223,6 +227,10 @@ fn run_table(args: &TableArgs) -> anyhow::Result<()> {
         print!("{}", cache_table(&reports));
         return Ok(());
     }
+    if args.confidence {
+        print!("{}", confidence_table(&reports));
+        return Ok(());
+    }
     println!(
         "| run | questions | sample | LLM | Hits@1 | Hits@any | F1 | context hit | p50 ms | p95 ms | q/s |"
     );
@@ -260,6 +268,63 @@ fn run_table(args: &TableArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// One row per run, then every run's answers pooled: how well the confidences say which
+/// answers are right.
+fn confidence_table(reports: &[Report]) -> String {
+    use crate::eval::{
+        calibration::Calibration,
+        metrics::{confidence_pairs, QuestionResult},
+    };
+    let mut out = String::from(
+        "| run | LLM | embedder | Hits@1 | answers with a confidence | right | ECE (by chance alone) | AUROC | right at ≥ 0.8 | coverage at ≥ 0.8 |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let row = |name: &str, llm: &str, embedder: &str, hits: String, c: Option<Calibration>| {
+        let Some(c) = c else {
+            return format!("| {name} | {llm} | {embedder} | {hits} | 0 | - | - | - | - | - |\n");
+        };
+        let at = c.at(0.8);
+        format!(
+            "| {name} | {llm} | {embedder} | {hits} | {} | {:.1} | {:.3} ({:.3}) | {} | {} | {:.1} |\n",
+            c.answers,
+            100.0 * c.right as f64 / c.answers as f64,
+            c.ece,
+            c.ece_by_chance,
+            c.auroc.map_or("-".to_owned(), |a| format!("{a:.3}")),
+            at.and_then(|k| k.accuracy)
+                .map_or("-".to_owned(), |a| format!("{:.1}", 100.0 * a)),
+            at.map_or(0.0, |k| 100.0 * k.coverage)
+        )
+    };
+    let mut pooled = Vec::new();
+    let mut questions = 0usize;
+    let mut hits = 0usize;
+    for report in reports {
+        let results: Vec<&QuestionResult> = report.results.iter().collect();
+        let pairs = confidence_pairs(&results);
+        questions += results.len();
+        hits += results.iter().filter(|r| r.score.hits_at_1).count();
+        out.push_str(&row(
+            &report.name,
+            &report.system.llm.replace('|', "\\|"),
+            &report.system.embedder.replace('|', "\\|"),
+            format!("{:.1}", 100.0 * report.aggregate.hits_at_1),
+            Calibration::of(&pairs),
+        ));
+        pooled.extend(pairs);
+    }
+    if reports.len() > 1 {
+        out.push_str(&row(
+            &format!("all {} runs pooled", reports.len()),
+            "",
+            "",
+            format!("{:.1}", 100.0 * hits as f64 / questions.max(1) as f64),
+            Calibration::of(&pooled),
+        ));
+    }
+    out
 }
 
 /// One row per run and per hop count: how the plan cache started, how often a lookup

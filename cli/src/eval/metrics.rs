@@ -17,7 +17,10 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::normalize::{contains_phrase, normalize};
+use super::{
+    calibration::Calibration,
+    normalize::{contains_phrase, normalize},
+};
 
 /// One answer as the system gave it, with every spelling that may name it (its text
 /// and the name of the graph entity it links to).
@@ -179,6 +182,13 @@ pub struct QuestionResult {
     /// without its model (the reply's `degraded`).
     #[serde(default)]
     pub degraded: Vec<String>,
+    /// The reply's estimate that its answer is right (none without answers, or when
+    /// nothing estimated it).
+    #[serde(default)]
+    pub confidence: Option<f32>,
+    /// Graph nodes the question's names were linked to (the reply's `topic_entities`).
+    #[serde(default)]
+    pub topic_entities: usize,
     /// Why no answer came back.
     pub error: Option<String>,
 }
@@ -274,6 +284,20 @@ pub struct Aggregate {
     /// Questions degraded, by `role reason`.
     #[serde(default)]
     pub degraded_by: BTreeMap<String, usize>,
+    /// How well the answers' confidences say which are right (first answer a gold
+    /// one): over the answers that carried one; none when no answer did.
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
+}
+
+/// (confidence, first answer right) of each answered question that carried a
+/// confidence.
+pub fn confidence_pairs(results: &[&QuestionResult]) -> Vec<(f32, bool)> {
+    results
+        .iter()
+        .filter(|r| r.error.is_none() && !r.predictions.is_empty())
+        .filter_map(|r| Some((r.confidence?, r.score.hits_at_1)))
+        .collect()
 }
 
 /// Hits@1 among the answered questions that `chosen` picks; none when it picks none.
@@ -357,6 +381,7 @@ impl Aggregate {
                     0.0
                 }
             },
+            calibration: Calibration::of(&confidence_pairs(&results)),
             bus_messages_mean: mean(&|r| f64::from(r.cost.bus_messages)),
             graph_rows_mean: mean(&|r| r.cost.graph_rows as f64),
             latency_ms: LatencySummary::of(&latencies),
@@ -558,6 +583,8 @@ mod tests {
             trace_id: None,
             notes: vec![],
             degraded: vec![],
+            confidence: None,
+            topic_entities: 0,
             error: error.then(|| "timed out".to_owned()),
         }
     }
@@ -618,6 +645,31 @@ mod tests {
         assert_eq!(all.degraded_by["summarizer model_fallback"], 2);
         assert_eq!(all.degraded_by["judge timeout"], 1);
         assert_eq!(all.degraded_by.len(), 2);
+    }
+
+    #[test]
+    fn the_aggregate_calibrates_the_answers_that_carry_a_confidence() {
+        let mut results: Vec<QuestionResult> = vec![
+            result("1", 1, true, false, 1.0),
+            result("2", 1, false, false, 1.0),
+            result("3", 1, true, false, 1.0),
+            result("4", 1, false, false, 1.0),
+        ];
+        results[0].confidence = Some(0.9);
+        results[2].confidence = Some(0.6);
+        results[3].confidence = Some(0.2);
+        // Questions 2 and 4 have no answer: left out, whatever their confidence.
+        let c = Aggregate::of(&results).calibration.expect("calibrated");
+        assert_eq!((c.answers, c.right), (2, 2));
+        assert_eq!(c.auroc, None);
+        results[1].predictions = strings(&["y"]);
+        results[1].confidence = Some(0.7);
+        let c = Aggregate::of(&results).calibration.unwrap();
+        assert_eq!((c.answers, c.right), (3, 2));
+        assert_eq!(c.auroc, Some(0.5));
+        assert!(Aggregate::of(&[result("5", 1, true, false, 1.0)])
+            .calibration
+            .is_none());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! [`compare`] (two reports).
 
 pub mod answerer;
+pub mod calibration;
 pub mod compare;
 pub mod dataset;
 pub mod embedded;

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{metrics::Aggregate, report::Report};
+use super::{calibration::Calibration, metrics::Aggregate, report::Report};
 
 const WIDTH: f64 = 960.0;
 const MARGIN_LEFT: f64 = 90.0;
@@ -102,10 +102,21 @@ pub fn render(reports: &[&Report]) -> String {
     let cdf_height = 240.0;
     let hist_top = cdf_top + cdf_height + 80.0;
     let hist_height = 200.0;
-    let height = if with_histogram {
+    let below_latency = if with_histogram {
         hist_top + hist_height + 60.0
     } else {
         cdf_top + cdf_height + 60.0 + 18.0 * reports.len() as f64
+    };
+    let reliability_height = 240.0;
+    let calibrated: Vec<(&str, &Calibration)> = reports
+        .iter()
+        .filter_map(|r| Some((r.name.as_str(), r.aggregate.calibration.as_ref()?)))
+        .collect();
+    let reliability_top = below_latency + 30.0;
+    let height = if calibrated.is_empty() {
+        below_latency
+    } else {
+        reliability_top + reliability_height + 60.0 + 18.0 * calibrated.len() as f64
     };
 
     let mut svg = String::new();
@@ -144,6 +155,9 @@ pub fn render(reports: &[&Report]) -> String {
         if let Some((_, samples)) = latencies.first() {
             draw_histogram(&mut svg, samples, hist_top, hist_height);
         }
+    }
+    if !calibrated.is_empty() {
+        draw_reliability(&mut svg, &calibrated, reliability_top, reliability_height);
     }
     svg.push_str("</svg>\n");
     svg
@@ -357,4 +371,83 @@ fn draw_histogram(svg: &mut String, samples: &[f64], top: f64, height: f64) {
     );
     let x_of = |ms: f64| MARGIN_LEFT + plot_width * (ms.log10() - low) / (high - low);
     draw_decade_ticks(svg, low, high, bottom, &x_of);
+}
+
+/// The reliability diagram: each run's share of right answers per confidence bin (a
+/// dot sized by the bin's answers) against the diagonal a calibrated confidence
+/// follows; the legend gives each run's ECE and AUROC.
+fn draw_reliability(svg: &mut String, runs: &[(&str, &Calibration)], top: f64, height: f64) {
+    let side = height;
+    let left = MARGIN_LEFT;
+    let bottom = top + side;
+    let _ = writeln!(
+        svg,
+        r#"<text x="{left}" y="{}" font-weight="bold">Reliability (share right against confidence; calibrated on the diagonal)</text>"#,
+        top - 8.0
+    );
+    let _ = writeln!(
+        svg,
+        r##"<rect x="{left}" y="{top}" width="{side}" height="{side}" fill="none" stroke="#999"/><line x1="{left}" y1="{bottom}" x2="{}" y2="{top}" stroke="#bbb" stroke-dasharray="4 3"/>"##,
+        left + side
+    );
+    for tick in 0..=5 {
+        let value = tick as f64 / 5.0;
+        let _ = writeln!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#555">{value:.1}</text><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#555">{value:.1}</text>"##,
+            left + side * value,
+            bottom + 16.0,
+            left - 6.0,
+            bottom - side * value + 4.0
+        );
+    }
+    let most = runs
+        .iter()
+        .flat_map(|(_, c)| c.bins.iter().map(|b| b.count))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    for (i, (name, calibration)) in runs.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let points: Vec<String> = calibration
+            .bins
+            .iter()
+            .map(|b| {
+                format!(
+                    "{:.1},{:.1}",
+                    left + side * b.mean_confidence,
+                    bottom - side * b.accuracy
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            svg,
+            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.5"/>"#,
+            points.join(" ")
+        );
+        for b in &calibration.bins {
+            let _ = writeln!(
+                svg,
+                r#"<circle class="reliability" cx="{:.1}" cy="{:.1}" r="{:.1}" fill="{color}"><title>{name}: confidence {:.2}, {:.0}% right of {} answers</title></circle>"#,
+                left + side * b.mean_confidence,
+                bottom - side * b.accuracy,
+                2.0 + 5.0 * (b.count as f64 / most).sqrt(),
+                b.mean_confidence,
+                100.0 * b.accuracy,
+                b.count
+            );
+        }
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" fill="{color}">{}: ECE {:.3}, AUROC {}, {} answers</text>"#,
+            left + side + 30.0,
+            top + 14.0 + 18.0 * i as f64,
+            escape(name),
+            calibration.ece,
+            calibration
+                .auroc
+                .map_or("-".to_owned(), |a| format!("{a:.3}")),
+            calibration.answers
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! its Markdown summary.
 
 use std::{
+    collections::BTreeMap,
     fmt::Write as _,
     path::{Path, PathBuf},
     time::{SystemTime, UNIX_EPOCH},
@@ -309,6 +310,8 @@ impl Report {
         }
 
         let a = &self.aggregate;
+        out.push_str(&confidence_section(a, &self.breakdown.by_source));
+        out.push_str(&confidence_bands(&self.results));
         let _ = writeln!(out, "\n## Cost and latency\n");
         let _ = writeln!(out, "| measure | value |\n|---|---|");
         let _ = writeln!(out, "| rounds (mean) | {:.2} |", a.rounds_mean);
@@ -389,6 +392,127 @@ impl Report {
         );
         out
     }
+}
+
+/// Calibration of the answers' confidences: one line per file when there are several,
+/// the reliability table and the risk–coverage curve of all of them.
+fn confidence_section(a: &Aggregate, by_source: &BTreeMap<String, Aggregate>) -> String {
+    let mut out = String::new();
+    let Some(c) = &a.calibration else {
+        return out;
+    };
+    let _ = writeln!(out, "\n## Confidence\n");
+    let _ = writeln!(
+        out,
+        "Over the {} answers that carried a confidence; right = the first answer is a gold one.\n",
+        c.answers
+    );
+    let _ = writeln!(
+        out,
+        "| set | answers | right | mean confidence | ECE (by chance alone) | AUROC | right at ≥ 0.8 | coverage at ≥ 0.8 |\n|---|---|---|---|---|---|---|---|"
+    );
+    let row = |name: &str, c: &super::calibration::Calibration| {
+        let at = c.at(0.8);
+        format!(
+            "| {name} | {} | {:.1}% | {:.1}% | {:.3} ({:.3}) | {} | {} | {:.1}% |\n",
+            c.answers,
+            100.0 * c.right as f64 / c.answers as f64,
+            100.0 * c.mean_confidence,
+            c.ece,
+            c.ece_by_chance,
+            c.auroc.map_or("-".to_owned(), |v| format!("{v:.3}")),
+            at.and_then(|k| k.accuracy)
+                .map_or("-".to_owned(), |v| format!("{:.1}%", 100.0 * v)),
+            at.map_or(0.0, |k| 100.0 * k.coverage)
+        )
+    };
+    out.push_str(&row("all", c));
+    if by_source.len() > 1 {
+        for (name, group) in by_source {
+            if let Some(g) = &group.calibration {
+                out.push_str(&row(name, g));
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nReliability (answers by confidence):\n\n| confidence | answers | mean confidence | right |\n|---|---|---|---|"
+    );
+    for bin in &c.bins {
+        let _ = writeln!(
+            out,
+            "| {:.1}–{:.1} | {} | {:.3} | {:.3} |",
+            bin.lower,
+            bin.lower + 0.1,
+            bin.count,
+            bin.mean_confidence,
+            bin.accuracy
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nRisk–coverage (answers kept at each threshold):\n\n| keep at ≥ | coverage | right among kept |\n|---|---|---|"
+    );
+    for k in &c.risk_coverage {
+        let _ = writeln!(
+            out,
+            "| {:.1} | {:.1}% | {} |",
+            k.threshold,
+            100.0 * k.coverage,
+            k.accuracy
+                .map_or("-".to_owned(), |v| format!("{:.1}%", 100.0 * v))
+        );
+    }
+    out
+}
+
+/// Questions by the confidence of their reply: how many, how many right, the model
+/// calls and the latency each band cost (what the model cascade trades).
+fn confidence_bands(results: &[QuestionResult]) -> String {
+    let mut out = String::new();
+    if results.iter().all(|r| r.confidence.is_none()) {
+        return out;
+    }
+    // (name, lower bound, upper bound) of the confidence; "none": nothing estimated it.
+    let bands: [(&str, f32, f32); 4] = [
+        ("none", f32::NAN, f32::NAN),
+        ("< 0.5", 0.0, 0.5),
+        ("0.5 – 0.8", 0.5, 0.8),
+        ("≥ 0.8", 0.8, f32::INFINITY),
+    ];
+    let within = |c: Option<f32>, low: f32, high: f32| match c {
+        None => low.is_nan(),
+        Some(c) => (low..high).contains(&c) || (high.is_infinite() && c >= low),
+    };
+    let _ = writeln!(
+        out,
+        "\nBy confidence band (every question; \"none\": nothing estimated it):\n\n| confidence | questions | Hits@1 | model calls (mean) | latency p50 ms |\n|---|---|---|---|---|"
+    );
+    for (name, low, high) in bands {
+        let picked: Vec<&QuestionResult> = results
+            .iter()
+            .filter(|r| within(r.confidence, low, high))
+            .collect();
+        if picked.is_empty() {
+            continue;
+        }
+        let n = picked.len() as f64;
+        let mut latencies: Vec<f64> = picked.iter().map(|r| r.latency_ms).collect();
+        latencies.sort_by(f64::total_cmp);
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {:.1}% | {:.2} | {:.1} |",
+            picked.len(),
+            100.0 * picked.iter().filter(|r| r.score.hits_at_1).count() as f64 / n,
+            picked
+                .iter()
+                .map(|r| f64::from(r.cost.llm_calls))
+                .sum::<f64>()
+                / n,
+            latencies[latencies.len() / 2]
+        );
+    }
+    out
 }
 
 fn latency_cell(latency: &LatencySummary) -> String {

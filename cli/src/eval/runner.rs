@@ -130,6 +130,8 @@ async fn ask_one(
             trace_id: None,
             notes: Vec::new(),
             degraded: Vec::new(),
+            confidence: None,
+            topic_entities: 0,
             error: Some(error.to_string()),
         },
     }
@@ -183,6 +185,8 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
             .iter()
             .map(|d| format!("{} {}", d.role, d.reason))
             .collect(),
+        confidence: reply.confidence,
+        topic_entities: reply.topic_entities.len(),
         error: None,
     }
 }
