@@ -42,10 +42,15 @@ pub struct ReaderConfig {
     pub weights: Option<PathBuf>,
     /// Answers whose confidence is below this become "I don't know, but possibly …".
     pub min_confidence: f32,
-    /// `true`: the learned reader re-ranks the first stage's plans and estimates their
-    /// confidence. Off by default: it reads graphs unlike the benchmarks better and
-    /// the benchmarks worse (`docs/reader.md`).
+    /// `true`: the learned reader re-ranks the first stage's plans. Off by default: it
+    /// reads graphs unlike the benchmarks better and the benchmarks worse
+    /// (`docs/reader.md`).
     pub enabled: bool,
+    /// `true`: every answer carries the chance that it is right, estimated from the
+    /// reader's features of the plan it comes from (with re-ranking off, of the first
+    /// stage's plan). `false` saves reading the best plans' classes and embedding
+    /// their relation names, and answers carry no confidence.
+    pub confidence: bool,
 }
 
 /// Chosen on the domain zoo and the MetaQA slice, out of domain (each graph's questions
@@ -58,6 +63,7 @@ impl Default for ReaderConfig {
             weights: None,
             min_confidence: DEFAULT_MIN_CONFIDENCE,
             enabled: false,
+            confidence: true,
         }
     }
 }
@@ -283,6 +289,11 @@ pub struct LlmConfig {
     /// the agentic traverser (one retriever among several, two calls a step) and the
     /// pattern matcher (one call, to write the question's pattern).
     pub roles: Vec<String>,
+    /// The model cascade: every question is first answered without the model, and that
+    /// answer stands when its confidence (`reader.confidence`) is at least this; below
+    /// it the question is asked again with the model. Unset: the model is asked on
+    /// every question.
+    pub cascade_below: Option<f32>,
 }
 
 /// The roles that can use a language model.
@@ -312,6 +323,7 @@ impl Default for LlmConfig {
             context_tokens: None,
             choice_constraint: kgmesh_models::openai::ChoiceConstraint::None,
             roles: LLM_ROLES[..3].iter().map(|r| (*r).to_owned()).collect(),
+            cascade_below: None,
         }
     }
 }
@@ -863,6 +875,14 @@ impl Config {
             }
         };
         unit("text.theta", self.text.theta, &mut problems);
+        unit(
+            "reader.min_confidence",
+            self.reader.min_confidence,
+            &mut problems,
+        );
+        if let Some(below) = self.llm.cascade_below {
+            unit("llm.cascade_below", below, &mut problems);
+        }
         if !(50..=100_000).contains(&self.text.context_tokens) {
             problems.push(format!(
                 "text.context_tokens = {} must be between 50 and 100000",

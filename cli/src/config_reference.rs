@@ -207,6 +207,14 @@ const KEYS: &[(&str, &str)] = &[
          a replayed plan; `cache-manager` adds one a question (the plans' domain and \
          aspect), `agentic-traverser` two a step, `pattern-matcher` one.",
     ),
+    (
+        "llm.cascade_below",
+        "The model cascade, 0 to 1: every question is first answered without the model, \
+         and that answer stands when its confidence (`reader.confidence`) is at least this \
+         (or it replayed a plan); below it the question is asked again with the model, \
+         whose answer is kept unless it is worse supported. Unset: the model is asked on \
+         every question (`docs/confidence.md`).",
+    ),
     // embedder
     (
         "embedder.kind",
@@ -371,9 +379,15 @@ const KEYS: &[(&str, &str)] = &[
     ),
     (
         "reader.enabled",
-        "`true`: the learned reader re-ranks the first stage's plans and gives answers a \
-         confidence. Off by default: on graphs unlike the benchmarks it chooses better \
-         plans, on the benchmarks worse (`docs/reader.md`). `KGMESH_READER=on` does the same.",
+        "`true`: the learned reader re-ranks the first stage's plans. Off by default: on \
+         graphs unlike the benchmarks it chooses better plans, on the benchmarks worse \
+         (`docs/reader.md`). `KGMESH_READER=on` does the same, `KGMESH_READER=off` undoes it.",
+    ),
+    (
+        "reader.confidence",
+        "`true`: every answer carries the chance that it is right (0 to 1), estimated from \
+         the reader's features of the plan it comes from, with re-ranking on or off \
+         (`docs/confidence.md`). `false` skips that reading and answers carry none.",
     ),
     // judge
     (

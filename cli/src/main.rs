@@ -115,6 +115,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // The reply is printed already; only the exit status says "I don't know".
         Err(error) if error.is::<cmd::ask::NoAnswer>() => ExitCode::from(cmd::ask::NO_ANSWER_EXIT),
+        Err(error) if error.is::<cmd::ask::Withheld>() => {
+            ExitCode::from(cmd::ask::LOW_CONFIDENCE_EXIT)
+        }
         Err(error) => {
             eprintln!("kgmesh: {error:#}");
             ExitCode::FAILURE

@@ -366,7 +366,7 @@ fn with_minilm_what_the_paths_found_is_read_against_the_question() {
         // No word of the question names `has_genre`: the answer says it is a guess by
         // meaning. One a word names is not flagged.
         assert!(
-            stdout.contains("A: (low confidence: check the evidence)")
+            stdout.contains(") (low confidence: check the evidence)")
                 && stdout.contains(
                     "do not name every relation of the path these answers follow (has genre)"
                 ),
@@ -396,7 +396,7 @@ fn with_minilm_what_the_paths_found_is_read_against_the_question() {
     let (code, stdout, stderr) = ask("which films are about los angeles", "auto");
     assert_eq!(code, 0, "{stdout} {stderr}");
     assert!(
-        stdout.contains("A: (low confidence: check the evidence)")
+        stdout.contains(") (low confidence: check the evidence)")
             && stdout.contains("1. Heat")
             && stdout.contains("what the question asks for (\"films\") reads near a relation"),
         "{stdout}"

@@ -182,6 +182,18 @@ fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
         dom.contains(r#"<span class="answer-text">Michael Mann</span>"#),
         "the answer is not on the page:\n{dom}"
     );
+    // The reply's confidence is shown above the answers, as the chance they are right.
+    let confidence = element_with(&dom, &[r#"id="confidence""#])
+        .unwrap_or_else(|| panic!("no confidence on the page:\n{dom}"));
+    assert!(
+        !confidence.contains("hidden"),
+        "the confidence is hidden: {confidence}"
+    );
+    assert!(
+        dom.contains("the estimated chance that this answer is right")
+            || dom.contains("this answer is more likely wrong than right"),
+        "the confidence is not said in words:\n{dom}"
+    );
     // The graph view drew the cited edge between the question's entity and the answer,
     // and says which retrievers found it.
     let heat = element_with(&dom, &[r#"class="node topic""#, r#"data-name="Heat""#])

@@ -270,3 +270,40 @@ fn a_model_that_never_answers_is_waited_for_once() {
         );
     }
 }
+
+/// The model cascade (`llm.cascade_below`): a question whose LLM-free plan is at least
+/// that confident makes no model call at all, and its answer is the LLM-free one; below
+/// it the roles ask the model as usual.
+#[test]
+fn the_cascade_asks_the_model_only_below_its_threshold() {
+    let stub = LlmStub::start(Script::text("As an AI language model, I love pancakes."));
+    let question = "who directed Heat";
+    let llm_free = ask(question, None);
+    let chance = llm_free["confidence"].as_f64().expect("a confidence");
+    let ask_cascading = |threshold: &str| {
+        let mut command = kgmesh();
+        command
+            .args(["ask", question, "--json", "--kg"])
+            .arg(sample_kg())
+            .env("OPENAI_BASE_URL", stub.base_url())
+            .env("OPENAI_API_KEY", "stub")
+            .env("KGMESH__LLM__MAX_RETRIES", "0")
+            .env("KGMESH__LLM__CASCADE_BELOW", threshold);
+        run_json(command)
+    };
+    let before = stub.requests();
+    let confident = ask_cascading(&format!("{}", (chance - 0.01).max(0.0)));
+    assert_eq!(stub.requests(), before, "a model call: {confident}");
+    assert_eq!(confident["cost"]["llm_calls"], 0, "{confident}");
+    assert_eq!(answer_texts(&confident), answer_texts(&llm_free));
+    assert_eq!(degraded(&confident), Vec::<String>::new(), "{confident}");
+
+    // Below it the model is asked; this one talks nonsense, so its run falls back and
+    // the LLM-free answer stands, with the fallback said.
+    let unsure = ask_cascading("1");
+    assert!(stub.requests() > before, "no model call: {unsure}");
+    assert_eq!(answer_texts(&unsure), answer_texts(&llm_free), "{unsure}");
+    assert!(!degraded(&unsure).is_empty(), "{unsure}");
+    let notes = unsure["notes"].to_string();
+    assert!(notes.contains("the LLM-free one stands"), "{notes}");
+}

@@ -158,10 +158,15 @@ fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
     assert!((0.0..=1.0).contains(&confidence), "{confidence}");
 
     // Asked for more confidence than the answer has: "I don't know", possibilities named,
-    // exit status 3.
+    // exit status 4 (not 3, which says nothing was found), the confidence still given.
     let (code, declined) = ask_json("library/kg.tsv", question, &["--min-confidence", "1"]);
-    assert_eq!(code, 3, "{declined}");
+    assert_eq!(code, 4, "{declined}");
     assert!(answers(&declined).is_empty(), "{declined}");
+    assert_eq!(
+        declined["confidence"].as_f64(),
+        Some(confidence),
+        "{declined}"
+    );
     let explanation = declined["explanation"].as_str().unwrap();
     assert!(
         explanation.starts_with("I don't know") && explanation.contains("possibly"),
@@ -172,17 +177,26 @@ fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
         "{explanation}"
     );
 
-    // Off by default: no confidence is claimed.
-    let mut command = kgmesh();
-    command
-        .env("KGMESH__EMBEDDER__KIND", "none")
-        .env_remove("KGMESH_READER")
-        .args(["ask", question, "--json", "--kg"])
-        .arg(zoo().join("library/kg.tsv"));
-    let (code, stdout, _) = run(command);
-    assert_eq!(code, 0);
-    let default: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert!(default["confidence"].is_null(), "{default}");
+    // With re-ranking off (the default) the answer still carries a confidence: the
+    // first stage's plan's; `reader.confidence = false` turns it off.
+    let default_run = |confidence_on: &str| {
+        let mut command = kgmesh();
+        command
+            .env("KGMESH__EMBEDDER__KIND", "none")
+            .env("KGMESH__READER__CONFIDENCE", confidence_on)
+            .env_remove("KGMESH_READER")
+            .args(["ask", question, "--json", "--kg"])
+            .arg(zoo().join("library/kg.tsv"));
+        let (code, stdout, stderr) = run(command);
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    let default = default_run("true");
+    let chance = default["confidence"]
+        .as_f64()
+        .expect("a confidence by default");
+    assert!((0.0..=1.0).contains(&chance), "{default}");
+    assert!(default_run("false")["confidence"].is_null());
 
     let (code, _, stderr) = kgmesh_run(&["ask", "who directed Heat", "--min-confidence", "1.5"]);
     assert_eq!(code, 2, "{stderr}");

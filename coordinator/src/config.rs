@@ -61,6 +61,14 @@ pub struct CoordinatorConfig {
     /// Answers whose confidence (the reader's estimate that they are right) is below
     /// this become "I don't know, but possibly …"; 0 answers always.
     pub min_confidence: f32,
+    /// The model cascade: with a language model configured, every question is first
+    /// answered with no model call, and that answer is the reply when its confidence is
+    /// at least this (or it came from a replayed plan); below it the question is asked
+    /// again with the model. `None`: the model is asked on every question.
+    pub cascade_below: Option<f32>,
+    /// Turns the plan's confidence into the answer's ([`crate::confidence`]); `None`:
+    /// the plan's is the answer's. Not applied to a re-ranking reader's plans.
+    pub answer_calibration: Option<crate::confidence::AnswerCalibration>,
 }
 
 /// Hedged calls: a call to a role with several replicas that has no reply after the
@@ -110,6 +118,8 @@ impl Default for CoordinatorConfig {
             graph: None,
             allowed_roles: AllowedRoles::default(),
             min_confidence: 0.0,
+            cascade_below: None,
+            answer_calibration: None,
             hedge: HedgePolicy::default(),
         }
     }

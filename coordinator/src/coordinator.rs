@@ -288,18 +288,54 @@ impl Coordinator {
             _ => new_trace(),
         };
         span.record("trace_id", trace.trace_id().unwrap_or(""));
-        let run = Run {
+        let reply = match self.config.cascade_below.filter(|_| budget.llm_calls > 0) {
+            None => {
+                self.new_run(&request, snapshot, question_id, trace, budget, None)
+                    .run()
+                    .instrument(span)
+                    .await
+            }
+            Some(threshold) => {
+                self.cascade(&request, snapshot, question_id, trace, budget, threshold)
+                    .instrument(span)
+                    .await
+            }
+        };
+        self.recent.remember(
+            reply.question_id.clone(),
+            request.question.trim().to_owned(),
+        );
+        Ok(reply)
+    }
+
+    /// A question's run. `store_at`: store its plan in the cache only when its answer
+    /// has at least this confidence (or replayed a plan); `None`: whenever it may.
+    fn new_run(
+        &self,
+        request: &AskRequest,
+        snapshot: Arc<RoleSnapshot>,
+        question_id: QuestionId,
+        trace: TraceContext,
+        budget: kgmesh_schemas::Budget,
+        store_at: Option<f32>,
+    ) -> Run<'_> {
+        let reserved = if budget.llm_calls > 0 {
+            self.config.summarizer_llm_calls
+        } else {
+            0
+        };
+        Run {
             coordinator: self,
             snapshot,
             question: request.question.trim().to_owned(),
             no_cache: request.options.no_cache,
+            store_at,
             evidence_edges: request.options.evidence_edges,
             max_answers: request
                 .options
                 .max_answers
                 .unwrap_or(self.config.max_answers),
-            ledger: Ledger::new(question_id, trace, budget)
-                .with_reserved_llm_calls(self.config.summarizer_llm_calls),
+            ledger: Ledger::new(question_id, trace, budget).with_reserved_llm_calls(reserved),
             context: ContextState::default(),
             linked_mentions: HashMap::new(),
             topic: Vec::new(),
@@ -321,13 +357,90 @@ impl Coordinator {
             model_verified: false,
             degraded: Vec::new(),
             plan_confidence: None,
-        };
-        let reply = run.run().instrument(span).await;
-        self.recent.remember(
-            reply.question_id.clone(),
-            request.question.trim().to_owned(),
+            plan_reranked: false,
+        }
+    }
+
+    /// The model cascade: the question is first answered with no model call; an answer
+    /// with at least `threshold` confidence (or from a replayed, verified plan) is the
+    /// reply. Below it the question is answered again with the model, and that answer
+    /// is kept unless it is worse supported (no answer, or a role fell back from its
+    /// model), in which case the LLM-free one stands. Either way the reply says so, and
+    /// carries both runs' cost and role calls.
+    async fn cascade(
+        &self,
+        request: &AskRequest,
+        snapshot: Arc<RoleSnapshot>,
+        question_id: QuestionId,
+        trace: TraceContext,
+        budget: kgmesh_schemas::Budget,
+        threshold: f32,
+    ) -> AskReply {
+        let started = Instant::now();
+        let mut free_budget = budget;
+        free_budget.llm_calls = 0;
+        let free = self
+            .new_run(
+                request,
+                snapshot.clone(),
+                question_id,
+                trace.clone(),
+                free_budget,
+                Some(threshold),
+            )
+            .run()
+            .await;
+        let shown = |c: Option<f32>| c.map_or("none".to_owned(), |c| format!("{c:.2}"));
+        if free.plan_replayed || free.confidence.is_some_and(|c| c >= threshold) {
+            let mut reply = free;
+            reply.notes.push(format!(
+                "model cascade: answered without the model (confidence {} ≥ {threshold:.2}{})",
+                shown(reply.confidence),
+                if reply.plan_replayed {
+                    ", or a replayed plan"
+                } else {
+                    ""
+                }
+            ));
+            return reply;
+        }
+        let asked = self
+            .new_run(request, snapshot, question_id, trace, budget, None)
+            .run()
+            .await;
+        let worse = asked.answers.is_empty() && !free.answers.is_empty()
+            || (!asked.degraded.is_empty() && free.degraded.is_empty());
+        let why = format!(
+            "model cascade: the LLM-free answer's confidence {} is below {threshold:.2}, so the model was asked",
+            shown(free.confidence)
         );
-        Ok(reply)
+        let (mut reply, other) = if worse {
+            let mut kept = free;
+            kept.notes.push(format!(
+                "{why}; its answer is not used (it {}), the LLM-free one stands",
+                if asked.answers.is_empty() {
+                    "found no answer"
+                } else {
+                    "fell back from the model"
+                }
+            ));
+            kept.degraded.extend(asked.degraded.iter().cloned());
+            (kept, asked)
+        } else {
+            let mut kept = asked;
+            kept.notes.push(why);
+            (kept, free)
+        };
+        reply.cost.add(&other.cost);
+        let mut calls = other.calls;
+        calls.append(&mut reply.calls);
+        reply.calls = calls;
+        reply
+            .timings
+            .stages
+            .insert(0, ("cascade: other run".to_owned(), other.timings.total_us));
+        reply.timings.total_us = started.elapsed().as_micros() as u64;
+        reply
     }
 }
 
@@ -492,6 +605,9 @@ struct Run<'a> {
     snapshot: Arc<RoleSnapshot>,
     question: String,
     no_cache: bool,
+    /// Store the plan only when the answer has at least this confidence (the cascade's
+    /// LLM-free run, whose answer may be replaced).
+    store_at: Option<f32>,
     evidence_edges: bool,
     max_answers: u16,
     ledger: Ledger,
@@ -531,6 +647,8 @@ struct Run<'a> {
     /// The reader's chance that its first plan is right (the first LLM-free plan that
     /// came with one).
     plan_confidence: Option<f32>,
+    /// The plan the confidence is for is a re-ranking reader's (not calibrated).
+    plan_reranked: bool,
 }
 
 /// What one round asks the retrievers for.
@@ -761,6 +879,7 @@ impl Run<'_> {
         let mut new_anything = false;
         if self.plan_confidence.is_none() && !link.model_plan {
             self.plan_confidence = link.confidence;
+            self.plan_reranked = link.reader_plan;
         }
         for entity in link.linked {
             new_anything |= push_unique(&mut self.topic, entity);
@@ -796,7 +915,7 @@ impl Run<'_> {
         // The learned reader's first plan (it came with the reader's confidence) is
         // trusted over the summarizer's own word match, as a model's plan is: the reader
         // was trained to choose among exactly these paths.
-        let reader_first = (!link.model_plan && link.confidence.is_some())
+        let reader_first = (!link.model_plan && link.reader_plan)
             .then(|| link.metapaths.first().cloned())
             .flatten();
         for metapath in link.metapaths {
@@ -1124,7 +1243,29 @@ impl Run<'_> {
                 "budget exhausted ({limit}): the answer may be incomplete"
             ));
         }
-        if self.complete && !partial && !answers.is_empty() {
+        // The reader's confidence in the plan the answers come from; a replayed plan
+        // was verified before, so the estimate for a fresh reading does not apply.
+        let confidence = self
+            .plan_confidence
+            .filter(|_| !self.plan_replayed && !answers.is_empty())
+            .map(|plan| match &self.config().answer_calibration {
+                Some(calibration) if !self.plan_reranked => {
+                    let texts: Vec<&str> = answers.iter().map(|a| a.text.as_str()).collect();
+                    calibration.chance(&crate::confidence::signals(
+                        plan,
+                        summary.low_confidence,
+                        &texts,
+                        self.rounds_run,
+                        self.topic.len(),
+                    ))
+                }
+                _ => plan,
+            });
+        // The cascade's LLM-free run stores only an answer it will keep.
+        let kept = self
+            .store_at
+            .is_none_or(|at| self.plan_replayed || confidence.is_some_and(|c| c >= at));
+        if self.complete && !partial && !answers.is_empty() && kept {
             if self.ran_without_a_role() {
                 tracing::info!("plan not stored: a role failed or was missing");
             } else {
@@ -1135,11 +1276,6 @@ impl Run<'_> {
         let mut answers = answers;
         let mut explanation = summary.explanation;
         crate::context::cite_each_line_once(&evidence, &mut answers, &mut explanation);
-        // The reader's confidence in the plan the answers come from; a replayed plan
-        // was verified before, so the estimate for a fresh reading does not apply.
-        let confidence = self
-            .plan_confidence
-            .filter(|_| !self.plan_replayed && !answers.is_empty());
         let min_confidence = self.config().min_confidence;
         if let Some(chance) = confidence.filter(|c| *c < min_confidence) {
             let possible: Vec<String> = answers.iter().take(3).map(|a| a.text.clone()).collect();
@@ -1170,7 +1306,6 @@ impl Run<'_> {
         question_span.record("kgmesh.rounds_run", self.rounds_run);
         question_span.record("kgmesh.answers", answers.len());
         let low_confidence = summary.low_confidence && !answers.is_empty();
-        let confidence = confidence.filter(|_| !answers.is_empty());
         question_span.record("kgmesh.low_confidence", low_confidence);
         let trace_id = self.ledger.trace().trace_id().map(str::to_owned);
         AskReply {

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod auth;
+pub mod confidence;
 pub mod config;
 pub mod console;
 pub mod context;

@@ -14,6 +14,7 @@ use crate::{directory::RoleSnapshot, feedback::FeedbackReply, CoordinatorError};
 pub(crate) const QUESTIONS_TOTAL: &str = "kgmesh_questions_total";
 pub(crate) const QUESTION_DURATION_SECONDS: &str = "kgmesh_question_duration_seconds";
 pub(crate) const QUESTION_ROUNDS: &str = "kgmesh_question_rounds";
+pub(crate) const ANSWER_CONFIDENCE: &str = "kgmesh_answer_confidence";
 pub(crate) const ROUND_DURATION_SECONDS: &str = "kgmesh_round_duration_seconds";
 pub(crate) const QUESTIONS_IN_FLIGHT: &str = "kgmesh_questions_in_flight";
 pub(crate) const BUDGET_EXHAUSTED_TOTAL: &str = "kgmesh_budget_exhausted_total";
@@ -86,6 +87,14 @@ pub(crate) fn record_question(result: &Result<AskReply, CoordinatorError>, elaps
         .record(elapsed.as_secs_f64());
     if let Ok(reply) = result {
         metrics::histogram!(QUESTION_ROUNDS).record(f64::from(reply.rounds));
+        if let Some(confidence) = reply.confidence {
+            let kept = if reply.answers.is_empty() {
+                "no"
+            } else {
+                "yes"
+            };
+            metrics::histogram!(ANSWER_CONFIDENCE, "kept" => kept).record(f64::from(confidence));
+        }
     }
 }
 

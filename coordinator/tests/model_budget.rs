@@ -9,6 +9,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use kgmesh_bus::LocalBus;
+use kgmesh_coordinator::CoordinatorConfig;
 use kgmesh_schemas::{
     budget::Cost,
     messages::{
@@ -337,4 +338,71 @@ fn request_options_beyond_their_bounds_are_refused_all_at_once() {
     coordinator
         .validate(&asking(within))
         .expect("the bounds themselves are allowed");
+}
+
+/// A KG-Linker that links Heat and plans `directed_by` with the given confidence, and
+/// records the model calls each request may make.
+async fn confident_linker(
+    bus: &Arc<LocalBus>,
+    confidence: f32,
+    budgets: Arc<Mutex<Vec<u32>>>,
+) -> Box<dyn kgmesh_bus::ServiceHandle> {
+    serve::<KgLinkRequest, _, _>(bus, Role::KG_LINKER, RoleKind::Core, move |request| {
+        budgets.lock().unwrap().push(request.meta.budget.llm_calls);
+        async move {
+            Reply::ok(
+                KgLinkReply {
+                    linked: vec![scored(1, "Heat")],
+                    metapaths: vec![metapath("directed_by")],
+                    confidence: Some(confidence),
+                    ..KgLinkReply::default()
+                },
+                Cost::default(),
+            )
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_cascade_asks_the_model_only_below_its_threshold() {
+    // Confident: one run, no role may call the model. Unsure: a run without the model,
+    // then one with it, whose answer is kept.
+    for (confidence, runs) in [(0.9, 1), (0.5, 2)] {
+        let bus = Arc::new(LocalBus::new());
+        let judged = Arc::new(Mutex::new(Vec::new()));
+        let linked = Arc::new(Mutex::new(Vec::new()));
+        let _handles = (
+            confident_linker(&bus, confidence, linked.clone()).await,
+            path_retriever(&bus, "paths").await,
+            ends_summarizer(&bus).await,
+            recording_judge(&bus, judged.clone(), 0).await,
+            cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
+        );
+        let config = CoordinatorConfig {
+            cascade_below: Some(0.8),
+            ..test_config()
+        };
+        let reply = bounded(coordinator(&bus, config).ask(question()))
+            .await
+            .expect("answered");
+        assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
+        assert_eq!(reply.confidence, Some(confidence));
+        let linked = linked.lock().unwrap().clone();
+        let judged = judged.lock().unwrap().clone();
+        assert_eq!(linked.len(), runs, "confidence {confidence}: {linked:?}");
+        assert_eq!(linked[0], 0, "the first run may not call the model");
+        assert_eq!(judged[0], 0, "the first run may not call the model");
+        if runs == 2 {
+            assert!(linked[1] > 0 && judged[1] > 0, "{linked:?} {judged:?}");
+        }
+        let said = reply.notes.join(" ");
+        let expected = if runs == 1 {
+            "answered without the model"
+        } else {
+            "so the model was asked"
+        };
+        assert!(said.contains(expected), "{said}");
+        assert!(reply.degraded.is_empty(), "{:?}", reply.degraded);
+    }
 }

@@ -289,6 +289,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             finish: false,
             model_plan: true,
             confidence: Some(0.75),
+            reader_plan: false,
         },
     );
     for mode in [LinkMode::Fuzzy, LinkMode::Embedding, LinkMode::Both] {

@@ -24,6 +24,8 @@ pub const QUESTIONS_TOTAL: &str = "kgmesh_questions_total";
 pub const QUESTION_DURATION_SECONDS: &str = "kgmesh_question_duration_seconds";
 /// Refinement rounds one question took.
 pub const QUESTION_ROUNDS: &str = "kgmesh_question_rounds";
+/// The confidence of each answered question (the estimated chance its answer is right).
+pub const ANSWER_CONFIDENCE: &str = "kgmesh_answer_confidence";
 /// Wall-clock time of one refinement round, by `round` (1, 2, …).
 pub const ROUND_DURATION_SECONDS: &str = "kgmesh_round_duration_seconds";
 /// Questions being answered right now.
@@ -75,6 +77,9 @@ pub const LATENCY_BUCKETS: &[f64] = &[
 
 /// Upper bounds for rounds per question (rounds are few by design).
 pub const ROUND_BUCKETS: &[f64] = &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 8.0];
+
+/// Upper bounds for answer confidences (tenths, as the calibration is reported).
+pub const CONFIDENCE_BUCKETS: &[f64] = &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 
 /// How often recorded histogram samples are folded into buckets when nobody scrapes.
 const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
@@ -131,7 +136,11 @@ pub fn install() -> Result<MetricsHandle, MetricsError> {
 fn builder() -> Result<PrometheusBuilder, BuildError> {
     PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".to_owned()), LATENCY_BUCKETS)?
-        .set_buckets_for_metric(Matcher::Full(QUESTION_ROUNDS.to_owned()), ROUND_BUCKETS)
+        .set_buckets_for_metric(Matcher::Full(QUESTION_ROUNDS.to_owned()), ROUND_BUCKETS)?
+        .set_buckets_for_metric(
+            Matcher::Full(ANSWER_CONFIDENCE.to_owned()),
+            CONFIDENCE_BUCKETS,
+        )
 }
 
 /// Histogram samples wait in a queue until upkeep or a scrape folds them in; without
@@ -170,6 +179,11 @@ pub fn describe() {
         QUESTION_ROUNDS,
         Unit::Count,
         "Refinement rounds a question took"
+    );
+    describe_histogram!(
+        ANSWER_CONFIDENCE,
+        Unit::Count,
+        "Confidence of each answer given (the estimated chance that it is right), by kept: yes, or no when it fell below min_confidence and was withheld"
     );
     describe_histogram!(
         ROUND_DURATION_SECONDS,

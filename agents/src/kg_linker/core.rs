@@ -308,24 +308,37 @@ pub async fn rank_metapaths(
     Ok(
         rank_metapaths_with_confidence(store, relevance, entities, limits, top)
             .await?
-            .0,
+            .metapaths,
     )
 }
 
-/// [`rank_metapaths`], with the reader's chance that the first is right.
+/// Ranked metapaths and what the reader said of them.
+#[derive(Debug, Clone, Default)]
+pub struct Ranking {
+    pub metapaths: Vec<ScoredMetapath>,
+    /// The chance that the first is right; `None` without a reader (or its fitted
+    /// confidence).
+    pub confidence: Option<f32>,
+    /// The reader re-ranked the first stage's order (its first plan is the reader's).
+    pub reranked: bool,
+}
+
+/// [`rank_metapaths`], with the reader's chance that the first is right: for its own
+/// order when it re-ranks, for the first stage's when it only estimates.
 pub async fn rank_metapaths_with_confidence(
     store: &dyn GraphStore,
     relevance: &Relevance,
     entities: &[Entity],
     limits: &EnumerateLimits,
     top: usize,
-) -> StoreResult<(Vec<ScoredMetapath>, Option<f32>)> {
+) -> StoreResult<Ranking> {
     let ids: Vec<NodeId> = entities.iter().map(|e| e.id).collect();
     let readers = crate::reader::active();
+    let rerank = readers.as_ref().is_some_and(|r| r.rerank);
     let (reaching, fits, lexical, mut order) =
         first_stage(store, relevance, &ids, limits, readers.is_some()).await?;
     let mut confidence = None;
-    if let Some(readers) = readers {
+    if let Some(readers) = readers.filter(|_| !reaching.is_empty()) {
         let model = readers.for_reading(relevance.word_vectors().is_some());
         let first = crate::reader::FirstStage {
             reaching: &reaching,
@@ -333,16 +346,31 @@ pub async fn rank_metapaths_with_confidence(
             lexical: &lexical,
             order: &order,
         };
-        (order, confidence) = crate::reader::rerank(
-            store,
-            model,
-            relevance.question(),
-            relevance.terms(),
-            relevance.word_vectors().map(|v| v.as_ref()),
-            &ids,
-            &first,
-        )
-        .await?;
+        let vectors = relevance.word_vectors().map(|v| v.as_ref());
+        if rerank {
+            (order, confidence) = crate::reader::rerank(
+                store,
+                model,
+                relevance.question(),
+                relevance.terms(),
+                vectors,
+                &ids,
+                &first,
+            )
+            .await?;
+        } else if model.first_stage_confidence.is_some() {
+            let (_, rows, _) = crate::reader::candidate_features(
+                store,
+                relevance.question(),
+                relevance.terms(),
+                vectors,
+                &ids,
+                &first,
+                model.candidates,
+            )
+            .await?;
+            confidence = model.first_stage_chance(&rows);
+        }
     }
     let scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
     // A metapath as long as a better one that reaches exactly the same nodes
@@ -366,7 +394,11 @@ pub async fn rank_metapaths_with_confidence(
             score: scores[index],
         });
     }
-    Ok((kept, confidence))
+    Ok(Ranking {
+        metapaths: kept,
+        confidence,
+        reranked: rerank,
+    })
 }
 
 /// Question entities found by the gazetteer: longest mentions first, up to
@@ -621,7 +653,7 @@ pub async fn link_without_llm(
     }
     let cypher = property_lookups(store, &relevance, &linked).await;
     let entities: Vec<Entity> = linked.iter().map(|s| s.entity.clone()).collect();
-    let (ranked, confidence) = rank_metapaths_with_confidence(
+    let ranking = rank_metapaths_with_confidence(
         store,
         &relevance,
         &entities,
@@ -632,11 +664,12 @@ pub async fn link_without_llm(
     Ok(KgLinkReply {
         mentions,
         linked,
-        metapaths: ranked.into_iter().map(|s| s.metapath).collect(),
+        metapaths: ranking.metapaths.into_iter().map(|s| s.metapath).collect(),
         cypher,
         draft_answers: Vec::new(),
         finish: false,
         model_plan: false,
-        confidence,
+        confidence: ranking.confidence,
+        reader_plan: ranking.reranked && ranking.confidence.is_some(),
     })
 }

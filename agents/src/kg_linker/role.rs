@@ -65,6 +65,7 @@ impl KgLinker {
         else {
             return Ok(free);
         };
+
         let why = match self.link_with_llm(&ctx, llm.as_ref(), &request).await {
             Ok(model) => {
                 // Which of the model's paths leave the linked entities in this graph.
@@ -231,6 +232,7 @@ fn merge(
         finish,
         model_plan,
         confidence: if model_plan { None } else { free.confidence },
+        reader_plan: !model_plan && free.reader_plan,
     })
 }
 

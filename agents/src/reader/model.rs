@@ -41,6 +41,25 @@ pub struct ReaderModel {
     /// The chance that the plan ranked first is right, from what the ranking saw.
     #[serde(default)]
     pub confidence: Option<Confidence>,
+    /// The same chance for the plan the first stage ranks first (what the KG-Linker
+    /// follows with re-ranking off): [`Confidence::inputs`] over the first stage's
+    /// relevance instead of this model's scores.
+    #[serde(default)]
+    pub first_stage_confidence: Option<Confidence>,
+    /// From the first stage's plan's chance to its answer's chance of being right: a
+    /// logistic model over what the whole run knows (the coordinator's
+    /// `confidence::SIGNALS`, the plan's log-odds first), fitted by `kgmesh reader
+    /// calibrate` on whole runs' answers. `None`: the plan's chance is the answer's.
+    #[serde(default)]
+    pub answer_calibration: Option<AnswerCalibration>,
+}
+
+/// The answer calibration as stored: the signals it reads, by name, and the logistic
+/// model over them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerCalibration {
+    pub signals: Vec<String>,
+    pub model: Confidence,
 }
 
 /// A logistic model of "the plan ranked first reaches the right answers" over
@@ -235,6 +254,17 @@ pub struct Example {
     pub paths: Vec<String>,
 }
 
+impl Example {
+    /// Whether candidate `i` is right: it reaches the gold answers exactly, or the
+    /// gold count of nodes.
+    pub fn is_right(&self, i: usize) -> bool {
+        self.targets.get(i).is_some_and(|&t| t >= EXACT)
+            || self
+                .count
+                .is_some_and(|n| self.reached.get(i) == Some(&Some(n)))
+    }
+}
+
 impl ReaderModel {
     /// The weights shipped with kgmesh, for reading with words only or with an
     /// embedder.
@@ -301,6 +331,8 @@ impl ReaderModel {
             trained_on: vec!["none: the first stage's order".to_owned()],
             training: TrainSettings::default(),
             confidence: None,
+            first_stage_confidence: None,
+            answer_calibration: None,
         }
     }
 
@@ -387,6 +419,8 @@ impl ReaderModel {
             trained_on,
             training: settings,
             confidence: None,
+            first_stage_confidence: None,
+            answer_calibration: None,
         }
     }
 
@@ -404,17 +438,25 @@ impl ReaderModel {
         Some(confidence.chance(&self.confidence_inputs(features)))
     }
 
+    /// What the first-stage confidence reads for one question's candidates, given in
+    /// the first stage's order.
+    pub fn first_stage_inputs(features: &[Vec<f32>]) -> Vec<f32> {
+        Confidence::inputs(&first_stage_scores(features), features)
+    }
+
+    /// The chance that the first stage's first candidate is right (`features` in the
+    /// first stage's order); `None` without a fitted first-stage confidence.
+    pub fn first_stage_chance(&self, features: &[Vec<f32>]) -> Option<f32> {
+        let confidence = self.first_stage_confidence.as_ref()?;
+        Some(confidence.chance(&Self::first_stage_inputs(features)))
+    }
+
     /// Whether the first candidate by these weights is right (an exact one).
     pub fn first_is_right(&self, example: &Example) -> bool {
         let scores: Vec<f32> = example.features.iter().map(|f| self.score(f)).collect();
         let first =
             (0..scores.len()).max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)));
-        first.is_some_and(|i| {
-            example.targets[i] >= EXACT
-                || example
-                    .count
-                    .is_some_and(|n| example.reached.get(i) == Some(&Some(n)))
-        })
+        first.is_some_and(|i| example.is_right(i))
     }
 
     /// Share of examples whose best-scored candidate has the best target (ties count).
@@ -447,11 +489,24 @@ impl ReaderModel {
     }
 }
 
+/// The first stage's scores as the confidence reads them: each candidate's relevance
+/// relative to the best ([`FEATURES`]' `relevance_gap`); candidates come in the first
+/// stage's order, so ties keep the first first.
+fn first_stage_scores(features: &[Vec<f32>]) -> Vec<f32> {
+    features
+        .iter()
+        .map(|f| f.first().copied().unwrap_or(0.0))
+        .collect()
+}
+
 /// The reader's weights in use, for each way of reading.
 #[derive(Debug, Clone)]
 pub struct Readers {
     pub lexical: Arc<ReaderModel>,
     pub embedded: Arc<ReaderModel>,
+    /// `true`: the weights re-rank the first stage's plans; `false`: the first stage's
+    /// order stands and the weights only estimate its first plan's confidence.
+    pub rerank: bool,
 }
 
 impl Readers {
@@ -460,6 +515,7 @@ impl Readers {
         Self {
             lexical: ReaderModel::bundled(false),
             embedded: ReaderModel::bundled(true),
+            rerank: true,
         }
     }
 
@@ -468,7 +524,14 @@ impl Readers {
         Self {
             lexical: model.clone(),
             embedded: model,
+            rerank: true,
         }
+    }
+
+    /// The same weights, estimating confidence only (`rerank: false`) or re-ranking too.
+    pub fn reranking(mut self, rerank: bool) -> Self {
+        self.rerank = rerank;
+        self
     }
 
     pub fn for_reading(&self, embedded: bool) -> &Arc<ReaderModel> {

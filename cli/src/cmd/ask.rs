@@ -77,7 +77,7 @@ pub struct AskArgs {
     /// Answers shown at most.
     #[arg(long)]
     pub max_answers: Option<u16>,
-    /// Say "I don't know" (with the answers as possibilities, exit status 3) when the
+    /// Say "I don't know" (with the answers as possibilities, exit status 4) when the
     /// answers' confidence is below this, 0 to 1 (default: `reader.min_confidence`).
     #[arg(long, value_name = "P", value_parser = parse_probability)]
     pub min_confidence: Option<f32>,
@@ -95,11 +95,21 @@ pub struct AskArgs {
 /// scripts can tell it from an answer (0) and from an error (1).
 pub const NO_ANSWER_EXIT: u8 = 3;
 
+/// Exit status of `kgmesh ask` when answers were found but withheld because their
+/// confidence is below `--min-confidence` (the reply names them as possibilities).
+pub const LOW_CONFIDENCE_EXIT: u8 = 4;
+
 /// The reply was printed and says "I don't know": not an error, but not an answer
 /// either (`main` exits with [`NO_ANSWER_EXIT`]).
 #[derive(Debug, thiserror::Error)]
 #[error("no answer")]
 pub struct NoAnswer;
+
+/// The reply was printed and withholds answers whose confidence is too low (`main`
+/// exits with [`LOW_CONFIDENCE_EXIT`]).
+#[derive(Debug, thiserror::Error)]
+#[error("answers withheld: confidence below the minimum")]
+pub struct Withheld;
 
 /// A probability given on the command line: a number from 0 to 1.
 pub(crate) fn parse_probability(text: &str) -> Result<f32, String> {
@@ -164,6 +174,10 @@ async fn ask(mut config: Config, args: AskArgs) -> anyhow::Result<()> {
         );
     }
     if reply.answers.is_empty() {
+        let min = config.reader.min_confidence;
+        if reply.confidence.is_some_and(|c| c < min) {
+            return Err(Withheld.into());
+        }
         return Err(NoAnswer.into());
     }
     Ok(())
@@ -186,8 +200,34 @@ pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
         max_question_chars: config.http.max_question_chars,
         allowed_roles: AllowedRoles::built_in_and(&config.bus.allowed_roles),
         min_confidence: config.reader.min_confidence,
+        cascade_below: config
+            .llm
+            .cascade_below
+            .filter(|_| config.reader.confidence),
+        answer_calibration: answer_calibration(config),
         ..CoordinatorConfig::default()
     }
+}
+
+/// The installed reader's answer calibration for the way the KG-Linker reads (with an
+/// embedder or by words), when answers carry a confidence and the first stage's order
+/// stands (a re-ranking reader's plans are not calibrated that way).
+fn answer_calibration(
+    config: &Config,
+) -> Option<kgmesh_coordinator::confidence::AnswerCalibration> {
+    let readers = kgmesh_agents::reader::active()?;
+    if readers.rerank || !config.reader.confidence {
+        return None;
+    }
+    let embedded = config.embedder.kind != EmbedderKind::None;
+    let model = readers
+        .for_reading(embedded)
+        .answer_calibration
+        .clone()?
+        .model;
+    Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
+        move |signals| model.chance(signals),
+    ))
 }
 
 /// `--text-index DIR` into the configuration, once DIR is known to hold an index, so

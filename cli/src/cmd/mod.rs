@@ -98,7 +98,8 @@ pub fn init_logging(config: &Config, interactive: bool, service: &str) -> Teleme
 }
 
 /// Sets the question reader this process uses (the one place that reads its settings):
-/// off unless `reader.enabled`, `KGMESH_READER=on` or weights are named;
+/// re-ranking off unless `reader.enabled`, `KGMESH_READER=on` or weights are named
+/// (`KGMESH_READER=off` wins); the confidence on unless `reader.confidence = false`;
 /// `reader.weights` (or `KGMESH_READER_WEIGHTS`) names trained weights, else the
 /// bundled ones. A weights file that cannot be used is an error, not a silent fallback.
 pub fn install_reader(config: &crate::config::Config) -> anyhow::Result<()> {
@@ -108,19 +109,31 @@ pub fn install_reader(config: &crate::config::Config) -> anyhow::Result<()> {
         .weights
         .clone()
         .or_else(|| std::env::var_os("KGMESH_READER_WEIGHTS").map(Into::into));
-    // Naming weights asks for the reader; `KGMESH_READER=off` still turns it off.
-    let wanted = config.reader.enabled
-        || weights.is_some()
-        || std::env::var("KGMESH_READER").is_ok_and(|v| v == "on");
-    let readers = if !wanted || std::env::var("KGMESH_READER").is_ok_and(|v| v == "off") {
-        None
-    } else if let Some(path) = weights {
+    let switch = std::env::var("KGMESH_READER").ok();
+    // Naming weights asks for re-ranking; `KGMESH_READER=off` still turns it off.
+    let rerank = switch.as_deref() != Some("off")
+        && (config.reader.enabled || weights.is_some() || switch.as_deref() == Some("on"));
+    if !rerank && !config.reader.confidence {
+        install(None);
+        return Ok(());
+    }
+    let readers = if let Some(path) = weights {
         let model = ReaderModel::load(&path)?;
-        tracing::info!(weights = %path.display(), "reader: trained weights");
-        Some(Readers::single(std::sync::Arc::new(model)))
+        if let Some(calibration) = &model.answer_calibration {
+            let wanted = kgmesh_coordinator::confidence::SIGNALS;
+            anyhow::ensure!(
+                calibration.signals == wanted,
+                "{}: its answer calibration reads {:?}, this kgmesh gives {wanted:?}; \
+                 calibrate again with `kgmesh reader calibrate`",
+                path.display(),
+                calibration.signals
+            );
+        }
+        tracing::info!(weights = %path.display(), rerank, "reader: trained weights");
+        Readers::single(std::sync::Arc::new(model))
     } else {
-        Some(Readers::bundled())
+        Readers::bundled()
     };
-    install(readers);
+    install(Some(readers.reranking(rerank)));
     Ok(())
 }

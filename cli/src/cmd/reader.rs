@@ -20,7 +20,7 @@ use kgmesh_agents::{
     scoring::{relevance::TextVectors, TEXT_VECTOR_CACHE},
 };
 
-use crate::config::Config;
+use crate::{config::Config, eval::calibration::Calibration};
 
 #[derive(Debug, Args)]
 pub struct ReaderArgs {
@@ -36,6 +36,29 @@ enum ReaderCommand {
     /// Show the candidate plans for one question over a graph: the first stage's
     /// order, the reader's scores and each candidate's features.
     Explain(ExplainArgs),
+    /// Fit how the first stage's plan confidence maps to its answers' chance of being
+    /// right, from `kgmesh eval` reports, and write the weights with it.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, Args)]
+struct CalibrateArgs {
+    /// The weights to calibrate, as `kgmesh reader train` wrote them.
+    #[arg(long)]
+    weights: PathBuf,
+    /// `kgmesh eval` reports (report.json) of runs with these weights' confidence and
+    /// re-ranking off, each on a graph the weights were not trained on (as
+    /// `scripts/zoo-eval` makes them with READER=confidence); their confidences must be
+    /// uncalibrated, as `reader train` writes weights.
+    #[arg(long, required = true, num_args = 1..)]
+    reports: Vec<PathBuf>,
+    /// Reports only to measure the calibration on (not fitted on), each printed and
+    /// then all pooled; the same kind as `--reports`.
+    #[arg(long, num_args = 1..)]
+    held_out: Vec<PathBuf>,
+    /// Where to write the calibrated weights.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +154,7 @@ pub fn run(config: Config, args: ReaderArgs) -> anyhow::Result<()> {
     match args.command {
         ReaderCommand::Train(args) => runtime.block_on(train(config, args)),
         ReaderCommand::Explain(args) => runtime.block_on(explain(config, args)),
+        ReaderCommand::Calibrate(args) => calibrate(args),
     }
 }
 
@@ -282,27 +306,63 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
         }
     }
     model.confidence = Confidence::fit(&ranked, settings);
-    let calibration = |pairs: &[(f32, bool)]| -> String {
-        if pairs.is_empty() {
-            return "no questions".to_owned();
+    // The first stage's order needs no fold (it is not trained); its confidence is fitted
+    // on every graph, and reported as fitted without each graph in turn.
+    let first_ranked: Vec<(&str, Ranked)> = groups
+        .iter()
+        .flat_map(|(g, examples)| {
+            examples.iter().map(move |e| {
+                let ranked = Ranked {
+                    inputs: ReaderModel::first_stage_inputs(&e.features),
+                    right: e.is_right(0),
+                    answerable: e.answerable,
+                };
+                (g.as_str(), ranked)
+            })
+        })
+        .collect();
+    let all_first: Vec<Ranked> = first_ranked.iter().map(|(_, r)| r.clone()).collect();
+    model.first_stage_confidence = Confidence::fit(&all_first, settings);
+    let mut first_oof: Vec<(f32, bool)> = Vec::new();
+    for graph in &graphs {
+        let others: Vec<Ranked> = first_ranked
+            .iter()
+            .filter(|(g, _)| g != graph)
+            .map(|(_, r)| r.clone())
+            .collect();
+        if let Some(fold) = Confidence::fit(&others, settings) {
+            first_oof.extend(
+                first_ranked
+                    .iter()
+                    .filter(|(g, _)| g == graph)
+                    .map(|(_, r)| (fold.chance(&r.inputs), r.right)),
+            );
         }
-        let right = pairs.iter().filter(|p| p.1).count();
-        let mean = pairs.iter().map(|p| p.0 as f64).sum::<f64>() / pairs.len() as f64;
-        format!(
-            "{} questions, first plan right {:.1} %, mean confidence {:.1} %, AUROC {}",
-            pairs.len(),
-            100.0 * right as f64 / pairs.len() as f64,
-            100.0 * mean,
-            auroc(pairs).map_or("-".to_owned(), |a| format!("{a:.3}"))
-        )
+    }
+    let calibration = |pairs: &[(f32, bool)]| -> String {
+        Calibration::of(pairs).map_or("no questions".to_owned(), |c| c.summary())
     };
+    println!(
+        "first-stage confidence, each training graph fitted without it: {}",
+        calibration(&first_oof)
+    );
+    for (name, examples) in &held {
+        let pairs: Vec<(f32, bool)> = examples
+            .iter()
+            .filter_map(|e| Some((model.first_stage_chance(&e.features)?, e.is_right(0))))
+            .collect();
+        println!(
+            "first-stage confidence, held out {name}: {}",
+            calibration(&pairs)
+        );
+    }
     if let Some(confidence) = &model.confidence {
         let fitted: Vec<(f32, bool)> = ranked
             .iter()
             .map(|r| (confidence.chance(&r.inputs), r.right))
             .collect();
         println!(
-            "confidence, out of domain on the training graphs: {}",
+            "reader confidence, out of domain on the training graphs: {}",
             calibration(&fitted)
         );
         // Right answers kept, plus unanswerable questions declined, at each threshold.
@@ -336,7 +396,10 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
                     )
                 })
                 .collect();
-            println!("confidence, held out {name}: {}", calibration(&pairs));
+            println!(
+                "reader confidence, held out {name}: {}",
+                calibration(&pairs)
+            );
         }
     }
     let first_stage = ReaderModel::first_stage(args.candidates);
@@ -360,6 +423,143 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     println!("wrote {}", args.out.display());
     Ok(())
+}
+
+/// The answer calibration, fitted on the answers of whole runs; reported as fitted
+/// without each report in turn (each run's answers calibrated by the others'), then
+/// written fitted on all.
+fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
+    use kgmesh_agents::reader::model::AnswerCalibration;
+    use kgmesh_coordinator::confidence::SIGNALS;
+    let mut model = ReaderModel::load(&args.weights)?;
+    if model.first_stage_confidence.is_none() {
+        bail!(
+            "{} has no first-stage confidence to calibrate; write the weights with `kgmesh reader train`",
+            args.weights.display()
+        );
+    }
+    let runs = read_runs(&args.reports)?;
+    let held_out = read_runs(&args.held_out)?;
+    let settings = TrainSettings::default();
+    let summary = |pairs: &[(f32, bool)]| {
+        Calibration::of(pairs).map_or("no answers".to_owned(), |c| c.summary())
+    };
+    let mut raw: Vec<(f32, bool)> = Vec::new();
+    let mut crossed: Vec<(f32, bool)> = Vec::new();
+    for (name, answered) in &runs {
+        let reported: Vec<(f32, bool)> = answered.iter().map(|(c, r)| (*c, r.right)).collect();
+        println!("  {name:<24} as reported: {}", summary(&reported));
+        raw.extend(reported);
+        let others: Vec<Ranked> = runs
+            .iter()
+            .filter(|(n, _)| n != name)
+            .flat_map(|(_, a)| a.iter().map(|(_, r)| r.clone()))
+            .collect();
+        if let Some(fit) = Confidence::fit(&others, settings) {
+            let calibrated: Vec<(f32, bool)> = answered
+                .iter()
+                .map(|(_, r)| (fit.chance(&r.inputs), r.right))
+                .collect();
+            println!(
+                "  {:<24} calibrated by the others: {}",
+                "",
+                summary(&calibrated)
+            );
+            crossed.extend(calibrated);
+        }
+    }
+    println!("all runs, as reported: {}", summary(&raw));
+    if runs.len() > 1 {
+        println!(
+            "all runs, each calibrated by the others: {}",
+            summary(&crossed)
+        );
+    }
+    let all: Vec<Ranked> = runs
+        .iter()
+        .flat_map(|(_, a)| a.iter().map(|(_, r)| r.clone()))
+        .collect();
+    let fit = Confidence::fit(&all, settings).context("no answers to fit")?;
+    for (signal, weight) in SIGNALS.iter().zip(&fit.weights) {
+        println!("  {signal:<18} {weight:>8.3}");
+    }
+    let mut held: Vec<(f32, bool)> = Vec::new();
+    for (name, answered) in &held_out {
+        let reported: Vec<(f32, bool)> = answered.iter().map(|(c, r)| (*c, r.right)).collect();
+        let calibrated: Vec<(f32, bool)> = answered
+            .iter()
+            .map(|(_, r)| (fit.chance(&r.inputs), r.right))
+            .collect();
+        println!("  held out {name:<24} as reported: {}", summary(&reported));
+        println!("  held out {:<24} calibrated: {}", "", summary(&calibrated));
+        held.extend(calibrated);
+    }
+    if held_out.len() > 1 {
+        println!("held out, pooled, calibrated: {}", summary(&held));
+    }
+    model.answer_calibration = Some(AnswerCalibration {
+        signals: SIGNALS.iter().map(|s| (*s).to_owned()).collect(),
+        model: fit,
+    });
+    model
+        .trained_on
+        .retain(|line| !line.starts_with("answer calibration:"));
+    model.trained_on.push(format!(
+        "answer calibration: {}",
+        runs.iter()
+            .map(|(n, a)| format!("{n} ({} answers)", a.len()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let json = serde_json::to_string_pretty(&model)?;
+    std::fs::write(&args.out, json + "\n")
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!("wrote {}", args.out.display());
+    Ok(())
+}
+
+/// Each report's answers that carry a confidence: (run name, (the confidence as
+/// reported, what the calibration reads and whether the first answer is right)).
+#[allow(clippy::type_complexity)]
+fn read_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)>)>> {
+    use crate::eval::report::Report;
+    use kgmesh_coordinator::confidence::signals;
+    let mut runs = Vec::new();
+    for path in paths {
+        let report = Report::load(path)?;
+        let answered: Vec<(f32, Ranked)> = report
+            .results
+            .iter()
+            .filter(|r| r.error.is_none() && !r.predictions.is_empty())
+            .filter_map(|r| {
+                let chance = r.confidence?;
+                let texts: Vec<&str> = r.predictions.iter().map(String::as_str).collect();
+                let inputs = signals(
+                    chance,
+                    r.cost.low_confidence,
+                    &texts,
+                    r.cost.rounds,
+                    r.topic_entities,
+                );
+                Some((
+                    chance,
+                    Ranked {
+                        inputs,
+                        right: r.score.hits_at_1,
+                        answerable: true,
+                    },
+                ))
+            })
+            .collect();
+        if answered.is_empty() {
+            bail!(
+                "{}: no answer carries a confidence (was reader.confidence on?)",
+                path.display()
+            );
+        }
+        runs.push((report.name.clone(), answered));
+    }
+    Ok(runs)
 }
 
 async fn explain(config: Config, args: ExplainArgs) -> anyhow::Result<()> {
@@ -423,28 +623,34 @@ async fn explain(config: Config, args: ExplainArgs) -> anyhow::Result<()> {
             .collect();
         println!("         {}", features.join(" "));
     }
+    let shown = |chance: Option<f32>| chance.map_or("-".to_owned(), |c| format!("{c:.2}"));
+    println!(
+        "confidence: the reader's first plan {}, the first stage's first plan {} (its answer's, with re-ranking off)",
+        shown(model.chance(&rows)),
+        shown(model.first_stage_chance(&rows))
+    );
     Ok(())
 }
 
-/// Area under the ROC curve of confidences for right against wrong (ties count half);
-/// `None` when all are right or all wrong.
-fn auroc(pairs: &[(f32, bool)]) -> Option<f64> {
-    let right: Vec<f32> = pairs.iter().filter(|p| p.1).map(|p| p.0).collect();
-    let wrong: Vec<f32> = pairs.iter().filter(|p| !p.1).map(|p| p.0).collect();
-    if right.is_empty() || wrong.is_empty() {
-        return None;
-    }
-    let mut wins = 0.0f64;
-    for r in &right {
-        for w in &wrong {
-            wins += if r > w {
-                1.0
-            } else if r == w {
-                0.5
-            } else {
-                0.0
-            };
+#[cfg(test)]
+mod tests {
+    use kgmesh_agents::reader::ReaderModel;
+    use kgmesh_coordinator::confidence::SIGNALS;
+
+    #[test]
+    fn the_bundled_answer_calibrations_read_the_coordinators_signals() {
+        for embedded in [false, true] {
+            let model = ReaderModel::bundled(embedded);
+            assert!(
+                model.first_stage_confidence.is_some(),
+                "embedded {embedded}"
+            );
+            let calibration = model
+                .answer_calibration
+                .as_ref()
+                .expect("the bundled weights carry an answer calibration");
+            assert_eq!(calibration.signals, SIGNALS, "embedded {embedded}");
+            assert_eq!(calibration.model.weights.len(), SIGNALS.len());
         }
     }
-    Some(wins / (right.len() * wrong.len()) as f64)
 }

@@ -9,6 +9,8 @@
   const ASK_TIMEOUT_MS = 180000;
   const HISTORY_KEY = "kgmesh.console.history";
   const HISTORY_MAX = 30;
+  // Below this confidence an answer is more likely wrong than right: a warning on top.
+  const LOW_CONFIDENCE = 0.5;
   // The API token lives in this tab's session storage only: gone when the tab closes.
   const TOKEN_KEY = "kgmesh.console.token";
 
@@ -291,12 +293,28 @@
     const answers = reply.answers || [];
     $("no-answer").hidden = answers.length > 0;
     $("no-answer").textContent = "I don't know: nothing in the graph answers this question.";
+    // The reply's confidence: the chance, estimated by a model calibrated on questions
+    // of many graphs, that the answers are right (the per-answer score is only how the
+    // retrievers' evidence supports each answer relative to the others).
+    const confidence = $("confidence");
+    const chance = typeof reply.confidence === "number" ? reply.confidence : null;
+    confidence.hidden = chance === null || answers.length === 0;
+    confidence.className = "confidence";
+    if (chance !== null) {
+      const shown = chance.toFixed(2);
+      if (chance < LOW_CONFIDENCE) {
+        confidence.classList.add("low");
+        confidence.textContent = `Low confidence ${shown}: this answer is more likely wrong than right. Check the evidence below before using it.`;
+      } else {
+        confidence.textContent = `Confidence ${shown}: the estimated chance that this answer is right.`;
+      }
+    }
     answers.forEach((answer, position) => {
       const lines = answer.evidence || [];
       const details = el("details", { open: position === 0 },
         el("summary", {},
           el("span", { class: "answer-text" }, answer.text),
-          el("span", { class: "score", title: "score" }, Number(answer.score || 0).toFixed(2)),
+          el("span", { class: "score", title: "support: how the evidence backs this answer against the others (not a probability)" }, Number(answer.score || 0).toFixed(2)),
           el("span", { class: "muted" }, ` ${lines.length} evidence line${lines.length === 1 ? "" : "s"}`)),
         el("ol", { class: "evidence cited" }, lines.map((index) => evidenceItem(reply, index))));
       list.append(el("li", { class: "answer" }, details));

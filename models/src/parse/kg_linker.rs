@@ -101,6 +101,7 @@ pub fn parse(reply: &str, relation_names: &[String]) -> KgLinkReply {
         finish,
         model_plan: false,
         confidence: None,
+        reader_plan: false,
     }
 }
 

@@ -105,8 +105,9 @@ pub struct AskReply {
     #[serde(default)]
     pub low_confidence: bool,
     /// The chance that the answer is right, as the learned reader estimates it for the
-    /// plan the answer comes from; `None` when nothing estimated it (see
-    /// `docs/reader.md`).
+    /// plan the answer comes from (`docs/confidence.md`); `None` when nothing estimated
+    /// it. Kept when `min_confidence` withheld the answers (then `answers` is empty and
+    /// the explanation names them as possibilities).
     #[serde(default)]
     pub confidence: Option<f32>,
     /// The plan cache supplied examples or a replayed plan.

@@ -50,6 +50,10 @@ pub struct KgLinkReply {
     /// or a reader without a fitted confidence).
     #[serde(default)]
     pub confidence: Option<f32>,
+    /// The first of `metapaths` is the learned reader's choice (it re-ranked the
+    /// first stage's plans), not the first stage's word match.
+    #[serde(default)]
+    pub reader_plan: bool,
 }
 
 impl Rpc for KgLinkRequest {

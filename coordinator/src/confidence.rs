@@ -1,0 +1,91 @@
+//! An answer's confidence: the chance that it is right, from what the question's run
+//! already knows. The KG-Linker's reader estimates the chance that the plan it ranked
+//! first reaches exactly the right answers; the answer calibration turns that into the
+//! chance that the *answer* is right, with what came after the plan (whether a word of
+//! the question names the path answered from, how many answers, whether the answer is a
+//! number, whether a second round was needed). It is a logistic model fitted on whole
+//! runs' answers (`kgmesh reader calibrate`), given to the coordinator as a function so
+//! the coordinator needs no model code.
+
+use std::{fmt, sync::Arc};
+
+/// What the answer calibration reads, in order.
+pub const SIGNALS: [&str; 6] = [
+    "plan_log_odds",
+    "low_confidence",
+    "log_answers",
+    "numeric_answer",
+    "more_rounds",
+    "log_topic_entities",
+];
+
+/// The calibration's inputs for one reply: the plan's chance, whether the answers rest
+/// on a path no word of the question names, the answers (best first), the rounds run
+/// and the graph nodes the question's names were linked to (several for one name when
+/// nodes share it).
+pub fn signals(
+    plan_chance: f32,
+    low_confidence: bool,
+    answers: &[&str],
+    rounds: u8,
+    topic_entities: usize,
+) -> Vec<f32> {
+    let flag = |b: bool| if b { 1.0 } else { 0.0 };
+    let numeric = answers
+        .first()
+        .is_some_and(|a| a.trim().replace(',', "").parse::<f64>().is_ok());
+    vec![
+        log_odds(plan_chance),
+        flag(low_confidence),
+        (1.0 + answers.len() as f32).ln(),
+        flag(numeric),
+        flag(rounds > 1),
+        (1.0 + topic_entities as f32).ln(),
+    ]
+}
+
+/// The log-odds of a chance, kept finite.
+pub fn log_odds(chance: f32) -> f32 {
+    let p = chance.clamp(1e-4, 1.0 - 1e-4);
+    (p / (1.0 - p)).ln()
+}
+
+/// [`signals`] in, the chance that the answer is right out.
+type ChanceOf = dyn Fn(&[f32]) -> f32 + Send + Sync;
+
+/// A fitted answer calibration.
+#[derive(Clone)]
+pub struct AnswerCalibration(Arc<ChanceOf>);
+
+impl AnswerCalibration {
+    pub fn new(chance: impl Fn(&[f32]) -> f32 + Send + Sync + 'static) -> Self {
+        Self(Arc::new(chance))
+    }
+
+    pub fn chance(&self, signals: &[f32]) -> f32 {
+        (self.0)(signals).clamp(0.0, 1.0)
+    }
+}
+
+impl fmt::Debug for AnswerCalibration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AnswerCalibration")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_read_the_reply() {
+        let s = signals(0.5, true, &["12"], 2, 1);
+        assert_eq!(s.len(), SIGNALS.len());
+        assert!(s[0].abs() < 1e-6);
+        assert_eq!(&s[1..], &[1.0, 2f32.ln(), 1.0, 1.0, 2f32.ln()]);
+        let s = signals(0.9, false, &["Michael Mann", "Ann Roth"], 1, 2);
+        assert!(s[0] > 2.0);
+        assert_eq!(&s[1..], &[0.0, 3f32.ln(), 0.0, 0.0, 3f32.ln()]);
+        assert!(log_odds(1.0).is_finite() && log_odds(0.0).is_finite());
+    }
+}
