@@ -220,3 +220,97 @@ fn a_class_word_decides_the_relation() {
     want.sort();
     assert_eq!(got, want);
 }
+
+/// `kgmesh eval` of one zoo domain, words only, default configuration (re-ranking off,
+/// confidence on), into `out`.
+fn eval_domain(domain: &str, out: &std::path::Path) {
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .env_remove("KGMESH_READER")
+        .args(["eval", "--dataset", "jsonl", "--no-cache", "--no-progress", "--kg"])
+        .arg(zoo().join(domain).join("kg.tsv"))
+        .arg("--questions")
+        .arg(zoo().join(domain).join("questions.jsonl"))
+        .args(["--name", domain, "--out"])
+        .arg(out);
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    // The report says how well the answers' confidences tell right from wrong.
+    assert!(stdout.contains("## Confidence"), "{stdout}");
+    assert!(stdout.contains("Risk–coverage"), "{stdout}");
+}
+
+#[test]
+fn calibrate_fits_the_answer_calibration_from_eval_reports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for domain in ["library", "retail"] {
+        eval_domain(domain, &dir.path().join(domain));
+    }
+    let weights = dir.path().join("weights.json");
+    let mut command = kgmesh();
+    command
+        .args(["reader", "calibrate", "--weights"])
+        .arg(repo_root().join("agents/src/reader/weights-lexical.json"))
+        .arg("--reports")
+        .arg(dir.path().join("library/report.json"))
+        .arg(dir.path().join("retail/report.json"))
+        .arg("--out")
+        .arg(&weights);
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("each calibrated by the others") && stdout.contains("ECE"),
+        "{stdout}"
+    );
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&weights).unwrap()).unwrap();
+    let signals = written["answer_calibration"]["signals"]
+        .as_array()
+        .expect("an answer calibration");
+    assert_eq!(signals[0], "plan_log_odds", "{written}");
+    assert_eq!(
+        written["answer_calibration"]["model"]["weights"]
+            .as_array()
+            .unwrap()
+            .len(),
+        signals.len()
+    );
+    // The written weights are usable as they are.
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .env("KGMESH_READER", "off")
+        .env("KGMESH_READER_WEIGHTS", &weights)
+        .args(["ask", "Which books are set in Port Kell?", "--json", "--kg"])
+        .arg(zoo().join("library/kg.tsv"));
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    let reply: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(reply["confidence"].as_f64().is_some(), "{reply}");
+
+    // A report whose answers carry no confidence cannot be calibrated on: an error.
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .env("KGMESH__READER__CONFIDENCE", "false")
+        .args(["eval", "--dataset", "jsonl", "--no-cache", "--no-progress", "--kg"])
+        .arg(zoo().join("library/kg.tsv"))
+        .arg("--questions")
+        .arg(zoo().join("library/questions.jsonl"))
+        .args(["--limit", "5", "--out"])
+        .arg(dir.path().join("none"));
+    assert_eq!(run(command).0, 0);
+    let mut command = kgmesh();
+    command
+        .args(["reader", "calibrate", "--weights"])
+        .arg(repo_root().join("agents/src/reader/weights-lexical.json"))
+        .arg("--reports")
+        .arg(dir.path().join("none/report.json"))
+        .arg("--out")
+        .arg(dir.path().join("unused.json"));
+    let (code, _, stderr) = run(command);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("no answer carries a confidence"), "{stderr}");
+    assert!(!dir.path().join("unused.json").exists());
+}

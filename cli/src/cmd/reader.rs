@@ -625,7 +625,7 @@ async fn explain(config: Config, args: ExplainArgs) -> anyhow::Result<()> {
     }
     let shown = |chance: Option<f32>| chance.map_or("-".to_owned(), |c| format!("{c:.2}"));
     println!(
-        "confidence: the reader's first plan {}, the first stage's first plan {} (its answer's, with re-ranking off)",
+        "confidence: the reader's first plan {}, the first stage's first plan {} (before the answer calibration)",
         shown(model.chance(&rows)),
         shown(model.first_stage_chance(&rows))
     );
