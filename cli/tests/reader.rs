@@ -228,7 +228,14 @@ fn eval_domain(domain: &str, out: &std::path::Path) {
     command
         .env("KGMESH__EMBEDDER__KIND", "none")
         .env_remove("KGMESH_READER")
-        .args(["eval", "--dataset", "jsonl", "--no-cache", "--no-progress", "--kg"])
+        .args([
+            "eval",
+            "--dataset",
+            "jsonl",
+            "--no-cache",
+            "--no-progress",
+            "--kg",
+        ])
         .arg(zoo().join(domain).join("kg.tsv"))
         .arg("--questions")
         .arg(zoo().join(domain).join("questions.jsonl"))
@@ -294,7 +301,14 @@ fn calibrate_fits_the_answer_calibration_from_eval_reports() {
     command
         .env("KGMESH__EMBEDDER__KIND", "none")
         .env("KGMESH__READER__CONFIDENCE", "false")
-        .args(["eval", "--dataset", "jsonl", "--no-cache", "--no-progress", "--kg"])
+        .args([
+            "eval",
+            "--dataset",
+            "jsonl",
+            "--no-cache",
+            "--no-progress",
+            "--kg",
+        ])
         .arg(zoo().join("library/kg.tsv"))
         .arg("--questions")
         .arg(zoo().join("library/questions.jsonl"))
@@ -311,6 +325,9 @@ fn calibrate_fits_the_answer_calibration_from_eval_reports() {
         .arg(dir.path().join("unused.json"));
     let (code, _, stderr) = run(command);
     assert_ne!(code, 0);
-    assert!(stderr.contains("no answer carries a confidence"), "{stderr}");
+    assert!(
+        stderr.contains("no answer carries a confidence"),
+        "{stderr}"
+    );
     assert!(!dir.path().join("unused.json").exists());
 }
