@@ -221,38 +221,39 @@ fn a_class_word_decides_the_relation() {
     assert_eq!(got, want);
 }
 
-/// `kgmesh eval` of one zoo domain, words only, default configuration (re-ranking off,
-/// confidence on), into `out`.
-fn eval_domain(domain: &str, out: &std::path::Path) {
+/// `kgmesh eval` of one zoo domain into `out`, words only, default configuration
+/// (re-ranking off, confidence on) but for `env`; `extra` arguments after the rest.
+fn eval_domain(
+    domain: &str,
+    out: &std::path::Path,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> (i32, String, String) {
     let mut command = kgmesh();
     command
         .env("KGMESH__EMBEDDER__KIND", "none")
         .env_remove("KGMESH_READER")
-        .args([
-            "eval",
-            "--dataset",
-            "jsonl",
-            "--no-cache",
-            "--no-progress",
-            "--kg",
-        ])
+        .envs(env.iter().copied())
+        .args(["eval", "--dataset", "jsonl", "--no-cache", "--no-progress"])
+        .arg("--kg")
         .arg(zoo().join(domain).join("kg.tsv"))
         .arg("--questions")
         .arg(zoo().join(domain).join("questions.jsonl"))
         .args(["--name", domain, "--out"])
-        .arg(out);
-    let (code, stdout, stderr) = run(command);
-    assert_eq!(code, 0, "{stderr}");
-    // The report says how well the answers' confidences tell right from wrong.
-    assert!(stdout.contains("## Confidence"), "{stdout}");
-    assert!(stdout.contains("Risk–coverage"), "{stdout}");
+        .arg(out)
+        .args(extra);
+    run(command)
 }
 
 #[test]
 fn calibrate_fits_the_answer_calibration_from_eval_reports() {
     let dir = tempfile::tempdir().expect("tempdir");
     for domain in ["library", "retail"] {
-        eval_domain(domain, &dir.path().join(domain));
+        let (code, stdout, stderr) = eval_domain(domain, &dir.path().join(domain), &[], &[]);
+        assert_eq!(code, 0, "{stderr}");
+        // The report says how well the answers' confidences tell right from wrong.
+        assert!(stdout.contains("## Confidence"), "{stdout}");
+        assert!(stdout.contains("Risk–coverage"), "{stdout}");
     }
     let weights = dir.path().join("weights.json");
     let mut command = kgmesh();
@@ -297,24 +298,10 @@ fn calibrate_fits_the_answer_calibration_from_eval_reports() {
     assert!(reply["confidence"].as_f64().is_some(), "{reply}");
 
     // A report whose answers carry no confidence cannot be calibrated on: an error.
-    let mut command = kgmesh();
-    command
-        .env("KGMESH__EMBEDDER__KIND", "none")
-        .env("KGMESH__READER__CONFIDENCE", "false")
-        .args([
-            "eval",
-            "--dataset",
-            "jsonl",
-            "--no-cache",
-            "--no-progress",
-            "--kg",
-        ])
-        .arg(zoo().join("library/kg.tsv"))
-        .arg("--questions")
-        .arg(zoo().join("library/questions.jsonl"))
-        .args(["--limit", "5", "--out"])
-        .arg(dir.path().join("none"));
-    assert_eq!(run(command).0, 0);
+    let off = [("KGMESH__READER__CONFIDENCE", "false")];
+    let (code, _, stderr) =
+        eval_domain("library", &dir.path().join("none"), &off, &["--limit", "5"]);
+    assert_eq!(code, 0, "{stderr}");
     let mut command = kgmesh();
     command
         .args(["reader", "calibrate", "--weights"])

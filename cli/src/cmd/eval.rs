@@ -277,26 +277,13 @@ fn confidence_table(reports: &[Report]) -> String {
         calibration::Calibration,
         metrics::{confidence_pairs, QuestionResult},
     };
-    let mut out = String::from(
-        "| run | LLM | embedder | Hits@1 | answers with a confidence | right | ECE (by chance alone) | AUROC | right at ≥ 0.8 | coverage at ≥ 0.8 |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    let mut out = format!(
+        "| run | LLM | embedder | Hits@1 | {} |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        Calibration::CELLS
     );
     let row = |name: &str, llm: &str, embedder: &str, hits: String, c: Option<Calibration>| {
-        let Some(c) = c else {
-            return format!("| {name} | {llm} | {embedder} | {hits} | 0 | - | - | - | - | - |\n");
-        };
-        let at = c.at(0.8);
-        format!(
-            "| {name} | {llm} | {embedder} | {hits} | {} | {:.1} | {:.3} ({:.3}) | {} | {} | {:.1} |\n",
-            c.answers,
-            100.0 * c.right as f64 / c.answers as f64,
-            c.ece,
-            c.ece_by_chance,
-            c.auroc.map_or("-".to_owned(), |a| format!("{a:.3}")),
-            at.and_then(|k| k.accuracy)
-                .map_or("-".to_owned(), |a| format!("{:.1}", 100.0 * a)),
-            at.map_or(0.0, |k| 100.0 * k.coverage)
-        )
+        let cells = c.map_or_else(|| "0 | - | - | - | - | - | -".to_owned(), |c| c.cells());
+        format!("| {name} | {llm} | {embedder} | {hits} | {cells} |\n")
     };
     let mut pooled = Vec::new();
     let mut questions = 0usize;

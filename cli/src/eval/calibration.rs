@@ -92,6 +92,27 @@ impl Calibration {
             .find(|k| (k.threshold - threshold).abs() < 1e-6)
     }
 
+    /// The header of [`Self::cells`], for a Markdown table.
+    pub const CELLS: &'static str = "answers | right | mean confidence | ECE (by chance alone) | AUROC | right at ≥ 0.8 | coverage at ≥ 0.8";
+
+    /// This calibration as Markdown table cells (without the outer bars), under
+    /// [`Self::CELLS`].
+    pub fn cells(&self) -> String {
+        let at = self.at(0.8);
+        format!(
+            "{} | {:.1}% | {:.1}% | {:.3} ({:.3}) | {} | {} | {:.1}%",
+            self.answers,
+            100.0 * self.right as f64 / self.answers as f64,
+            100.0 * self.mean_confidence,
+            self.ece,
+            self.ece_by_chance,
+            self.auroc.map_or("-".to_owned(), |v| format!("{v:.3}")),
+            at.and_then(|k| k.accuracy)
+                .map_or("-".to_owned(), |v| format!("{:.1}%", 100.0 * v)),
+            at.map_or(0.0, |k| 100.0 * k.coverage)
+        )
+    }
+
     /// One line for people: ECE, AUROC, and accuracy and coverage at 0.8.
     pub fn summary(&self) -> String {
         let at = self.at(0.8);

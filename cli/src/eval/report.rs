@@ -409,23 +409,11 @@ fn confidence_section(a: &Aggregate, by_source: &BTreeMap<String, Aggregate>) ->
     );
     let _ = writeln!(
         out,
-        "| set | answers | right | mean confidence | ECE (by chance alone) | AUROC | right at ≥ 0.8 | coverage at ≥ 0.8 |\n|---|---|---|---|---|---|---|---|"
+        "| set | {} |\n|---|---|---|---|---|---|---|---|",
+        super::calibration::Calibration::CELLS
     );
-    let row = |name: &str, c: &super::calibration::Calibration| {
-        let at = c.at(0.8);
-        format!(
-            "| {name} | {} | {:.1}% | {:.1}% | {:.3} ({:.3}) | {} | {} | {:.1}% |\n",
-            c.answers,
-            100.0 * c.right as f64 / c.answers as f64,
-            100.0 * c.mean_confidence,
-            c.ece,
-            c.ece_by_chance,
-            c.auroc.map_or("-".to_owned(), |v| format!("{v:.3}")),
-            at.and_then(|k| k.accuracy)
-                .map_or("-".to_owned(), |v| format!("{:.1}%", 100.0 * v)),
-            at.map_or(0.0, |k| 100.0 * k.coverage)
-        )
-    };
+    let row =
+        |name: &str, c: &super::calibration::Calibration| format!("| {name} | {} |\n", c.cells());
     out.push_str(&row("all", c));
     if by_source.len() > 1 {
         for (name, group) in by_source {
