@@ -757,7 +757,7 @@ fn unknown_keys(
                         let distance = if nested {
                             1
                         } else {
-                            edit_distance(key, candidate)
+                            kgmesh_models::lexical::text::edit_distance(key, candidate, false)
                         };
                         (distance, candidate)
                     })
@@ -781,21 +781,6 @@ fn unknown_keys(
             }
         }
     }
-}
-
-/// Levenshtein distance between two short keys.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 /// Every problem found in a configuration, reported at once.

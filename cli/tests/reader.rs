@@ -51,15 +51,6 @@ fn ask_json(domain_kg: &str, question: &str, extra: &[&str]) -> (i32, serde_json
     (code, reply)
 }
 
-fn answers(reply: &serde_json::Value) -> Vec<String> {
-    reply["answers"]
-        .as_array()
-        .expect("answers")
-        .iter()
-        .map(|a| a["text"].as_str().expect("text").to_owned())
-        .collect()
-}
-
 #[test]
 fn training_leaves_a_domain_out_and_scores_it() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -105,7 +96,7 @@ fn training_leaves_a_domain_out_and_scores_it() {
     };
     assert_eq!(with_file.0, 0, "{}", with_file.2);
     assert_eq!(
-        answers(&reply),
+        answer_texts(&reply),
         gold("library", "Who translated The Peat Cuters?")
     );
     let reply_with_file: serde_json::Value =
@@ -130,7 +121,7 @@ fn a_misspelled_name_is_read_as_the_closest_and_the_reply_says_so() {
     let question = "Who translated The Peat Cuters?";
     let (code, reply) = ask_json("library/kg.tsv", question, &[]);
     assert_eq!(code, 0, "{reply}");
-    assert_eq!(answers(&reply), gold("library", question));
+    assert_eq!(answer_texts(&reply), gold("library", question));
     let explanation = reply["explanation"].as_str().unwrap();
     assert!(
         explanation.contains("read as \"The Peat Cutters\""),
@@ -149,7 +140,7 @@ fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
     let question = "Which books are set in Port Kell?";
     let (code, reply) = ask_json("library/kg.tsv", question, &[]);
     assert_eq!(code, 0, "{reply}");
-    let mut got = answers(&reply);
+    let mut got = answer_texts(&reply);
     let mut want = gold("library", question);
     got.sort();
     want.sort();
@@ -161,7 +152,7 @@ fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
     // exit status 4 (not 3, which says nothing was found), the confidence still given.
     let (code, declined) = ask_json("library/kg.tsv", question, &["--min-confidence", "1"]);
     assert_eq!(code, 4, "{declined}");
-    assert!(answers(&declined).is_empty(), "{declined}");
+    assert!(answer_texts(&declined).is_empty(), "{declined}");
     assert_eq!(
         declined["confidence"].as_f64(),
         Some(confidence),
@@ -209,12 +200,12 @@ fn a_class_word_decides_the_relation() {
     let question = "What is Kestrel Moon's record label?";
     let (code, reply) = ask_json("music/kg.tsv", question, &[]);
     assert_eq!(code, 0, "{reply}");
-    assert_eq!(answers(&reply), gold("music", question));
+    assert_eq!(answer_texts(&reply), gold("music", question));
     // The first stage alone takes "authors" for the relation `foreword_author`; the
     // reader reads it as the class of what `born_in` reaches.
     let question = "Which authors were born in Port Kell?";
     let (_, reply) = ask_json("library/kg.tsv", question, &[]);
-    let mut got = answers(&reply);
+    let mut got = answer_texts(&reply);
     let mut want = gold("library", question);
     got.sort();
     want.sort();

@@ -482,7 +482,7 @@ pub async fn link_entities(
     let query = NeighborQuery {
         direction: Direction::In,
         relations: None,
-        fanout_cap: 50,
+        fanout_cap: crate::reader::TYPE_FANOUT,
     };
     let edges = store.neighbor_edges(&ids, &query).await?;
     let classes: HashSet<NodeId> = edges

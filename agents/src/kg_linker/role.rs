@@ -65,7 +65,6 @@ impl KgLinker {
         else {
             return Ok(free);
         };
-
         let why = match self.link_with_llm(&ctx, llm.as_ref(), &request).await {
             Ok(model) => {
                 // Which of the model's paths leave the linked entities in this graph.

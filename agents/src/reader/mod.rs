@@ -32,8 +32,8 @@ use crate::{
     },
 };
 
-/// Edges read per reached node to know its class.
-const TYPE_FANOUT: usize = 50;
+/// Edges read per node to know its class (or the classes pointing to it).
+pub(crate) const TYPE_FANOUT: usize = 50;
 
 /// The first stage's view of every candidate, aligned with `reaching`.
 pub struct FirstStage<'a> {

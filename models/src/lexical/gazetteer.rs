@@ -20,7 +20,7 @@ use kgmesh_schemas::{
 
 use super::{
     normalize::{glued, is_apostrophe, is_stopword, normalize, tokens},
-    text::delimited_names,
+    text::{delimited_names, edit_distance},
 };
 
 /// Names longer than this (in words) are matched only through [`Gazetteer::lookup`].
@@ -350,6 +350,7 @@ impl Gazetteer {
                 *score >= QUESTION_FUZZY_MIN || (typos && is_typo_of(key, trimmed))
             })
     }
+
     /// Names sharing trigrams with `key`, best first by Dice similarity (capped below
     /// [`EXACT_SCORE`]), at least `min_score`, at most `top_k`. Shared trigrams are
     /// counted over the query's rarer posting lists only; a short list of the best
@@ -497,8 +498,6 @@ pub fn spelled_as(name: &str, written: &str) -> bool {
     name.trim().to_lowercase() == written.trim().to_lowercase()
 }
 
-/// Distinct character trigrams of ` key ` (padded so word starts and ends count),
-/// sorted; each packs three chars losslessly into a `u64`.
 /// Whether `written` is `name` with a typing slip: at most one edit (a letter added,
 /// dropped, changed, or two swapped) per six letters of the name, two at most, and the
 /// first letter kept. Short names (under five letters) need an exact match.
@@ -511,29 +510,11 @@ pub fn is_typo_of(written: &str, name: &str) -> bool {
     if a.len().abs_diff(b.len()) > allowed {
         return false;
     }
-    // Optimal string alignment distance.
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    (1..=allowed).contains(&d[a.len()][b.len()])
+    (1..=allowed).contains(&edit_distance(written, name, true))
 }
 
+/// Distinct character trigrams of ` key ` (padded so word starts and ends count),
+/// sorted; each packs three chars losslessly into a `u64`.
 fn trigrams(key: &str) -> Vec<u64> {
     let chars: Vec<char> = std::iter::once(' ')
         .chain(key.chars())

@@ -77,6 +77,29 @@ const IRREGULAR: &[(&str, &str)] = &[
     ("women", "woman"),
 ];
 
+/// Edits that turn `a` into `b`, letter by letter: insertions, deletions and
+/// substitutions (Levenshtein), and with `swaps` also a transposition of two adjacent
+/// letters counted as one edit (optimal string alignment).
+pub fn edit_distance(a: &str, b: &str, swaps: bool) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    // Rows i-2, i-1 and i of the table.
+    let mut before: Vec<usize> = Vec::new();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut current = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            let mut best = substitution.min(previous[j] + 1).min(current[j - 1] + 1);
+            if swaps && i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(before[j - 2] + 1);
+            }
+            current[j] = best;
+        }
+        before = std::mem::replace(&mut previous, current);
+    }
+    previous[b.len()]
+}
+
 pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
@@ -541,6 +564,17 @@ pub fn trailing_comparative(words: &[String], at: usize) -> Option<Comparative> 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn edit_distance_counts_letter_edits_and_swaps_when_asked() {
+        assert_eq!(edit_distance("kitten", "sitting", false), 3);
+        assert_eq!(edit_distance("", "abc", false), 3);
+        assert_eq!(edit_distance("abc", "abc", true), 0);
+        assert_eq!(edit_distance("okonkow", "okonkwo", false), 2);
+        assert_eq!(edit_distance("okonkow", "okonkwo", true), 1);
+        assert_eq!(edit_distance("ca", "abc", true), 3);
+    }
+
     use super::*;
 
     fn words_of(text: &str) -> Vec<String> {
