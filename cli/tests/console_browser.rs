@@ -295,6 +295,67 @@ fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
 }
 
 #[test]
+fn the_console_shows_a_documents_passage_under_its_file_and_offset() {
+    // A one-file corpus indexed by the binary, served beside the sample graph.
+    let corpus = tempfile::tempdir().expect("corpus dir");
+    let file = corpus.path().join("engines.md");
+    std::fs::write(
+        &file,
+        "# The Sparrow engine\n\nThe Sparrow engine first flew in 1994.\nIts designer was \
+         Omar Haddad, chief engineer at Brannock Aero.\n",
+    )
+    .expect("write the corpus");
+    let index = tempfile::tempdir().expect("index dir");
+    let mut build = kgmesh();
+    build
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .args(["index", "--no-vectors", "--text"])
+        .arg(corpus.path())
+        .arg("--into")
+        .arg(format!("embedded:{}", index.path().display()));
+    let (code, out, err) = run(build);
+    assert_eq!(code, 0, "index failed: {out}{err}");
+    let mut command = with_tokens(serve_embedded(&sample_kg(), 2), &admin_tokens());
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .arg("--text-index")
+        .arg(index.path());
+    let (mut server, address) = start_ready("kgmesh serve", command);
+    let dom = rendered(
+        address,
+        "who designed the Sparrow engine",
+        Some(ADMIN_TOKEN),
+    );
+    server.terminate();
+    // The answer, read from the passage, and the passage as a quotation under its source.
+    assert!(
+        dom.contains("Omar Haddad"),
+        "no answer from the document:\n{dom}"
+    );
+    element_with(&dom, &["li ", r#"class="passage"#])
+        .unwrap_or_else(|| panic!("no passage item on the page:\n{dom}"));
+    let cite_at = dom
+        .find(r#"class="passage-source""#)
+        .unwrap_or_else(|| panic!("no passage source:\n{dom}"));
+    let cite = &dom[cite_at
+        ..dom[cite_at..]
+            .find("</cite>")
+            .map_or(dom.len(), |e| cite_at + e)];
+    assert!(
+        cite.contains("engines.md:"),
+        "the source is not the file and offset: {cite}"
+    );
+    let quote_at = dom
+        .find(r#"class="passage-text""#)
+        .unwrap_or_else(|| panic!("no passage text:\n{dom}"));
+    assert!(
+        dom[quote_at..].contains("first flew in 1994.\nIts designer"),
+        "the passage lost its line break or text:\n{}",
+        &dom[quote_at..]
+    );
+}
+
+#[test]
 fn the_console_can_be_turned_off() {
     let mut command = serve_embedded(&sample_kg(), 1);
     command.env("KGMESH__HTTP__CONSOLE", "false");

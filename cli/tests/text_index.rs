@@ -267,3 +267,62 @@ fn text_index_on_ask_answers_from_the_documents_alone_without_a_graph() {
         "{stderr}"
     );
 }
+
+#[test]
+fn text_eval_scores_unanswerable_questions_and_answer_types() {
+    let docs = tempfile::tempdir().expect("tempdir");
+    let out = tempfile::tempdir().expect("tempdir");
+    let notes = write(docs.path(), "notes.md", NOTES.as_bytes());
+    let into = format!("embedded:{}", out.path().display());
+    let (code, stdout, stderr) = index(&["--text", &notes, "--into", &into]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // Two questions the notes answer, one they cannot (nobody's birthplace is written).
+    let questions = write(
+        docs.path(),
+        "questions.jsonl",
+        concat!(
+            r#"{"question": "where was Salt Road shot", "answers": ["Bergen"], "type": "single", "asks": "place"}"#,
+            "\n",
+            r#"{"question": "in what year was the Harbour Light premiere held", "answers": ["1987"], "type": "single", "asks": "year"}"#,
+            "\n",
+            r#"{"question": "where was Mara Voss born", "answers": [], "type": "unanswerable", "asks": "place"}"#,
+            "\n",
+        )
+        .as_bytes(),
+    );
+    let mut eval = lexical(kgmesh());
+    eval.args([
+        "eval",
+        "--dataset",
+        "jsonl",
+        "--no-progress",
+        "--channels",
+        "keyword",
+    ])
+    .arg("--text-index")
+    .arg(out.path())
+    .arg("--questions")
+    .arg(&questions);
+    let (code, stdout, stderr) = run(eval);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // Hits@1 over the two answerable questions, the unanswerable one declined.
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("| keyword | docs") || l.starts_with("| keyword |"))
+        .unwrap_or_else(|| panic!("no score row:\n{stdout}"));
+    assert!(row.contains("| 100.0 % |"), "{row}\n{stdout}");
+    assert!(row.contains("| 1 of 1 |"), "{row}\n{stdout}");
+    // Per question type and per type asked.
+    assert!(
+        stdout.contains("| unanswerable | 1 | – | 1 of 1 |"),
+        "{stdout}"
+    );
+    let place = stdout
+        .lines()
+        .find(|l| l.starts_with("| place |"))
+        .unwrap_or_else(|| panic!("no place row:\n{stdout}"));
+    assert!(
+        place.starts_with("| place | 2 | 100 % (1/1) | 100 % (2/2) |"),
+        "{place}"
+    );
+}

@@ -87,6 +87,8 @@ pub struct QaRecord {
     pub hops: Option<u8>,
     /// Question type: `path` or `conjunction` for IRN, JSONL's `type`.
     pub kind: Option<String>,
+    /// JSONL's `asks`: the type of answer asked for, when the file says.
+    pub asks: Option<String>,
 }
 
 /// Every non-empty line of `text` with its 1-based line number, parsed in `format`
@@ -140,6 +142,7 @@ fn parse_metaqa(line: &str) -> Result<QaRecord, String> {
         answers,
         hops: None,
         kind: None,
+        asks: None,
     })
 }
 
@@ -173,6 +176,7 @@ fn parse_irn(line: &str) -> Result<QaRecord, String> {
         topics,
         hops: Some(hops),
         kind: Some(kind.to_owned()),
+        asks: None,
     })
 }
 
@@ -253,6 +257,14 @@ struct JsonLine {
     #[serde(default)]
     #[allow(dead_code)]
     gold: Option<serde_json::Value>,
+    /// The type of answer asked for (the document zoo's `person`, `date`, …): read by
+    /// the evaluation's answer-typing figures, never by the reader.
+    #[serde(default)]
+    asks: Option<String>,
+    /// Where the answers are written (the document zoo's quotes): read by checks.
+    #[serde(default)]
+    #[allow(dead_code)]
+    evidence: Option<serde_json::Value>,
 }
 
 /// JSONL's `type` of a question the graph cannot answer: its `answers` are empty, and
@@ -290,6 +302,7 @@ fn parse_jsonl(line: &str) -> Result<QaRecord, String> {
         topics: topic.into_iter().collect(),
         hops: parsed.hops,
         kind: parsed.kind,
+        asks: parsed.asks,
     })
 }
 
@@ -438,6 +451,19 @@ mod tests {
         let empty =
             parse_line(r#"{"question": "q", "answers": [" "]}"#, QaFormat::Jsonl).unwrap_err();
         assert!(empty.starts_with("no answers"), "{empty}");
+    }
+
+    #[test]
+    fn jsonl_reads_the_type_asked_and_reads_past_quoted_evidence() {
+        let record = parse_line(
+            r#"{"question": "who designed it", "answers": ["Omar Haddad"], "type": "single", "asks": "person", "evidence": [{"file": "docs/a.md", "quote": "Omar Haddad designed it"}]}"#,
+            QaFormat::Jsonl,
+        )
+        .unwrap();
+        assert_eq!(record.asks.as_deref(), Some("person"));
+        assert_eq!(record.kind.as_deref(), Some("single"));
+        let plain = parse_line(r#"{"question": "q", "answers": ["a"]}"#, QaFormat::Jsonl).unwrap();
+        assert_eq!(plain.asks, None);
     }
 
     #[test]

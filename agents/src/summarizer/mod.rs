@@ -11,6 +11,7 @@
 //! answers when the rule finds any. The fallback is counted in the reply's cost, so
 //! the answer says it was degraded.
 
+pub mod answer_type;
 pub mod core;
 mod profile;
 pub mod reader;
@@ -170,10 +171,27 @@ impl Summarizer {
     /// both reasons.
     pub async fn rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
         let reply = self.graph_rule_reply(request).await;
-        if !reply.answers.is_empty() || !reader::has_text(request) {
+        if !reader::has_text(request) {
             return reply;
         }
-        let mut read = self.read_passages(request).await;
+        let (mut read, supports) = self.read_passages(request, &reply).await;
+        if !reply.answers.is_empty() {
+            // Graph and documents both answer: one scale, the share of the question's
+            // words the evidence behind each first answer explains; the graph keeps ties.
+            return match supports {
+                Some((text, graph)) if !read.answers.is_empty() && text > graph => {
+                    read.explanation = format!(
+                        "{} The documents explain more of the question ({:.0} % of its words) \
+                         than the graph's answer ({:.0} %).",
+                        read.explanation,
+                        100.0 * text,
+                        100.0 * graph
+                    );
+                    read
+                }
+                _ => reply,
+            };
+        }
         if read.answers.is_empty() && !reply.explanation.is_empty() {
             let why = read
                 .explanation
@@ -187,15 +205,23 @@ impl Summarizer {
     /// The passages' answer without a model ([`reader`]), statements read against the
     /// question by embedding when the process has an embedder; "I don't know" with the
     /// reason when none answers.
-    async fn read_passages(&self, request: &SummarizeRequest) -> SummarizeReply {
+    /// With the passages' answer, when there is one: its support and the support of
+    /// the graph's first answer (`graph`, its paths' relations) on the same scale
+    /// ([`Reading::support`]).
+    async fn read_passages(
+        &self,
+        request: &SummarizeRequest,
+        graph: &SummarizeReply,
+    ) -> (SummarizeReply, Option<(f32, f32)>) {
         let reading = match Reading::new(request) {
             Ok(reading) => reading,
             Err(why) => {
-                return SummarizeReply {
+                let reply = SummarizeReply {
                     low_confidence: false,
                     answers: Vec::new(),
                     explanation: format!("I don't know: {why}."),
-                }
+                };
+                return (reply, None);
             }
         };
         let max_answers = usize::from(request.max_answers.max(1));
@@ -220,14 +246,32 @@ impl Summarizer {
             }
             _ => None,
         };
-        let mut reply = reading.answer(&self.rule, max_answers, cosines.as_deref());
+        let (mut reply, support) =
+            reading.answer_supported(&self.rule, max_answers, cosines.as_deref());
         if let Some(error) = failed {
             reply.explanation = format!(
                 "{} (read by words only: the embedder failed: {error})",
                 reply.explanation
             );
         }
-        reply
+        // The graph's first answer, by the relations of the paths it cites.
+        let graph_support = graph.answers.first().map(|answer| {
+            answer
+                .evidence
+                .iter()
+                .filter_map(
+                    |&line| match &request.context.evidence.get(line as usize)?.item {
+                        EvidenceItem::Path(path) => {
+                            let relations: Vec<&str> =
+                                path.steps.iter().map(|s| s.relation.as_str()).collect();
+                            Some(reading.support(&relations))
+                        }
+                        _ => None,
+                    },
+                )
+                .fold(0.0, f32::max)
+        });
+        (reply, graph_support.map(|graph| (support, graph)))
     }
 
     /// The graph rule's reply (see [`Self::rule_reply`]).

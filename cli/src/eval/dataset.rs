@@ -84,6 +84,8 @@ pub struct Question {
     pub kind: Option<String>,
     /// Which file (or file group) the question comes from, e.g. `metaqa/2-hop`.
     pub source: String,
+    /// The type of answer asked for, when the dataset says (JSONL's `asks`).
+    pub asks: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -166,6 +168,7 @@ pub fn parse(
             hops,
             kind: record.kind,
             source: label.to_owned(),
+            asks: record.asks,
         });
     }
     Ok(questions)
@@ -383,6 +386,7 @@ mod tests {
                 hops: None,
                 kind: None,
                 source: "s".into(),
+                asks: None,
             })
             .collect();
         let a = select(questions.clone(), Some(10), Some(7));

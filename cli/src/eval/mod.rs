@@ -154,6 +154,7 @@ mod tests {
             hops: None,
             kind: None,
             source: source.into(),
+            asks: None,
         }
     }
 

@@ -341,6 +341,7 @@ mod tests {
             hops: None,
             kind: None,
             source: "s".into(),
+            asks: None,
         }
     }
 

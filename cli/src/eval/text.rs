@@ -12,7 +12,7 @@ use std::{path::PathBuf, sync::Arc, time::Instant};
 use anyhow::Context as _;
 use kgmesh_agents::{
     scoring::{relevance::TextVectors, TEXT_VECTOR_CACHE},
-    summarizer::{core::SummaryRule, reader, Summarizer},
+    summarizer::{answer_type, core::SummaryRule, reader, Summarizer},
     text_retriever::{
         retrieve::{Channels, SearchSettings},
         role::{excerpts, load_text},
@@ -46,9 +46,33 @@ struct Scores {
     covered: usize,
     hits: usize,
     unusable: usize,
+    /// Questions with answers (Hits@1 and coverage count these).
+    answerable: usize,
+    /// Questions the documents cannot answer, and how many of them got no answer.
+    unanswerable: usize,
+    declined: usize,
+    /// Per question type (JSONL's `type`): questions, answerable ones and their hits,
+    /// unanswerable ones declined.
+    by_kind: std::collections::BTreeMap<String, [usize; 4]>,
+    /// Per type asked (JSONL's `asks`): questions, hits, questions whose type the
+    /// reader reads as asked, first answers of the type asked, gold answers the reader
+    /// types as asked.
+    by_asks: std::collections::BTreeMap<String, AsksScores>,
     latencies_ms: Vec<f64>,
     reader_ms: Vec<f64>,
     tokens: usize,
+}
+
+/// Answer-typing figures for one asked type.
+#[derive(Debug, Default, Clone, Copy)]
+struct AsksScores {
+    questions: usize,
+    answerable: usize,
+    hits: usize,
+    question_typed: usize,
+    answered: usize,
+    first_typed: usize,
+    gold_typed: usize,
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -196,6 +220,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                 plan: Vec::new(),
             };
             let started = Instant::now();
+            let mut first_text: Option<String> = None;
             let first = match &run.llm {
                 Some(llm) => {
                     let prompt = prompts::summarizer::build(&request, settings.context_tokens * 2);
@@ -222,20 +247,56 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                         }
                     }
                 }
-                None => summarizer
-                    .rule_reply(&request)
-                    .await
-                    .answers
-                    .first()
-                    .map(|a| normalize(&a.text)),
+                None => {
+                    let reply = summarizer.rule_reply(&request).await;
+                    first_text = reply.answers.first().map(|a| a.text.clone());
+                    first_text.as_deref().map(normalize)
+                }
             };
             scores.reader_ms.push(started.elapsed().as_secs_f64() * 1e3);
-            match first {
-                Some(given) if question.answers.iter().any(|a| normalize(a) == given) => {
-                    scores.hits += 1;
+            let hit = matches!(&first, Some(given) if question.answers.iter().any(|a| normalize(a) == *given));
+            if question.answers.is_empty() {
+                scores.unanswerable += 1;
+                scores.declined += usize::from(first.is_none());
+            } else {
+                scores.answerable += 1;
+                match first {
+                    _ if hit => scores.hits += 1,
+                    Some(_) => {}
+                    None => scores.unusable += 1,
                 }
-                Some(_) => {}
-                None => scores.unusable += 1,
+            }
+            if let Some(kind) = question.kind.as_deref() {
+                let entry = scores.by_kind.entry(kind.to_owned()).or_default();
+                entry[0] += 1;
+                if question.answers.is_empty() {
+                    entry[3] += usize::from(first.is_none());
+                } else {
+                    entry[1] += 1;
+                    entry[2] += usize::from(hit);
+                }
+            }
+            if let Some(asks) = question.asks.as_deref() {
+                let entry = scores.by_asks.entry(asks.to_owned()).or_default();
+                entry.questions += 1;
+                let asked = answer_type::AnswerType::parse(asks);
+                entry.question_typed += usize::from(
+                    asked.is_some() && answer_type::asked(&question.question).kind == asked,
+                );
+                if !question.answers.is_empty() {
+                    entry.answerable += 1;
+                    entry.hits += usize::from(hit);
+                    let gold = &question.answers[0];
+                    entry.gold_typed += usize::from(
+                        asked.is_some() && Some(reader::type_in_context(&request, gold)) == asked,
+                    );
+                }
+                if let Some(text) = &first_text {
+                    entry.answered += 1;
+                    entry.first_typed += usize::from(
+                        asked.is_some() && Some(reader::type_in_context(&request, text)) == asked,
+                    );
+                }
             }
             if run.progress && (n + 1).is_multiple_of(100) {
                 eprintln!(
@@ -248,26 +309,129 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         rows.push((channels, by_source));
     }
     println!();
-    println!("| channels | questions | n | coverage | Hits@1 | no answer | context tokens (mean) | retrieval p50 | p99 | reader p50 |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| channels | questions | n | coverage | Hits@1 | no answer | unanswerable declined | context tokens (mean) | retrieval p50 | p99 | reader p50 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut typing: Vec<(Channels, std::collections::BTreeMap<String, AsksScores>)> = Vec::new();
+    let mut kinds: Vec<(
+        Channels,
+        String,
+        std::collections::BTreeMap<String, [usize; 4]>,
+    )> = Vec::new();
     for (channels, (source, mut scores)) in rows
         .into_iter()
         .flat_map(|(c, sources)| sources.into_iter().map(move |s| (c, s)))
     {
         let total = scores.latencies_ms.len().max(1) as f64;
+        let answerable = scores.answerable.max(1) as f64;
         scores.latencies_ms.sort_by(f64::total_cmp);
         scores.reader_ms.sort_by(f64::total_cmp);
-        let hits = format!("{:.1} %", 100.0 * scores.hits as f64 / total);
+        let hits = format!("{:.1} %", 100.0 * scores.hits as f64 / answerable);
         let unusable = scores.unusable;
+        let declined = if scores.unanswerable == 0 {
+            "–".to_owned()
+        } else {
+            format!("{} of {}", scores.declined, scores.unanswerable)
+        };
         let reader = format!("{:.2} ms", percentile(&scores.reader_ms, 50.0));
         println!(
-            "| {channels} | {source} | {} | {:.1} % | {hits} | {unusable} | {:.0} | {:.2} ms | {:.2} ms | {reader} |",
+            "| {channels} | {source} | {} | {:.1} % | {hits} | {unusable} | {declined} | {:.0} | {:.2} ms | {:.2} ms | {reader} |",
             scores.latencies_ms.len(),
-            100.0 * scores.covered as f64 / total,
+            100.0 * scores.covered as f64 / answerable,
             scores.tokens as f64 / total,
             percentile(&scores.latencies_ms, 50.0),
             percentile(&scores.latencies_ms, 99.0),
         );
+        if !scores.by_kind.is_empty() {
+            kinds.push((
+                channels,
+                source.clone(),
+                std::mem::take(&mut scores.by_kind),
+            ));
+        }
+        match typing.iter_mut().find(|(c, _)| *c == channels) {
+            Some((_, all)) => merge_asks(all, &scores.by_asks),
+            None => {
+                let mut all = std::collections::BTreeMap::new();
+                merge_asks(&mut all, &scores.by_asks);
+                typing.push((channels, all));
+            }
+        }
+    }
+    if !kinds.is_empty() {
+        println!();
+        println!("by question type (JSONL's `type`):");
+        println!(
+            "| channels | questions | type | n | Hits@1 (answerable) | declined (unanswerable) |"
+        );
+        println!("|---|---|---|---|---|---|");
+        for (channels, source, by_kind) in &kinds {
+            for (kind, [n, answerable, hits, declined]) in by_kind {
+                let hits = if *answerable == 0 {
+                    "–".to_owned()
+                } else {
+                    format!("{:.1} %", 100.0 * *hits as f64 / *answerable as f64)
+                };
+                let unanswerable = n - answerable;
+                let declined = if unanswerable == 0 {
+                    "–".to_owned()
+                } else {
+                    format!("{declined} of {unanswerable}")
+                };
+                println!("| {channels} | {source} | {kind} | {n} | {hits} | {declined} |");
+            }
+        }
+    }
+    for (channels, by_asks) in typing.iter().filter(|(_, b)| !b.is_empty()) {
+        println!();
+        println!("answer types, channels {channels} (all question files together; the reader's own typing against the `asks` the files give):");
+        println!("| asks | questions | Hits@1 | question read as asking it | first answers of that type | gold answers typed so |");
+        println!("|---|---|---|---|---|---|");
+        let mut total = AsksScores::default();
+        for (asks, s) in by_asks {
+            print_asks(asks, s);
+            total.questions += s.questions;
+            total.answerable += s.answerable;
+            total.hits += s.hits;
+            total.question_typed += s.question_typed;
+            total.answered += s.answered;
+            total.first_typed += s.first_typed;
+            total.gold_typed += s.gold_typed;
+        }
+        print_asks("all", &total);
     }
     Ok(())
+}
+
+fn merge_asks(
+    into: &mut std::collections::BTreeMap<String, AsksScores>,
+    from: &std::collections::BTreeMap<String, AsksScores>,
+) {
+    for (asks, s) in from {
+        let e = into.entry(asks.clone()).or_default();
+        e.questions += s.questions;
+        e.answerable += s.answerable;
+        e.hits += s.hits;
+        e.question_typed += s.question_typed;
+        e.answered += s.answered;
+        e.first_typed += s.first_typed;
+        e.gold_typed += s.gold_typed;
+    }
+}
+
+fn print_asks(asks: &str, s: &AsksScores) {
+    let share = |n: usize, of: usize| {
+        if of == 0 {
+            "–".to_owned()
+        } else {
+            format!("{:.0} % ({n}/{of})", 100.0 * n as f64 / of as f64)
+        }
+    };
+    println!(
+        "| {asks} | {} | {} | {} | {} | {} |",
+        s.questions,
+        share(s.hits, s.answerable),
+        share(s.question_typed, s.questions),
+        share(s.first_typed, s.answered),
+        share(s.gold_typed, s.answerable),
+    );
 }

@@ -283,6 +283,15 @@
   function evidenceItem(reply, index) {
     const line = (reply.evidence || [])[index];
     if (!line) return el("li", { class: "muted" }, `line ${index + 1} is not in the reply`);
+    // A document's passage ("Passage (FILE:OFFSET): TEXT") is shown as a quotation under
+    // the file and byte offset it was read from, its line breaks kept.
+    const cut = line.text.startsWith("Passage (") ? line.text.indexOf("): ") : -1;
+    if (cut > 0) {
+      return el("li", { value: index + 1, class: "passage" },
+        el("span", { class: "source" }, line.source), " ",
+        el("cite", { class: "passage-source", title: "file : byte offset" }, line.text.slice(9, cut)),
+        el("blockquote", { class: "passage-text" }, line.text.slice(cut + 3)));
+    }
     return el("li", { value: index + 1 },
       el("span", { class: "source" }, line.source), " ", line.text);
   }
@@ -327,8 +336,9 @@
     clear(list);
     const cited = citedLines(reply);
     (reply.evidence || []).forEach((line, index) => {
-      list.append(el("li", { class: cited.has(index) ? "cited" : "" },
-        el("span", { class: "source" }, line.source), " ", line.text));
+      const item = evidenceItem(reply, index);
+      if (cited.has(index)) item.classList.add("cited");
+      list.append(item);
     });
     const count = (reply.evidence || []).length;
     $("evidence-summary").textContent = `All ${count} evidence line${count === 1 ? "" : "s"} (${cited.size} cited)`;

@@ -1,0 +1,1023 @@
+//! Answer types: what a question asks for (a person, an organization, a place, a date,
+//! a year, an amount of money, a number, or a thing named some other way) and what a
+//! span of prose is, so that a reader does not answer "who …" with a year or "what is
+//! the price" with a month.
+//!
+//! The question's type comes from its wh-phrase: "who", "when", "where", "how much",
+//! "how many", and for "what" / "which" the class word the phrase names ("which
+//! *company*", "what is the *price* of …", "X's *budget*"). A class word is typed by the
+//! [`CLASS_WORDS`] lexicon of common English nouns; one it does not hold asks for a
+//! thing of that class, which the reader matches against the words written beside a
+//! candidate.
+//!
+//! A span's type comes from its form: currency signs and words make an amount, month
+//! names or an ISO form a date, a lone four-digit number in the range of years a year,
+//! other numerals a number. A capitalized name is an organization when one of its words
+//! designates one ("Labs", "Council", "Foundation"), a person when a title or a role
+//! noun stands before it or it is two or three plain words, a place when a locative
+//! preposition ("in", "near", "from") stands before it. Every name of one text is typed
+//! by all the places it is written ([`NameTypes`]): "in Tarsk" once makes Tarsk a place
+//! wherever it stands. Nothing here knows a corpus; the lexicons are plain English.
+
+use std::collections::HashMap;
+
+use kgmesh_models::lexical::text::{is_stop_word, stem, words};
+
+/// What an answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AnswerType {
+    Person,
+    Organization,
+    Place,
+    Date,
+    Year,
+    Amount,
+    Number,
+    /// Named otherwise: a product, a title, a version, a noun phrase.
+    Thing,
+}
+
+impl AnswerType {
+    pub const ALL: [AnswerType; 8] = [
+        AnswerType::Person,
+        AnswerType::Organization,
+        AnswerType::Place,
+        AnswerType::Date,
+        AnswerType::Year,
+        AnswerType::Amount,
+        AnswerType::Number,
+        AnswerType::Thing,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AnswerType::Person => "person",
+            AnswerType::Organization => "organization",
+            AnswerType::Place => "place",
+            AnswerType::Date => "date",
+            AnswerType::Year => "year",
+            AnswerType::Amount => "amount",
+            AnswerType::Number => "number",
+            AnswerType::Thing => "thing",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == text)
+    }
+
+    /// Dates, years, amounts and numbers: types a span's form tells reliably.
+    pub fn is_numeric(self) -> bool {
+        matches!(
+            self,
+            AnswerType::Date | AnswerType::Year | AnswerType::Amount | AnswerType::Number
+        )
+    }
+}
+
+impl std::fmt::Display for AnswerType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How well a span of type `span` answers a question asking for `asked`, in `[0, 1]`:
+/// 1 for the type asked, less for a near one (an organization for "who", a year for
+/// "when"), 0 for a numeric span where a name is asked or the reverse.
+pub fn fit(asked: AnswerType, span: AnswerType) -> f32 {
+    use AnswerType::*;
+    if asked == span {
+        return 1.0;
+    }
+    match (asked, span) {
+        (Date, Year) | (Year, Date) => 0.8,
+        (Number, Amount) | (Amount, Number) => 0.5,
+        (Person, Organization) | (Organization, Person) => 0.5,
+        (Place, Organization) | (Organization, Place) => 0.4,
+        // An unknown single name may be of any kind of name.
+        (Person | Organization | Place, Thing) => 0.4,
+        (Thing, Person | Organization | Place) => 0.5,
+        (Thing, Date | Year | Amount | Number) => 0.1,
+        _ => 0.0,
+    }
+}
+
+/// What a question asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    /// `None` when the question's form says nothing (no wh-phrase, "what did X do").
+    pub kind: Option<AnswerType>,
+    /// The class word the wh-phrase names ("company" in "which company …"), lower case.
+    pub class: Option<String>,
+    /// Positions in [`words`] of the question of the wh-phrase's words (the wh-word,
+    /// "much"/"many", the class word): they say what is asked, not what it is about.
+    pub phrase: Vec<usize>,
+}
+
+/// Auxiliaries that may stand between "what" and the class word ("what *was* the
+/// budget").
+const AUXILIARIES: &[&str] = &[
+    "is", "was", "are", "were", "did", "does", "do", "has", "have", "had", "will", "would", "can",
+    "could", "should", "must",
+];
+
+/// Nouns that stand for the class of the noun after "of" ("the *name* of the company",
+/// "what *kind* of engine").
+const TRANSPARENT: &[&str] = &["name", "names", "title", "kind", "type", "sort", "form"];
+
+/// Common English class nouns and the answer type they ask for. Stems are compared, so
+/// one form of each word is enough.
+pub const CLASS_WORDS: &[(AnswerType, &[&str])] = &[
+    (
+        AnswerType::Person,
+        &[
+            "person",
+            "people",
+            "man",
+            "woman",
+            "someone",
+            "who",
+            "engineer",
+            "manager",
+            "director",
+            "author",
+            "founder",
+            "scientist",
+            "player",
+            "coach",
+            "officer",
+            "chair",
+            "chairman",
+            "chairwoman",
+            "chairperson",
+            "head",
+            "leader",
+            "lead",
+            "owner",
+            "member",
+            "employee",
+            "staff",
+            "architect",
+            "designer",
+            "developer",
+            "contributor",
+            "maintainer",
+            "researcher",
+            "professor",
+            "teacher",
+            "student",
+            "doctor",
+            "nurse",
+            "artist",
+            "writer",
+            "editor",
+            "reporter",
+            "journalist",
+            "spokesperson",
+            "president",
+            "ceo",
+            "cto",
+            "cfo",
+            "executive",
+            "agent",
+            "customer",
+            "user",
+            "volunteer",
+            "mentor",
+            "partner",
+            "winner",
+            "minister",
+            "mayor",
+            "councillor",
+            "councilor",
+            "secretary",
+            "treasurer",
+            "analyst",
+            "consultant",
+            "technician",
+            "captain",
+            "pilot",
+            "chef",
+            "judge",
+            "lawyer",
+            "approver",
+            "contact",
+            "representative",
+            "speaker",
+            "host",
+            "wife",
+            "husband",
+            "spouse",
+            "father",
+            "mother",
+            "son",
+            "daughter",
+            "brother",
+            "sister",
+            "child",
+            "parent",
+            "friend",
+            "colleague",
+            "successor",
+            "predecessor",
+            "assignee",
+            "reviewer",
+            "sponsor",
+        ],
+    ),
+    (
+        AnswerType::Organization,
+        &[
+            "company",
+            "firm",
+            "organization",
+            "organisation",
+            "business",
+            "startup",
+            "corporation",
+            "agency",
+            "institution",
+            "team",
+            "group",
+            "supplier",
+            "vendor",
+            "manufacturer",
+            "publisher",
+            "bank",
+            "university",
+            "charity",
+            "ngo",
+            "club",
+            "department",
+            "committee",
+            "council",
+            "foundation",
+            "lab",
+            "laboratory",
+            "studio",
+            "investor",
+            "funder",
+            "donor",
+            "buyer",
+            "acquirer",
+            "brand",
+            "maker",
+            "retailer",
+            "distributor",
+            "contractor",
+            "operator",
+            "carrier",
+            "airline",
+            "label",
+            "school",
+            "college",
+            "hospital",
+            "ministry",
+            "government",
+            "union",
+            "association",
+            "society",
+            "fund",
+            "unit",
+            "division",
+            "subsidiary",
+            "rival",
+            "competitor",
+            "competition",
+            "insurer",
+            "provider",
+            "broker",
+            "party",
+        ],
+    ),
+    (
+        AnswerType::Place,
+        &[
+            "place",
+            "city",
+            "town",
+            "country",
+            "region",
+            "state",
+            "province",
+            "village",
+            "location",
+            "office",
+            "site",
+            "venue",
+            "port",
+            "airport",
+            "district",
+            "area",
+            "capital",
+            "island",
+            "continent",
+            "headquarters",
+            "hq",
+            "plant",
+            "factory",
+            "warehouse",
+            "campus",
+            "branch",
+            "neighbourhood",
+            "neighborhood",
+            "county",
+            "street",
+            "destination",
+            "where",
+            "hub",
+            "base",
+            "market",
+        ],
+    ),
+    (
+        AnswerType::Date,
+        &[
+            "date", "day", "month", "deadline", "when", "time", "weekday",
+        ],
+    ),
+    (AnswerType::Year, &["year", "decade"]),
+    (
+        AnswerType::Amount,
+        &[
+            "price",
+            "cost",
+            "fee",
+            "amount",
+            "budget",
+            "salary",
+            "revenue",
+            "sum",
+            "fine",
+            "refund",
+            "funding",
+            "grant",
+            "spending",
+            "profit",
+            "loss",
+            "value",
+            "worth",
+            "payment",
+            "charge",
+            "allowance",
+            "stipend",
+            "reimbursement",
+            "money",
+            "income",
+            "turnover",
+            "sales",
+            "donation",
+            "investment",
+            "valuation",
+            "wage",
+            "pay",
+            "bonus",
+            "deposit",
+            "rent",
+            "tariff",
+            "penalty",
+            "expense",
+            "expenditure",
+            "premium",
+        ],
+    ),
+    (
+        AnswerType::Number,
+        &[
+            "number",
+            "count",
+            "quantity",
+            "total",
+            "percentage",
+            "percent",
+            "share",
+            "size",
+            "capacity",
+            "population",
+            "age",
+            "score",
+            "rate",
+            "rating",
+            "limit",
+            "maximum",
+            "minimum",
+            "duration",
+            "length",
+            "weight",
+            "height",
+            "distance",
+            "speed",
+            "headcount",
+            "many",
+        ],
+    ),
+];
+
+/// The answer type a class word asks for, by [`CLASS_WORDS`].
+pub fn class_type(class: &str) -> Option<AnswerType> {
+    let stemmed = stem(class);
+    CLASS_WORDS
+        .iter()
+        .find(|(_, nouns)| nouns.iter().any(|n| *n == class || stem(n) == stemmed))
+        .map(|(kind, _)| *kind)
+}
+
+/// What `question` asks for (see the module documentation).
+pub fn asked(question: &str) -> Asked {
+    let all = words(question);
+    let none = Asked {
+        kind: None,
+        class: None,
+        phrase: Vec::new(),
+    };
+    let Some(at) = all.iter().position(|w| {
+        matches!(
+            w.as_str(),
+            "who" | "whom" | "whose" | "when" | "where" | "what" | "which" | "how"
+        )
+    }) else {
+        return none;
+    };
+    let word = |i: usize| all.get(i).map_or("", String::as_str);
+    let typed = |kind: AnswerType, phrase: Vec<usize>| Asked {
+        kind: Some(kind),
+        class: None,
+        phrase,
+    };
+    match word(at) {
+        "who" | "whom" | "whose" => typed(AnswerType::Person, vec![at]),
+        "when" => typed(AnswerType::Date, vec![at]),
+        "where" => typed(AnswerType::Place, vec![at]),
+        "how" => match word(at + 1) {
+            "much" => typed(AnswerType::Amount, vec![at, at + 1]),
+            "many" => {
+                // "how many *engineers*": the counted class is part of what is asked.
+                let mut phrase = vec![at, at + 1];
+                if !word(at + 2).is_empty() && !is_stop_word(word(at + 2)) {
+                    phrase.push(at + 2);
+                }
+                typed(AnswerType::Number, phrase)
+            }
+            "long" | "old" | "far" | "big" | "large" | "tall" | "often" | "heavy" => {
+                typed(AnswerType::Number, vec![at, at + 1])
+            }
+            _ => none,
+        },
+        _ => {
+            // "what"/"which": the class word the phrase names.
+            let Some(class_at) = class_word(&all, at) else {
+                return Asked {
+                    kind: None,
+                    class: None,
+                    phrase: vec![at],
+                };
+            };
+            let class = all[class_at].clone();
+            let kind = class_type(&class).unwrap_or(AnswerType::Thing);
+            Asked {
+                kind: Some(kind),
+                class: Some(class),
+                phrase: vec![at, class_at],
+            }
+        }
+    }
+}
+
+/// Where the class word of the "what"/"which" at `at` stands: the word right after it
+/// ("which *company*"), or after an auxiliary and an article ("what is the *price*"), or
+/// after a possessive ("what was X's *budget*"), read through "the name of" and the like.
+fn class_word(all: &[String], at: usize) -> Option<usize> {
+    let word = |i: usize| all.get(i).map_or("", String::as_str);
+    let content = |i: usize| !word(i).is_empty() && !is_stop_word(word(i));
+    let mut i = at + 1;
+    let found = if content(i) && !AUXILIARIES.contains(&word(i)) {
+        Some(i)
+    } else if AUXILIARIES.contains(&word(i)) {
+        i += 1;
+        let noun = |j: usize| content(j) || TRANSPARENT.contains(&word(j));
+        if matches!(word(i), "the" | "a" | "an") && noun(i + 1) {
+            Some(i + 1)
+        } else {
+            // "what is X's budget": the word after the possessive's "s".
+            (i..all.len().min(i + 6))
+                .find(|&j| word(j) == "s" && content(j + 1))
+                .map(|j| j + 1)
+        }
+    } else {
+        None
+    }?;
+    // "the name of the company" → "company".
+    if TRANSPARENT.contains(&word(found)) && word(found + 1) == "of" {
+        let mut next = found + 2;
+        if matches!(word(next), "the" | "a" | "an" | "this" | "that") {
+            next += 1;
+        }
+        if content(next) {
+            return Some(next);
+        }
+    }
+    Some(found)
+}
+
+/// Months, full and short, lower case.
+pub(crate) const MONTHS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+];
+
+/// Weekdays, full and short, lower case.
+pub(crate) const WEEKDAYS: &[&str] = &[
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "mon",
+    "tue",
+    "tues",
+    "wed",
+    "thu",
+    "thur",
+    "thurs",
+    "fri",
+    "sat",
+    "sun",
+];
+
+/// Currency words, lower case (signs are read as characters).
+pub(crate) const CURRENCY_WORDS: &[&str] = &[
+    "dollar", "dollars", "euro", "euros", "pound", "pounds", "yen", "franc", "francs", "krona",
+    "kronor", "krone", "kroner", "usd", "eur", "gbp", "chf", "cad", "aud", "rupee", "rupees",
+    "peso", "pesos", "cent", "cents",
+];
+
+/// Number words.
+pub(crate) const NUMBER_WORDS: &[&str] = &[
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "sixty",
+    "seventy",
+    "eighty",
+    "ninety",
+    "hundred",
+    "thousand",
+    "million",
+    "billion",
+    "dozen",
+];
+
+/// Words that make a name an organization's.
+const ORGANIZATION_WORDS: &[&str] = &[
+    "inc",
+    "ltd",
+    "llc",
+    "plc",
+    "gmbh",
+    "ag",
+    "sa",
+    "bv",
+    "corp",
+    "corporation",
+    "company",
+    "co",
+    "group",
+    "labs",
+    "lab",
+    "systems",
+    "technologies",
+    "technology",
+    "foundation",
+    "institute",
+    "university",
+    "college",
+    "school",
+    "council",
+    "bank",
+    "association",
+    "society",
+    "agency",
+    "authority",
+    "ministry",
+    "partners",
+    "holdings",
+    "industries",
+    "media",
+    "studio",
+    "studios",
+    "committee",
+    "board",
+    "department",
+    "trust",
+    "fund",
+    "museum",
+    "library",
+    "hospital",
+    "clinic",
+    "club",
+    "union",
+    "network",
+    "collective",
+    "cooperative",
+    "co-op",
+    "team",
+    "works",
+    "energy",
+    "motors",
+    "airlines",
+    "airways",
+    "logistics",
+    "robotics",
+    "software",
+    "solutions",
+    "services",
+    "capital",
+    "ventures",
+    "press",
+    "publishing",
+    "records",
+    "telecom",
+    "pharma",
+    "bio",
+    "health",
+    "commission",
+    "alliance",
+    "federation",
+    "centre",
+    "center",
+    "trading",
+    "analytics",
+    "dynamics",
+    "aerospace",
+    "shipping",
+    "foods",
+    "brewery",
+    "bakery",
+];
+
+/// Titles and role nouns written right before a person's name.
+const PERSON_CUES: &[&str] = &[
+    "mr",
+    "mrs",
+    "ms",
+    "miss",
+    "dr",
+    "prof",
+    "professor",
+    "sir",
+    "dame",
+    "lady",
+    "lord",
+    "ceo",
+    "cto",
+    "cfo",
+    "coo",
+    "president",
+    "chair",
+    "chairman",
+    "chairwoman",
+    "director",
+    "manager",
+    "engineer",
+    "founder",
+    "cofounder",
+    "co-founder",
+    "head",
+    "lead",
+    "editor",
+    "author",
+    "writer",
+    "designer",
+    "architect",
+    "developer",
+    "maintainer",
+    "contributor",
+    "scientist",
+    "researcher",
+    "analyst",
+    "officer",
+    "councillor",
+    "councilor",
+    "mayor",
+    "minister",
+    "secretary",
+    "treasurer",
+    "agent",
+    "technician",
+    "coach",
+    "captain",
+    "spokesperson",
+    "spokesman",
+    "spokeswoman",
+    "colleague",
+    "by",
+    "said",
+    "says",
+    "according",
+    "mentor",
+    "wife",
+    "husband",
+    "son",
+    "daughter",
+    "brother",
+    "sister",
+    "mother",
+    "father",
+    "dear",
+    "hi",
+    "hello",
+    "thanks",
+    "regards",
+    "cheers",
+];
+
+/// Prepositions written before a place's name.
+const PLACE_CUES: &[&str] = &["in", "near", "from", "outside", "across", "into", "around"];
+
+/// The type of a span by its form alone (`previous`: the lower-cased word before it,
+/// "" at a sentence's start).
+pub fn form_type(span: &str, previous: &str) -> AnswerType {
+    let span_words = words(span);
+    let has_digit = span.chars().any(|c| c.is_ascii_digit());
+    let currency = span.contains(['$', '€', '£', '¥', '₹'])
+        || span_words
+            .iter()
+            .any(|w| CURRENCY_WORDS.contains(&w.as_str()))
+        || CURRENCY_WORDS.contains(&previous) && has_digit;
+    if currency
+        && (has_digit
+            || span_words
+                .iter()
+                .any(|w| NUMBER_WORDS.contains(&w.as_str())))
+    {
+        return AnswerType::Amount;
+    }
+    if span_words.iter().any(|w| MONTHS.contains(&w.as_str()))
+        && (has_digit || span_words.len() == 1)
+        && span_words.iter().all(|w| {
+            MONTHS.contains(&w.as_str())
+                || WEEKDAYS.contains(&w.as_str())
+                || w.chars().all(|c| c.is_ascii_digit())
+                || is_ordinal(w)
+        })
+    {
+        // "May" alone is more often a verb or a name; with a day or a year, a date.
+        if has_digit || !matches!(span_words[0].as_str(), "may" | "march") {
+            return AnswerType::Date;
+        }
+    }
+    if is_iso_date(span) {
+        return AnswerType::Date;
+    }
+    if let [only] = span_words.as_slice() {
+        if only.len() == 4 && only.chars().all(|c| c.is_ascii_digit()) {
+            let year: u32 = only.parse().unwrap_or(0);
+            if (1000..2200).contains(&year) {
+                return AnswerType::Year;
+            }
+        }
+    }
+    let numeral = |w: &String| {
+        w.chars().all(|c| c.is_ascii_digit()) || NUMBER_WORDS.contains(&w.as_str()) || is_ordinal(w)
+    };
+    if !span_words.is_empty() && span_words.iter().all(numeral) {
+        return AnswerType::Number;
+    }
+    if span_words
+        .iter()
+        .any(|w| ORGANIZATION_WORDS.contains(&w.as_str()))
+        && span_words.len() > 1
+    {
+        return AnswerType::Organization;
+    }
+    if has_digit {
+        return AnswerType::Thing;
+    }
+    if PERSON_CUES.contains(&previous) && previous != "by" {
+        return AnswerType::Person;
+    }
+    if PLACE_CUES.contains(&previous) {
+        return AnswerType::Place;
+    }
+    let capitalized = span
+        .split_whitespace()
+        .all(|w| w.chars().next().is_some_and(char::is_uppercase));
+    if capitalized && (2..=3).contains(&span_words.len()) {
+        return AnswerType::Person;
+    }
+    AnswerType::Thing
+}
+
+/// "1st", "21st", "3rd".
+fn is_ordinal(word: &str) -> bool {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && matches!(&word[digits.len()..], "st" | "nd" | "rd" | "th")
+}
+
+/// "2024-03-12", "12/03/2024".
+fn is_iso_date(span: &str) -> bool {
+    let parts: Vec<&str> = span.split(['-', '/']).collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 4 && p.chars().all(|c| c.is_ascii_digit()))
+        && parts.iter().any(|p| p.len() == 4)
+}
+
+/// The type of every name of a text, from all the places it is written: a place cue or a
+/// person cue anywhere types the name everywhere ("in Tarsk" once makes Tarsk a place).
+#[derive(Debug, Default)]
+pub struct NameTypes {
+    /// Per name (its lower-case words joined), votes per type.
+    votes: HashMap<String, [u16; 8]>,
+}
+
+impl NameTypes {
+    /// Counts one place where `name` is written, after the lower-cased word `previous`.
+    pub fn add(&mut self, name: &str, previous: &str) {
+        let kind = form_type(name, previous);
+        let key = words(name).join(" ");
+        let slot = AnswerType::ALL.iter().position(|t| *t == kind).unwrap_or(7);
+        self.votes.entry(key).or_default()[slot] += 1;
+    }
+
+    /// The type of `name`: its form's type when that is not a plain name's, else the
+    /// kind of name most of its places say (an organization's designator, a person's
+    /// title, a place's preposition), else its form's type.
+    pub fn type_of(&self, name: &str, previous: &str) -> AnswerType {
+        let form = form_type(name, previous);
+        if form.is_numeric() || form == AnswerType::Organization {
+            return form;
+        }
+        let Some(votes) = self.votes.get(&words(name).join(" ")) else {
+            return form;
+        };
+        // Cues outvote the plain form: a person's title once, a place's preposition more
+        // often than not.
+        let count = |t: AnswerType| votes[AnswerType::ALL.iter().position(|x| *x == t).unwrap()];
+        let (person, place, organization) = (
+            count(AnswerType::Person),
+            count(AnswerType::Place),
+            count(AnswerType::Organization),
+        );
+        if organization > 0 {
+            AnswerType::Organization
+        } else if place > 0 && place * 2 >= person {
+            AnswerType::Place
+        } else if person > 0 {
+            AnswerType::Person
+        } else {
+            form
+        }
+    }
+}
+
+/// The words of `text` that stand right before and after `name` wherever it is written,
+/// lower case, without stop words: what the text calls it ("the startup Veltra",
+/// "Veltra, a robotics company"), matched against a question's class word.
+pub fn apposition_words(all: &[String], name: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    if name.is_empty() {
+        return out;
+    }
+    for start in 0..all.len().saturating_sub(name.len() - 1) {
+        if all[start..start + name.len()] != *name {
+            continue;
+        }
+        let before = all[..start]
+            .iter()
+            .rev()
+            .filter(|w| !is_stop_word(w))
+            .take(1);
+        let after = all[start + name.len()..]
+            .iter()
+            .filter(|w| !is_stop_word(w))
+            .take(2);
+        out.extend(before.chain(after).cloned());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(question: &str) -> Option<AnswerType> {
+        asked(question).kind
+    }
+
+    #[test]
+    fn the_wh_phrase_says_what_is_asked() {
+        use AnswerType::*;
+        assert_eq!(kind("Who designed the Sparrow engine?"), Some(Person));
+        assert_eq!(kind("When did Brightfen close its round?"), Some(Date));
+        assert_eq!(kind("Where is Veltra based?"), Some(Place));
+        assert_eq!(kind("How much does the Nimbus kit cost?"), Some(Amount));
+        assert_eq!(kind("How many engineers work on it?"), Some(Number));
+        assert_eq!(kind("Which company acquired Veltra?"), Some(Organization));
+        assert_eq!(kind("In which city is the plant?"), Some(Place));
+        assert_eq!(kind("What year was it founded?"), Some(Year));
+        assert_eq!(kind("What is the price of the Nimbus kit?"), Some(Amount));
+        assert_eq!(kind("What was Veltra's budget for 2024?"), Some(Amount));
+        assert_eq!(
+            kind("What is the name of the company that bought it?"),
+            Some(Organization)
+        );
+        assert_eq!(kind("Which engine did Omar Haddad design?"), Some(Thing));
+        assert_eq!(kind("What did Omar Haddad design?"), None);
+        assert_eq!(kind("Tell me about Veltra"), None);
+        assert_eq!(
+            asked("Which engine did he design?").class.as_deref(),
+            Some("engine")
+        );
+    }
+
+    #[test]
+    fn a_spans_form_says_what_it_is() {
+        use AnswerType::*;
+        assert_eq!(form_type("$349", ""), Amount);
+        assert_eq!(form_type("4,500 euros", ""), Amount);
+        assert_eq!(form_type("€1.2 million", ""), Amount);
+        assert_eq!(form_type("12 March 2024", ""), Date);
+        assert_eq!(form_type("March 2024", ""), Date);
+        assert_eq!(form_type("2024-03-12", ""), Date);
+        assert_eq!(form_type("1994", ""), Year);
+        assert_eq!(form_type("4,500", ""), Number);
+        assert_eq!(form_type("twelve", ""), Number);
+        assert_eq!(form_type("Norcom Group", ""), Organization);
+        assert_eq!(form_type("Omar Haddad", ""), Person);
+        assert_eq!(form_type("Tarsk", "in"), Place);
+        assert_eq!(form_type("Haddad", "dr"), Person);
+        assert_eq!(form_type("Sparrow 2", ""), Thing);
+        assert_eq!(form_type("May", ""), Thing);
+    }
+
+    #[test]
+    fn a_name_is_typed_by_every_place_it_is_written() {
+        let mut names = NameTypes::default();
+        names.add("Tarsk", "");
+        names.add("Tarsk", "in");
+        names.add("Lena Ortiz", "");
+        names.add("Veltra", "at");
+        assert_eq!(names.type_of("Tarsk", ""), AnswerType::Place);
+        assert_eq!(names.type_of("Lena Ortiz", ""), AnswerType::Person);
+        assert_eq!(names.type_of("Veltra", ""), AnswerType::Thing);
+        assert_eq!(names.type_of("1994", ""), AnswerType::Year);
+    }
+
+    #[test]
+    fn fit_prefers_the_type_asked_and_refuses_numbers_for_names() {
+        use AnswerType::*;
+        assert_eq!(fit(Person, Person), 1.0);
+        assert!(fit(Person, Organization) > fit(Person, Place));
+        assert_eq!(fit(Person, Year), 0.0);
+        assert_eq!(fit(Amount, Date), 0.0);
+        assert!(fit(Date, Year) > 0.5);
+    }
+}
