@@ -309,8 +309,8 @@ impl Reading {
             .iter()
             .map(|s| self.matches(&[s.relation.as_str()]))
             .collect();
-        // Per statement, how much of the whole question (its entity's words too, rare
-        // words weighing more) its sentence, or less its passage, writes.
+        // Per statement, how much of the whole question (its entity's names too, rare
+        // words weighing more) its sentence, or less its paragraph, writes.
         let scores: Vec<f32> = (0..self.statements.len())
             .map(|i| {
                 let coverage = self.coverage(&self.statements[i]);
@@ -335,12 +335,7 @@ impl Reading {
                 }
             })
             .collect();
-        let Some(best) = scores
-            .iter()
-            .copied()
-            .filter(|s| s.is_finite())
-            .reduce(f32::max)
-        else {
+        if !scores.iter().any(|s| s.is_finite()) {
             let explanation = if !self.topic.is_empty() && !self.names_topic {
                 format!(
                     "I don't know: no passage names {}, and none says enough of what the \
@@ -372,8 +367,7 @@ impl Reading {
                 explanation,
             };
             return (reply, 0.0);
-        };
-        let _ = best;
+        }
         let chained = self.second_hop(rule, max_answers, &scores, &matched);
         // Every candidate of every statement that says something the question asks,
         // scored by its statement, its type and its neighbourhood.

@@ -1374,7 +1374,7 @@ async fn without_a_model_passages_are_read_when_the_graph_names_no_answer() {
         reply.explanation
     );
 
-    // Where the graph's evidence answers, the passages are not read.
+    // Where the graph's evidence answers as much of the question, the graph keeps it.
     let heat = entity(2, "Heat");
     let mann = entity(3, "Mann (the graph's)");
     asked
@@ -1385,6 +1385,35 @@ async fn without_a_model_passages_are_read_when_the_graph_names_no_answer() {
     let reply = reply_in_time(&summarizer, asked).await;
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Mann (the graph's)"], "{reply:?}");
+}
+
+#[tokio::test]
+async fn graph_and_passages_both_answering_the_one_explaining_more_wins() {
+    let summarizer = rule_only(None);
+    let heat = entity(2, "Heat");
+    let mann = entity(3, "Michael Mann");
+    let mut asked = request(
+        vec![
+            path(&heat, "directed_by", &mann, 0.9),
+            passage("The poster for Heat was designed by Ann Lee in 1995."),
+        ],
+        vec![heat],
+    );
+    // The graph's path says nothing of a poster; the passage says all of it.
+    asked.question = "who designed the poster for Heat".into();
+    let reply = reply_in_time(&summarizer, asked.clone()).await;
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Ann Lee"], "{reply:?}");
+    assert!(
+        reply.explanation.contains("explain more of the question"),
+        "{}",
+        reply.explanation
+    );
+    // Asked what the path says, the graph's answer stands.
+    asked.question = "who directed Heat".into();
+    let reply = reply_in_time(&summarizer, asked).await;
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Michael Mann"], "{reply:?}");
 }
 
 /// An embedder whose service is down.

@@ -75,6 +75,18 @@ struct AsksScores {
     gold_typed: usize,
 }
 
+impl AsksScores {
+    fn add(&mut self, other: &AsksScores) {
+        self.questions += other.questions;
+        self.answerable += other.answerable;
+        self.hits += other.hits;
+        self.question_typed += other.question_typed;
+        self.answered += other.answered;
+        self.first_typed += other.first_typed;
+        self.gold_typed += other.gold_typed;
+    }
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -389,13 +401,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         let mut total = AsksScores::default();
         for (asks, s) in by_asks {
             print_asks(asks, s);
-            total.questions += s.questions;
-            total.answerable += s.answerable;
-            total.hits += s.hits;
-            total.question_typed += s.question_typed;
-            total.answered += s.answered;
-            total.first_typed += s.first_typed;
-            total.gold_typed += s.gold_typed;
+            total.add(s);
         }
         print_asks("all", &total);
     }
@@ -407,14 +413,7 @@ fn merge_asks(
     from: &std::collections::BTreeMap<String, AsksScores>,
 ) {
     for (asks, s) in from {
-        let e = into.entry(asks.clone()).or_default();
-        e.questions += s.questions;
-        e.answerable += s.answerable;
-        e.hits += s.hits;
-        e.question_typed += s.question_typed;
-        e.answered += s.answered;
-        e.first_typed += s.first_typed;
-        e.gold_typed += s.gold_typed;
+        into.entry(asks.clone()).or_default().add(s);
     }
 }
 
