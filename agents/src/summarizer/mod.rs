@@ -175,21 +175,49 @@ impl Summarizer {
             return reply;
         }
         let (mut read, supports) = self.read_passages(request, &reply).await;
-        if !reply.answers.is_empty() {
+        if let Some(first) = reply.answers.first() {
             // Graph and documents both answer: one scale, the share of the question's
             // words the evidence behind each first answer explains; the graph keeps ties.
+            // A graph answer whose form cannot be what is asked (a year for "who") is
+            // no answer beside documents.
+            let wants = answer_type::asked(&request.question).kind;
+            let form = answer_type::form_type(&first.text, "");
+            let misfit = wants.filter(|&kind| answer_type::fit(kind, form) == 0.0);
             return match supports {
-                Some((text, graph)) if !read.answers.is_empty() && text > graph => {
-                    read.explanation = format!(
-                        "{} The documents explain more of the question ({:.0} % of its words) \
-                         than the graph's answer ({:.0} %).",
-                        read.explanation,
-                        100.0 * text,
-                        100.0 * graph
-                    );
+                Some((text, graph))
+                    if !read.answers.is_empty() && (text > graph || misfit.is_some()) =>
+                {
+                    read.explanation = match misfit {
+                        Some(kind) => format!(
+                            "{} The graph's answer \"{}\" is a {form}, not the {kind} the \
+                             question asks for.",
+                            read.explanation, first.text
+                        ),
+                        None => format!(
+                            "{} The documents explain more of the question ({:.0} % of its \
+                             words) than the graph's answer ({:.0} %).",
+                            read.explanation,
+                            100.0 * text,
+                            100.0 * graph
+                        ),
+                    };
                     read
                 }
-                _ => reply,
+                _ => match misfit {
+                    Some(kind) => SummarizeReply {
+                        low_confidence: false,
+                        answers: Vec::new(),
+                        explanation: format!(
+                            "I don't know: the graph's answer \"{}\" is a {form}, not the \
+                             {kind} the question asks for. The documents: {}",
+                            first.text,
+                            read.explanation
+                                .strip_prefix("I don't know: ")
+                                .unwrap_or(&read.explanation)
+                        ),
+                    },
+                    None => reply,
+                },
             };
         }
         if read.answers.is_empty() && !reply.explanation.is_empty() {

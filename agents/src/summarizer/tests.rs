@@ -1411,9 +1411,23 @@ async fn graph_and_passages_both_answering_the_one_explaining_more_wins() {
     );
     // Asked what the path says, the graph's answer stands.
     asked.question = "who directed Heat".into();
-    let reply = reply_in_time(&summarizer, asked).await;
+    let reply = reply_in_time(&summarizer, asked.clone()).await;
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts, ["Michael Mann"], "{reply:?}");
+    // A graph answer that cannot be what is asked (a year for "who"), beside passages
+    // that do not answer either, is no answer.
+    let year = entity(4, "1995");
+    asked.context.evidence[0] = path(&entity(2, "Heat"), "release_year", &year, 0.9);
+    asked.question = "who painted the mural in Heat".into();
+    let reply = reply_in_time(&summarizer, asked).await;
+    assert!(reply.answers.is_empty(), "{reply:?}");
+    assert!(
+        reply
+            .explanation
+            .contains("\"1995\" is a year, not the person"),
+        "{}",
+        reply.explanation
+    );
 }
 
 /// An embedder whose service is down.
