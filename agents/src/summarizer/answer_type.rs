@@ -19,7 +19,7 @@
 //! by all the places it is written ([`NameTypes`]): "in Tarsk" once makes Tarsk a place
 //! wherever it stands. Nothing here knows a corpus; the lexicons are plain English.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use kgmesh_models::lexical::text::{is_stop_word, stem, words};
 
@@ -697,6 +697,11 @@ const ORGANIZATION_WORDS: &[&str] = &[
     "foods",
     "brewery",
     "bakery",
+    "collection",
+    "gallery",
+    "underwriters",
+    "insurance",
+    "insurers",
 ];
 
 /// Titles and role nouns written right before a person's name.
@@ -776,7 +781,9 @@ const PERSON_CUES: &[&str] = &[
 ];
 
 /// Prepositions written before a place's name.
-const PLACE_CUES: &[&str] = &["in", "near", "from", "outside", "across", "into", "around"];
+const PLACE_CUES: &[&str] = &[
+    "in", "near", "from", "outside", "across", "into", "around", "at",
+];
 
 /// The type of a span by its form alone (`previous`: the lower-cased word before it,
 /// "" at a sentence's start).
@@ -827,10 +834,13 @@ pub fn form_type(span: &str, previous: &str) -> AnswerType {
     if !span_words.is_empty() && span_words.iter().all(numeral) {
         return AnswerType::Number;
     }
-    if span_words
-        .iter()
-        .any(|w| ORGANIZATION_WORDS.contains(&w.as_str()))
-        && span_words.len() > 1
+    // "Pennick & Lowe", "Harbridge Mutual Bank": an ampersand or a designator.
+    let tokens: Vec<&str> = span.split_whitespace().collect();
+    if tokens.len() > 1
+        && (tokens.contains(&"&")
+            || span_words
+                .iter()
+                .any(|w| ORGANIZATION_WORDS.contains(&w.as_str())))
     {
         return AnswerType::Organization;
     }
@@ -843,10 +853,18 @@ pub fn form_type(span: &str, previous: &str) -> AnswerType {
     if PLACE_CUES.contains(&previous) {
         return AnswerType::Place;
     }
-    let capitalized = span
-        .split_whitespace()
+    // Two capitalized words ("Omar Haddad") are most often a person; three, as often a
+    // place or a title ("Dunmarrow Corn Exchange"), are one only with evidence
+    // ([`NameTypes`]); "Saint-Évrard" is one word.
+    let capitalized = tokens
+        .iter()
         .all(|w| w.chars().next().is_some_and(char::is_uppercase));
-    if capitalized && (2..=3).contains(&span_words.len()) {
+    // A middle initial ("Samuel L. Jackson") is a person's.
+    let middle_initial = tokens.len() == 3 && {
+        let middle: Vec<char> = tokens[1].chars().collect();
+        middle.len() == 2 && middle[0].is_uppercase() && middle[1] == '.'
+    };
+    if capitalized && (tokens.len() == 2 || middle_initial) {
         return AnswerType::Person;
     }
     AnswerType::Thing
@@ -874,15 +892,28 @@ fn is_iso_date(span: &str) -> bool {
 /// person cue anywhere types the name everywhere ("in Tarsk" once makes Tarsk a place).
 #[derive(Debug, Default)]
 pub struct NameTypes {
-    /// Per name (its lower-case words joined), votes per type.
+    /// Per name (its lower-case words joined), votes per type, by the cues before it.
     votes: HashMap<String, [u16; 8]>,
+    /// Names written as one word, lower case: a person's surname alone ("Haddad said")
+    /// makes the full name a person's.
+    alone: HashSet<String>,
 }
 
 impl NameTypes {
     /// Counts one place where `name` is written, after the lower-cased word `previous`.
     pub fn add(&mut self, name: &str, previous: &str) {
-        let kind = form_type(name, previous);
         let key = words(name).join(" ");
+        if name.split_whitespace().count() == 1 {
+            self.alone.insert(key.clone());
+        }
+        // Only what a cue says counts as a vote, not the shape alone.
+        let kind = if PERSON_CUES.contains(&previous) && previous != "by" {
+            AnswerType::Person
+        } else if PLACE_CUES.contains(&previous) {
+            AnswerType::Place
+        } else {
+            return;
+        };
         let slot = AnswerType::ALL.iter().position(|t| *t == kind).unwrap_or(7);
         self.votes.entry(key).or_default()[slot] += 1;
     }
@@ -895,8 +926,17 @@ impl NameTypes {
         if form.is_numeric() || form == AnswerType::Organization {
             return form;
         }
-        let Some(votes) = self.votes.get(&words(name).join(" ")) else {
-            return form;
+        // A name of several words whose last one is written alone elsewhere.
+        let all = words(name);
+        let surname = all.len() > 1
+            && name.split_whitespace().count() > 1
+            && all.last().is_some_and(|w| self.alone.contains(w));
+        let Some(votes) = self.votes.get(&all.join(" ")) else {
+            return if surname && form == AnswerType::Thing {
+                AnswerType::Person
+            } else {
+                form
+            };
         };
         // Cues outvote the plain form: a person's title once, a place's preposition more
         // often than not.
@@ -910,38 +950,12 @@ impl NameTypes {
             AnswerType::Organization
         } else if place > 0 && place * 2 >= person {
             AnswerType::Place
-        } else if person > 0 {
+        } else if person > 0 || (surname && form == AnswerType::Thing) {
             AnswerType::Person
         } else {
             form
         }
     }
-}
-
-/// The words of `text` that stand right before and after `name` wherever it is written,
-/// lower case, without stop words: what the text calls it ("the startup Veltra",
-/// "Veltra, a robotics company"), matched against a question's class word.
-pub fn apposition_words(all: &[String], name: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    if name.is_empty() {
-        return out;
-    }
-    for start in 0..all.len().saturating_sub(name.len() - 1) {
-        if all[start..start + name.len()] != *name {
-            continue;
-        }
-        let before = all[..start]
-            .iter()
-            .rev()
-            .filter(|w| !is_stop_word(w))
-            .take(1);
-        let after = all[start + name.len()..]
-            .iter()
-            .filter(|w| !is_stop_word(w))
-            .take(2);
-        out.extend(before.chain(after).cloned());
-    }
-    out
 }
 
 #[cfg(test)]
@@ -992,6 +1006,10 @@ mod tests {
         assert_eq!(form_type("twelve", ""), Number);
         assert_eq!(form_type("Norcom Group", ""), Organization);
         assert_eq!(form_type("Omar Haddad", ""), Person);
+        assert_eq!(form_type("Pennick & Lowe", ""), Organization);
+        assert_eq!(form_type("Saint-Évrard", ""), Thing);
+        assert_eq!(form_type("Dunmarrow Corn Exchange", ""), Thing);
+        assert_eq!(form_type("Samuel L. Jackson", ""), Person);
         assert_eq!(form_type("Tarsk", "in"), Place);
         assert_eq!(form_type("Haddad", "dr"), Person);
         assert_eq!(form_type("Sparrow 2", ""), Thing);
@@ -1004,10 +1022,16 @@ mod tests {
         names.add("Tarsk", "");
         names.add("Tarsk", "in");
         names.add("Lena Ortiz", "");
-        names.add("Veltra", "at");
+        names.add("Veltra Labs", "at");
+        names.add("Aurelie Marie Castaing", "");
+        names.add("Castaing", "");
         assert_eq!(names.type_of("Tarsk", ""), AnswerType::Place);
         assert_eq!(names.type_of("Lena Ortiz", ""), AnswerType::Person);
-        assert_eq!(names.type_of("Veltra", ""), AnswerType::Thing);
+        assert_eq!(names.type_of("Veltra Labs", ""), AnswerType::Organization);
+        assert_eq!(
+            names.type_of("Aurelie Marie Castaing", ""),
+            AnswerType::Person
+        );
         assert_eq!(names.type_of("1994", ""), AnswerType::Year);
     }
 

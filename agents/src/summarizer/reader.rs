@@ -407,10 +407,13 @@ impl Reading {
         };
         let support = self.share(&matched[first]);
         // The names listed with the first answer in its sentence answer with it ("A, B
-        // and C star in it"), when they are of its type.
+        // and C star in it"), names with a name, numbers with a number.
         let top_name = scored[0].2;
         for c in scored.iter_mut() {
-            if c.1 == first && c.2.list == top_name.list && c.2.kind == top_name.kind {
+            if c.1 == first
+                && c.2.list == top_name.list
+                && c.2.kind.is_numeric() == top_name.kind.is_numeric()
+            {
                 c.0 = c.0.max(top);
             }
         }
