@@ -491,12 +491,23 @@ fn class_word(all: &[String], at: usize) -> Option<usize> {
     let content = |i: usize| !word(i).is_empty() && !is_stop_word(word(i));
     let mut i = at + 1;
     let found = if content(i) && !AUXILIARIES.contains(&word(i)) {
-        Some(i)
+        // "which football *club*": a word the lexicon does not type, then one it does.
+        if class_type(word(i)).is_none() && content(i + 1) && class_type(word(i + 1)).is_some() {
+            Some(i + 1)
+        } else {
+            Some(i)
+        }
     } else if AUXILIARIES.contains(&word(i)) {
         i += 1;
         let noun = |j: usize| content(j) || TRANSPARENT.contains(&word(j));
         if matches!(word(i), "the" | "a" | "an") && noun(i + 1) {
-            Some(i + 1)
+            // A compound's head is its last noun, before the next function word ("the
+            // generating *capacity* of the turbine").
+            let mut head = i + 1;
+            while content(head + 1) && !TRANSPARENT.contains(&word(head)) {
+                head += 1;
+            }
+            Some(head)
         } else {
             // "what is X's budget": the word after the possessive's "s".
             (i..all.len().min(i + 6))
@@ -984,6 +995,14 @@ mod tests {
             Some(Organization)
         );
         assert_eq!(kind("Which engine did Omar Haddad design?"), Some(Thing));
+        assert_eq!(
+            kind("What is the generating capacity of the turbine?"),
+            Some(Number)
+        );
+        assert_eq!(
+            kind("Which football club did she join?"),
+            Some(Organization)
+        );
         assert_eq!(kind("What did Omar Haddad design?"), None);
         assert_eq!(kind("Tell me about Veltra"), None);
         assert_eq!(
