@@ -30,6 +30,17 @@ const NOTES: &str = "The Harbour Light premiere was held in Porto in 1987. Mara 
 directed it after years of work on documentaries.\n\nSalt Road, her second film, was shot \
 near Bergen and scored by Ivo Brandt.\n";
 
+/// [`NOTES`] written to a folder (the first) and indexed into another (the second).
+fn indexed_notes() -> (tempfile::TempDir, tempfile::TempDir) {
+    let docs = tempfile::tempdir().expect("tempdir");
+    let out = tempfile::tempdir().expect("tempdir");
+    let notes = write(docs.path(), "notes.md", NOTES.as_bytes());
+    let into = format!("embedded:{}", out.path().display());
+    let (code, stdout, stderr) = index(&["--text", &notes, "--into", &into]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    (docs, out)
+}
+
 #[test]
 fn bad_files_are_reported_by_path_and_the_index_grows_without_losing_anything() {
     let docs = tempfile::tempdir().expect("tempdir");
@@ -116,12 +127,8 @@ fn bad_files_are_reported_by_path_and_the_index_grows_without_losing_anything() 
 
 #[test]
 fn ask_and_eval_cite_passages_of_the_indexed_documents() {
-    let docs = tempfile::tempdir().expect("tempdir");
-    let out = tempfile::tempdir().expect("tempdir");
-    let notes = write(docs.path(), "notes.md", NOTES.as_bytes());
-    let into = format!("embedded:{}", out.path().display());
-    let (code, stdout, stderr) = index(&["--text", &notes, "--into", &into]);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let (docs, out) = indexed_notes();
+    let notes = docs.path().join("notes.md").display().to_string();
 
     // The graph knows Heat; the documents know Salt Road. Both retrievers answer.
     let mut ask = lexical(kgmesh());
@@ -227,12 +234,7 @@ fn a_missing_or_empty_input_is_an_error_and_writes_no_index() {
 
 #[test]
 fn text_index_on_ask_answers_from_the_documents_alone_without_a_graph() {
-    let docs = tempfile::tempdir().expect("tempdir");
-    let out = tempfile::tempdir().expect("tempdir");
-    let notes = write(docs.path(), "notes.md", NOTES.as_bytes());
-    let into = format!("embedded:{}", out.path().display());
-    let (code, stdout, stderr) = index(&["--text", &notes, "--into", &into]);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let (docs, out) = indexed_notes();
 
     let ask = |question: &str| {
         let mut command = lexical(kgmesh());
@@ -270,12 +272,7 @@ fn text_index_on_ask_answers_from_the_documents_alone_without_a_graph() {
 
 #[test]
 fn text_eval_scores_unanswerable_questions_and_answer_types() {
-    let docs = tempfile::tempdir().expect("tempdir");
-    let out = tempfile::tempdir().expect("tempdir");
-    let notes = write(docs.path(), "notes.md", NOTES.as_bytes());
-    let into = format!("embedded:{}", out.path().display());
-    let (code, stdout, stderr) = index(&["--text", &notes, "--into", &into]);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let (docs, out) = indexed_notes();
     // Two questions the notes answer, one they cannot (nobody's birthplace is written).
     let questions = write(
         docs.path(),
