@@ -158,6 +158,8 @@ pub(crate) struct Statement {
     evidence: u32,
     /// The sentence, for the explanation.
     sentence: String,
+    /// Its content stems ([`content_stems`]), what it writes of a question.
+    stems: Vec<String>,
     /// The file it was read from.
     file: String,
     citation: String,
@@ -224,9 +226,10 @@ impl Reading {
             .copied()
             .filter(|(_, x)| x.channel != SKELETON_CHANNEL)
             .collect();
-        let topic = topic_names(request, &excerpts);
+        let names = PassageNames::read(passages.iter().copied());
+        let topic = topic_names(request, &names);
         let topic_words: Vec<Vec<String>> = topic.iter().map(|t| words(t)).collect();
-        let types = name_types(passages.iter().copied());
+        let types = names.types;
         let mut statements = statements_about(excerpts.iter().copied(), &topic_words, true);
         for statement in &mut statements {
             for name in &mut statement.candidates {
@@ -621,7 +624,7 @@ impl Reading {
     /// (outside the wh-phrase) weighted by its rarity among the context's sentences,
     /// matched by the statement's sentence, or at [`PASSAGE_SHARE`] by its paragraph.
     fn coverage(&self, statement: &Statement) -> f32 {
-        let sentence = content_stems(&statement.sentence);
+        let sentence = statement.stems.as_slice();
         let passage = statement.paragraph.as_slice();
         let best = |q: &str, stems: &[String]| {
             stems
@@ -648,7 +651,7 @@ impl Reading {
         let words: f32 = self
             .question_stems
             .iter()
-            .map(|(q, w)| w * best(q, &sentence).max(PASSAGE_SHARE * best(q, passage)))
+            .map(|(q, w)| w * best(q, sentence).max(PASSAGE_SHARE * best(q, passage)))
             .sum();
         (names + words) / total
     }
@@ -701,9 +704,9 @@ fn weighted_question(
     statements: &[Statement],
     topic: &[Vec<String>],
 ) -> (Vec<(String, f32)>, Vec<f32>) {
-    let sentences: Vec<HashSet<String>> = statements
+    let sentences: Vec<HashSet<&String>> = statements
         .iter()
-        .map(|s| content_stems(&s.sentence).into_iter().collect())
+        .map(|s| s.stems.iter().collect())
         .collect();
     let n = sentences.len() as f32;
     let weight = |stem: &String| {
@@ -766,25 +769,50 @@ pub fn type_in_context(request: &SummarizeRequest, text: &str) -> AnswerType {
             EvidenceItem::Excerpt(x) if x.channel != SKELETON_CHANNEL => Some((i as u32, x)),
             _ => None,
         });
-    name_types(passages).type_of(text, "")
+    PassageNames::read(passages).types.type_of(text, "")
 }
 
-/// The type of every name the passages write, from all the places they write it.
-fn name_types<'a>(passages: impl IntoIterator<Item = (u32, &'a Excerpt)>) -> NameTypes {
-    let mut types = NameTypes::default();
-    for (_, excerpt) in passages {
-        let text = excerpt.text.as_str();
-        if text.len() >= u32::MAX as usize {
-            continue;
-        }
-        let tokens = chunk::tokenize(text);
-        for sentence in split_sentences(text, &tokens) {
-            for (_, name) in names_in(text, &tokens, &sentence, &[]) {
-                types.add(&name.text, &name.previous);
+/// What the passages write as names, read in one pass: the type of every name from all
+/// the places it is written, the names that are not a sentence's weak opener (what a
+/// question's words may name), and the words also written in lower case (common words,
+/// not names).
+struct PassageNames {
+    types: NameTypes,
+    written: HashSet<Vec<String>>,
+    common: HashSet<String>,
+}
+
+impl PassageNames {
+    fn read<'a>(passages: impl IntoIterator<Item = (u32, &'a Excerpt)>) -> Self {
+        let mut out = Self {
+            types: NameTypes::default(),
+            written: HashSet::new(),
+            common: HashSet::new(),
+        };
+        for (_, excerpt) in passages {
+            let text = excerpt.text.as_str();
+            if text.len() >= u32::MAX as usize {
+                continue;
+            }
+            let tokens = chunk::tokenize(text);
+            out.common.extend(
+                tokens
+                    .iter()
+                    .map(|t| token_text(text, t))
+                    .filter(|w| w.chars().next().is_some_and(char::is_lowercase))
+                    .map(str::to_owned),
+            );
+            for sentence in split_sentences(text, &tokens) {
+                for (_, name) in names_in(text, &tokens, &sentence, &[]) {
+                    out.types.add(&name.text, &name.previous);
+                    if !name.weak {
+                        out.written.insert(name.words);
+                    }
+                }
             }
         }
+        out
     }
-    types
 }
 
 /// Adds `name` as an answer citing `lines`, or, when it is one already, adds the lines
@@ -833,7 +861,7 @@ fn quoted_list(names: &[String]) -> String {
 }
 
 /// The names the question asks about (see the module documentation).
-fn topic_names(request: &SummarizeRequest, excerpts: &[(u32, &Excerpt)]) -> Vec<String> {
+fn topic_names(request: &SummarizeRequest, names: &PassageNames) -> Vec<String> {
     let delimited: Vec<String> = delimited_names(&request.question)
         .into_iter()
         .map(|(_, name)| name.to_owned())
@@ -851,31 +879,7 @@ fn topic_names(request: &SummarizeRequest, excerpts: &[(u32, &Excerpt)]) -> Vec<
     // The runs of question words the passages write as names, longest first: every
     // name the question writes ("when did Omar Haddad join Veltra": both).
     let question = words(&request.question);
-    let mut written: HashSet<Vec<String>> = HashSet::new();
-    // Words the passages also write in lower case: common words, not names.
-    let mut common: HashSet<String> = HashSet::new();
-    for (_, excerpt) in excerpts {
-        let text = excerpt.text.as_str();
-        if excerpt.channel == SKELETON_CHANNEL || text.len() >= u32::MAX as usize {
-            continue;
-        }
-        let tokens = chunk::tokenize(text);
-        common.extend(
-            tokens
-                .iter()
-                .map(|t| token_text(text, t))
-                .filter(|w| w.chars().next().is_some_and(char::is_lowercase))
-                .map(str::to_owned),
-        );
-        for sentence in split_sentences(text, &tokens) {
-            written.extend(
-                names_in(text, &tokens, &sentence, &[])
-                    .into_iter()
-                    .filter(|(_, name)| !name.weak)
-                    .map(|(_, name)| name.words),
-            );
-        }
-    }
+    let (written, common) = (&names.written, &names.common);
     // The wh-phrase's words ("which *company*") say what is asked, not of what; a
     // single word the question writes in lower case is a name only when no other is.
     let mut taken = vec![false; question.len()];
@@ -977,6 +981,7 @@ fn fact_statement(line: u32, excerpt: &Excerpt, topic: &[Vec<String>]) -> Option
         names,
         evidence: line,
         sentence: excerpt.text.clone(),
+        stems: content_stems(&excerpt.text),
         file: excerpt.file.clone(),
         citation: excerpt.citation(),
     })
@@ -1127,6 +1132,7 @@ fn passage_statements(
                 .collect(),
             evidence: line,
             sentence: text[bytes.clone()].to_owned(),
+            stems: content_stems(&text[bytes.clone()]),
             file: excerpt.file.clone(),
             citation: format!("{}:{}", excerpt.file, excerpt.offset + bytes.start as u64),
         });
