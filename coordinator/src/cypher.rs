@@ -11,7 +11,7 @@ use kgmesh_schemas::{
     Meta, QuestionId, Role, Rpc,
 };
 
-use crate::{coordinator::send, Coordinator, CoordinatorError};
+use crate::{calls::send, Coordinator, CoordinatorError};
 
 /// Longest query text accepted.
 pub const MAX_QUERY_CHARS: usize = 10_000;

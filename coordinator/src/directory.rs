@@ -301,7 +301,11 @@ impl RoleDirectory {
         let mut instances = self.inner.bus.discover(self.inner.wait).await?;
         self.refuse_unlisted(&mut instances);
         let mut snapshot = RoleSnapshot::from_instances(&instances);
-        crate::metrics::record_replicas(&self.inner.published, &snapshot);
+        let replicas: Vec<(String, usize)> = snapshot
+            .roles()
+            .map(|summary| (summary.role.clone(), summary.replicas))
+            .collect();
+        crate::metrics::record_replicas(&self.inner.published, &replicas);
         let now = Instant::now();
         let mut seen = self.inner.retrievers_seen.lock().expect("retrievers lock");
         for role in snapshot.retrievers() {

@@ -11,7 +11,7 @@ use kgmesh_schemas::{
 };
 use serde::Serialize;
 
-use crate::{coordinator::send, Coordinator, CoordinatorError};
+use crate::{calls::send, Coordinator, CoordinatorError};
 
 /// How feedback names the question it is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +47,17 @@ pub struct FeedbackReply {
     pub confirmations: Option<Confirmations>,
 }
 
+/// The outcome label of feedback in the metrics: what it did to the plan cache, or why
+/// it was refused.
+pub(crate) fn outcome_label(result: &Result<FeedbackReply, CoordinatorError>) -> &'static str {
+    match result {
+        Ok(reply) => reply.outcome.as_str(),
+        Err(CoordinatorError::InvalidQuestion(_)) => "invalid",
+        Err(CoordinatorError::UnknownQuestion(_)) => "unknown_question",
+        Err(_) => "error",
+    }
+}
+
 impl Coordinator {
     /// Applies a user's verdict on an answer to the plan cache.
     pub async fn feedback(
@@ -54,7 +65,7 @@ impl Coordinator {
         request: FeedbackRequest,
     ) -> Result<FeedbackReply, CoordinatorError> {
         let result = self.apply_feedback(request).await;
-        crate::metrics::record_feedback(&result);
+        crate::metrics::record_feedback(outcome_label(&result));
         result
     }
 
@@ -125,5 +136,43 @@ impl Coordinator {
             detail: reply.detail,
             confirmations: reply.confirmations,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feedback_is_counted_by_outcome() {
+        use kgmesh_schemas::messages::cache::FeedbackOutcome;
+        let reply = |outcome| {
+            Ok(FeedbackReply {
+                question_id: None,
+                question: "who directed Heat".into(),
+                outcome,
+                key: None,
+                detail: String::new(),
+                confirmations: None,
+            })
+        };
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            crate::metrics::record_feedback(outcome_label(&reply(FeedbackOutcome::Dropped)));
+            crate::metrics::record_feedback(outcome_label(&reply(FeedbackOutcome::Dropped)));
+            crate::metrics::record_feedback(outcome_label(&reply(FeedbackOutcome::NoPlan)));
+            crate::metrics::record_feedback(outcome_label(&Err(
+                CoordinatorError::UnknownQuestion("x".into()),
+            )));
+        });
+        let text = handle.render();
+        for line in [
+            "kgmesh_feedback_total{outcome=\"dropped\"} 2",
+            "kgmesh_feedback_total{outcome=\"no_plan\"} 1",
+            "kgmesh_feedback_total{outcome=\"unknown_question\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} missing from {text}");
+        }
     }
 }

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod auth;
+mod calls;
 pub mod confidence;
 pub mod config;
 pub mod console;
@@ -28,18 +29,20 @@ pub mod context;
 mod coordinator;
 mod cypher;
 pub mod directory;
+mod error;
 pub mod feedback;
 mod hedge;
 pub mod http;
 pub mod ledger;
 mod metrics;
 pub mod recent;
+mod rounds;
+mod stages;
 pub mod tls;
 
 pub use config::{CoordinatorConfig, HedgePolicy};
-pub use coordinator::{
-    Coordinator, CoordinatorError, MAX_ANSWERS, MAX_ROUNDS, MAX_TIMEOUT_MS, REQUIRED_ROLES,
-};
+pub use coordinator::Coordinator;
 pub use directory::{AllowedRoles, RoleDirectory, RoleSnapshot, RoleSummary};
+pub use error::{CoordinatorError, MAX_ANSWERS, MAX_ROUNDS, MAX_TIMEOUT_MS, REQUIRED_ROLES};
 pub use feedback::{FeedbackReply, FeedbackRequest, FeedbackSubject};
 pub use recent::RecentQuestions;

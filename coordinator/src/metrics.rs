@@ -9,8 +9,6 @@ use std::{collections::BTreeSet, sync::Mutex, time::Duration};
 use kgmesh_bus::typed::CallError;
 use kgmesh_schemas::{budget::Limit, messages::ask::AskReply, Role};
 
-use crate::{directory::RoleSnapshot, feedback::FeedbackReply, CoordinatorError};
-
 pub(crate) const QUESTIONS_TOTAL: &str = "kgmesh_questions_total";
 pub(crate) const QUESTION_DURATION_SECONDS: &str = "kgmesh_question_duration_seconds";
 pub(crate) const QUESTION_ROUNDS: &str = "kgmesh_question_rounds";
@@ -57,11 +55,11 @@ impl Drop for InFlight {
     }
 }
 
-/// The outcome label of an answered (or refused) question.
-pub(crate) fn outcome(result: &Result<AskReply, CoordinatorError>) -> &'static str {
-    match result {
-        Err(_) => "error",
-        Ok(reply) => reply_outcome(
+/// The outcome label of an answered (or refused, `None`) question.
+pub(crate) fn outcome(reply: Option<&AskReply>) -> &'static str {
+    match reply {
+        None => "error",
+        Some(reply) => reply_outcome(
             !reply.answers.is_empty(),
             reply.partial,
             reply.low_confidence,
@@ -80,12 +78,13 @@ fn reply_outcome(has_answers: bool, partial: bool, low_confidence: bool) -> &'st
     }
 }
 
-pub(crate) fn record_question(result: &Result<AskReply, CoordinatorError>, elapsed: Duration) {
-    let outcome = outcome(result);
+/// A question answered (`Some`) or refused (`None`), and how long it took.
+pub(crate) fn record_question(reply: Option<&AskReply>, elapsed: Duration) {
+    let outcome = outcome(reply);
     metrics::counter!(QUESTIONS_TOTAL, "outcome" => outcome).increment(1);
     metrics::histogram!(QUESTION_DURATION_SECONDS, "outcome" => outcome)
         .record(elapsed.as_secs_f64());
-    if let Ok(reply) = result {
+    if let Some(reply) = reply {
         metrics::histogram!(QUESTION_ROUNDS).record(f64::from(reply.rounds));
         if let Some(confidence) = reply.confidence {
             let kept = if reply.answers.is_empty() {
@@ -98,18 +97,9 @@ pub(crate) fn record_question(result: &Result<AskReply, CoordinatorError>, elaps
     }
 }
 
-/// The outcome label of feedback: what it did to the plan cache, or why it was refused.
-pub(crate) fn feedback_outcome(result: &Result<FeedbackReply, CoordinatorError>) -> &'static str {
-    match result {
-        Ok(reply) => reply.outcome.as_str(),
-        Err(CoordinatorError::InvalidQuestion(_)) => "invalid",
-        Err(CoordinatorError::UnknownQuestion(_)) => "unknown_question",
-        Err(_) => "error",
-    }
-}
-
-pub(crate) fn record_feedback(result: &Result<FeedbackReply, CoordinatorError>) {
-    metrics::counter!(FEEDBACK_TOTAL, "outcome" => feedback_outcome(result)).increment(1);
+/// Feedback, by its outcome label.
+pub(crate) fn record_feedback(outcome: &'static str) {
+    metrics::counter!(FEEDBACK_TOTAL, "outcome" => outcome).increment(1);
 }
 
 /// One call from the coordinator to a role, as the coordinator saw it: bus time and
@@ -195,16 +185,16 @@ pub(crate) fn record_refused(role: &str) {
     metrics::counter!(REFUSED_ROLES_TOTAL, "role" => role.to_owned()).increment(1);
 }
 
-pub(crate) fn record_replicas(published: &Mutex<BTreeSet<String>>, snapshot: &RoleSnapshot) {
+pub(crate) fn record_replicas(published: &Mutex<BTreeSet<String>>, replicas: &[(String, usize)]) {
     let mut published = published
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let current: BTreeSet<String> = snapshot.roles().map(|r| r.role.clone()).collect();
+    let current: BTreeSet<String> = replicas.iter().map(|(role, _)| role.clone()).collect();
     for gone in published.difference(&current) {
         metrics::gauge!(ROLE_REPLICAS, "role" => gone.clone()).set(0.0);
     }
-    for summary in snapshot.roles() {
-        metrics::gauge!(ROLE_REPLICAS, "role" => summary.role.clone()).set(summary.replicas as f64);
+    for (role, count) in replicas {
+        metrics::gauge!(ROLE_REPLICAS, "role" => role.clone()).set(*count as f64);
     }
     published.extend(current);
 }
@@ -221,25 +211,7 @@ mod tests {
         assert_eq!(reply_outcome(true, true, true), "partial");
         assert_eq!(reply_outcome(false, true, false), "dont_know");
         assert_eq!(reply_outcome(false, false, true), "dont_know");
-        assert_eq!(
-            outcome(&Err(CoordinatorError::InvalidQuestion("empty".into()))),
-            "error"
-        );
-    }
-
-    fn instance(role: &str, id: &str) -> kgmesh_bus::ServiceInstance {
-        kgmesh_bus::ServiceInstance {
-            info: kgmesh_schemas::RoleInfo {
-                role: kgmesh_schemas::Role::new(role).expect("a role name"),
-                version: "0.1.0".to_owned(),
-                kind: kgmesh_schemas::RoleKind::Core,
-                ops: vec!["judge".to_owned()],
-            },
-            instance_id: id.to_owned(),
-            codecs: vec![kgmesh_schemas::ContentType::Bincode],
-            requests: 0,
-            errors: 0,
-        }
+        assert_eq!(outcome(None), "error");
     }
 
     #[test]
@@ -248,11 +220,7 @@ mod tests {
         let handle = recorder.handle();
         let published = Mutex::new(BTreeSet::new());
         metrics::with_local_recorder(&recorder, || {
-            let first = RoleSnapshot::from_instances(&[
-                instance("judge", "a"),
-                instance("judge", "b"),
-                instance("summarizer", "c"),
-            ]);
+            let first = [("judge".to_owned(), 2), ("summarizer".to_owned(), 1)];
             record_replicas(&published, &first);
         });
         let text = handle.render();
@@ -266,7 +234,7 @@ mod tests {
         );
 
         metrics::with_local_recorder(&recorder, || {
-            let second = RoleSnapshot::from_instances(&[instance("judge", "a")]);
+            let second = [("judge".to_owned(), 1)];
             record_replicas(&published, &second);
         });
         let text = handle.render();
@@ -278,37 +246,6 @@ mod tests {
             text.contains("kgmesh_role_replicas{role=\"summarizer\"} 0"),
             "{text}"
         );
-    }
-
-    #[test]
-    fn feedback_is_counted_by_outcome() {
-        use kgmesh_schemas::messages::cache::FeedbackOutcome;
-        let reply = |outcome| {
-            Ok(FeedbackReply {
-                question_id: None,
-                question: "who directed Heat".into(),
-                outcome,
-                key: None,
-                detail: String::new(),
-                confirmations: None,
-            })
-        };
-        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
-        let handle = recorder.handle();
-        metrics::with_local_recorder(&recorder, || {
-            record_feedback(&reply(FeedbackOutcome::Dropped));
-            record_feedback(&reply(FeedbackOutcome::Dropped));
-            record_feedback(&reply(FeedbackOutcome::NoPlan));
-            record_feedback(&Err(CoordinatorError::UnknownQuestion("x".into())));
-        });
-        let text = handle.render();
-        for line in [
-            "kgmesh_feedback_total{outcome=\"dropped\"} 2",
-            "kgmesh_feedback_total{outcome=\"no_plan\"} 1",
-            "kgmesh_feedback_total{outcome=\"unknown_question\"} 1",
-        ] {
-            assert!(text.contains(line), "{line} missing from {text}");
-        }
     }
 
     #[test]

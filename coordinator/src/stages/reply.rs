@@ -1,0 +1,195 @@
+//! Stage 7: the reply. The answers as the summarizer gave them, cut to what was asked
+//! for, with the chance that they are right, the evidence they cite, and a sentence
+//! for everything the user should know: a budget that ran out, a name read as the
+//! closest one, what the plan cache did.
+
+use kgmesh_schemas::{
+    graph::ScoredEntity,
+    messages::{ask::AskReply, summarizer::Answer},
+};
+
+use super::{cache_lookup::CacheFound, replay::ReplayReport, RunContext};
+use crate::{calls::RunRecord, error::REQUIRED_ROLES};
+
+/// Whether the answers may be incomplete: a budget ran out (noted in the reply), or a
+/// role every answer needs failed (its model falling back does not count).
+pub(crate) fn cut_short(record: &mut RunRecord) -> bool {
+    let required_failed = record.degraded.iter().any(|d| {
+        REQUIRED_ROLES.contains(&d.role.as_str())
+            && d.reason != kgmesh_schemas::messages::ask::Degradation::MODEL_FALLBACK
+    });
+    let partial = record.ledger.is_exhausted() || required_failed;
+    if let Some(limit) = record.ledger.exhausted() {
+        crate::metrics::record_exhausted(limit);
+        record.context.note(format!(
+            "budget exhausted ({limit}): the answer may be incomplete"
+        ));
+    }
+    partial
+}
+
+/// What the answer's confidence is read from.
+pub(crate) struct ConfidenceInput<'a> {
+    /// The reader's chance that its first plan is right.
+    pub plan: Option<f32>,
+    /// That plan is a re-ranking reader's (not calibrated to answers).
+    pub reranked: bool,
+    /// The answers come from a replayed, verified plan: the estimate for a fresh
+    /// reading does not apply.
+    pub replayed: bool,
+    pub answers: &'a [Answer],
+    pub low_confidence: bool,
+    pub rounds: u8,
+    pub linked: usize,
+}
+
+/// The chance that the answers are right: the plan's, turned into the answer's by the
+/// answer calibration when there is one ([`crate::confidence`]).
+pub(crate) fn confidence(cx: &RunContext<'_>, input: ConfidenceInput<'_>) -> Option<f32> {
+    input
+        .plan
+        .filter(|_| !input.replayed && !input.answers.is_empty())
+        .map(|plan| match &cx.config().answer_calibration {
+            Some(calibration) if !input.reranked => {
+                let texts: Vec<&str> = input.answers.iter().map(|a| a.text.as_str()).collect();
+                calibration.chance(&crate::confidence::signals(
+                    plan,
+                    input.low_confidence,
+                    &texts,
+                    input.rounds,
+                    input.linked,
+                ))
+            }
+            _ => plan,
+        })
+}
+
+/// Everything the reply says besides what the record holds.
+pub(crate) struct ReplyInput<'a> {
+    pub answers: Vec<Answer>,
+    pub explanation: String,
+    pub low_confidence: bool,
+    pub partial: bool,
+    pub confidence: Option<f32>,
+    pub rounds: u8,
+    pub topic: &'a [ScoredEntity],
+    pub cache: &'a CacheFound,
+    pub replayed: bool,
+    pub replay: &'a ReplayReport,
+}
+
+/// The reply to the question.
+pub(crate) fn assemble(
+    cx: &RunContext<'_>,
+    record: &mut RunRecord,
+    input: ReplyInput<'_>,
+) -> AskReply {
+    let evidence = record.context.lines(cx.evidence_edges);
+    let mut answers = input.answers;
+    let mut explanation = input.explanation;
+    crate::context::cite_each_line_once(&evidence, &mut answers, &mut explanation);
+    let min_confidence = cx.config().min_confidence;
+    if let Some(chance) = input.confidence.filter(|c| *c < min_confidence) {
+        let possible: Vec<String> = answers.iter().take(3).map(|a| a.text.clone()).collect();
+        explanation = format!(
+            "I don't know: the best reading of the question is unlikely to be right \
+             (confidence {chance:.2}, below {min_confidence:.2}); possibly {}.",
+            possible.join(", ")
+        );
+        answers.clear();
+    }
+    // A name the question misspells is read as the closest one; the reply says so.
+    let nothing_exact = input.topic.iter().all(|t| t.score < 1.0);
+    let read_as: Vec<String> = input
+        .topic
+        .iter()
+        .filter(|t| nothing_exact && t.score > 0.0)
+        .take(3)
+        .map(|t| format!("\"{}\"", t.entity.name))
+        .collect();
+    if !read_as.is_empty() && !answers.is_empty() {
+        explanation = format!(
+            "No name in the graph is written as in the question; read as {} (the closest). {explanation}",
+            read_as.join(", ")
+        );
+    }
+    let cache_use = cache_use(input.cache, input.replayed, input.replay, answers.len());
+    let question_span = tracing::Span::current();
+    question_span.record("kgmesh.rounds_run", input.rounds);
+    question_span.record("kgmesh.answers", answers.len());
+    let low_confidence = input.low_confidence && !answers.is_empty();
+    question_span.record("kgmesh.low_confidence", low_confidence);
+    let trace_id = record.ledger.trace().trace_id().map(str::to_owned);
+    AskReply {
+        question_id: record.ledger.question_id().to_string(),
+        answers,
+        evidence,
+        explanation,
+        rounds: input.rounds,
+        cost: record.ledger.spent(),
+        timings: record.ledger.timings(),
+        partial: input.partial,
+        low_confidence,
+        confidence: input.confidence,
+        cache_hit: input.cache.hit,
+        cache_use,
+        cache_examples: input.cache.examples.len().min(usize::from(u16::MAX)) as u16,
+        replay_reached: input.replayed.then_some(input.replay.reached),
+        replay_cut: input.replayed && input.replay.cut,
+        plan_replayed: input.replayed,
+        replay_similarity: input.cache.replay_similarity.filter(|_| input.replayed),
+        trace_id,
+        notes: record.context.context().notes.clone(),
+        degraded: std::mem::take(&mut record.degraded),
+        graph: cx.config().graph.clone(),
+        topic_entities: input.topic.iter().map(|s| s.entity.clone()).collect(),
+        calls: record.ledger.take_calls(),
+    }
+}
+
+/// What the plan cache did, in a sentence for people (see `AskReply::cache_use`).
+fn cache_use(
+    cache: &CacheFound,
+    replayed: bool,
+    replay: &ReplayReport,
+    answers: usize,
+) -> Option<String> {
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    if replayed {
+        let whose = match (&replay.question, cache.replay_similarity) {
+            (Some(question), Some(similarity)) => format!(
+                "the verified plan of the past question \"{question}\" (a similar \
+                 wording, similarity {similarity:.2})"
+            ),
+            (Some(question), None) => {
+                format!("the verified plan of the past question \"{question}\"")
+            }
+            (None, Some(similarity)) => {
+                format!("the verified plan of a similar question (similarity {similarity:.2})")
+            }
+            (None, None) => "a verified plan of this question's wording".to_owned(),
+        };
+        let reached = replay.reached as usize;
+        let mut sentence = format!(
+            "plan cache: answered by replaying {whose}; it reached {}, {} given",
+            plural(reached, "node"),
+            plural(answers, "answer")
+        );
+        if replay.cut {
+            sentence.push_str(
+                "; its retrieval stopped at a limit, so answers may be missing (ask \
+                 again without the plan cache for a cold run)",
+            );
+        }
+        return Some(sentence);
+    }
+    if cache.examples.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "plan cache: {} offered to the planner as examples (the closest: \"{}\"); \
+         the plan was made for this question",
+        plural(cache.examples.len(), "past question"),
+        cache.examples[0].question
+    ))
+}

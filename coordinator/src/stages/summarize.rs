@@ -1,0 +1,117 @@
+//! Stage 5: the summarizer's answers, each citing its evidence. It always gets a
+//! chance, even past the deadline: it then works without a model on what was
+//! retrieved.
+
+use std::time::Instant;
+
+use kgmesh_schemas::{
+    graph::{Metapath, ScoredEntity},
+    messages::{
+        cache::RelationCue,
+        summarizer::{SummarizeReply, SummarizeRequest},
+    },
+    Deadline, Role, Rpc,
+};
+use tracing::Instrument;
+
+use super::{context_for, RunContext};
+use crate::calls::{send, until, RunRecord};
+
+/// What the summarizer is given besides the context.
+pub(crate) struct SummarizeInput<'a> {
+    /// The last round run.
+    pub round: u8,
+    pub topic: &'a [ScoredEntity],
+    pub cues: &'a [RelationCue],
+    /// Relation paths to trust over the summarizer's own reading.
+    pub trusted: &'a [Metapath],
+}
+
+/// The summarizer's reply, its citations read as the whole context's lines; a failed
+/// call gives no answer and says so.
+pub(crate) async fn summarize(
+    cx: &RunContext<'_>,
+    record: &mut RunRecord,
+    input: SummarizeInput<'_>,
+) -> SummarizeReply {
+    let round = input.round;
+    let (context, kept) = context_for(cx, record, Role::SUMMARIZER);
+    let request = SummarizeRequest {
+        question: cx.question.clone(),
+        context,
+        topic_entities: input.topic.iter().map(|s| s.entity.clone()).collect(),
+        max_answers: cx.max_answers,
+        cues: input.cues.to_vec(),
+        plan: input.trusted.to_vec(),
+    };
+    let mut meta = record.ledger.final_meta(round);
+    let grace = cx.config().finalize_grace;
+    if record.ledger.is_exhausted() {
+        meta.budget.llm_calls = 0;
+        meta.budget.deadline = Deadline::after(grace);
+    }
+    let timeout = meta
+        .budget
+        .deadline
+        .remaining()
+        .max(grace)
+        .min(cx.config().call_timeout);
+    let meta = until(meta, timeout);
+    let role = Role::well_known(Role::SUMMARIZER);
+    let started = Instant::now();
+    let span = tracing::info_span!(
+        "call",
+        otel.name = format!("call {} {}", role.as_str(), SummarizeRequest::OP),
+        role = role.as_str(),
+        op = SummarizeRequest::OP,
+        kgmesh.role = role.as_str(),
+        kgmesh.op = SummarizeRequest::OP,
+        kgmesh.round = round,
+    );
+    let result = send(
+        cx.caller.bus,
+        (&role, cx.snapshot().codec(role.as_str())),
+        meta,
+        request,
+        timeout,
+        cx.config().retries,
+        cx.caller.hedge_for(&role, SummarizeRequest::OP),
+    )
+    .instrument(span)
+    .await;
+    record
+        .ledger
+        .record_stage("summarizer".to_owned(), started.elapsed());
+    record.record_call(
+        &cx.caller,
+        round,
+        &role,
+        SummarizeRequest::OP,
+        started.elapsed(),
+        &result,
+    );
+    match result {
+        Ok((mut reply, cost)) => {
+            record.charge(&role, round, &cost);
+            if let Some(kept) = kept {
+                // Citations of the sent lines, read as the whole context's lines.
+                for answer in &mut reply.answers {
+                    answer.evidence = answer
+                        .evidence
+                        .iter()
+                        .filter_map(|&line| kept.get(line as usize).map(|&i| i as u32))
+                        .collect();
+                }
+            }
+            reply
+        }
+        Err(error) => {
+            record.note_failure(round, &role, &error);
+            SummarizeReply {
+                low_confidence: false,
+                answers: Vec::new(),
+                explanation: "no answer: the summarizer failed".to_owned(),
+            }
+        }
+    }
+}
