@@ -139,44 +139,9 @@ pub fn verbalize_paths(paths: &[Path]) -> Vec<String> {
         .collect()
 }
 
-/// A value as a model should read it: strings bare, nodes by their name property.
+/// A value as a model should read it ([`Value::text`]).
 pub fn value_text(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::String(s) => s.clone(),
-        Value::List(items) => format!(
-            "[{}]",
-            items.iter().map(value_text).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Map(entries) => format!(
-            "{{{}}}",
-            entries
-                .iter()
-                .map(|(k, v)| format!("{k}: {}", value_text(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Node(node) => node_name(&node.properties).unwrap_or_else(|| node.id.to_string()),
-        Value::Relationship(rel) => format!("-[{}]->", rel.rel_type),
-        Value::Path(path) => path
-            .nodes
-            .iter()
-            .map(|n| node_name(&n.properties).unwrap_or_else(|| n.id.to_string()))
-            .collect::<Vec<_>>()
-            .join(" - "),
-    }
-}
-
-fn node_name(properties: &[(String, Value)]) -> Option<String> {
-    ["name", "title", "id"].iter().find_map(|key| {
-        properties
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| value_text(v))
-    })
+    value.text()
 }
 
 /// `Graph Query: …`, a header line, up to `max_rows` rows, and a note when rows were
@@ -263,7 +228,7 @@ pub fn evidence_entities(evidence: &[Evidence]) -> Vec<Entity> {
             EvidenceItem::Query { rows, .. } => {
                 for value in rows.rows.iter().flatten() {
                     if let Value::Node(node) = value {
-                        if let Some(name) = node_name(&node.properties) {
+                        if let Some(name) = node.name() {
                             push(&Entity { id: node.id, name });
                         }
                     }

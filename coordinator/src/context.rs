@@ -372,35 +372,9 @@ pub fn verbalize(item: &EvidenceItem) -> String {
     }
 }
 
-/// A query value as a short string (nodes by their `name` property when they have one).
+/// A query value as a short string ([`Value::text`]).
 pub fn value_text(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::String(s) => s.clone(),
-        Value::List(items) => format!(
-            "[{}]",
-            items.iter().map(value_text).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Map(entries) => format!(
-            "{{{}}}",
-            entries
-                .iter()
-                .map(|(k, v)| format!("{k}: {}", value_text(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Node(node) => node
-            .properties
-            .iter()
-            .find(|(k, _)| k == "name")
-            .map(|(_, v)| value_text(v))
-            .unwrap_or_else(|| node.id.to_string()),
-        Value::Relationship(rel) => rel.rel_type.clone(),
-        Value::Path(path) => format!("path of {} hops", path.relationships.len()),
-    }
+    value.text()
 }
 
 #[cfg(test)]

@@ -144,6 +144,50 @@ impl Value {
         }
     }
 
+    /// The value as short text, for people and models: strings bare, a node by its
+    /// `name` (else `title`, else `id`) property or else its id, a relationship as
+    /// `-[TYPE]->`, a path as its nodes joined by ` - `.
+    pub fn text(&self) -> String {
+        self.text_quoting(&|text| text.to_owned())
+    }
+
+    /// [`Value::text`] with every string, map key and relationship type passed
+    /// through `quote` (a prompt's quoting, which keeps graph text from reading as
+    /// instructions).
+    pub fn text_quoting(&self, quote: &dyn Fn(&str) -> String) -> String {
+        let node = |node: &NodeValue| {
+            node.name_property()
+                .map(|value| value.text_quoting(quote))
+                .unwrap_or_else(|| node.id.to_string())
+        };
+        match self {
+            Value::Null => "null".to_owned(),
+            Value::Bool(b) => b.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::Float(f) => f.to_string(),
+            Value::String(s) => quote(s),
+            Value::List(items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(|item| item.text_quoting(quote))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Value::Map(entries) => format!(
+                "{{{}}}",
+                entries
+                    .iter()
+                    .map(|(k, v)| format!("{}: {}", quote(k), v.text_quoting(quote)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Value::Node(n) => node(n),
+            Value::Relationship(rel) => format!("-[{}]->", quote(&rel.rel_type)),
+            Value::Path(path) => path.nodes.iter().map(node).collect::<Vec<_>>().join(" - "),
+        }
+    }
+
     /// A query parameter written as JSON: numbers that are integers become `Int`,
     /// objects `Map` (keys in the order serde_json keeps them), everything else its like.
     pub fn from_json(json: &serde_json::Value) -> Self {
@@ -174,6 +218,21 @@ pub struct NodeValue {
     pub id: NodeId,
     pub labels: Vec<String>,
     pub properties: Vec<(String, Value)>,
+}
+
+impl NodeValue {
+    /// The property a node is named by: `name`, else `title`, else `id`.
+    pub fn name_property(&self) -> Option<&Value> {
+        ["name", "title", "id"]
+            .iter()
+            .find_map(|key| self.properties.iter().find(|(k, _)| k == key))
+            .map(|(_, value)| value)
+    }
+
+    /// The node's name ([`NodeValue::name_property`] as text), if it has one.
+    pub fn name(&self) -> Option<String> {
+        self.name_property().map(Value::text)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

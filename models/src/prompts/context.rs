@@ -73,38 +73,7 @@ pub fn verbalize(item: &EvidenceItem) -> String {
 }
 
 fn value_text(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::String(s) => quote(s),
-        Value::List(items) => format!(
-            "[{}]",
-            items.iter().map(value_text).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Map(entries) => format!(
-            "{{{}}}",
-            entries
-                .iter()
-                .map(|(k, v)| format!("{}: {}", quote(k), value_text(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Node(node) => node
-            .properties
-            .iter()
-            .find(|(k, _)| k == "name" || k == "title")
-            .map(|(_, v)| value_text(v))
-            .unwrap_or_else(|| node.id.to_string()),
-        Value::Relationship(rel) => quote(&rel.rel_type),
-        Value::Path(path) => path
-            .nodes
-            .iter()
-            .map(|n| value_text(&Value::Node(n.clone())))
-            .collect::<Vec<_>>()
-            .join(" - "),
-    }
+    value.text_quoting(&quote)
 }
 
 /// Room left for a prompt's instructions, question and names besides its evidence, in
