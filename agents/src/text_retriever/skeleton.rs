@@ -42,7 +42,28 @@ pub struct ExtractReport {
     /// Facts dropped because an end of them is not in the chunk.
     pub ungrounded: usize,
     /// Why the run stopped before reading every core chunk.
-    pub stopped: Option<String>,
+    pub stopped: Option<ExtractStop>,
+}
+
+/// Why an extraction run stopped early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtractStop {
+    /// Interrupted (Ctrl-C); the next run goes on where this one stopped.
+    Interrupted,
+    /// The run's call budget is spent, after this many calls.
+    CallBudget(u64),
+    /// Three model calls in a row failed, the last with this error.
+    Failing(String),
+}
+
+impl std::fmt::Display for ExtractStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExtractStop::Interrupted => f.write_str("interrupted"),
+            ExtractStop::CallBudget(calls) => write!(f, "the call budget ({calls}) is spent"),
+            ExtractStop::Failing(error) => write!(f, "three calls in a row failed ({error})"),
+        }
+    }
 }
 
 /// The number of core chunks for `beta` over `chunks` chunks.
@@ -72,11 +93,11 @@ pub async fn extract_skeleton(
             continue;
         }
         if stop.load(Ordering::Relaxed) {
-            report.stopped = Some("interrupted".to_owned());
+            report.stopped = Some(ExtractStop::Interrupted);
             break;
         }
         if plan.max_calls.is_some_and(|max| report.calls >= max) {
-            report.stopped = Some(format!("the call budget ({}) is spent", report.calls));
+            report.stopped = Some(ExtractStop::CallBudget(report.calls));
             break;
         }
         let own = index.passages_of(chunk);
@@ -98,7 +119,7 @@ pub async fn extract_skeleton(
                 consecutive_errors += 1;
                 progress(format!("chunk {chunk}: the model call failed: {error}"));
                 if consecutive_errors >= 3 {
-                    report.stopped = Some(format!("three calls in a row failed ({error})"));
+                    report.stopped = Some(ExtractStop::Failing(error.to_string()));
                     break;
                 }
                 continue;

@@ -7,7 +7,7 @@ use super::{
     build::{add_files, pagerank, rank_chunks, FileLimits, FileStatus},
     chunk::{halve, sentences, tokenize, unreadable, windows},
     retrieve::{Channels, Hit, SearchSettings, TextSearcher, Via},
-    skeleton::{core_count, extract_skeleton, ExtractPlan},
+    skeleton::{core_count, extract_skeleton, ExtractPlan, ExtractStop},
 };
 
 fn small_settings() -> TextSettings {
@@ -395,7 +395,7 @@ async fn the_skeleton_is_read_most_central_first_within_the_budget_and_searchabl
         (2, 1, 1)
     );
     assert!(
-        report.stopped.as_deref().unwrap_or("").contains("budget"),
+        matches!(report.stopped, Some(ExtractStop::CallBudget(_))),
         "{report:?}"
     );
     let best = super::build::by_rank(&index)[0];

@@ -71,10 +71,43 @@ pub struct Traversal {
     pub steps: Vec<TraversalStep>,
     /// Model calls and tokens spent.
     pub cost: Cost,
-    /// Why the walk stopped.
-    pub stopped: String,
+    /// Why the walk stopped (`None` while it walks).
+    pub stopped: Option<Stop>,
     /// Model failures, as notes (the walk goes on without the model).
     pub notes: Vec<String>,
+}
+
+/// Why a walk stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// No entity left to walk from.
+    FrontierEmpty,
+    /// The question's deadline passed.
+    Deadline,
+    /// The frontier has no edges.
+    NoEdges,
+    /// No relation around the frontier is relevant enough to follow.
+    NoRelevantRelation,
+    /// A step reached no entity not seen before.
+    NothingNew,
+    /// The model said the triplets answer the question.
+    Finish,
+    /// The step limit was reached.
+    StepLimit,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stop::FrontierEmpty => "frontier empty",
+            Stop::Deadline => "deadline",
+            Stop::NoEdges => "no edges",
+            Stop::NoRelevantRelation => "no relevant relation",
+            Stop::NothingNew => "nothing new reached",
+            Stop::Finish => "FINISH",
+            Stop::StepLimit => "step limit",
+        })
+    }
 }
 
 /// Relation (followed from the frontier) as the selector sees it.
@@ -135,11 +168,11 @@ pub async fn traverse(
     let mut used_words = vec![false; relevance.terms().stems().len()];
     for step in 0..config.max_steps.min(MAX_DEPTH) {
         if frontier.is_empty() {
-            out.stopped = "frontier empty".to_owned();
+            out.stopped = Some(Stop::FrontierEmpty);
             break;
         }
         if config.deadline_opt.is_some_and(|d| d.is_past()) {
-            out.stopped = "deadline".to_owned();
+            out.stopped = Some(Stop::Deadline);
             break;
         }
         // 1. one-hop expansion
@@ -167,7 +200,7 @@ pub async fn traverse(
         relations.sort();
         relations.dedup();
         if relations.is_empty() {
-            out.stopped = "no edges".to_owned();
+            out.stopped = Some(Stop::NoEdges);
             break;
         }
 
@@ -253,7 +286,7 @@ pub async fn traverse(
             }
         }
         if chosen.is_empty() {
-            out.stopped = "no relevant relation".to_owned();
+            out.stopped = Some(Stop::NoRelevantRelation);
             break;
         }
         if !relevance.uses_embeddings() {
@@ -303,7 +336,7 @@ pub async fn traverse(
             }
         }
         if candidates.is_empty() {
-            out.stopped = "nothing new reached".to_owned();
+            out.stopped = Some(Stop::NothingNew);
             break;
         }
         let mut next: Vec<Entity> = Vec::new();
@@ -313,7 +346,7 @@ pub async fn traverse(
             match ask(llm, request, &mut out.cost, config.deadline_opt).await {
                 Ok(reply) => match parse_entity_selection(&reply, &names) {
                     EntitySelection::Finish => {
-                        out.stopped = "FINISH".to_owned();
+                        out.stopped = Some(Stop::Finish);
                         break;
                     }
                     EntitySelection::Explore(chosen_names) => {
@@ -350,8 +383,8 @@ pub async fn traverse(
         visited.extend(next.iter().map(|e| e.id));
         frontier = next;
     }
-    if out.stopped.is_empty() {
-        out.stopped = "step limit".to_owned();
+    if out.stopped.is_none() {
+        out.stopped = Some(Stop::StepLimit);
     }
     Ok(out)
 }

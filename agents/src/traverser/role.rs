@@ -90,7 +90,9 @@ impl Traverser {
         notes.push(format!(
             "agentic traversal: {} steps ({}), relations {:?}",
             walked.steps.len(),
-            walked.stopped,
+            walked
+                .stopped
+                .map_or_else(String::new, |stop| stop.to_string()),
             walked
                 .steps
                 .iter()

@@ -2,7 +2,7 @@ use std::{sync::Arc, time::Duration};
 
 use kgmesh_models::LlmError;
 
-use super::core::{traverse, TraverseConfig};
+use super::core::{traverse, Stop, TraverseConfig};
 use crate::{
     scoring::{
         fixtures::{entity, movies},
@@ -70,7 +70,7 @@ async fn model_choices_are_relinked_to_graph_entities_and_finish_stops() {
     )
     .await
     .unwrap();
-    assert_eq!(walked.stopped, "FINISH");
+    assert_eq!(walked.stopped, Some(Stop::Finish));
     assert_eq!(walked.cost.llm_calls, 4);
     assert_eq!(walked.cost.prompt_tokens, 400);
     assert_eq!(walked.steps.len(), 2);
