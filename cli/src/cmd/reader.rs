@@ -20,7 +20,8 @@ use kgmesh_agents::{
     scoring::{relevance::TextVectors, TEXT_VECTOR_CACHE},
 };
 
-use crate::{config::Config, eval::calibration::Calibration};
+use crate::config::Config;
+use kgmesh_eval::calibration::Calibration;
 
 #[derive(Debug, Args)]
 pub struct ReaderArgs {
@@ -522,8 +523,8 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
 /// reported, what the calibration reads and whether the first answer is right)).
 #[allow(clippy::type_complexity)]
 fn read_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)>)>> {
-    use crate::eval::report::Report;
     use kgmesh_coordinator::confidence::signals;
+    use kgmesh_eval::report::Report;
     let mut runs = Vec::new();
     for path in paths {
         let report = Report::load(path)?;

@@ -1,7 +1,8 @@
-//! The evaluation harness behind `kgmesh eval`: reads a benchmark's questions, asks them
-//! (embedded pipeline or a `kgmesh serve` URL), scores every reply, and writes a report
-//! that records the full configuration next to the scores, so every number it prints
-//! can be reproduced.
+//! kgmesh's benchmarks: the evaluation harness behind `kgmesh eval`.
+//!
+//! The harness reads a benchmark's questions, asks them (embedded pipeline or a
+//! `kgmesh serve` URL), scores every reply, and writes a report that records the full
+//! configuration next to the scores, so every number it prints can be reproduced.
 //!
 //! Data flow, one file per stage: [`dataset`] → [`runner`] (through an
 //! [`answerer::Answerer`]) → [`metrics`] → [`report`] (JSON + Markdown), [`plot`] (SVG),
