@@ -8,7 +8,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use kgmesh_agents::qa::Fold;
+use crate::qa::Fold;
 use kgmesh_schemas::messages::ask::AskOptions;
 use serde::{Deserialize, Serialize};
 

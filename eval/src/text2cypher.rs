@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::qa::Fold;
 use anyhow::{bail, Context as _};
-use kgmesh_agents::qa::Fold;
 use kgmesh_agents::query_executor::grounded::{
     plain_text, CypherRunner, GroundedCypher, Reference, Ties, EXISTENCE_TRIES, LEARN_TRIES,
     MODEL_CHOICES,

@@ -27,7 +27,7 @@ use kgmesh_agents::cache_manager::{
     warm::{self, Candidate, SkipReason, Warmer},
     CacheConfig as PlanCacheConfig, PlanCache,
 };
-use kgmesh_agents::qa::QaFormat;
+use kgmesh_eval::qa::QaFormat;
 use kgmesh_models::LanguageModel;
 use kgmesh_schemas::messages::cache::{CacheEntry, Feedback, FeedbackOutcome, Isr, Principal};
 use kgmesh_stores::GraphStore;
@@ -1037,7 +1037,7 @@ fn read_pairs(path: &Path, format: QaFormat) -> anyhow::Result<Pairs> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read QA pairs from {}", path.display()))?;
     let format = format.resolve(&text);
-    let (pairs, bad) = warm::parse_pairs(&text, format);
+    let (pairs, bad) = kgmesh_eval::import::parse_pairs(&text, format);
     if pairs.is_empty() {
         bail!(
             "{}: no readable QA pairs in {format} format ({} unreadable lines; expected \

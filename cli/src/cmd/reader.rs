@@ -11,7 +11,6 @@ use clap::{Args, Subcommand};
 use kgmesh_agents::{
     cache_manager::warm,
     kg_linker::core::LinkerConfig,
-    qa::QaFormat,
     reader::{
         model::{Confidence, Ranked},
         train::example,
@@ -21,7 +20,10 @@ use kgmesh_agents::{
 };
 
 use crate::config::Config;
-use kgmesh_eval::calibration::Calibration;
+use kgmesh_eval::{
+    calibration::Calibration,
+    qa::{read_lines, QaFormat},
+};
 
 #[derive(Debug, Args)]
 pub struct ReaderArgs {
@@ -212,7 +214,7 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(&domain.questions)
             .with_context(|| format!("cannot read {}", domain.questions.display()))?;
         let mut pairs: Vec<(String, Vec<String>)> = Vec::new();
-        for (line, record) in kgmesh_agents::qa::read_lines(&text, QaFormat::Auto) {
+        for (line, record) in read_lines(&text, QaFormat::Auto) {
             match record {
                 Ok(record) => pairs.push((record.question.replace(['[', ']'], ""), record.answers)),
                 Err(why) => eprintln!("{}:{line}: {why}", domain.questions.display()),
