@@ -11,7 +11,6 @@ pub mod judge;
 pub mod kg_linker;
 pub mod path_follower;
 pub mod pattern_matcher;
-pub mod qa;
 pub mod query_executor;
 pub mod reader;
 pub mod scoring;

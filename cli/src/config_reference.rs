@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
+use kgmesh_eval::report::number_as_written;
 use serde_json::Value;
 
 use crate::config::Config;
@@ -753,15 +754,6 @@ fn format_default(value: &Value) -> String {
         Value::Array(_) | Value::Object(_) => format!("`{value}`"),
         Value::Number(number) => number_as_written(number),
         Value::Bool(_) => value.to_string(),
-    }
-}
-
-/// A setting's number as it is written in a configuration file: settings are f32, and
-/// 0.05 read back as f64 would show as 0.05000000074505806.
-pub(crate) fn number_as_written(number: &serde_json::Number) -> String {
-    match number.as_f64() {
-        Some(x) if number.is_f64() => (x as f32).to_string(),
-        _ => number.to_string(),
     }
 }
 

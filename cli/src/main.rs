@@ -7,7 +7,6 @@
 mod cmd;
 mod config;
 mod config_reference;
-mod eval;
 mod vectors;
 
 use std::{path::PathBuf, process::ExitCode};

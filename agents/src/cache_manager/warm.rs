@@ -3,8 +3,9 @@
 //! Two sources. **Star schemas** sampled from the graph: every (centre, relation,
 //! direction) group of a star becomes a question whose answers are the group's other
 //! ends, written by a language model when one is configured and from the relation's
-//! name otherwise. **Imported QA pairs** (a dev set in any format [`crate::qa`] reads,
-//! a log of verified answers): the topic entity is linked, the metapaths from it to the
+//! name otherwise. **Imported QA pairs** ([`QaPair`]: a question, its answers and the
+//! topic entity when the input names it, from a dev set or a log of verified answers;
+//! `kgmesh-eval` reads the benchmarks' file formats into them): the topic entity is linked, the metapaths from it to the
 //! gold answers are found by shortest paths (≤ 3 hops) and among the metapaths that best
 //! explain the question's words (by relation names and, with [`Warmer::with_lexicon`],
 //! by what earlier verified plans taught), and the one whose replay matches the gold
@@ -39,7 +40,6 @@ use super::{
 };
 use crate::{
     kg_linker::core::{metapath_text, rank_metapaths, EnumerateLimits},
-    qa::{self, QaFormat},
     scoring::{relevance::Relevance, text::relation_label},
 };
 
@@ -111,34 +111,11 @@ pub enum WarmError {
 pub struct QaPair {
     pub question: String,
     pub answers: Vec<String>,
-    /// The topic entity when the input names it: `[name]` in MetaQA questions, the
-    /// first node of an IRN gold path (of its first part, for a conjunction), JSONL's
-    /// `topic`.
+    /// The topic entity when the input names it; without one, the entities the
+    /// question mentions are linked.
     pub topic: Option<String>,
     /// 1-based line in the input, for reports.
     pub line: usize,
-}
-
-/// Reads QA pairs (every format of [`crate::qa`]); unreadable lines come back with
-/// their line number and why.
-pub fn parse_pairs(text: &str, format: QaFormat) -> (Vec<QaPair>, Vec<(usize, String)>) {
-    let mut pairs = Vec::new();
-    let mut bad = Vec::new();
-    for (line, record) in qa::read_lines(text, format) {
-        match record {
-            // Nothing to learn from a question with no answer.
-            Ok(record) if record.answers.is_empty() => {}
-            Ok(record) => pairs.push(QaPair {
-                question: record.question.replace(['[', ']'], ""),
-                answers: record.answers,
-                // A conjunction names several; the mention linker finds the others.
-                topic: record.topics.into_iter().next(),
-                line,
-            }),
-            Err(why) => bad.push((line, why)),
-        }
-    }
-    (pairs, bad)
 }
 
 /// Builds the name index the cache manager masks questions with.
@@ -842,82 +819,6 @@ Amelie\tin_language\tFrench
             let gazetteer = Arc::new(build_gazetteer(graph.as_ref()).await.unwrap());
             Warmer::new(graph, gazetteer)
         })
-    }
-
-    #[test]
-    fn metaqa_and_jsonl_lines_parse_with_their_topic() {
-        let (pairs, bad) = parse_pairs(
-            "who directed [Heat]\tMichael Mann\n\nbroken line\nwho acted in [Heat]\tAl Pacino|Robert De Niro\n",
-            QaFormat::Auto,
-        );
-        assert_eq!(bad.len(), 1);
-        assert_eq!(bad[0].0, 3);
-        assert_eq!(pairs.len(), 2);
-        assert_eq!(pairs[0].question, "who directed Heat");
-        assert_eq!(pairs[0].topic.as_deref(), Some("Heat"));
-        assert_eq!(pairs[1].answers, vec!["Al Pacino", "Robert De Niro"]);
-        assert_eq!(pairs[1].line, 4);
-
-        let (pairs, bad) = parse_pairs(
-            "{\"question\": \"who directed Heat\", \"answers\": [\"Michael Mann\"]}\n{\"question\": \"x\", \"answers\": []}\n{not json\n",
-            QaFormat::Auto,
-        );
-        assert_eq!(pairs.len(), 1);
-        assert_eq!(pairs[0].topic, None);
-        assert_eq!(
-            bad.iter().map(|b| b.0).collect::<Vec<_>>(),
-            vec![2, 3],
-            "{bad:?}"
-        );
-    }
-
-    #[test]
-    fn irn_lines_import_with_the_gold_path_head_as_topic() {
-        let pathquestion = "is sviatoslav_ii_of_kiev 's dad a man or a woman ?\tmale(male/female/)\tsviatoslav_ii_of_kiev#parents#olof_of_sweden#gender#male#<end>#male";
-        let wc2014_2h = "name a soccer club that has a player from Greece ?\tPAOK_FC\tGreece#plays_for_country_inverse#Dimitrios_SALPINGIDIS#plays_in_club#PAOK_FC\tPanathinaikos_FC/PAOK_FC/\tDimitrios_SALPINGIDIS#plays_in_club#PAOK_FC";
-        let wc2014_conj = "who plays at position Goalkeeper for club Ulsan_Hyundai_FC ?\tKIM_Seunggyu\tGoalkeeper#plays_position_inverse#KIM_Seunggyu#<end>#KIM_Seunggyu*Ulsan_Hyundai_FC#plays_in_club_inverse#KIM_Seunggyu#<end>#KIM_Seunggyu\tKIM_Seunggyu/\tKIM_Seunggyu#plays_in_club#Ulsan_Hyundai_FC\tGoalkeeper/Ulsan_Hyundai_FC";
-        let text = format!("{pathquestion}\n{wc2014_2h}\n\n{wc2014_conj}\nno gold path\tx\n");
-        for format in [QaFormat::Auto, QaFormat::Irn] {
-            let (pairs, bad) = parse_pairs(&text, format);
-            assert_eq!(pairs.len(), 3, "{format}");
-            assert_eq!(pairs[0].topic.as_deref(), Some("sviatoslav_ii_of_kiev"));
-            assert_eq!(pairs[0].answers, ["male", "female"]);
-            assert_eq!(
-                pairs[0].question,
-                "is sviatoslav_ii_of_kiev 's dad a man or a woman ?"
-            );
-            assert_eq!(pairs[1].topic.as_deref(), Some("Greece"));
-            assert_eq!(pairs[1].answers, ["PAOK_FC", "Panathinaikos_FC"]);
-            // A conjunction's second topic is left to the mention linker.
-            assert_eq!(pairs[2].topic.as_deref(), Some("Goalkeeper"));
-            assert_eq!(pairs[2].answers, ["KIM_Seunggyu"]);
-            assert_eq!(pairs[2].line, 4);
-            assert_eq!(bad.len(), 1);
-            assert_eq!(bad[0].0, 5);
-        }
-        // Read as MetaQA, the same lines keep their answer field whole and name no topic.
-        let (as_metaqa, _) = parse_pairs(pathquestion, QaFormat::Metaqa);
-        assert_eq!(as_metaqa[0].topic, None);
-    }
-
-    #[test]
-    fn an_irn_pair_is_verified_from_its_answers_not_its_gold_path() {
-        // The gold path names a relation the graph does not have; the plan comes from
-        // the paths between the topic entity and the answer.
-        let (pairs, bad) = parse_pairs(
-            "which films share a director with Heat ?\tCollateral(Collateral/)\tHeat#made_by#Michael Mann#made_by_inverse#Collateral#<end>#Collateral\n",
-            QaFormat::Auto,
-        );
-        assert!(bad.is_empty(), "{bad:?}");
-        assert_eq!(pairs[0].topic.as_deref(), Some("Heat"));
-        let found = block_on(warmer().verify_pair(&pairs[0])).expect("verified");
-        let relations: Vec<&str> = found.entry.plan.metapaths[0]
-            .steps
-            .iter()
-            .map(|s| s.relation.as_str())
-            .collect();
-        assert_eq!(relations, ["directed_by", "directed_by"]);
-        assert_eq!(found.entry.isr.topic_entities, ["Heat"]);
     }
 
     #[test]

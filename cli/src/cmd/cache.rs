@@ -27,7 +27,7 @@ use kgmesh_agents::cache_manager::{
     warm::{self, Candidate, SkipReason, Warmer},
     CacheConfig as PlanCacheConfig, PlanCache,
 };
-use kgmesh_agents::qa::QaFormat;
+use kgmesh_eval::qa::QaFormat;
 use kgmesh_models::LanguageModel;
 use kgmesh_schemas::messages::cache::{CacheEntry, Feedback, FeedbackOutcome, Isr, Principal};
 use kgmesh_stores::GraphStore;
@@ -293,7 +293,7 @@ fn history_text(entry: &AuditEntry) -> String {
     let mut text = format!(
         "{:>5}  {}  {:<9} {}  by {}{}\n       `{template}`: {} => {}",
         entry.id,
-        crate::eval::report::rfc3339(entry.at_unix_ms / 1000),
+        kgmesh_eval::report::rfc3339(entry.at_unix_ms / 1000),
         entry.action.as_str(),
         entry.key,
         entry.principal.name,
@@ -417,7 +417,7 @@ async fn warm_cypher(
              schemas is for graphs of triples"
         );
     };
-    let pairs = crate::eval::text2cypher::read_pairs(path)?;
+    let pairs = kgmesh_eval::text2cypher::read_pairs(path)?;
     let read = pairs.len();
     let mut pairs: Vec<_> = match args.fold.fold() {
         Some(fold) => fold.select(pairs),
@@ -432,11 +432,11 @@ async fn warm_cypher(
             path.display()
         );
     }
-    let limits = crate::eval::text2cypher::learning_limits();
+    let limits = kgmesh_eval::text2cypher::learning_limits();
     let mut planner = GroundedCypher::read(graph.as_ref(), schema, &limits)
         .await
         .context("cannot read the graph's values")?;
-    crate::eval::text2cypher::use_embedder(
+    kgmesh_eval::text2cypher::use_embedder(
         &mut planner,
         super::ask::embedder(config).await?,
         "kgmesh cache warm",
@@ -456,7 +456,7 @@ async fn warm_cypher(
     let mut entries = Vec::new();
     for (done, pair) in pairs.iter().enumerate() {
         let reference =
-            crate::eval::text2cypher::reference_for(graph.as_ref(), &planner, pair, &limits).await;
+            kgmesh_eval::text2cypher::reference_for(graph.as_ref(), &planner, pair, &limits).await;
         let what = || format!("\"{}\"", pair.question);
         match reference {
             None => skipped.add_reason(
@@ -1037,7 +1037,7 @@ fn read_pairs(path: &Path, format: QaFormat) -> anyhow::Result<Pairs> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read QA pairs from {}", path.display()))?;
     let format = format.resolve(&text);
-    let (pairs, bad) = warm::parse_pairs(&text, format);
+    let (pairs, bad) = kgmesh_eval::import::parse_pairs(&text, format);
     if pairs.is_empty() {
         bail!(
             "{}: no readable QA pairs in {format} format ({} unreadable lines; expected \

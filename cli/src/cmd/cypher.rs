@@ -142,7 +142,7 @@ async fn ask(
         .await
         .context("cannot read the graph's values")?;
     if question.is_some() || args.learn.is_some() {
-        crate::eval::text2cypher::use_embedder(
+        kgmesh_eval::text2cypher::use_embedder(
             &mut planner,
             super::ask::embedder(config).await?,
             "kgmesh cypher",
@@ -163,7 +163,7 @@ async fn ask(
         );
     }
     if let Some(path) = &args.learn {
-        use crate::eval::text2cypher::{learn_from, read_pairs, reference_for};
+        use kgmesh_eval::text2cypher::{learn_from, read_pairs, reference_for};
         let pairs = read_pairs(path)?;
         let mut references = Vec::with_capacity(pairs.len());
         for pair in &pairs {

@@ -8,23 +8,25 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
+use async_trait::async_trait;
+use kgmesh_eval::{
+    self as eval,
+    answerer::{AnswerError, Answerer, AnswererConfig, AnswererMode, HttpAnswerer},
+    compare,
+    dataset::{Brackets, DatasetKind},
+    embedded::{CacheStart, EmbeddedAnswerer, RunningRoles},
+    plot,
+    report::{self, Report, Versions},
+    runner::{self, RunSettings},
+    QuestionPlan, RunContext,
+};
 use kgmesh_schemas::messages::ask::AskOptions;
 
-use super::fold::FoldArgs;
-use crate::{
-    config::Config,
-    eval::{
-        self,
-        answerer::{Answerer, HttpAnswerer},
-        compare,
-        dataset::{Brackets, DatasetKind},
-        embedded::{CacheStart, EmbeddedAnswerer},
-        plot,
-        report::{self, Report, Versions},
-        runner::{self, RunSettings},
-        QuestionPlan, RunContext,
-    },
+use super::{
+    ask::{coordinator_config, EmbeddedRoles, GraphSource},
+    fold::FoldArgs,
 };
+use crate::config::Config;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -273,7 +275,7 @@ fn run_table(args: &TableArgs) -> anyhow::Result<()> {
 /// One row per run, then every run's answers pooled: how well the confidences say which
 /// answers are right.
 fn confidence_table(reports: &[Report]) -> String {
-    use crate::eval::{
+    use kgmesh_eval::{
         calibration::Calibration,
         metrics::{confidence_pairs, QuestionResult},
     };
@@ -402,8 +404,7 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let source =
-            crate::cmd::ask::GraphSource::from_args(&config, args.kg.clone(), args.store.clone())?;
+        let source = GraphSource::from_args(&config, args.kg.clone(), args.store.clone())?;
         let store = source.open(&config).await?;
         // A configured model picks among the best candidates, scored beside them.
         let llm = crate::cmd::ask::language_model(&config)?;
@@ -438,7 +439,7 @@ fn run_text2cypher(config: Config, args: RunArgs) -> anyhow::Result<()> {
                 cache.describe()
             );
             let answerer: Arc<dyn Answerer> =
-                Arc::new(EmbeddedAnswerer::start_on(&config, &source, cache).await?);
+                Arc::new(start_embedded(&config, &source, cache).await?);
             Some((answerer, described))
         } else {
             None
@@ -647,7 +648,8 @@ fn run_evaluation(config: Config, args: RunArgs) -> anyhow::Result<()> {
                         warmed_from: args.cache_file.clone(),
                     },
                 };
-                let started = Arc::new(EmbeddedAnswerer::start(&config, kg, cache).await?);
+                let source = GraphSource::File(kg.to_owned());
+                let started = Arc::new(start_embedded(&config, &source, cache).await?);
                 embedded = Some(Arc::clone(&started));
                 started
             }
@@ -739,5 +741,76 @@ fn count_questions(count: usize) -> String {
         "1 question".to_owned()
     } else {
         format!("{count} questions")
+    }
+}
+
+/// The embedded pipeline as the harness's answerer: every role started on a graph file
+/// or database exactly as `kgmesh ask` starts them.
+async fn start_embedded(
+    config: &Config,
+    source: &GraphSource,
+    cache: CacheStart,
+) -> Result<EmbeddedAnswerer, AnswerError> {
+    let kg = match source {
+        GraphSource::File(path) => Some(path.as_path()),
+        _ => None,
+    };
+    let description = describe_config(config, kg, &cache);
+    EmbeddedAnswerer::start(
+        |bus| async move {
+            let roles = EmbeddedRoles::start(config, bus, source).await?;
+            anyhow::Ok(Box::new(roles) as Box<dyn RunningRoles>)
+        },
+        coordinator_config(config),
+        description,
+    )
+    .await
+}
+
+#[async_trait]
+impl RunningRoles for EmbeddedRoles {
+    fn role_names(&self) -> Vec<String> {
+        EmbeddedRoles::role_names(self)
+    }
+
+    async fn stop(self: Box<Self>) {
+        EmbeddedRoles::stop(*self).await;
+    }
+}
+
+/// What the report says about a system configured by `config`.
+fn describe_config(config: &Config, kg: Option<&Path>, cache: &CacheStart) -> AnswererConfig {
+    // `kgmesh ask` also takes the endpoint from OPENAI_BASE_URL.
+    let llm_base_url = config.llm.base_url.clone().or_else(|| {
+        std::env::var("OPENAI_BASE_URL")
+            .ok()
+            .filter(|url| !url.trim().is_empty())
+    });
+    let llm = match llm_base_url {
+        Some(base_url) => format!(
+            "{} @ {} (temperature {}, max_tokens {})",
+            config.llm.model, base_url, config.llm.temperature, config.llm.max_tokens
+        ),
+        None => "none (LLM-free strategy)".to_owned(),
+    };
+    let embedder = config.embedder.describe();
+    let mut effective = config.clone();
+    if let Some(kg) = kg {
+        effective.graph.path = Some(PathBuf::from(kg));
+    }
+    // The model calls a question may make, as resolved from `llm.roles` when unset.
+    effective.budget.llm_calls = Some(config.llm_calls());
+    AnswererConfig {
+        mode: AnswererMode::Embedded,
+        server_url: None,
+        llm,
+        embedder,
+        budget: serde_json::to_value(&effective.budget).ok(),
+        k_values: None,
+        cache: cache.describe(),
+        roles: Vec::new(),
+        setup_ms: None,
+        config: serde_json::to_value(&effective).ok(),
+        server_info: None,
     }
 }

@@ -1,7 +1,7 @@
 //! `--fold I/N` and `--fold-complement I/N`, shared by `eval` and `cache warm --import`
 //! so that both commands split a question file the same way.
 
-use kgmesh_agents::qa::Fold;
+use kgmesh_eval::qa::Fold;
 
 /// Which part of a question file to keep.
 #[derive(Debug, Clone, clap::Args)]

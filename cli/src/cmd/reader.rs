@@ -11,7 +11,6 @@ use clap::{Args, Subcommand};
 use kgmesh_agents::{
     cache_manager::warm,
     kg_linker::core::LinkerConfig,
-    qa::QaFormat,
     reader::{
         model::{Confidence, Ranked},
         train::example,
@@ -20,7 +19,11 @@ use kgmesh_agents::{
     scoring::{relevance::TextVectors, TEXT_VECTOR_CACHE},
 };
 
-use crate::{config::Config, eval::calibration::Calibration};
+use crate::config::Config;
+use kgmesh_eval::{
+    calibration::Calibration,
+    qa::{read_lines, QaFormat},
+};
 
 #[derive(Debug, Args)]
 pub struct ReaderArgs {
@@ -211,7 +214,7 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(&domain.questions)
             .with_context(|| format!("cannot read {}", domain.questions.display()))?;
         let mut pairs: Vec<(String, Vec<String>)> = Vec::new();
-        for (line, record) in kgmesh_agents::qa::read_lines(&text, QaFormat::Auto) {
+        for (line, record) in read_lines(&text, QaFormat::Auto) {
             match record {
                 Ok(record) => pairs.push((record.question.replace(['[', ']'], ""), record.answers)),
                 Err(why) => eprintln!("{}:{line}: {why}", domain.questions.display()),
@@ -522,8 +525,8 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
 /// reported, what the calibration reads and whether the first answer is right)).
 #[allow(clippy::type_complexity)]
 fn read_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)>)>> {
-    use crate::eval::report::Report;
     use kgmesh_coordinator::confidence::signals;
+    use kgmesh_eval::report::Report;
     let mut runs = Vec::new();
     for path in paths {
         let report = Report::load(path)?;

@@ -8,7 +8,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use kgmesh_agents::qa::Fold;
+use crate::qa::Fold;
 use kgmesh_schemas::messages::ask::AskOptions;
 use serde::{Deserialize, Serialize};
 
@@ -531,8 +531,17 @@ fn compact_json(value: &serde_json::Value) -> String {
                 .collect();
             parts.join(", ")
         }
-        serde_json::Value::Number(number) => crate::config_reference::number_as_written(number),
+        serde_json::Value::Number(number) => number_as_written(number),
         other => other.to_string(),
+    }
+}
+
+/// A setting's number as it is written in a configuration file: settings are f32, and
+/// 0.05 read back as f64 would show as 0.05000000074505806.
+pub fn number_as_written(number: &serde_json::Number) -> String {
+    match number.as_f64() {
+        Some(x) if number.is_f64() => (x as f32).to_string(),
+        _ => number.to_string(),
     }
 }
 

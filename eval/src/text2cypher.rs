@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::qa::Fold;
 use anyhow::{bail, Context as _};
-use kgmesh_agents::qa::Fold;
 use kgmesh_agents::query_executor::grounded::{
     plain_text, CypherRunner, GroundedCypher, Reference, Ties, EXISTENCE_TRIES, LEARN_TRIES,
     MODEL_CHOICES,
@@ -37,7 +37,7 @@ use serde::Serialize;
 /// One question with a query known to answer it, or with its answers (what
 /// `kgmesh cypher --learn` also reads; learning needs only one of them).
 #[derive(Debug, Clone, serde::Deserialize)]
-pub(crate) struct Pair {
+pub struct Pair {
     pub question: String,
     #[serde(default)]
     pub cypher: Option<String>,
@@ -47,7 +47,7 @@ pub(crate) struct Pair {
 
 /// What a right answer to a pair is: its answers as given (unordered), or the rows of
 /// its query run on the graph. `None` when the query does not run or gives no rows.
-pub(crate) async fn reference_for(
+pub async fn reference_for(
     store: &dyn GraphStore,
     planner: &GroundedCypher,
     pair: &Pair,
@@ -247,7 +247,7 @@ fn without_limit(cypher: &str) -> Option<String> {
 
 /// The limits of every query run to read references and to learn from pairs (the
 /// evaluation's and `cache warm`'s alike).
-pub(crate) fn learning_limits() -> QueryLimits {
+pub fn learning_limits() -> QueryLimits {
     QueryLimits {
         max_rows: 10_000,
         timeout: Duration::from_secs(10),
@@ -258,7 +258,7 @@ pub(crate) fn learning_limits() -> QueryLimits {
 /// Learns the ranking from questions with their references (those without one are
 /// skipped), then fits it. Returns how many had a reference, and how many of those a
 /// right candidate. `progress` prefixes a line on stderr every 50 questions.
-pub(crate) async fn learn_from(
+pub async fn learn_from(
     store: &dyn GraphStore,
     planner: &mut GroundedCypher,
     questions: &[(&str, Option<&Reference>)],
@@ -294,7 +294,7 @@ pub(crate) async fn learn_from(
 
 /// Gives the planner an embedder, so that questions naming category values in other
 /// words are grounded; says how many values were embedded, or why none were.
-pub(crate) async fn use_embedder(
+pub async fn use_embedder(
     planner: &mut GroundedCypher,
     embedder: Option<Arc<dyn Embedder>>,
     prefix: &str,
@@ -315,7 +315,7 @@ pub(crate) async fn use_embedder(
     }
 }
 
-pub(crate) fn read_pairs(path: &Path) -> anyhow::Result<Vec<Pair>> {
+pub fn read_pairs(path: &Path) -> anyhow::Result<Vec<Pair>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut pairs = Vec::new();

@@ -1,5 +1,5 @@
 //! Question sets in the formats of the public KGQA benchmarks, read into one shape.
-//! Lines are parsed by [`kgmesh_agents::qa`], which `kgmesh cache warm --import` reads
+//! Lines are parsed by [`crate::qa`], which `kgmesh cache warm --import` reads
 //! files with too; this module adds what only evaluation needs (MetaQA's bracket
 //! option, hop counts from folder names, ids, answers deduplicated after normalization).
 //!
@@ -18,7 +18,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use kgmesh_agents::qa::{self, QaFormat};
+use crate::qa::{self, QaFormat};
 use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
 use serde::{Deserialize, Serialize};
 

@@ -1,20 +1,29 @@
-//! The evaluation harness behind `kgmesh eval`: reads a benchmark's questions, asks them
-//! (embedded pipeline or a `kgmesh serve` URL), scores every reply, and writes a report
-//! that records the full configuration next to the scores, so every number it prints
-//! can be reproduced.
+//! kgmesh's benchmarks: the question-file formats of the public KGQA benchmarks, the
+//! import of QA pairs from them, and the evaluation harness behind `kgmesh eval`. The
+//! product knows a QA pair only as a question and its answers
+//! ([`kgmesh_agents::cache_manager::warm::QaPair`]); everything about the benchmarks'
+//! files lives here.
 //!
-//! Data flow, one file per stage: [`dataset`] → [`runner`] (through an
-//! [`answerer::Answerer`]) → [`metrics`] → [`report`] (JSON + Markdown), [`plot`] (SVG),
-//! [`compare`] (two reports).
+//! - [`qa`]: MetaQA, IRN (PathQuestion, WC2014) and JSON-lines question files read line
+//!   by line into one shape, and split into folds by position.
+//! - [`import`]: those files as the QA pairs `kgmesh cache warm --import` warms from.
+//! - The harness reads a benchmark's questions, asks them (embedded pipeline or a
+//!   `kgmesh serve` URL), scores every reply, and writes a report that records the full
+//!   configuration next to the scores, so every number it prints can be reproduced.
+//!   Data flow, one file per stage: [`dataset`] → [`runner`] (through an
+//!   [`answerer::Answerer`]) → [`metrics`] → [`report`] (JSON + Markdown), [`plot`]
+//!   (SVG), [`compare`] (two reports).
 
 pub mod answerer;
 pub mod calibration;
 pub mod compare;
 pub mod dataset;
 pub mod embedded;
+pub mod import;
 pub mod metrics;
 pub mod normalize;
 pub mod plot;
+pub mod qa;
 pub mod report;
 pub mod runner;
 pub mod text;
@@ -22,9 +31,9 @@ pub mod text2cypher;
 
 use std::path::PathBuf;
 
+use crate::qa::Fold;
 use answerer::AnswererConfig;
 use dataset::{Brackets, DatasetError, DatasetKind, Question, ReadOptions};
-use kgmesh_agents::qa::Fold;
 use metrics::{Aggregate, Breakdown};
 use report::{DatasetInfo, Report, RunInfo, Versions, REPORT_FORMAT};
 use runner::{RunOutcome, RunSettings};

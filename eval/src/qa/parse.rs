@@ -480,7 +480,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(with_gold.answers, ["Z"]);
-        let (pairs, bad) = crate::cache_manager::warm::parse_pairs(
+        let (pairs, bad) = crate::import::parse_pairs(
             "{\"question\": \"when was X born\", \"answers\": [], \"type\": \"unanswerable\"}\n",
             QaFormat::Jsonl,
         );

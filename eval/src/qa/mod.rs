@@ -6,7 +6,7 @@
 //! read is read the same way by both, and a `--fold` selects the same questions in both.
 //!
 //! ```
-//! use kgmesh_agents::qa::{read_lines, Fold, QaFormat};
+//! use kgmesh_eval::qa::{read_lines, Fold, QaFormat};
 //!
 //! let text = "what movies did [Tom Hanks] act in\tBig|Splash\n";
 //! let records: Vec<_> = read_lines(text, QaFormat::Auto)

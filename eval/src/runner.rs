@@ -273,7 +273,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::eval::answerer::{AnswererConfig, AnswererMode};
+    use crate::answerer::{AnswererConfig, AnswererMode};
 
     /// Answers "yes" at once, except questions containing "hang", which never answer.
     struct Scripted;

@@ -1,11 +1,9 @@
-//! The embedded answerer: every role in this process on the in-process bus, started
-//! exactly as `kgmesh ask` starts them, and one coordinator asked concurrently.
+//! The embedded answerer: every role in this process on the in-process bus, and one
+//! coordinator asked concurrently. Whoever configures the roles starts them (`kgmesh
+//! eval` starts them exactly as `kgmesh ask` does) and says what the report records of
+//! the configuration.
 
-use std::{
-    path::{Path, PathBuf},
-    sync::Arc,
-    time::Instant,
-};
+use std::{future::Future, path::PathBuf, sync::Arc, time::Instant};
 
 use async_trait::async_trait;
 use kgmesh_bus::{Bus, LocalBus};
@@ -13,41 +11,44 @@ use kgmesh_coordinator::{Coordinator, CoordinatorConfig};
 use kgmesh_schemas::messages::ask::{AskReply, AskRequest};
 use tokio::sync::Mutex;
 
-use super::answerer::{AnswerError, Answerer, AnswererConfig, AnswererMode};
-use crate::{
-    cmd::ask::{coordinator_config, EmbeddedRoles, GraphSource},
-    config::Config,
-};
+use super::answerer::{AnswerError, Answerer, AnswererConfig};
+
+/// The roles an [`EmbeddedAnswerer`] asks, running on its bus.
+#[async_trait]
+pub trait RunningRoles: Send {
+    /// The names of the roles started, for the report.
+    fn role_names(&self) -> Vec<String>;
+    /// Stops every role.
+    async fn stop(self: Box<Self>);
+}
 
 pub struct EmbeddedAnswerer {
     coordinator: Coordinator,
-    roles: Mutex<Option<EmbeddedRoles>>,
+    roles: Mutex<Option<Box<dyn RunningRoles>>>,
     description: AnswererConfig,
 }
 
 impl EmbeddedAnswerer {
-    /// Loads the KG and starts every role in-process.
-    pub async fn start(config: &Config, kg: &Path, cache: CacheStart) -> Result<Self, AnswerError> {
-        Self::start_on(config, &GraphSource::File(kg.to_owned()), cache).await
-    }
-
-    /// Starts every role in-process on a graph file or database.
-    pub async fn start_on(
-        config: &Config,
-        source: &GraphSource,
-        cache: CacheStart,
-    ) -> Result<Self, AnswerError> {
+    /// Starts the roles with `start_roles` on a new in-process bus, and a coordinator
+    /// configured by `coordinator` on the same bus. `description` is what the report
+    /// says about the system's configuration; the roles started, the k values and the
+    /// time taken to start are added to it here.
+    pub async fn start<F, Fut>(
+        start_roles: F,
+        coordinator: CoordinatorConfig,
+        description: AnswererConfig,
+    ) -> Result<Self, AnswerError>
+    where
+        F: FnOnce(Arc<dyn Bus>) -> Fut,
+        Fut: Future<Output = anyhow::Result<Box<dyn RunningRoles>>>,
+    {
         let started = Instant::now();
         let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
-        let roles = EmbeddedRoles::start(config, bus.clone(), source)
+        let roles = start_roles(bus.clone())
             .await
             .map_err(|error| AnswerError::Unavailable(format!("{error:#}")))?;
-        let coordinator = Coordinator::new(bus, coordinator_config(config));
-        let kg = match source {
-            GraphSource::File(path) => Some(path.as_path()),
-            _ => None,
-        };
-        let mut description = describe_config(config, kg, &cache);
+        let coordinator = Coordinator::new(bus, coordinator);
+        let mut description = description;
         description.roles = roles.role_names();
         description.k_values = Some(k_values(coordinator.config()));
         description.setup_ms = Some(started.elapsed().as_secs_f64() * 1e3);
@@ -147,42 +148,5 @@ impl CacheStart {
                 path.display()
             ),
         }
-    }
-}
-
-/// What the report says about a system configured by `config`.
-pub fn describe_config(config: &Config, kg: Option<&Path>, cache: &CacheStart) -> AnswererConfig {
-    // `kgmesh ask` also takes the endpoint from OPENAI_BASE_URL.
-    let llm_base_url = config.llm.base_url.clone().or_else(|| {
-        std::env::var("OPENAI_BASE_URL")
-            .ok()
-            .filter(|url| !url.trim().is_empty())
-    });
-    let llm = match llm_base_url {
-        Some(base_url) => format!(
-            "{} @ {} (temperature {}, max_tokens {})",
-            config.llm.model, base_url, config.llm.temperature, config.llm.max_tokens
-        ),
-        None => "none (LLM-free strategy)".to_owned(),
-    };
-    let embedder = config.embedder.describe();
-    let mut effective = config.clone();
-    if let Some(kg) = kg {
-        effective.graph.path = Some(PathBuf::from(kg));
-    }
-    // The model calls a question may make, as resolved from `llm.roles` when unset.
-    effective.budget.llm_calls = Some(config.llm_calls());
-    AnswererConfig {
-        mode: AnswererMode::Embedded,
-        server_url: None,
-        llm,
-        embedder,
-        budget: serde_json::to_value(&effective.budget).ok(),
-        k_values: None,
-        cache: cache.describe(),
-        roles: Vec::new(),
-        setup_ms: None,
-        config: serde_json::to_value(&effective).ok(),
-        server_info: None,
     }
 }

@@ -9,7 +9,7 @@
 //! it); the context's size is measured in tokens. Figures: docs/evaluation.md.
 //!
 //! ```text
-//! cargo run --release -p kgmesh-agents --example retrieval_recall -- \
+//! cargo run --release -p kgmesh-eval --example retrieval_recall -- \
 //!     [--data DIR] --sample 0 --top-metapaths 5 --scoring-k 60 \
 //!     [--synonym-cosine 0.5 [--embed-tools]] [--datasets pathquestion-3h] [--dump-misses DIR]
 //! ```
@@ -23,7 +23,6 @@ use kgmesh_agents::{
     entity_linker::core::normalize,
     kg_linker::core::{graph_relations, metapath_text, rank_metapaths, EnumerateLimits},
     path_follower::core::{follow_metapath, WalkLimits},
-    qa::{self, QaFormat},
     scoring::{
         core::{score_triples, ScoringConfig},
         relevance::{Relevance, TextVectors},
@@ -31,6 +30,7 @@ use kgmesh_agents::{
     traverser::core::{traverse, TraverseConfig},
     verbalize::{context_text, evidence_entities},
 };
+use kgmesh_eval::qa::{self, QaFormat};
 use kgmesh_models::minilm::MiniLm;
 use kgmesh_schemas::{
     graph::{Entity, Triple},
