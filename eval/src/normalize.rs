@@ -16,48 +16,12 @@
 //! dropping them would count wrong answers as right. Diacritics are kept too
 //! (`Müller` ≠ `Muller`); the bundled benchmarks are ASCII.
 
-/// The comparison form of an answer or a line of evidence.
-pub fn normalize(text: &str) -> String {
-    let mut normalized = String::with_capacity(text.len());
-    let mut pending_space = false;
-    for character in text.chars() {
-        if character.is_alphanumeric() {
-            if pending_space && !normalized.is_empty() {
-                normalized.push(' ');
-            }
-            pending_space = false;
-            normalized.extend(character.to_lowercase());
-        } else {
-            pending_space = true;
-        }
-    }
-    normalized
-}
+pub use kgmesh_schemas::text::contains_phrase;
+use kgmesh_schemas::text::{self, Normalization};
 
-/// Whether normalized `needle` occurs in normalized `haystack` as whole words
-/// (`river queen` is in `tracker river queen` but `queen` is not in `queens`).
-pub fn contains_phrase(haystack: &str, needle: &str) -> bool {
-    if needle.is_empty() {
-        return false;
-    }
-    let mut search_from = 0;
-    while let Some(offset) = haystack[search_from..].find(needle) {
-        let start = search_from + offset;
-        let end = start + needle.len();
-        let starts_on_word = start == 0 || haystack.as_bytes()[start - 1] == b' ';
-        let ends_on_word = end == haystack.len() || haystack.as_bytes()[end] == b' ';
-        if starts_on_word && ends_on_word {
-            return true;
-        }
-        // Step past the first character of this match (which may be several bytes).
-        search_from = start
-            + haystack[start..]
-                .chars()
-                .next()
-                .map(char::len_utf8)
-                .unwrap_or(1);
-    }
-    false
+/// The comparison form of an answer or a line of evidence ([`Normalization::Answer`]).
+pub fn normalize(text: &str) -> String {
+    text::normalize(text, Normalization::Answer)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod json_schema;
 pub mod messages;
 pub mod relation_text;
 pub mod subjects;
+pub mod text;
 
 pub use budget::{Budget, BudgetError, Deadline, Depth};
 pub use codec::{CodecError, ContentType};

@@ -16,6 +16,7 @@ pub mod core;
 mod profile;
 pub mod reader;
 
+use kgmesh_schemas::text::contains_phrase;
 use std::{sync::Arc, time::Instant};
 
 use kgmesh_models::{
@@ -533,13 +534,5 @@ fn same_answer(a: &Answer, b: &Answer) -> bool {
 }
 
 /// `phrase` occurs in `line` with no letter or digit glued to either end.
-fn contains_phrase(line: &str, phrase: &str) -> bool {
-    line.match_indices(phrase).any(|(at, _)| {
-        let before = line[..at].chars().next_back();
-        let after = line[at + phrase.len()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-    })
-}
-
 #[cfg(test)]
 mod tests;

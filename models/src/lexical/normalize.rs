@@ -1,5 +1,9 @@
 //! One normalization for names and questions, so "Schindler's List", "schindlers list"
-//! and "SCHINDLER’S  LIST!" compare equal.
+//! and "SCHINDLER’S  LIST!" compare equal: the toolkit's policy
+//! ([`Normalization::Mention`]) of the one normalization every part of kgmesh uses.
+
+pub use kgmesh_schemas::text::is_apostrophe;
+use kgmesh_schemas::text::{self, Normalization};
 
 /// Question words that are no function words but still name nothing when they stand
 /// alone ("which films *share* actors", "*show* me"): with the toolkit's stop words
@@ -15,24 +19,20 @@ pub fn is_stopword(token: &str) -> bool {
     super::text::is_stop_word(token) || NEVER_NAMES_ALONE.binary_search(&token).is_ok()
 }
 
-/// Lower case, accents folded, apostrophes dropped, every other non-alphanumeric
-/// character a separator, single spaces.
+/// [`Normalization::Mention`]: lower case, accents folded, apostrophes dropped,
+/// every other non-alphanumeric character a separator, single spaces.
 /// A possessive `'s` ends the word it follows and is a token of its own: "Heat's genre"
 /// reads `heat s genre`, so the name "Heat" is found in it (and "Schindler's List" is
 /// `schindler s list`; the name index also knows it as `schindlers list`, see
 /// [`glued`]).
 pub fn normalize(text: &str) -> String {
-    join(tokens(text))
+    text::normalize(text, Normalization::Mention)
 }
 
 /// [`normalize`] with a possessive `'s` glued to its word, as a name is typed when the
 /// apostrophe is left out ("Schindlers List").
 pub fn glued(text: &str) -> String {
-    join(tokens_with(text, false))
-}
-
-fn join(tokens: Vec<(String, std::ops::Range<usize>)>) -> String {
-    tokens
+    text::tokens(text, false)
         .into_iter()
         .map(|(token, _)| token)
         .collect::<Vec<_>>()
@@ -41,77 +41,7 @@ fn join(tokens: Vec<(String, std::ops::Range<usize>)>) -> String {
 
 /// Normalized tokens with the byte range each covers in `text`.
 pub fn tokens(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
-    tokens_with(text, true)
-}
-
-/// The characters read as apostrophes (dropped inside a word, ending it before `s`).
-pub fn is_apostrophe(c: char) -> bool {
-    matches!(c, '\'' | '’' | 'ʼ' | '`' | '´')
-}
-
-fn tokens_with(text: &str, split_possessive: bool) -> Vec<(String, std::ops::Range<usize>)> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut start = 0;
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    for (at, &(offset, c)) in chars.iter().enumerate() {
-        if is_apostrophe(c) {
-            let possessive = matches!(chars.get(at + 1), Some((_, 's' | 'S')))
-                && !chars
-                    .get(at + 2)
-                    .is_some_and(|(_, next)| next.is_alphanumeric());
-            if split_possessive && possessive && !current.is_empty() {
-                out.push((std::mem::take(&mut current), start..offset));
-            }
-            continue;
-        }
-        let mut produced = false;
-        for folded in fold(c) {
-            for lower in folded.to_lowercase() {
-                if lower.is_alphanumeric() {
-                    if current.is_empty() {
-                        start = offset;
-                    }
-                    current.push(lower);
-                    produced = true;
-                }
-            }
-        }
-        if !produced && !current.is_empty() {
-            out.push((std::mem::take(&mut current), start..offset));
-        }
-    }
-    if !current.is_empty() {
-        out.push((current, start..text.len()));
-    }
-    out
-}
-
-/// Folds the accented Latin letters common in names to their base letters.
-fn fold(c: char) -> impl Iterator<Item = char> {
-    let folded: &str = match c {
-        'À'..='Å' | 'à'..='å' | 'Ā' | 'ā' | 'Ă' | 'ă' | 'Ą' | 'ą' => "a",
-        'Ç' | 'ç' | 'Ć' | 'ć' | 'Č' | 'č' => "c",
-        'Ď' | 'ď' | 'Đ' | 'đ' => "d",
-        'È'..='Ë' | 'è'..='ë' | 'Ē' | 'ē' | 'Ė' | 'ė' | 'Ę' | 'ę' | 'Ě' | 'ě' => "e",
-        'Ğ' | 'ğ' => "g",
-        'Ì'..='Ï' | 'ì'..='ï' | 'Ī' | 'ī' | 'İ' | 'ı' => "i",
-        'Ł' | 'ł' => "l",
-        'Ñ' | 'ñ' | 'Ń' | 'ń' | 'Ň' | 'ň' => "n",
-        'Ò'..='Ö' | 'Ø' | 'ò'..='ö' | 'ø' | 'Ō' | 'ō' | 'Ő' | 'ő' => "o",
-        'Ř' | 'ř' => "r",
-        'Ś' | 'ś' | 'Š' | 'š' | 'Ş' | 'ş' => "s",
-        'Ť' | 'ť' | 'Ţ' | 'ţ' => "t",
-        'Ù'..='Ü' | 'ù'..='ü' | 'Ū' | 'ū' | 'Ů' | 'ů' | 'Ű' | 'ű' => "u",
-        'Ý' | 'ý' | 'ÿ' | 'Ÿ' => "y",
-        'Ź' | 'ź' | 'Ż' | 'ż' | 'Ž' | 'ž' => "z",
-        'ß' => "ss",
-        'Æ' | 'æ' => "ae",
-        'Œ' | 'œ' => "oe",
-        _ => "",
-    };
-    let keep = folded.is_empty();
-    folded.chars().chain(keep.then_some(c))
+    text::tokens(text, true)
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! A lookup binary-searches the hash and then checks the candidates' real names, so a
 //! hash collision can cost a comparison but never a wrong answer.
 
-/// Normalizes a name for forgiving lookup: Unicode lower-case; apostrophes removed
+use kgmesh_schemas::text::{self, Normalization};
+
+/// Normalizes a name for forgiving lookup ([`Normalization::Index`]): Unicode lower-case; apostrophes removed
 /// (`Schindler's` → `schindlers`); every run of whitespace, `_` or other punctuation
 /// becomes one space; leading and trailing spaces dropped.
 ///
@@ -20,23 +22,7 @@
 /// assert_eq!(normalize_name("Schindler's List"), "schindlers list");
 /// ```
 pub fn normalize_name(name: &str) -> String {
-    let mut normalized = String::with_capacity(name.len());
-    let mut pending_space = false;
-    for character in name.chars() {
-        if character == '\'' || character == '\u{2019}' {
-            continue;
-        }
-        if character.is_alphanumeric() {
-            if pending_space && !normalized.is_empty() {
-                normalized.push(' ');
-            }
-            pending_space = false;
-            normalized.extend(character.to_lowercase());
-        } else {
-            pending_space = true;
-        }
-    }
-    normalized
+    text::normalize(name, Normalization::Index)
 }
 
 /// FNV-1a, 64 bits: stable across runs and platforms, which the persisted index needs.
