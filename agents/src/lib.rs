@@ -12,11 +12,13 @@ pub mod kg_linker;
 pub mod path_follower;
 pub mod pattern_matcher;
 pub mod query_executor;
-pub mod reader;
 pub mod scoring;
 pub mod summarizer;
 pub mod text_retriever;
 pub mod traverser;
+
+/// The learned question reader, the KG-Linker's second stage.
+pub use kg_linker::reader;
 
 #[cfg(test)]
 mod testing;

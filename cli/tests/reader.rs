@@ -250,7 +250,7 @@ fn calibrate_fits_the_answer_calibration_from_eval_reports() {
     let mut command = kgmesh();
     command
         .args(["reader", "calibrate", "--weights"])
-        .arg(repo_root().join("agents/src/reader/weights-lexical.json"))
+        .arg(repo_root().join("agents/src/kg_linker/reader/weights-lexical.json"))
         .arg("--reports")
         .arg(dir.path().join("library/report.json"))
         .arg(dir.path().join("retail/report.json"))
@@ -296,7 +296,7 @@ fn calibrate_fits_the_answer_calibration_from_eval_reports() {
     let mut command = kgmesh();
     command
         .args(["reader", "calibrate", "--weights"])
-        .arg(repo_root().join("agents/src/reader/weights-lexical.json"))
+        .arg(repo_root().join("agents/src/kg_linker/reader/weights-lexical.json"))
         .arg("--reports")
         .arg(dir.path().join("none/report.json"))
         .arg("--out")

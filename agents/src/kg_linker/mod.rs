@@ -1,6 +1,7 @@
 //! KG-Linker (ByoKG-RAG §3.1).
 
 pub mod core;
+pub mod reader;
 pub mod role;
 
 #[cfg(test)]
