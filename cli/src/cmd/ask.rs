@@ -198,7 +198,9 @@ pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
             first_delay: Duration::from_millis(config.bus.hedge_first_ms),
         },
         max_question_chars: config.http.max_question_chars,
-        allowed_roles: AllowedRoles::built_in_and(&config.bus.allowed_roles),
+        allowed_roles: AllowedRoles::default()
+            .and(&registry::names())
+            .and(&config.bus.allowed_roles),
         min_confidence: config.reader.min_confidence,
         cascade_below: config
             .llm
