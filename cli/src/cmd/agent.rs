@@ -249,3 +249,31 @@ async fn shutdown_signal() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The chart adds every role it does not know as built in to `bus.allowed_roles`; a
+    /// role registered here but missing from its list would be refused by the
+    /// coordinator of a chart that runs it.
+    #[test]
+    fn the_charts_built_in_roles_are_the_registered_ones() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../helm/kgmesh/templates/_helpers.tpl");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+        let line = text
+            .lines()
+            .find(|line| line.contains("$builtIn := list"))
+            .expect("the chart's $builtIn list");
+        let chart: BTreeSet<&str> = line.split('"').skip(1).step_by(2).collect();
+        let registered: BTreeSet<&str> = registry::names().into_iter().collect();
+        assert_eq!(
+            chart, registered,
+            "$builtIn in helm/kgmesh/templates/_helpers.tpl lists other roles than the registry"
+        );
+    }
+}
