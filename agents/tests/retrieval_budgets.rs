@@ -119,6 +119,7 @@ async fn a_million_neighbours_stay_within_every_cap() {
         "which link leads on",
         std::slice::from_ref(&hub),
         &config,
+        None,
     ))
     .await
     .unwrap();

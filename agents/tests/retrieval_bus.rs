@@ -3,7 +3,11 @@
 
 use std::{sync::Arc, time::Duration};
 
-use kgmesh_agents::runtime::{registry, AgentDeps, Client, StartOptions};
+use kgmesh_agents::{
+    registry,
+    runtime::{AgentDeps, Client, StartOptions},
+    settings::RetrievalSettings,
+};
 use kgmesh_bus::{Bus, LocalBus, NatsBus, NatsOptions};
 use kgmesh_schemas::{
     graph::{Direction, Entity, Metapath, RelationStep, ScoredEntity},
@@ -277,8 +281,8 @@ async fn retrieval_settings_size_what_the_roles_return() {
     let question = "when were the films directed by Michael Mann released";
     let mut sizes = Vec::new();
     for settings in [
-        kgmesh_agents::runtime::RetrievalSettings::default(),
-        kgmesh_agents::runtime::RetrievalSettings {
+        RetrievalSettings::default(),
+        RetrievalSettings {
             top_metapaths: 1,
             scoring_top_k: 2,
             ..Default::default()
@@ -286,9 +290,7 @@ async fn retrieval_settings_size_what_the_roles_return() {
     ] {
         let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
         let store: Arc<dyn GraphStore> = Arc::new(graph());
-        let deps = AgentDeps::new(bus.clone())
-            .with_graph(store)
-            .with_retrieval(settings);
+        let deps = AgentDeps::new(bus.clone()).with_graph(store).with(settings);
         let mut handles = Vec::new();
         for name in [Role::KG_LINKER, Role::SCORING_RETRIEVER] {
             handles.push(
@@ -329,12 +331,10 @@ async fn retrieval_settings_size_what_the_roles_return() {
 /// bytes; a folder without an index is an error that says how to build one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_retriever_cites_passages_on_nats() {
-    use kgmesh_agents::{
-        runtime::TextSource,
-        text_retriever::{
-            build::{add_files, rank_chunks, FileLimits},
-            retrieve::SearchSettings,
-        },
+    use kgmesh_agents::text_retriever::{
+        build::{add_files, rank_chunks, FileLimits},
+        retrieve::SearchSettings,
+        TextSource,
     };
     use kgmesh_stores::text::{TextIndex, TextSettings, TEXT_FILE};
 
@@ -366,7 +366,7 @@ async fn text_retriever_cites_passages_on_nats() {
         dir: dir.to_owned(),
         search: SearchSettings::default(),
     };
-    let deps = AgentDeps::new(bus.clone()).with_text(source(docs.path()));
+    let deps = AgentDeps::new(bus.clone()).with(source(docs.path()));
     let handle = bounded(registry::start(
         Role::TEXT_RETRIEVER,
         &deps,
@@ -392,7 +392,7 @@ async fn text_retriever_cites_passages_on_nats() {
     // A replica pointed at an empty folder fails with the reason.
     bounded(handle.stop(Duration::from_secs(2))).await;
     let empty = tempfile::tempdir().unwrap();
-    let broken = AgentDeps::new(bus.clone()).with_text(source(empty.path()));
+    let broken = AgentDeps::new(bus.clone()).with(source(empty.path()));
     let _broken = bounded(registry::start(
         Role::TEXT_RETRIEVER,
         &broken,
@@ -444,7 +444,7 @@ fn shop() -> EmbeddedGraph {
 /// deleted is forgotten). On a graph of triples it writes none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn query_executor_writes_grounded_cypher_on_nats() {
-    use kgmesh_agents::cache_manager::persist::{KvPlanStore, PlanStore};
+    use kgmesh_agents::cache_manager::persist::{KvPlanStore, PlanStore, SharedPlanStore};
     use kgmesh_agents::query_executor::grounded::{plans, GroundedCypher, Reference};
     use kgmesh_stores::QueryLimits;
 
@@ -495,7 +495,7 @@ async fn query_executor_writes_grounded_cypher_on_nats() {
 
     let deps = AgentDeps::new(bus.clone())
         .with_graph(store.clone())
-        .with_plan_store(kv.clone());
+        .with::<SharedPlanStore>(kv.clone());
     let handle = bounded(registry::start(
         Role::QUERY_EXECUTOR,
         &deps,

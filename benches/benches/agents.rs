@@ -377,6 +377,7 @@ async fn tool_figures(graph: &EmbeddedGraph, index: &Gazetteer, samples: &[Sampl
             &sample.question,
             topics,
             &traverse_config,
+            None,
         )
         .await
         .expect("traverser");

@@ -25,10 +25,10 @@ pub struct Config {
     pub budget: BudgetConfig,
     pub retrieval: RetrievalConfig,
     pub text: TextConfig,
-    pub judge: JudgeConfig,
+    pub judge: kgmesh_agents::judge::core::JudgeRule,
     pub reader: ReaderConfig,
-    pub summarizer: SummarizerConfig,
-    pub traverser: TraverserConfig,
+    pub summarizer: kgmesh_agents::summarizer::core::SummaryRule,
+    pub traverser: kgmesh_agents::traverser::core::TraverseConfig,
     pub http: HttpConfig,
     pub cache: CacheConfig,
     pub telemetry: TelemetryConfig,
@@ -64,84 +64,6 @@ impl Default for ReaderConfig {
             min_confidence: DEFAULT_MIN_CONFIDENCE,
             enabled: false,
             confidence: true,
-        }
-    }
-}
-
-/// The judge's rule (without a model, or when its reply is unusable).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct JudgeConfig {
-    /// Evidence scoring at least this answers the question (no further round).
-    pub complete_score: f32,
-    /// Evidence scoring below this is ignored when choosing a relation to follow.
-    pub min_relation_score: f32,
-}
-
-impl Default for JudgeConfig {
-    fn default() -> Self {
-        let rule = kgmesh_agents::judge::core::JudgeRule::default();
-        Self {
-            complete_score: rule.complete_score,
-            min_relation_score: rule.min_relation_score,
-        }
-    }
-}
-
-/// The summarizer's rule (without a model, or when its reply is unusable).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SummarizerConfig {
-    /// Answers scoring within this of the best (normalized, per retriever) are kept.
-    pub keep_within: f32,
-    /// Evidence lines cited per answer at most.
-    pub max_citations: usize,
-    /// With an embedder: "I don't know" when the best path's relations and what they
-    /// found are under this cosine to the question's words...
-    pub abstain_found_cosine: f32,
-    /// ... and its relations alone under this one. Either at 0 turns it off.
-    pub abstain_relations_cosine: f32,
-}
-
-impl Default for SummarizerConfig {
-    fn default() -> Self {
-        let rule = kgmesh_agents::summarizer::core::SummaryRule::default();
-        Self {
-            keep_within: rule.keep_within,
-            max_citations: rule.max_citations,
-            abstain_found_cosine: rule.abstain_found_cosine,
-            abstain_relations_cosine: rule.abstain_relations_cosine,
-        }
-    }
-}
-
-/// The agentic traverser's limits per step (its steps and model calls come from the
-/// question's budget, at most `max_steps`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TraverserConfig {
-    pub max_steps: u8,
-    pub max_llm_calls: u32,
-    pub fanout_cap: usize,
-    pub offered_relations: usize,
-    pub max_relations: usize,
-    pub max_triplets: usize,
-    pub max_next_entities: usize,
-    pub min_relevance: f32,
-}
-
-impl Default for TraverserConfig {
-    fn default() -> Self {
-        let limits = kgmesh_agents::traverser::core::TraverseConfig::default();
-        Self {
-            max_steps: limits.max_steps,
-            max_llm_calls: limits.max_llm_calls,
-            fanout_cap: limits.fanout_cap,
-            offered_relations: limits.offered_relations,
-            max_relations: limits.max_relations,
-            max_triplets: limits.max_triplets,
-            max_next_entities: limits.max_next_entities,
-            min_relevance: limits.min_relevance,
         }
     }
 }
@@ -296,15 +218,24 @@ pub struct LlmConfig {
     pub cascade_below: Option<f32>,
 }
 
-/// The roles that can use a language model.
-pub const LLM_ROLES: [&str; 6] = [
+/// The roles that use the model unless `llm.roles` says otherwise.
+pub const DEFAULT_LLM_ROLES: [&str; 3] = [
     kgmesh_schemas::Role::KG_LINKER,
     kgmesh_schemas::Role::JUDGE,
     kgmesh_schemas::Role::SUMMARIZER,
-    kgmesh_schemas::Role::CACHE_MANAGER,
-    kgmesh_schemas::Role::AGENTIC_TRAVERSER,
-    kgmesh_schemas::Role::PATTERN_MATCHER,
 ];
+
+/// The roles that can use a language model, as their descriptors say: those of
+/// [`DEFAULT_LLM_ROLES`] first, then the others in the registry's order.
+pub fn llm_roles() -> Vec<&'static str> {
+    let mut roles = DEFAULT_LLM_ROLES.to_vec();
+    for role in kgmesh_agents::registry::roles() {
+        if role.uses_model && !roles.contains(&role.name) {
+            roles.push(role.name);
+        }
+    }
+    roles
+}
 
 impl Default for LlmConfig {
     fn default() -> Self {
@@ -322,7 +253,7 @@ impl Default for LlmConfig {
             breaker_cooldown_ms: 30_000,
             context_tokens: None,
             choice_constraint: kgmesh_models::openai::ChoiceConstraint::None,
-            roles: LLM_ROLES[..3].iter().map(|r| (*r).to_owned()).collect(),
+            roles: DEFAULT_LLM_ROLES.iter().map(|r| (*r).to_owned()).collect(),
             cascade_below: None,
         }
     }
@@ -519,7 +450,7 @@ pub struct RetrievalConfig {
 
 impl Default for RetrievalConfig {
     fn default() -> Self {
-        let settings = kgmesh_agents::runtime::RetrievalSettings::default();
+        let settings = kgmesh_agents::settings::RetrievalSettings::default();
         Self {
             top_metapaths: settings.top_metapaths,
             scoring_top_k: settings.scoring_top_k,
@@ -1003,11 +934,12 @@ impl Config {
                 self.retrieval.scoring_top_k
             ));
         }
+        let llm_roles = llm_roles();
         for role in &self.llm.roles {
-            if !LLM_ROLES.contains(&role.as_str()) {
+            if !llm_roles.contains(&role.as_str()) {
                 problems.push(format!(
                     "llm.roles: {role:?} is not a role that uses a model (one of {})",
-                    LLM_ROLES.join(", ")
+                    llm_roles.join(", ")
                 ));
             }
         }
@@ -1103,8 +1035,8 @@ impl Config {
         }
     }
 
-    pub fn retrieval(&self) -> kgmesh_agents::runtime::RetrievalSettings {
-        kgmesh_agents::runtime::RetrievalSettings {
+    pub fn retrieval(&self) -> kgmesh_agents::settings::RetrievalSettings {
+        kgmesh_agents::settings::RetrievalSettings {
             top_metapaths: self.retrieval.top_metapaths,
             scoring_top_k: self.retrieval.scoring_top_k,
             embed_questions: self.retrieval.embed_questions,
@@ -1113,11 +1045,11 @@ impl Config {
     }
 
     /// The text index and how the text retriever searches it, when one is configured.
-    pub fn text(&self) -> Option<kgmesh_agents::runtime::TextSource> {
+    pub fn text(&self) -> Option<kgmesh_agents::text_retriever::TextSource> {
         self.text
             .index
             .clone()
-            .map(|dir| kgmesh_agents::runtime::TextSource {
+            .map(|dir| kgmesh_agents::text_retriever::TextSource {
                 dir,
                 search: kgmesh_agents::text_retriever::retrieve::SearchSettings {
                     context_tokens: self.text.context_tokens,
@@ -1127,45 +1059,35 @@ impl Config {
             })
     }
 
-    /// The roles' knobs ([`kgmesh_agents::runtime::RoleTuning`]).
-    pub fn tuning(&self) -> kgmesh_agents::runtime::RoleTuning {
-        use kgmesh_agents::{
-            cache_manager::core::CacheConfig as Cache, judge::core::JudgeRule,
-            summarizer::core::SummaryRule, traverser::core::TraverseConfig,
-        };
-        let t = &self.traverser;
-        kgmesh_agents::runtime::RoleTuning {
-            judge: JudgeRule {
-                complete_score: self.judge.complete_score,
-                min_relation_score: self.judge.min_relation_score,
-            },
-            summarizer: SummaryRule {
-                keep_within: self.summarizer.keep_within,
-                max_citations: self.summarizer.max_citations,
-                abstain_found_cosine: self.summarizer.abstain_found_cosine,
-                abstain_relations_cosine: self.summarizer.abstain_relations_cosine,
-            },
-            traverser: TraverseConfig {
-                max_steps: t.max_steps,
-                max_llm_calls: t.max_llm_calls,
-                fanout_cap: t.fanout_cap,
-                offered_relations: t.offered_relations,
-                max_relations: t.max_relations,
-                max_triplets: t.max_triplets,
-                max_next_entities: t.max_next_entities,
-                min_relevance: t.min_relevance,
-                deadline_opt: None,
-            },
-            cache: Cache {
-                k: self.cache.examples,
-                lambda: self.cache.mmr_lambda,
-                min_relevance: self.cache.min_relevance,
-                replay_min_hits: self.cache.replay_min_hits,
-                near_replay_min: self.cache.near_replay_min,
-                feedback_confirmations: self.cache.feedback_confirmations,
-                feedback_per_minute: self.cache.feedback_per_minute,
-                ..Cache::default()
-            },
+    /// The plan cache's settings (`[cache]`).
+    pub fn cache_rule(&self) -> kgmesh_agents::cache_manager::CacheConfig {
+        kgmesh_agents::cache_manager::CacheConfig {
+            k: self.cache.examples,
+            lambda: self.cache.mmr_lambda,
+            min_relevance: self.cache.min_relevance,
+            replay_min_hits: self.cache.replay_min_hits,
+            near_replay_min: self.cache.near_replay_min,
+            feedback_confirmations: self.cache.feedback_confirmations,
+            feedback_per_minute: self.cache.feedback_per_minute,
+            ..Default::default()
+        }
+    }
+
+    /// `deps` with the roles' settings of this configuration: each role's own section,
+    /// the retrieval sizes and the text index.
+    pub fn role_settings(
+        &self,
+        deps: kgmesh_agents::runtime::AgentDeps,
+    ) -> kgmesh_agents::runtime::AgentDeps {
+        let deps = deps
+            .with(self.judge)
+            .with(self.summarizer)
+            .with(self.traverser)
+            .with(self.cache_rule())
+            .with(self.retrieval());
+        match self.text() {
+            Some(text) => deps.with(text),
+            None => deps,
         }
     }
 
@@ -1353,6 +1275,21 @@ mod tests {
 
     #[test]
     fn the_roles_that_use_the_model_are_configured_and_checked() {
+        assert_eq!(
+            llm_roles(),
+            [
+                "kg-linker",
+                "judge",
+                "summarizer",
+                "cache-manager",
+                "pattern-matcher",
+                "agentic-traverser"
+            ]
+        );
+        assert_eq!(
+            Config::default().llm.roles,
+            ["kg-linker", "judge", "summarizer"]
+        );
         assert!(!Config::default()
             .llm
             .roles
@@ -1361,6 +1298,32 @@ mod tests {
         assert_eq!(config.llm.roles, ["summarizer", "agentic-traverser"]);
         let error = load("[llm]\nroles = [\"summariser\"]").unwrap_err();
         assert!(error.to_string().contains("\"summariser\""), "{error}");
+    }
+
+    #[test]
+    fn each_roles_settings_reach_the_roles() {
+        use kgmesh_agents::{
+            cache_manager::CacheConfig as CacheRule, judge::core::JudgeRule,
+            settings::RetrievalSettings, summarizer::core::SummaryRule, text_retriever::TextSource,
+            traverser::core::TraverseConfig,
+        };
+        let config = load(concat!(
+            "[judge]\ncomplete_score = 0.9\n[summarizer]\nmax_citations = 2\n",
+            "[traverser]\nmax_steps = 1\n[cache]\nexamples = 7\n",
+            "[retrieval]\nscoring_top_k = 60\n[text]\nindex = \"/nonexistent/kgmesh-text\""
+        ))
+        .unwrap();
+        assert_eq!(config.judge.complete_score, 0.9);
+        assert_eq!(config.traverser.max_steps, 1);
+        let bus: std::sync::Arc<dyn kgmesh_bus::Bus> =
+            std::sync::Arc::new(kgmesh_bus::LocalBus::new());
+        let deps = config.role_settings(kgmesh_agents::runtime::AgentDeps::new(bus));
+        assert_eq!(deps.setting::<JudgeRule>(), config.judge);
+        assert_eq!(deps.setting::<SummaryRule>(), config.summarizer);
+        assert_eq!(deps.setting::<TraverseConfig>(), config.traverser);
+        assert_eq!(deps.setting::<CacheRule>().k, 7);
+        assert_eq!(deps.setting::<RetrievalSettings>().scoring_top_k, 60);
+        assert_eq!(deps.get::<TextSource>(), config.text().as_ref());
     }
 
     #[test]

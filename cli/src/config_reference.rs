@@ -1,8 +1,11 @@
 //! `kgmesh config reference`: every configuration key with its default, its environment
 //! variable and what it means, as Markdown (the text of docs/configuration.md).
 //!
-//! The keys and defaults come from [`Config::default`]; only the meanings are written
-//! here, in [`KEYS`], and a test fails when a key has no meaning or a meaning no key.
+//! The keys and defaults come from [`Config::default`]. The meanings of a role's own
+//! section come from the role's config type (its descriptor's
+//! [`ConfigSection`](kgmesh_agents::runtime::ConfigSection)); the others are written
+//! here, in [`KEYS`] and [`KEYS_AFTER_ROLES`]. A test fails when a key has no meaning or
+//! a meaning no key.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -16,8 +19,8 @@ use crate::config::Config;
 /// Prefix of the environment variables that set configuration keys.
 const ENV_PREFIX: &str = "KGMESH__";
 
-/// What every configuration key means, as (`section.key`, one sentence), in the order
-/// the reference lists them.
+/// What the keys of the process's sections before the roles' own sections mean, as
+/// (`section.key`, one sentence), in the order the reference lists them.
 const KEYS: &[(&str, &str)] = &[
     // bus
     (
@@ -390,75 +393,10 @@ const KEYS: &[(&str, &str)] = &[
          the reader's features of the plan it comes from, with re-ranking on or off \
          (`docs/confidence.md`). `false` skips that reading and answers carry none.",
     ),
-    // judge
-    (
-        "judge.complete_score",
-        "The judge's rule (no model, or an unusable reply): evidence scoring at least this \
-         answers the question, so no further round is run.",
-    ),
-    (
-        "judge.min_relation_score",
-        "The judge's rule: evidence scoring below this is not used to choose a relation to \
-         follow in the next round.",
-    ),
-    // summarizer
-    (
-        "summarizer.keep_within",
-        "The summarizer's rule: answers whose strength is within this of the best \
-         (normalized per retriever) are kept beside it.",
-    ),
-    (
-        "summarizer.max_citations",
-        "Evidence lines an answer cites at most.",
-    ),
-    (
-        "summarizer.abstain_found_cosine",
-        "With an embedder, the rule answers \"I don't know\" when the path that best \
-         explains the question reads far from the question's words: under this cosine to \
-         the path's relations and the names it found, and under \
-         `summarizer.abstain_relations_cosine` to its relations alone. 0 turns it off. Not \
-         applied to a plan, learned cues or a grounded query.",
-    ),
-    (
-        "summarizer.abstain_relations_cosine",
-        "See `summarizer.abstain_found_cosine`: the cosine to the best path's relations \
-         alone under which the rule abstains. 0 turns it off.",
-    ),
-    // traverser
-    (
-        "traverser.max_steps",
-        "Steps of the agentic traverser at most (the question's depth budget may allow fewer).",
-    ),
-    (
-        "traverser.max_llm_calls",
-        "Model calls of the agentic traverser per question at most, when llm.roles lists it \
-         (two per step; the question's budget may allow fewer).",
-    ),
-    (
-        "traverser.fanout_cap",
-        "Edges the traverser reads around its frontier per step at most.",
-    ),
-    (
-        "traverser.offered_relations",
-        "Relations offered to the model per step, the most relevant first.",
-    ),
-    (
-        "traverser.max_relations",
-        "Relations the traverser follows per step.",
-    ),
-    (
-        "traverser.max_triplets",
-        "Triplets the traverser keeps per step (the request's evidence limit may be lower).",
-    ),
-    (
-        "traverser.max_next_entities",
-        "Entities the traverser explores from in its next step.",
-    ),
-    (
-        "traverser.min_relevance",
-        "Relevance under which no relation is followed without a model (when none reaches \
-         it in the first step, the first step keeps them all).",
-    ),
+];
+
+/// What the keys of the sections after the roles' own sections mean.
+const KEYS_AFTER_ROLES: &[(&str, &str)] = &[
     // http
     (
         "http.listen",
@@ -653,6 +591,24 @@ pub fn reference() -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// Every key's meaning in the order the reference lists them: [`KEYS`], then each role's
+/// own section as the role documents it, in the registry's order, then
+/// [`KEYS_AFTER_ROLES`].
+fn meanings() -> Vec<(String, &'static str)> {
+    let own = |keys: &'static [(&str, &'static str)]| {
+        keys.iter()
+            .map(|(key, meaning)| ((*key).to_owned(), *meaning))
+    };
+    let roles = kgmesh_agents::registry::roles()
+        .iter()
+        .filter_map(|role| role.config)
+        .flat_map(|section| section.meanings().collect::<Vec<_>>());
+    own(KEYS)
+        .chain(roles)
+        .chain(own(KEYS_AFTER_ROLES))
+        .collect()
+}
+
 /// [`Config::default`] flattened to `section.key` → value (unset options as `null`).
 fn default_values() -> anyhow::Result<BTreeMap<String, Value>> {
     let tree = serde_json::to_value(Config::default())
@@ -681,12 +637,14 @@ fn flatten(value: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
     }
 }
 
-/// The keys of `defaults` in the order of [`KEYS`]; keys it lacks come last.
+/// The keys of `defaults` in the order of [`meanings`]; keys it lacks come last.
 fn ordered_keys(defaults: &BTreeMap<String, Value>) -> Vec<&str> {
+    let meanings = meanings();
     let position = |key: &str| {
-        KEYS.iter()
-            .position(|(described, _)| *described == key)
-            .unwrap_or(KEYS.len())
+        meanings
+            .iter()
+            .position(|(described, _)| described == key)
+            .unwrap_or(meanings.len())
     };
     let mut keys: Vec<&str> = defaults.keys().map(String::as_str).collect();
     keys.sort_by_key(|key| (position(key), *key));
@@ -733,10 +691,11 @@ fn write_section(
     Ok(())
 }
 
-/// What `key` means, from [`KEYS`].
+/// What `key` means, from [`meanings`].
 fn meaning(key: &str) -> &'static str {
-    KEYS.iter()
-        .find(|(described, _)| *described == key)
+    meanings()
+        .into_iter()
+        .find(|(described, _)| described == key)
         .map_or("(not described)", |(_, meaning)| meaning)
 }
 
@@ -772,12 +731,13 @@ mod tests {
     #[test]
     fn every_configuration_key_has_a_meaning_and_every_meaning_a_key() {
         let keys: BTreeSet<String> = default_values().unwrap().into_keys().collect();
-        let described: BTreeSet<String> = KEYS.iter().map(|(key, _)| (*key).to_owned()).collect();
+        let described: BTreeSet<String> = meanings().into_iter().map(|(key, _)| key).collect();
         let missing: Vec<&String> = keys.difference(&described).collect();
         let extra: Vec<&String> = described.difference(&keys).collect();
         assert!(
             missing.is_empty() && extra.is_empty(),
-            "KEYS in cli/src/config_reference.rs is out of step with Config:\n  \
+            "the meanings (KEYS in cli/src/config_reference.rs, or a role's config type) are \
+             out of step with Config:\n  \
              missing (keys without a meaning): {missing:?}\n  \
              extra (meanings of no key): {extra:?}"
         );
@@ -786,8 +746,8 @@ mod tests {
     #[test]
     fn every_key_is_described_once_in_one_line() {
         let mut seen = BTreeSet::new();
-        for (key, meaning) in KEYS {
-            assert!(seen.insert(*key), "{key} is described twice");
+        for (key, meaning) in meanings() {
+            assert!(seen.insert(key.clone()), "{key} is described twice");
             assert!(
                 !meaning.is_empty() && !meaning.contains('\n'),
                 "{key}: a meaning is one non-empty line"

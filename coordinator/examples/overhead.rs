@@ -31,7 +31,7 @@ use kgmesh_bus::{
     typed::{decode_request, encode_reply},
     Bus, Endpoint, LocalBus, Message, NatsBus, NatsOptions, ServiceHandle, ServiceSpec,
 };
-use kgmesh_coordinator::{Coordinator, CoordinatorConfig};
+use kgmesh_coordinator::{AllowedRoles, Coordinator, CoordinatorConfig};
 use kgmesh_schemas::{
     budget::Cost,
     graph::{Direction, Entity, Metapath, Path, PathStep, RelationStep, ScoredEntity, Triple},
@@ -286,7 +286,12 @@ async fn measure(
     questions: usize,
 ) -> f64 {
     let _handles = start_stand_ins(&agents_bus).await;
-    let coordinator = Coordinator::new(coordinator_bus, CoordinatorConfig::default());
+    let config = CoordinatorConfig {
+        allowed_roles: AllowedRoles::default()
+            .and(&[Role::SCORING_RETRIEVER, Role::AGENTIC_TRAVERSER]),
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = Coordinator::new(coordinator_bus, config);
     let request = AskRequest {
         question: "what languages are the films directed by Joel Zwick in".into(),
         options: AskOptions::default(),

@@ -53,7 +53,8 @@ pub struct CoordinatorConfig {
     /// The graph the roles answer from, in words, named in every reply (`None` when this
     /// process does not know it).
     pub graph: Option<String>,
-    /// The roles this coordinator calls: the built-in ones, plus those configured
+    /// The roles this coordinator calls: by default those it calls by name; the process
+    /// that builds it adds the roles of its build and those configured
     /// (`bus.allowed_roles`). Other roles announcing themselves are refused.
     pub allowed_roles: AllowedRoles,
     /// When a call with no reply yet is sent again to another replica.

@@ -28,39 +28,59 @@ fn codec_name<S: serde::Serializer>(codec: &ContentType, serializer: S) -> Resul
     serializer.serialize_str(codec.name())
 }
 
-/// The roles a coordinator calls.
+/// The roles a coordinator calls. By default those it calls by name
+/// ([`AllowedRoles::CALLED_BY_NAME`]); whoever builds the coordinator adds the roles of
+/// its build and the configured ones ([`AllowedRoles::and`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AllowedRoles {
     /// Any role that announces itself.
     Any,
-    /// The built-in roles ([`Role::BUILT_IN`]) and these.
-    BuiltInAnd(BTreeSet<String>),
+    /// These roles only.
+    Only(BTreeSet<String>),
 }
 
 impl Default for AllowedRoles {
     fn default() -> Self {
-        Self::BuiltInAnd(BTreeSet::new())
+        Self::Only(
+            Self::CALLED_BY_NAME
+                .iter()
+                .map(|role| (*role).to_owned())
+                .collect(),
+        )
     }
 }
 
 impl AllowedRoles {
-    /// The built-in roles and `extra`; `"*"` among them allows any role.
-    pub fn built_in_and<S: AsRef<str>>(extra: &[S]) -> Self {
-        if extra.iter().any(|role| role.as_ref().trim() == "*") {
+    /// The roles the coordinator calls by name: the steps of its round, and the roles
+    /// behind its expansions and `cypher`.
+    pub const CALLED_BY_NAME: &'static [&'static str] = &[
+        Role::KG_LINKER,
+        Role::ENTITY_LINKER,
+        Role::PATH_FOLLOWER,
+        Role::QUERY_EXECUTOR,
+        Role::JUDGE,
+        Role::SUMMARIZER,
+        Role::CACHE_MANAGER,
+    ];
+
+    /// These roles and `roles`; `"*"` among them allows any role.
+    pub fn and<S: AsRef<str>>(self, roles: &[S]) -> Self {
+        if roles.iter().any(|role| role.as_ref().trim() == "*") {
             return Self::Any;
         }
-        Self::BuiltInAnd(
-            extra
-                .iter()
-                .map(|role| role.as_ref().trim().to_owned())
-                .collect(),
-        )
+        match self {
+            Self::Any => Self::Any,
+            Self::Only(mut allowed) => {
+                allowed.extend(roles.iter().map(|role| role.as_ref().trim().to_owned()));
+                Self::Only(allowed)
+            }
+        }
     }
 
     pub fn allows(&self, role: &str) -> bool {
         match self {
             Self::Any => true,
-            Self::BuiltInAnd(extra) => Role::BUILT_IN.contains(&role) || extra.contains(role),
+            Self::Only(allowed) => allowed.contains(role),
         }
     }
 }
@@ -422,12 +442,16 @@ mod tests {
     }
 
     #[test]
-    fn the_allow_list_holds_the_built_in_roles_and_the_named_ones() {
-        let allowed = AllowedRoles::built_in_and(&["csv-retriever"]);
+    fn the_allow_list_holds_the_roles_called_by_name_and_the_named_ones() {
+        let allowed = AllowedRoles::default().and(&["csv-retriever"]);
         assert!(allowed.allows("path-follower"));
         assert!(allowed.allows("csv-retriever"));
         assert!(!allowed.allows("evidence-injector"));
         assert!(!AllowedRoles::default().allows("csv-retriever"));
-        assert!(AllowedRoles::built_in_and(&[" * "]).allows("anything"));
+        assert!(!AllowedRoles::default().allows("scoring-retriever"));
+        let built = AllowedRoles::default().and(&["scoring-retriever", "text-retriever"]);
+        assert!(built.allows("scoring-retriever") && built.allows("judge"));
+        assert!(AllowedRoles::default().and(&[" * "]).allows("anything"));
+        assert_eq!(AllowedRoles::Any.and(&["x"]), AllowedRoles::Any);
     }
 }

@@ -1,5 +1,5 @@
-//! The coordinator calls only the roles it allows: the built-in ones and those its
-//! configuration names. A process announcing itself as some other retriever is never
+//! The coordinator calls only the roles it allows: those it calls by name, and those
+//! its configuration names. A process announcing itself as some other retriever is never
 //! called, so it cannot put evidence into answers.
 
 mod support;
@@ -89,11 +89,11 @@ async fn an_unlisted_retriever_announcing_itself_is_never_called() {
 #[tokio::test]
 async fn a_listed_retriever_is_called_like_a_built_in_one() {
     let (answers, sources, calls) =
-        answers_with(AllowedRoles::built_in_and(&["evidence-injector"])).await;
+        answers_with(AllowedRoles::default().and(&["evidence-injector"])).await;
     assert!(calls >= 1, "the listed retriever was not called");
     assert!(answers.contains(&"Intruder".to_owned()), "{answers:?}");
     assert!(sources.iter().any(|s| s == "intruder"), "{sources:?}");
     // "*" calls whatever announces itself.
-    let (_, _, calls) = answers_with(AllowedRoles::built_in_and(&["*"])).await;
+    let (_, _, calls) = answers_with(AllowedRoles::default().and(&["*"])).await;
     assert!(calls >= 1);
 }

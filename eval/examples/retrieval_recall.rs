@@ -298,6 +298,7 @@ async fn run_dataset(
             &question.text,
             &topics,
             &traverse_config,
+            None,
         )
         .await
         .map(|t| t.triples)

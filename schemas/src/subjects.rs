@@ -17,6 +17,7 @@ pub const PREFIX: &str = "kgmesh";
 pub struct Role(String);
 
 impl Role {
+    // The names of the built-in roles (the registry of `kgmesh-agents` lists them).
     pub const KG_LINKER: &'static str = "kg-linker";
     pub const ENTITY_LINKER: &'static str = "entity-linker";
     pub const PATH_FOLLOWER: &'static str = "path-follower";
@@ -29,23 +30,6 @@ impl Role {
     pub const SUMMARIZER: &'static str = "summarizer";
     pub const CACHE_MANAGER: &'static str = "cache-manager";
     pub const ECHO: &'static str = "echo";
-
-    /// Every role kgmesh itself provides: the roles a coordinator calls unless its
-    /// configuration names more (an agent from outside the repository).
-    pub const BUILT_IN: &'static [&'static str] = &[
-        Self::KG_LINKER,
-        Self::ENTITY_LINKER,
-        Self::PATH_FOLLOWER,
-        Self::QUERY_EXECUTOR,
-        Self::AGENTIC_TRAVERSER,
-        Self::SCORING_RETRIEVER,
-        Self::PATTERN_MATCHER,
-        Self::TEXT_RETRIEVER,
-        Self::JUDGE,
-        Self::SUMMARIZER,
-        Self::CACHE_MANAGER,
-        Self::ECHO,
-    ];
 
     /// A role name, or an error naming the offending character.
     pub fn new(name: &str) -> Result<Self, String> {

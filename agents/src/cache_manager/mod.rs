@@ -20,5 +20,27 @@ pub mod warm;
 
 pub use self::core::{CacheConfig, Lookup, PlanCache};
 
+use kgmesh_schemas::{Role, RoleKind};
+
+use crate::runtime::{Need, Needs, RoleDescriptor};
+
+/// The role, as the registry runs it.
+pub const DESCRIPTOR: RoleDescriptor = RoleDescriptor {
+    name: Role::CACHE_MANAGER,
+    kind: RoleKind::Core,
+    summary: "semantic cache of verified plans: few-shot examples and replay (CacheRAG)",
+    smoke_test: false,
+    uses_model: true,
+    needs: Needs {
+        graph: Need::Optional,
+        // Its replicas share their plans there (embedded mode keeps them in memory
+        // without `cache.path`).
+        plan_store: Need::Required,
+        ..Needs::NOTHING
+    },
+    config: None,
+    build: role::role,
+};
+
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,7 @@ use std::{
     collections::BTreeMap,
     io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 use async_trait::async_trait;
@@ -43,6 +44,10 @@ pub const CYPHER_KEY_PREFIX: &str = "cypher.";
 pub fn is_cypher_key(key: &str) -> bool {
     key.starts_with(CYPHER_KEY_PREFIX)
 }
+
+/// The plan store a process gives its roles (`AgentDeps::with`): the cache manager keeps
+/// its plans there, the query executor learns grounded Cypher plans from it.
+pub type SharedPlanStore = Arc<dyn PlanStore>;
 
 #[async_trait]
 pub trait PlanStore: Send + Sync + 'static {

@@ -26,11 +26,14 @@ use super::{
     audit::{self, AuditAction, AuditEntry},
     core::{embedding_text, CacheConfig, NearReplay, PlanCache},
     feedback::{self, Asked, Gate, Gatekeeper},
-    persist::PlanStore,
+    persist::{PlanStore, SharedPlanStore},
     template,
     warm::Warmer,
 };
-use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
+use crate::{
+    entity_linker::names::SharedNames,
+    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+};
 
 /// Nodes a replayed plan starts from per mention, when several share its name (as
 /// many as the LLM-free KG-Linker links).
@@ -42,7 +45,7 @@ pub struct CacheManager {
     loaded: OnceCell<()>,
     graph: Option<Arc<dyn GraphStore>>,
     /// The process's shared name index (see `AgentDeps::names`).
-    names: Arc<crate::entity_linker::names::SharedNames>,
+    names: Arc<SharedNames>,
     llm: Option<Arc<dyn LanguageModel>>,
     /// Embeds templates for replays of similar questions ([`PlanCache::near_replay`]).
     embedder: Option<Arc<dyn Embedder>>,
@@ -120,7 +123,7 @@ impl CacheManager {
     }
 
     /// Uses the process's shared name index instead of a private one.
-    pub fn with_names(mut self, names: Arc<crate::entity_linker::names::SharedNames>) -> Self {
+    pub fn with_names(mut self, names: Arc<SharedNames>) -> Self {
         self.names = names;
         self
     }
@@ -511,16 +514,17 @@ async fn embed_missing(
     true
 }
 
-/// The role's factory: an in-memory cache persisted to `deps.plan_store` when set.
+/// The role's factory: an in-memory cache persisted to the plan store of `deps`
+/// ([`SharedPlanStore`]) when there is one.
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let manager = Arc::new(
         CacheManager::new(
-            deps.tuning.cache.clone(),
-            deps.plan_store.clone(),
+            deps.setting::<CacheConfig>(),
+            deps.get::<SharedPlanStore>().cloned(),
             deps.graph.clone(),
             deps.llm_for(Role::CACHE_MANAGER),
         )
-        .with_names(deps.names.clone())
+        .with_names(deps.shared::<SharedNames>())
         .with_embedder(deps.embedder.clone()),
     );
     Ok(spec(manager))

@@ -7,7 +7,10 @@ use kgmesh_schemas::{
 };
 
 use super::core;
-use crate::runtime::{registry, AgentDeps, Client, StartOptions};
+use crate::{
+    registry,
+    runtime::{AgentDeps, Client, StartOptions},
+};
 
 const WAIT: Duration = Duration::from_secs(10);
 

@@ -1,6 +1,6 @@
 //! The process's one name index. Every role that links names (entity-linker,
-//! kg-linker, cache-manager) asks [`AgentDeps::names`](crate::runtime::AgentDeps) for
-//! it: the first caller builds it from the graph (names paged from the store, the index
+//! kg-linker, cache-manager) asks [`AgentDeps::shared`](crate::runtime::AgentDeps::shared)
+//! for it: the first caller builds it from the graph (names paged from the store, the index
 //! built off the async runtime), everyone else waits for that build and shares the
 //! result. A process therefore holds one copy, however many roles it runs.
 

@@ -80,11 +80,11 @@ impl EntityLinker {
     }
 }
 
-/// The role's factory (see [`crate::runtime::registry`]).
+/// The role's factory (see [`super::DESCRIPTOR`]).
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let linker = Arc::new(EntityLinker {
         graph: deps.require_graph(Role::ENTITY_LINKER)?,
-        names: deps.names.clone(),
+        names: deps.shared::<SharedNames>(),
         embeddings_opt: deps.embedder.clone().zip(deps.vectors.clone()),
     });
     Ok(

@@ -192,7 +192,11 @@ async fn roles_of_one_process_share_one_name_index() {
     };
     use kgmesh_stores::GraphStore;
 
-    use crate::runtime::{registry, AgentDeps, Client, StartOptions};
+    use super::names::SharedNames;
+    use crate::{
+        registry,
+        runtime::{AgentDeps, Client, StartOptions},
+    };
 
     let bus = Arc::new(LocalBus::new());
     let graph: Arc<dyn GraphStore> = Arc::new(movies());
@@ -213,7 +217,10 @@ async fn roles_of_one_process_share_one_name_index() {
     .await
     .expect("in time")
     .unwrap();
-    assert!(deps.names.get_built().is_none(), "built on first use only");
+    assert!(
+        deps.shared::<SharedNames>().get_built().is_none(),
+        "built on first use only"
+    );
 
     let client = Client::new(bus.clone());
     let meta = Meta::new(QuestionId::new_random(), 1, Budget::default());
@@ -230,7 +237,10 @@ async fn roles_of_one_process_share_one_name_index() {
     .expect("in time")
     .unwrap();
     assert_eq!(links.links[0].candidates[0].entity.name, "Michael Mann");
-    let built = deps.names.get_built().expect("the entity linker built it");
+    let built = deps
+        .shared::<SharedNames>()
+        .get_built()
+        .expect("the entity linker built it");
 
     let (linked, _) = within(client.call(
         &Role::well_known(Role::KG_LINKER),
@@ -247,7 +257,11 @@ async fn roles_of_one_process_share_one_name_index() {
     .expect("in time")
     .unwrap();
     assert_eq!(linked.linked[0].entity.name, "Heat");
-    let again = deps.names.get(graph.as_ref()).await.unwrap();
+    let again = deps
+        .shared::<SharedNames>()
+        .get(graph.as_ref())
+        .await
+        .unwrap();
     assert!(Arc::ptr_eq(&built, &again), "one index for every role");
 
     linker.stop(Duration::from_secs(5)).await;

@@ -21,12 +21,20 @@ use kgmesh_schemas::{
     NodeId,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct JudgeRule {
-    /// Evidence scoring this high answers the question.
-    pub complete_score: f32,
-    /// Evidence scoring below this is ignored when choosing a relation to follow.
-    pub min_relation_score: f32,
+use crate::runtime::role_config;
+
+role_config! {
+    /// The judge's rule (`[judge]`), applied without a model or when its reply is
+    /// unusable.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct JudgeRule {
+        /// The judge's rule (no model, or an unusable reply): evidence scoring at least
+        /// this answers the question, so no further round is run.
+        pub complete_score: f32,
+        /// The judge's rule: evidence scoring below this is not used to choose a relation
+        /// to follow in the next round.
+        pub min_relation_score: f32,
+    }
 }
 
 impl Default for JudgeRule {

@@ -20,7 +20,27 @@ use kgmesh_schemas::{
 use kgmesh_stores::{GraphStore, NeighborQuery};
 
 use self::core::{decide, relations_in_context, JudgeRule};
-use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
+use crate::runtime::{
+    AgentDeps, CallContext, ConfigSection, Need, Needs, RoleBuildError, RoleDescriptor, RoleSpec,
+};
+
+/// The role, as the registry runs it.
+pub const DESCRIPTOR: RoleDescriptor = RoleDescriptor {
+    name: Role::JUDGE,
+    kind: RoleKind::Core,
+    summary: "decides COMPLETE or a bounded depth/breadth expansion (CacheRAG dispatcher)",
+    smoke_test: false,
+    uses_model: true,
+    needs: Needs {
+        graph: Need::Optional,
+        ..Needs::NOTHING
+    },
+    config: Some(ConfigSection {
+        section: "judge",
+        keys: JudgeRule::KEYS,
+    }),
+    build: role,
+};
 
 /// Context shown to the model, in tokens (the rest of the prompt is small).
 const CONTEXT_TOKENS: usize = 3_000;
@@ -32,7 +52,7 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let judge = Arc::new(Judge {
         llm: deps.llm_for(Role::JUDGE),
         graph: deps.graph.clone(),
-        rule: deps.tuning.judge,
+        rule: deps.setting::<JudgeRule>(),
     });
     Ok(
         RoleSpec::new(Role::well_known(Role::JUDGE), RoleKind::Core).op(

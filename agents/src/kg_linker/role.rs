@@ -24,6 +24,7 @@ use crate::{
     entity_linker::names::SharedNames,
     runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
     scoring::{relevance::TextVectors, store_error, text_vectors},
+    settings::RetrievalSettings,
     verbalize::evidence_entities,
 };
 
@@ -122,16 +123,16 @@ impl KgLinker {
     }
 }
 
-/// The role's factory (see [`crate::runtime::registry`]).
+/// The role's factory (see [`super::DESCRIPTOR`]).
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let graph = deps.require_graph(Role::KG_LINKER)?;
     let linker = Arc::new(KgLinker {
-        names: deps.names.clone(),
+        names: deps.shared::<SharedNames>(),
         graph,
         llm_opt: deps.llm_for(Role::KG_LINKER),
         vectors_opt: text_vectors(deps),
         config: LinkerConfig {
-            top_metapaths: deps.retrieval.top_metapaths.max(1),
+            top_metapaths: deps.setting::<RetrievalSettings>().top_metapaths.max(1),
             ..LinkerConfig::default()
         },
     });

@@ -228,7 +228,7 @@ fn cut_keeping_shared_ends(evidence: &mut Vec<Evidence>, max: usize, question: &
     evidence.retain(|_| flags.next().unwrap_or(false));
 }
 
-/// The role's factory (see [`crate::runtime::registry`]).
+/// The role's factory (see [`super::DESCRIPTOR`]).
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let follower = Arc::new(PathFollower {
         graph: deps.require_graph(Role::PATH_FOLLOWER)?,

@@ -11,5 +11,22 @@ pub mod pattern;
 pub mod role;
 pub mod search;
 
+use kgmesh_schemas::{Role, RoleKind};
+
+use crate::runtime::{Needs, RoleDescriptor};
+
+/// The role, as the registry runs it.
+pub const DESCRIPTOR: RoleDescriptor = RoleDescriptor {
+    name: Role::PATTERN_MATCHER,
+    kind: RoleKind::Retriever,
+    summary:
+        "top-k subgraphs closest to the question's pattern by graph semantic distance (SimGRAG)",
+    smoke_test: false,
+    uses_model: true,
+    needs: Needs::GRAPH,
+    config: None,
+    build: role::role,
+};
+
 #[cfg(test)]
 mod tests;

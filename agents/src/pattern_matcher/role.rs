@@ -186,7 +186,7 @@ impl PatternMatcher {
     }
 }
 
-/// The role's factory (see [`crate::runtime::registry`]). Embedded mode starts it only
+/// The role's factory (see [`super::DESCRIPTOR`]). Embedded mode starts it only
 /// when `retrieval.pattern_matcher` asks for it; `kgmesh agent --role pattern-matcher`
 /// always does.
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {

@@ -619,7 +619,8 @@ async fn the_role_uses_the_model_pattern_and_falls_back_visibly() {
     use kgmesh_stores::GraphStore;
 
     use crate::{
-        runtime::{registry, AgentDeps, Client, StartOptions},
+        registry,
+        runtime::{AgentDeps, Client, StartOptions},
         testing::ScriptedModel,
     };
 

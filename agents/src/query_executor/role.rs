@@ -19,7 +19,11 @@ use kgmesh_stores::GraphStore;
 
 use super::core::{execute, execute_all, limits_from_budget};
 use super::planner::GroundedRetriever;
-use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
+use crate::{
+    cache_manager::persist::SharedPlanStore,
+    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    settings::RetrievalSettings,
+};
 
 /// Queries run per request at most.
 const MAX_QUERIES: usize = 5;
@@ -125,15 +129,15 @@ impl QueryExecutor {
     }
 }
 
-/// The role's factory (see [`crate::runtime::registry`]).
+/// The role's factory (see [`super::DESCRIPTOR`]).
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let graph = deps.require_graph(Role::QUERY_EXECUTOR)?;
     let grounded = Arc::new(GroundedRetriever::new(
         graph.clone(),
-        deps.plan_store.clone(),
+        deps.get::<SharedPlanStore>().cloned(),
         deps.llm_for(Role::QUERY_EXECUTOR),
         deps.embedder.clone(),
-        deps.retrieval.grounded_cypher,
+        deps.setting::<RetrievalSettings>().grounded_cypher,
     ));
     // Read the graph's values before the first question asks for them.
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {

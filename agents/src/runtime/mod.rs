@@ -60,31 +60,43 @@
 //! });
 //! ```
 //!
-//! To make a role runnable by name (`kgmesh agent --role R`, the embedded mode), add
-//! its factory to [`registry::roles`].
+//! A role's folder exports its [`RoleDescriptor`] (name, kind, needs, configuration,
+//! factory); the registry of the crate (`kgmesh_agents::registry`) makes the roles it
+//! lists runnable by name (`kgmesh agent --role R`, the embedded mode).
 
 mod actor;
 mod bridge;
 mod client;
 mod context;
+mod descriptor;
 mod metrics;
-pub mod registry;
 mod spec;
+mod values;
 
-use std::sync::Arc;
+use std::{any::Any, sync::Arc};
 
 pub use bridge::{start_role, start_role_with, RoleHandle, StartOptions};
 pub use client::Client;
 pub use context::{chat_before, CallContext};
+pub(crate) use descriptor::role_config;
+pub use descriptor::{ConfigSection, Need, Needs, RoleDescriptor, RoleFactory};
 pub use spec::RoleSpec;
 
 use kgmesh_bus::{Bus, BusError};
 use kgmesh_models::{Embedder, LanguageModel};
 use kgmesh_stores::{GraphStore, VectorIndex};
+use parking_lot::Mutex;
+
+use values::Values;
 
 /// What a role may use. Built once per process and handed to every role factory;
 /// cheap to clone. A factory takes what it needs and fails with
 /// [`RoleBuildError::MissingDependency`] when something it requires is absent.
+///
+/// Besides the stores and models every role knows, the dependencies carry values by
+/// type that the roles define and the runtime does not know: a role's settings (its
+/// config type, [`Self::setting`]), handles such as a plan store ([`Self::get`]), and
+/// values built once and shared by every role of the process ([`Self::shared`]).
 #[derive(Clone)]
 pub struct AgentDeps {
     pub bus: Arc<dyn Bus>,
@@ -94,63 +106,11 @@ pub struct AgentDeps {
     /// The roles that use `llm` (`None`: every role that can).
     pub llm_roles: Option<Vec<String>>,
     pub embedder: Option<Arc<dyn Embedder>>,
-    /// Where the cache manager persists verified plans (a file, or JetStream KV).
-    pub plan_store: Option<Arc<dyn crate::cache_manager::persist::PlanStore>>,
-    /// The graph's name index, built on first use and shared by every role of the
-    /// process (clones of these deps share it).
-    pub names: Arc<crate::entity_linker::names::SharedNames>,
-    /// How much the LLM-free retrieval tools return.
-    pub retrieval: RetrievalSettings,
-    /// The judge's, summarizer's, traverser's and cache manager's knobs.
-    pub tuning: RoleTuning,
-    /// The documents the text retriever searches (`kgmesh index --text`).
-    pub text: Option<TextSource>,
-}
-
-/// A text index folder and how to search it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TextSource {
-    pub dir: std::path::PathBuf,
-    pub search: crate::text_retriever::retrieve::SearchSettings,
-}
-
-/// The knobs of the roles that have some, as the configuration sets them (`[judge]`,
-/// `[summarizer]`, `[traverser]`, `[cache]`); the defaults are each role's own.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RoleTuning {
-    pub judge: crate::judge::core::JudgeRule,
-    pub summarizer: crate::summarizer::core::SummaryRule,
-    /// The traverser's limits per step; its step count and model calls come from the
-    /// question's budget.
-    pub traverser: crate::traverser::core::TraverseConfig,
-    pub cache: crate::cache_manager::core::CacheConfig,
-}
-
-/// How much the LLM-free retrieval tools return per call. Larger values retrieve more
-/// (higher answer recall) at the price of a larger context for the judge and the LLM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetrievalSettings {
-    /// Relation paths the LLM-free KG-Linker proposes per question.
-    pub top_metapaths: usize,
-    /// Triplets the scoring retriever returns at most (also capped by the request).
-    pub scoring_top_k: usize,
-    /// With an embedder: the path follower, the scoring retriever and the traverser
-    /// score evidence by whole-question embedding similarity instead of lexically
-    /// (the KG-Linker and the summarizer use word embeddings either way).
-    pub embed_questions: bool,
-    /// When the query executor writes grounded Cypher from the question.
-    pub grounded_cypher: crate::query_executor::planner::GroundedMode,
-}
-
-impl Default for RetrievalSettings {
-    fn default() -> Self {
-        Self {
-            top_metapaths: crate::kg_linker::core::LinkerConfig::default().top_metapaths,
-            scoring_top_k: crate::scoring::core::ScoringConfig::default().top_k,
-            embed_questions: false,
-            grounded_cypher: Default::default(),
-        }
-    }
+    /// Settings and handles, one per type ([`Self::with`]).
+    values: Values,
+    /// Values built on first use and shared by every role of the process: clones of
+    /// these deps share them ([`Self::shared`]).
+    shared: Arc<Mutex<Values>>,
 }
 
 impl std::fmt::Debug for AgentDeps {
@@ -160,10 +120,8 @@ impl std::fmt::Debug for AgentDeps {
             .field("vectors", &self.vectors.is_some())
             .field("llm", &self.llm.is_some())
             .field("embedder", &self.embedder.is_some())
-            .field("names", &self.names)
-            .field("retrieval", &self.retrieval)
-            .field("tuning", &self.tuning)
-            .field("text", &self.text)
+            .field("values", &self.values)
+            .field("shared", &*self.shared.lock())
             .finish()
     }
 }
@@ -178,26 +136,49 @@ impl AgentDeps {
             llm: None,
             llm_roles: None,
             embedder: None,
-            plan_store: None,
-            names: Arc::default(),
-            retrieval: RetrievalSettings::default(),
-            tuning: RoleTuning::default(),
-            text: None,
+            values: Values::default(),
+            shared: Arc::default(),
         }
     }
 
-    pub fn with_text(mut self, text: TextSource) -> Self {
-        self.text = Some(text);
+    /// Gives the roles `value`, which they read by its type: a role's settings (its
+    /// config type) or a handle (a plan store). A second value of one type replaces the
+    /// first.
+    pub fn with<T: Any + Send + Sync>(mut self, value: T) -> Self {
+        self.values.insert(Arc::new(value));
         self
     }
 
-    pub fn with_retrieval(mut self, retrieval: RetrievalSettings) -> Self {
-        self.retrieval = retrieval;
-        self
+    /// The value of type `T` given with [`Self::with`].
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.values.get::<T>()
     }
 
-    pub fn with_tuning(mut self, tuning: RoleTuning) -> Self {
-        self.tuning = tuning;
+    /// The settings of type `T` given with [`Self::with`], else their defaults.
+    pub fn setting<T: Any + Send + Sync + Clone + Default>(&self) -> T {
+        self.get::<T>().cloned().unwrap_or_default()
+    }
+
+    /// The process's one `T`: the one given with [`Self::with_shared`], or else one made
+    /// on first use and shared by every role built from these deps or their clones.
+    pub fn shared<T: Any + Send + Sync + Default>(&self) -> Arc<T> {
+        let mut shared = self.shared.lock();
+        match shared.get_arc::<T>() {
+            Some(value) => value,
+            None => {
+                let value = Arc::new(T::default());
+                shared.insert(value.clone());
+                value
+            }
+        }
+    }
+
+    /// Shares `value` as the process's one `T` ([`Self::shared`]) instead of one made on
+    /// first use. Clones made before keep what they shared.
+    pub fn with_shared<T: Any + Send + Sync>(mut self, value: Arc<T>) -> Self {
+        let mut shared = self.shared.lock().clone();
+        shared.insert(value);
+        self.shared = Arc::new(Mutex::new(shared));
         self
     }
 
@@ -234,20 +215,6 @@ impl AgentDeps {
 
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
-        self
-    }
-
-    pub fn with_plan_store(
-        mut self,
-        store: Arc<dyn crate::cache_manager::persist::PlanStore>,
-    ) -> Self {
-        self.plan_store = Some(store);
-        self
-    }
-
-    /// Shares a name index built elsewhere instead of building one on first use.
-    pub fn with_names(mut self, names: Arc<kgmesh_models::lexical::Gazetteer>) -> Self {
-        self.names = Arc::new(crate::entity_linker::names::SharedNames::ready(names));
         self
     }
 

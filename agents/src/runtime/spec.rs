@@ -17,7 +17,7 @@ use super::CallContext;
 
 /// A role: what it announces ([`RoleInfo`]) and a handler per operation.
 ///
-/// Built once per process by the role's factory (see [`super::registry`]), then started
+/// Built once per process by the role's factory (see [`super::RoleDescriptor`]), then started
 /// with [`super::start_role`]. Handlers are plain async functions of
 /// `(CallContext, Request)`; whatever state they need (the pure core, store handles)
 /// they capture, usually behind an `Arc`.

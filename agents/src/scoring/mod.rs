@@ -13,10 +13,25 @@ mod tests;
 
 use std::sync::Arc;
 
-use kgmesh_schemas::AgentError;
+use kgmesh_schemas::{AgentError, Role, RoleKind};
 use kgmesh_stores::StoreError;
 
-use crate::runtime::AgentDeps;
+use crate::{
+    runtime::{AgentDeps, Needs, RoleDescriptor},
+    settings::RetrievalSettings,
+};
+
+/// The role, as the registry runs it.
+pub const DESCRIPTOR: RoleDescriptor = RoleDescriptor {
+    name: Role::SCORING_RETRIEVER,
+    kind: RoleKind::Retriever,
+    summary: "top-k triplets within L hops by decomposed similarity",
+    smoke_test: false,
+    uses_model: false,
+    needs: Needs::GRAPH,
+    config: None,
+    build: role::role,
+};
 
 /// Texts embedded per process and kept for reuse (relation and node names).
 pub const TEXT_VECTOR_CACHE: usize = 200_000;
@@ -34,7 +49,7 @@ pub(crate) fn text_vectors(deps: &AgentDeps) -> Option<Arc<relevance::TextVector
 /// lexically, which on every dev set answered as well or better and 10-50 times faster
 /// (docs/evaluation.md).
 pub(crate) fn question_vectors(deps: &AgentDeps) -> Option<Arc<relevance::TextVectors>> {
-    if !deps.retrieval.embed_questions {
+    if !deps.setting::<RetrievalSettings>().embed_questions {
         return None;
     }
     text_vectors(deps)

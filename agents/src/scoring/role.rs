@@ -17,7 +17,10 @@ use super::{
     relevance::{Relevance, TextVectors},
     store_error,
 };
-use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
+use crate::{
+    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    settings::RetrievalSettings,
+};
 
 struct Scoring {
     graph: Arc<dyn GraphStore>,
@@ -69,12 +72,12 @@ impl Scoring {
     }
 }
 
-/// The role's factory (see [`crate::runtime::registry`]).
+/// The role's factory (see [`super::DESCRIPTOR`]).
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let scoring = Arc::new(Scoring {
         graph: deps.require_graph(Role::SCORING_RETRIEVER)?,
         vectors_opt: question_vectors(deps),
-        top_k: deps.retrieval.scoring_top_k.max(1),
+        top_k: deps.setting::<RetrievalSettings>().scoring_top_k.max(1),
     });
     Ok(RoleSpec::new(
         Role::well_known(Role::SCORING_RETRIEVER),

@@ -41,27 +41,34 @@ use kgmesh_schemas::{
 
 use crate::{
     cache_manager::warm::metapath_of,
+    runtime::role_config,
     scoring::{
         relevance::Relevance,
         text::{inside_a_longer, marked_as_name, word_spans, words},
     },
 };
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SummaryRule {
-    /// Answers scoring at least `best - keep_within` are kept (evidence of similar
-    /// quality names a multi-answer question's other answers).
-    pub keep_within: f32,
-    /// Evidence indices cited per answer at most.
-    pub max_citations: usize,
-    /// With an embedder, the rule says "I don't know" when the path that explains the
-    /// question best is far from it by meaning: the cosine of the question's words
-    /// (outside its entities' names) to the path's relations and the names it found
-    /// is under `abstain_found_cosine`, and to its relations alone under
-    /// `abstain_relations_cosine` (see [`super::profile`]). Either at zero or below
-    /// turns this off.
-    pub abstain_found_cosine: f32,
-    pub abstain_relations_cosine: f32,
+role_config! {
+    /// The summarizer's rule (`[summarizer]`), applied without a model or when its reply
+    /// is unusable. The abstention compares the question's words outside its entities'
+    /// names with the best path (see [`super::profile`]).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct SummaryRule {
+        /// The summarizer's rule: answers whose strength is within this of the best
+        /// (normalized per retriever) are kept beside it.
+        pub keep_within: f32,
+        /// Evidence lines an answer cites at most.
+        pub max_citations: usize,
+        /// With an embedder, the rule answers "I don't know" when the path that best
+        /// explains the question reads far from the question's words: under this cosine
+        /// to the path's relations and the names it found, and under
+        /// `summarizer.abstain_relations_cosine` to its relations alone. 0 turns it off.
+        /// Not applied to a plan, learned cues or a grounded query.
+        pub abstain_found_cosine: f32,
+        /// See `summarizer.abstain_found_cosine`: the cosine to the best path's relations
+        /// alone under which the rule abstains. 0 turns it off.
+        pub abstain_relations_cosine: f32,
+    }
 }
 
 impl Candidate {

@@ -40,13 +40,34 @@ use self::{
 };
 use crate::{
     kg_linker::core::{graph_relations, metapath_text},
-    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    runtime::{
+        AgentDeps, CallContext, ConfigSection, Need, Needs, RoleBuildError, RoleDescriptor,
+        RoleSpec,
+    },
     scoring::{
         relevance::{cosine, fit_scores, Relevance, TextVectors, SYNONYM_COSINE},
         text::{relation_label, QuestionTerms, SequenceFit},
         text_vectors,
     },
     verbalize::verbalize_evidence,
+};
+
+/// The role, as the registry runs it.
+pub const DESCRIPTOR: RoleDescriptor = RoleDescriptor {
+    name: Role::SUMMARIZER,
+    kind: RoleKind::Core,
+    summary: "final answers citing their evidence; says when it does not know",
+    smoke_test: false,
+    uses_model: true,
+    needs: Needs {
+        graph: Need::Optional,
+        ..Needs::NOTHING
+    },
+    config: Some(ConfigSection {
+        section: "summarizer",
+        keys: SummaryRule::KEYS,
+    }),
+    build: role,
 };
 
 /// Context shown to the model, in tokens.
@@ -56,7 +77,7 @@ const CONTEXT_TOKENS: usize = 4_000;
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let summarizer = Arc::new(Summarizer {
         llm: deps.llm_for(Role::SUMMARIZER),
-        rule: deps.tuning.summarizer,
+        rule: deps.setting::<SummaryRule>(),
         vectors_opt: text_vectors(deps),
         graph_opt: deps.graph.clone(),
     });

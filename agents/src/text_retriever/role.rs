@@ -18,7 +18,10 @@ use kgmesh_schemas::{
 use kgmesh_stores::text::TextIndex;
 use tokio::sync::OnceCell;
 
-use super::retrieve::{Hit, SearchSettings, TextSearcher, Via};
+use super::{
+    retrieve::{Hit, SearchSettings, TextSearcher, Via},
+    TextSource,
+};
 use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
 
 /// A searcher ready to use, and whether questions are embedded for it.
@@ -192,10 +195,10 @@ impl TextRetriever {
     }
 }
 
-/// The role's factory (see [`crate::runtime::registry`]): started where a text index
+/// The role's factory (see [`super::DESCRIPTOR`]): started where a text index
 /// is configured (`text.index`).
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
-    let Some(text) = deps.text.clone() else {
+    let Some(text) = deps.get::<TextSource>().cloned() else {
         return Err(RoleBuildError::missing(
             Role::TEXT_RETRIEVER,
             "a text index (text.index)",

@@ -20,27 +20,34 @@ use kgmesh_schemas::{
 };
 use kgmesh_stores::{GraphStore, NeighborQuery, StoreError};
 
-use crate::{scoring::relevance::Relevance, verbalize::verbalize_triples};
+use crate::{runtime::role_config, scoring::relevance::Relevance, verbalize::verbalize_triples};
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TraverseConfig {
-    /// T_A.
-    pub max_steps: u8,
-    pub fanout_cap: usize,
-    /// Relations offered to the model (pruned by relevance first).
-    pub offered_relations: usize,
-    /// Relations chosen per step.
-    pub max_relations: usize,
-    /// Triplets kept per step.
-    pub max_triplets: usize,
-    /// Entities explored next.
-    pub max_next_entities: usize,
-    /// Below this relevance no relation is followed without a model; when no relation
-    /// of the first step reaches it, the first step keeps them all (the entities' star).
-    pub min_relevance: f32,
-    /// Model calls allowed.
-    pub max_llm_calls: u32,
-    pub deadline_opt: Option<Deadline>,
+role_config! {
+    /// The agentic traverser's limits per step (`[traverser]`): its steps and model calls
+    /// come from the question's budget, at most `max_steps` and `max_llm_calls`.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct TraverseConfig {
+        /// Steps of the agentic traverser at most (the question's depth budget may allow
+        /// fewer).
+        pub max_steps: u8,
+        /// Model calls of the agentic traverser per question at most, when llm.roles lists
+        /// it (two per step; the question's budget may allow fewer).
+        pub max_llm_calls: u32,
+        /// Edges the traverser reads around its frontier per step at most.
+        pub fanout_cap: usize,
+        /// Relations offered to the model per step, the most relevant first.
+        pub offered_relations: usize,
+        /// Relations the traverser follows per step.
+        pub max_relations: usize,
+        /// Triplets the traverser keeps per step (the request's evidence limit may be
+        /// lower).
+        pub max_triplets: usize,
+        /// Entities the traverser explores from in its next step.
+        pub max_next_entities: usize,
+        /// Relevance under which no relation is followed without a model (when none
+        /// reaches it in the first step, the first step keeps them all).
+        pub min_relevance: f32,
+    }
 }
 
 impl Default for TraverseConfig {
@@ -54,7 +61,6 @@ impl Default for TraverseConfig {
             max_next_entities: 5,
             min_relevance: 0.3,
             max_llm_calls: 6,
-            deadline_opt: None,
         }
     }
 }
@@ -146,7 +152,7 @@ async fn ask(
 }
 
 /// Walks from `start` (linked entities). `llm_opt` chooses relations and entities when
-/// given; otherwise `relevance` does.
+/// given; otherwise `relevance` does. The walk stops at `deadline_opt`.
 pub async fn traverse(
     store: &dyn GraphStore,
     relevance: &Relevance,
@@ -154,6 +160,7 @@ pub async fn traverse(
     question: &str,
     start: &[Entity],
     config: &TraverseConfig,
+    deadline_opt: Option<Deadline>,
 ) -> Result<Traversal, TraverseError> {
     let mut out = Traversal::default();
     let mut frontier: Vec<Entity> = Vec::new();
@@ -171,7 +178,7 @@ pub async fn traverse(
             out.stopped = Some(Stop::FrontierEmpty);
             break;
         }
-        if config.deadline_opt.is_some_and(|d| d.is_past()) {
+        if deadline_opt.is_some_and(|d| d.is_past()) {
             out.stopped = Some(Stop::Deadline);
             break;
         }
@@ -239,7 +246,7 @@ pub async fn traverse(
         if let Some(llm) = llm_live.filter(|_| out.cost.llm_calls < config.max_llm_calls) {
             let request =
                 relation_selection(question, &frontier_names, &offered, config.max_relations);
-            match ask(llm, request, &mut out.cost, config.deadline_opt).await {
+            match ask(llm, request, &mut out.cost, deadline_opt).await {
                 Ok(reply) => {
                     chosen = parse_relation_selection(&reply, &offered);
                     if chosen.is_empty() {
@@ -343,7 +350,7 @@ pub async fn traverse(
         if let Some(llm) = llm_live.filter(|_| out.cost.llm_calls < config.max_llm_calls) {
             let names: Vec<String> = candidates.iter().map(|e| e.name.clone()).collect();
             let request = entity_selection(question, &verbalize_triples(&kept_lines), &names);
-            match ask(llm, request, &mut out.cost, config.deadline_opt).await {
+            match ask(llm, request, &mut out.cost, deadline_opt).await {
                 Ok(reply) => match parse_entity_selection(&reply, &names) {
                     EntitySelection::Finish => {
                         out.stopped = Some(Stop::Finish);

@@ -52,7 +52,6 @@ impl Traverser {
             max_steps: budget.depth.get().min(self.limits.max_steps),
             max_llm_calls: budget.llm_calls.min(self.limits.max_llm_calls),
             max_triplets: (request.max_evidence.max(1) as usize).min(self.limits.max_triplets),
-            deadline_opt: Some(ctx.deadline()),
             ..self.limits
         };
         let names: Vec<&str> = request
@@ -71,6 +70,7 @@ impl Traverser {
             &request.question,
             &start,
             &config,
+            Some(ctx.deadline()),
         )
         .await
         .map_err(|TraverseError::Store(error)| store_error(error))?;
@@ -117,13 +117,13 @@ impl Traverser {
     }
 }
 
-/// The role's factory (see [`crate::runtime::registry`]).
+/// The role's factory (see [`super::DESCRIPTOR`]).
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let traverser = Arc::new(Traverser {
         graph: deps.require_graph(Role::AGENTIC_TRAVERSER)?,
         llm_opt: deps.llm_for(Role::AGENTIC_TRAVERSER),
         vectors_opt: question_vectors(deps),
-        limits: deps.tuning.traverser,
+        limits: deps.setting::<TraverseConfig>(),
     });
     Ok(RoleSpec::new(
         Role::well_known(Role::AGENTIC_TRAVERSER),

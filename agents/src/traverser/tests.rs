@@ -22,6 +22,7 @@ async fn walk_without_model(question: &str, start: &str) -> super::core::Travers
         question,
         &[entity(&graph, start)],
         &TraverseConfig::default(),
+        None,
     )
     .await
     .unwrap()
@@ -67,6 +68,7 @@ async fn model_choices_are_relinked_to_graph_entities_and_finish_stops() {
         question,
         &[mann],
         &TraverseConfig::default(),
+        None,
     )
     .await
     .unwrap();
@@ -97,6 +99,7 @@ async fn a_failing_model_leaves_a_note_and_the_walk_goes_on() {
         question,
         &[mann],
         &TraverseConfig::default(),
+        None,
     )
     .await
     .unwrap();
@@ -119,6 +122,7 @@ async fn a_model_talking_nonsense_is_asked_once_and_the_walk_is_the_llm_free_one
         question,
         &[entity(&graph, "Michael Mann")],
         &TraverseConfig::default(),
+        None,
     )
     .await
     .unwrap();

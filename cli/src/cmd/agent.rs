@@ -5,7 +5,11 @@
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
-use kgmesh_agents::runtime::{registry, AgentDeps, StartOptions};
+use kgmesh_agents::{
+    cache_manager::persist::{KvPlanStore, SharedPlanStore},
+    registry,
+    runtime::{AgentDeps, Need, RoleDescriptor, StartOptions},
+};
 use kgmesh_bus::{Bus, NatsBus};
 use kgmesh_stores::GraphStore;
 
@@ -42,10 +46,7 @@ pub fn run(config: Config, args: AgentArgs) -> anyhow::Result<()> {
     if args.role == "help" {
         // The roles a deployment runs (the smoke-test `echo` role is left out).
         println!("roles (kgmesh agent --role ROLE):");
-        for entry in registry::roles()
-            .into_iter()
-            .filter(|entry| entry.name != kgmesh_schemas::Role::ECHO)
-        {
+        for entry in registry::roles().iter().filter(|entry| !entry.smoke_test) {
             println!("  {:<18} {}", entry.name, entry.summary);
         }
         return Ok(());
@@ -61,7 +62,7 @@ pub fn run(config: Config, args: AgentArgs) -> anyhow::Result<()> {
 async fn serve(
     mut config: Config,
     args: AgentArgs,
-    entry: registry::RoleEntry,
+    entry: &'static RoleDescriptor,
 ) -> anyhow::Result<()> {
     if let Some(mapping) = &args.mapping {
         config.graph.mapping = Some(mapping.clone());
@@ -75,14 +76,9 @@ async fn serve(
     let nats_client = nats.client().clone();
     let bus: Arc<dyn Bus> = Arc::new(nats);
 
-    let mut deps = AgentDeps::new(bus.clone())
-        .with_retrieval(config.retrieval())
-        .with_tuning(config.tuning());
+    let mut deps = config.role_settings(AgentDeps::new(bus.clone()));
     if let Some(graph) = load_graph_if_configured(&config, args.kg.clone()).await? {
         deps = deps.with_graph(graph);
-    }
-    if let Some(text) = config.text() {
-        deps = deps.with_text(text);
     }
     if let Some(llm) = super::ask::language_model(&config)? {
         deps = deps.with_llm(llm).with_llm_roles(config.llm.roles.clone());
@@ -90,9 +86,9 @@ async fn serve(
     if let Some(embedder) = super::ask::embedder(&config).await? {
         deps = deps.with_embedder(embedder);
     }
-    // Only the entity linker searches entity-name vectors; other roles skip the
+    // Only a role that searches entity-name vectors has them; other roles skip the
     // (possibly long) first fill of an empty index.
-    if entry.name == kgmesh_schemas::Role::ENTITY_LINKER {
+    if entry.needs.vectors.is_used() {
         let vectors =
             crate::vectors::vector_index(&config, deps.embedder.as_ref(), deps.graph.as_ref())
                 .await?;
@@ -100,34 +96,30 @@ async fn serve(
             deps = deps.with_vectors(vectors);
         }
     }
-    if entry.name == kgmesh_schemas::Role::QUERY_EXECUTOR {
-        // The grounded Cypher plans of the shared plan cache, when JetStream is there;
-        // without them grounded Cypher starts cold, and the role serves as before.
-        match kgmesh_agents::cache_manager::persist::KvPlanStore::open(
-            nats_client.clone(),
-            &config.cache.kv_bucket,
-        )
-        .await
-        {
-            Ok(store) => deps = deps.with_plan_store(Arc::new(store)),
-            Err(error) => tracing::warn!(
-                %error,
-                bucket = %config.cache.kv_bucket,
-                "no plan cache in JetStream KV: grounded Cypher starts cold (is JetStream enabled: nats-server -js?)"
-            ),
+    // Every replica shares one plan cache in JetStream KV.
+    match entry.needs.plan_store {
+        Need::Unused => {}
+        // Without it the role serves as before, from no stored plans (grounded Cypher
+        // starts cold).
+        Need::Optional => {
+            match KvPlanStore::open(nats_client.clone(), &config.cache.kv_bucket).await {
+                Ok(store) => deps = deps.with::<SharedPlanStore>(Arc::new(store)),
+                Err(error) => tracing::warn!(
+                    %error,
+                    role = entry.name,
+                    bucket = %config.cache.kv_bucket,
+                    "no plan cache in JetStream KV: the role starts without stored plans (is JetStream enabled: nats-server -js?)"
+                ),
+            }
         }
-    }
-    if entry.name == kgmesh_schemas::Role::CACHE_MANAGER {
-        // Every replica shares one cache in JetStream KV.
-        let store = kgmesh_agents::cache_manager::persist::KvPlanStore::open(
-            nats_client.clone(),
-            &config.cache.kv_bucket,
-        )
-        .await
-        .context(
-            "cannot open the plan cache in JetStream KV (is JetStream enabled: nats-server -js?)",
-        )?;
-        deps = deps.with_plan_store(Arc::new(store));
+        Need::Required => {
+            let store = KvPlanStore::open(nats_client.clone(), &config.cache.kv_bucket)
+                .await
+                .context(
+                    "cannot open the plan cache in JetStream KV (is JetStream enabled: nats-server -js?)",
+                )?;
+            deps = deps.with::<SharedPlanStore>(Arc::new(store));
+        }
     }
     let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let health = match &config.telemetry.metrics_listen {
@@ -256,4 +248,32 @@ async fn shutdown_signal() -> anyhow::Result<()> {
         _ = terminate.recv() => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The chart adds every role it does not know as built in to `bus.allowed_roles`; a
+    /// role registered here but missing from its list would be refused by the
+    /// coordinator of a chart that runs it.
+    #[test]
+    fn the_charts_built_in_roles_are_the_registered_ones() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../helm/kgmesh/templates/_helpers.tpl");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+        let line = text
+            .lines()
+            .find(|line| line.contains("$builtIn := list"))
+            .expect("the chart's $builtIn list");
+        let chart: BTreeSet<&str> = line.split('"').skip(1).step_by(2).collect();
+        let registered: BTreeSet<&str> = registry::names().into_iter().collect();
+        assert_eq!(
+            chart, registered,
+            "$builtIn in helm/kgmesh/templates/_helpers.tpl lists other roles than the registry"
+        );
+    }
 }

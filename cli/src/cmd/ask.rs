@@ -12,8 +12,10 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
-use kgmesh_agents::runtime::{
-    registry, start_role_with, AgentDeps, RoleBuildError, RoleHandle, StartOptions,
+use kgmesh_agents::{
+    cache_manager::persist::{FilePlanStore, SharedPlanStore},
+    registry,
+    runtime::{start_role_with, AgentDeps, RoleBuildError, RoleHandle, StartOptions},
 };
 use kgmesh_bus::{Bus, LocalBus};
 use kgmesh_coordinator::{AllowedRoles, Coordinator, CoordinatorConfig};
@@ -198,7 +200,9 @@ pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
             first_delay: Duration::from_millis(config.bus.hedge_first_ms),
         },
         max_question_chars: config.http.max_question_chars,
-        allowed_roles: AllowedRoles::built_in_and(&config.bus.allowed_roles),
+        allowed_roles: AllowedRoles::default()
+            .and(&registry::names())
+            .and(&config.bus.allowed_roles),
         min_confidence: config.reader.min_confidence,
         cascade_below: config
             .llm
@@ -387,13 +391,7 @@ impl EmbeddedRoles {
         source: &GraphSource,
     ) -> anyhow::Result<Self> {
         let graph = source.open(config).await?;
-        let mut deps = AgentDeps::new(bus.clone())
-            .with_graph(graph)
-            .with_retrieval(config.retrieval())
-            .with_tuning(config.tuning());
-        if let Some(text) = config.text() {
-            deps = deps.with_text(text);
-        }
+        let mut deps = config.role_settings(AgentDeps::new(bus.clone()).with_graph(graph));
         if let Some(llm) = language_model(config)? {
             deps = deps.with_llm(llm).with_llm_roles(config.llm.roles.clone());
         }
@@ -407,13 +405,11 @@ impl EmbeddedRoles {
             deps = deps.with_vectors(vectors);
         }
         if let Some(path) = &config.cache.path {
-            deps = deps.with_plan_store(Arc::new(
-                kgmesh_agents::cache_manager::persist::FilePlanStore::new(path),
-            ));
+            deps = deps.with::<SharedPlanStore>(Arc::new(FilePlanStore::new(path)));
         }
         let mut handles = Vec::new();
         for entry in registry::roles() {
-            if entry.name == Role::ECHO
+            if entry.smoke_test
                 || (entry.name == Role::PATTERN_MATCHER && !config.retrieval.pattern_matcher)
             {
                 continue;

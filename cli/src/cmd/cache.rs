@@ -621,7 +621,7 @@ async fn feedback_command(config: Config, args: FeedbackArgs) -> anyhow::Result<
             .context("cannot index the graph's names")?,
     );
     let warmer = Warmer::new(graph, gazetteer.clone());
-    let mut cache = PlanCache::new(config.tuning().cache);
+    let mut cache = PlanCache::new(config.cache_rule());
     for (_, entry) in target
         .store
         .load_all()

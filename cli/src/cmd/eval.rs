@@ -515,7 +515,7 @@ fn run_text(config: Config, args: RunArgs, kind: DatasetKind) -> anyhow::Result<
                 settings,
                 embedder: crate::cmd::ask::embedder(&config).await?,
                 llm: crate::cmd::ask::language_model(&config)?,
-                rule: config.tuning().summarizer,
+                rule: config.summarizer,
                 progress: !args.no_progress,
                 selection,
             },

@@ -260,12 +260,12 @@ pub fn coordinator(bus: &Arc<LocalBus>, config: CoordinatorConfig) -> Coordinato
 }
 
 /// Config for tests: short discovery, generous deadlines, and the test retrievers'
-/// role names allowed beside the built-in ones.
+/// role names allowed beside the roles the coordinator calls by name.
 pub fn test_config() -> CoordinatorConfig {
     CoordinatorConfig {
         discovery_ttl: Duration::from_millis(1),
         discovery_wait: Duration::from_millis(10),
-        allowed_roles: AllowedRoles::built_in_and(&[
+        allowed_roles: AllowedRoles::default().and(&[
             "paths",
             "leaving-retriever",
             "slow-retriever",

@@ -160,7 +160,8 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- /* Roles of the chart that kgmesh does not build in (agents from outside it) are
        allowed, so that one `roles` entry is all an external agent needs. Keep the list
-       equal to Role::BUILT_IN (schemas/src/subjects.rs). */ -}}
+       equal to the roles kgmesh registers (agents/src/lib.rs); a test of the kgmesh
+       crate (cli/src/cmd/agent.rs) fails when it is not. */ -}}
 {{- $builtIn := list "kg-linker" "entity-linker" "path-follower" "query-executor" "agentic-traverser" "scoring-retriever" "pattern-matcher" "text-retriever" "judge" "summarizer" "cache-manager" "echo" -}}
 {{- $allowed := list -}}
 {{- with $config.bus -}}{{- $allowed = default list .allowed_roles -}}{{- end -}}
