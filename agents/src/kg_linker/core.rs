@@ -70,7 +70,7 @@ impl Default for LinkerConfig {
             max_entities: 3,
             per_mention: 3,
             max_mention_words: 10,
-            top_metapaths: 5,
+            top_metapaths: crate::settings::DEFAULT_TOP_METAPATHS,
             enumerate: EnumerateLimits::default(),
         }
     }

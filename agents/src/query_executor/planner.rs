@@ -24,17 +24,7 @@ use super::grounded::{self, plans, GroundedCypher, EXISTENCE_TRIES, MODEL_CHOICE
 use crate::cache_manager::persist::{is_cypher_key, ChangeStream, PlanStore};
 use crate::runtime::CallContext;
 
-/// When the query executor writes grounded Cypher from the question
-/// (`retrieval.grounded_cypher`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GroundedMode {
-    /// On property graphs (nodes with labels or properties besides their names).
-    #[default]
-    Auto,
-    On,
-    Off,
-}
+pub use crate::settings::GroundedMode;
 
 /// Rows a grounded query returns at most as evidence.
 const MAX_ROWS: usize = 200;

@@ -38,7 +38,7 @@ impl Default for ScoringConfig {
     fn default() -> Self {
         Self {
             hops: 2,
-            top_k: 30,
+            top_k: crate::settings::DEFAULT_SCORING_TOP_K,
             fanout_cap: 200,
             max_frontier: 200,
             max_triples: 20_000,
