@@ -12,15 +12,18 @@ use kgmesh_schemas::{
     messages::{
         context::{Evidence, EvidenceItem},
         path_follower::{ExpandReply, ExpandRequest, Expansion},
-        retrieve::{RetrieveReply, RetrieveRequest},
+        retrieve::RetrieveReply,
     },
-    AgentError, NodeId, Role, RoleKind,
+    AgentError, NodeId, Role,
 };
 use kgmesh_stores::GraphStore;
 
 use super::core::{expand_breadth, expand_depth, follow_metapath, shortest_paths, WalkLimits};
 use crate::{
-    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    runtime::{
+        evidence, retriever_spec, AgentDeps, CallContext, RetrieveCall, Retriever, RoleBuildError,
+        RoleSpec,
+    },
     scoring::{
         question_vectors,
         relevance::{Relevance, TextVectors},
@@ -41,67 +44,65 @@ fn entities(scored: &[ScoredEntity]) -> Vec<Entity> {
     scored.iter().map(|s| s.entity.clone()).collect()
 }
 
-impl PathFollower {
-    async fn retrieve(
-        &self,
-        ctx: CallContext,
-        request: RetrieveRequest,
-    ) -> Result<RetrieveReply, AgentError> {
-        ctx.check_deadline()?;
-        let started = Instant::now();
-        let budget = ctx.budget();
+#[async_trait::async_trait]
+impl Retriever for PathFollower {
+    const ROLE: &'static str = Role::PATH_FOLLOWER;
+
+    async fn retrieve(&self, call: RetrieveCall) -> Result<RetrieveReply, AgentError> {
         let limits = WalkLimits {
-            max_depth: budget.depth.get(),
-            max_paths: (budget.result_rows as usize).clamp(1, WalkLimits::default().max_paths),
-            deadline_opt: Some(ctx.deadline()),
+            max_depth: call.budget.depth.get(),
+            max_paths: (call.budget.result_rows as usize).clamp(1, WalkLimits::default().max_paths),
+            deadline_opt: Some(call.ctx.deadline()),
             ..WalkLimits::default()
         };
-        let sources = entities(&request.entities);
+        let sources = entities(&call.request.entities);
         let mut reply = RetrieveReply::default();
-        let max_evidence = request.max_evidence.max(1) as usize;
-        for (rank, metapath) in request.metapaths.iter().enumerate() {
-            if metapath.steps.len() > budget.depth.get() as usize {
+        let max_evidence = call.max_evidence();
+        for (rank, metapath) in call.request.metapaths.iter().enumerate() {
+            if metapath.steps.len() > call.budget.depth.get() as usize {
                 reply.notes.push(format!(
-                    "metapath {rank} has {} steps; the depth budget is {}",
+                    "metapath {rank} has {} steps; the depth call.budget is {}",
                     metapath.steps.len(),
-                    budget.depth.get()
+                    call.budget.depth.get()
                 ));
             }
             let paths = follow_metapath(self.graph.as_ref(), &sources, metapath, &limits)
                 .await
                 .map_err(store_error)?;
+            let score = 1.0 / (1.0 + rank as f32);
+            let items = paths
+                .into_iter()
+                .map(|path| (EvidenceItem::Path(path), score));
             reply
                 .evidence
-                .extend(paths.into_iter().map(|path| Evidence {
-                    source: Role::PATH_FOLLOWER.to_owned(),
-                    score: 1.0 / (1.0 + rank as f32),
-                    item: EvidenceItem::Path(path),
-                }));
+                .extend(evidence(Self::ROLE, usize::MAX, items));
         }
-        let targets = entities(&request.draft_answers);
+        let targets = entities(&call.request.draft_answers);
         if !targets.is_empty() {
             let paths = shortest_paths(self.graph.as_ref(), &sources, &targets, &limits)
                 .await
                 .map_err(store_error)?;
+            let items = paths
+                .into_iter()
+                .map(|path| (EvidenceItem::Path(path), 1.0));
             reply
                 .evidence
-                .extend(paths.into_iter().map(|path| Evidence {
-                    source: Role::PATH_FOLLOWER.to_owned(),
-                    score: 1.0,
-                    item: EvidenceItem::Path(path),
-                }));
+                .extend(evidence(Self::ROLE, usize::MAX, items));
         }
         if reply.evidence.len() > max_evidence {
             reply.notes.push(format!(
                 "{} paths found, {max_evidence} returned",
                 reply.evidence.len()
             ));
-            cut_keeping_shared_ends(&mut reply.evidence, max_evidence, &request.question);
+            cut_keeping_shared_ends(&mut reply.evidence, max_evidence, &call.request.question);
         }
-        ctx.record_graph(reply.evidence.len() as u64, started.elapsed());
+        call.ctx
+            .record_graph(reply.evidence.len() as u64, call.started.elapsed());
         Ok(reply)
     }
+}
 
+impl PathFollower {
     async fn expand(
         &self,
         ctx: CallContext,
@@ -150,16 +151,12 @@ impl PathFollower {
         }
         .map_err(store_error)?;
         ctx.record_graph(expanded.triples.len() as u64, started.elapsed());
+        let items = expanded
+            .triples
+            .into_iter()
+            .map(|(triple, score)| (EvidenceItem::Triple(triple), score));
         Ok(ExpandReply {
-            evidence: expanded
-                .triples
-                .into_iter()
-                .map(|(triple, score)| Evidence {
-                    source: Role::PATH_FOLLOWER.to_owned(),
-                    score,
-                    item: EvidenceItem::Triple(triple),
-                })
-                .collect(),
+            evidence: evidence(Role::PATH_FOLLOWER, usize::MAX, items),
             frontier: expanded.frontier,
         })
     }
@@ -236,15 +233,10 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     });
     let for_expand = follower.clone();
     Ok(
-        RoleSpec::new(Role::well_known(Role::PATH_FOLLOWER), RoleKind::Retriever)
-            .op(move |ctx, request: RetrieveRequest| {
-                let follower = follower.clone();
-                async move { follower.retrieve(ctx, request).await }
-            })
-            .op(move |ctx, request: ExpandRequest| {
-                let follower = for_expand.clone();
-                async move { follower.expand(ctx, request).await }
-            }),
+        retriever_spec(follower).op(move |ctx, request: ExpandRequest| {
+            let follower = for_expand.clone();
+            async move { follower.expand(ctx, request).await }
+        }),
     )
 }
 

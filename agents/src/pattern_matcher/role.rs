@@ -3,16 +3,13 @@
 //! the model writes the pattern in one call; a failed or unusable reply falls back to
 //! the LLM-free pattern, said in a note and counted as a model fallback.
 
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
 
 use kgmesh_models::{parse, prompts, LanguageModel};
 use kgmesh_schemas::{
     budget::Cost,
-    messages::{
-        context::{Evidence, EvidenceItem},
-        retrieve::{RetrieveReply, RetrieveRequest},
-    },
-    AgentError, Role, RoleKind,
+    messages::{context::EvidenceItem, retrieve::RetrieveReply},
+    AgentError, Role,
 };
 use kgmesh_stores::GraphStore;
 use tokio::sync::OnceCell;
@@ -23,7 +20,10 @@ use super::{
 };
 use crate::{
     kg_linker::core::graph_relations,
-    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    runtime::{
+        evidence, retriever_spec, AgentDeps, CallContext, RetrieveCall, Retriever, RoleBuildError,
+        RoleSpec,
+    },
     scoring::{relevance::TextVectors, store_error, text_vectors},
 };
 
@@ -84,48 +84,44 @@ impl PatternMatcher {
         notes.append(&mut matched.notes);
         Ok(matched)
     }
+}
 
-    async fn retrieve(
-        &self,
-        ctx: CallContext,
-        request: RetrieveRequest,
-    ) -> Result<RetrieveReply, AgentError> {
-        ctx.check_deadline()?;
-        if request.entities.is_empty() {
-            return Ok(RetrieveReply::default());
-        }
-        let started = Instant::now();
-        let budget = ctx.budget();
+#[async_trait::async_trait]
+impl Retriever for PatternMatcher {
+    const ROLE: &'static str = Role::PATTERN_MATCHER;
+    const NEEDS_ENTITIES: bool = true;
+
+    async fn retrieve(&self, call: RetrieveCall) -> Result<RetrieveReply, AgentError> {
         let relations = self
             .relations
             .get_or_init(|| graph_relations(self.graph.as_ref()))
             .await
             .clone();
-        let max_evidence = request.max_evidence.max(1) as usize;
+        let max_evidence = call.max_evidence();
         let limits = MatchLimits {
-            max_edges: usize::from(budget.depth.get()),
+            max_edges: usize::from(call.budget.depth.get()),
             k: max_evidence.min(MatchLimits::default().k),
-            max_edges_read: (budget.result_rows as usize)
+            max_edges_read: (call.budget.result_rows as usize)
                 .saturating_mul(50)
                 .clamp(1, MatchLimits::default().max_edges_read),
-            deadline_opt: Some(ctx.deadline()),
+            deadline_opt: Some(call.ctx.deadline()),
             ..MatchLimits::default()
         };
-        let named = named_entities(&request.question, &request.entities);
+        let named = named_entities(&call.request.question, &call.request.entities);
         let mut notes = Vec::new();
         let mut pattern = None;
         if let Some(llm) = self
             .llm_opt
             .as_deref()
-            .filter(|_| budget.check_llm(1).is_ok())
+            .filter(|_| call.budget.check_llm(1).is_ok())
         {
             match self
-                .model_pattern(&ctx, llm, &request.question, &named, &relations)
+                .model_pattern(&call.ctx, llm, &call.request.question, &named, &relations)
                 .await
             {
                 Ok(written) => pattern = Some(written),
                 Err(why) => {
-                    ctx.record_model_fallback(&why);
+                    call.ctx.record_model_fallback(&why);
                     notes.push(format!(
                         "pattern matcher: the model's pattern is unusable ({why}); the LLM-free pattern is used"
                     ));
@@ -149,7 +145,7 @@ impl PatternMatcher {
         }
         if paths.is_empty() {
             let Some(own) = llm_free_pattern(
-                &request.question,
+                &call.request.question,
                 &named,
                 &relations,
                 self.vectors_opt.as_deref(),
@@ -169,17 +165,13 @@ impl PatternMatcher {
             edges_read += matched.edges_read;
             paths = matched.paths;
         }
-        ctx.record_graph(edges_read as u64, started.elapsed());
+        call.ctx
+            .record_graph(edges_read as u64, call.started.elapsed());
+        let items = paths
+            .into_iter()
+            .map(|(path, distance)| (EvidenceItem::Path(path), 1.0 / (1.0 + distance)));
         Ok(RetrieveReply {
-            evidence: paths
-                .into_iter()
-                .take(max_evidence)
-                .map(|(path, distance)| Evidence {
-                    source: Role::PATTERN_MATCHER.to_owned(),
-                    score: 1.0 / (1.0 + distance),
-                    item: EvidenceItem::Path(path),
-                })
-                .collect(),
+            evidence: evidence(Self::ROLE, max_evidence, items),
             repair_hints: Vec::new(),
             notes,
         })
@@ -196,12 +188,5 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         vectors_opt: text_vectors(deps),
         relations: OnceCell::new(),
     });
-    Ok(
-        RoleSpec::new(Role::well_known(Role::PATTERN_MATCHER), RoleKind::Retriever).op(
-            move |ctx, request: RetrieveRequest| {
-                let matcher = matcher.clone();
-                async move { matcher.retrieve(ctx, request).await }
-            },
-        ),
-    )
+    Ok(retriever_spec(matcher))
 }

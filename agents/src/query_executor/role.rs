@@ -11,9 +11,9 @@ use std::{
 use kgmesh_schemas::{
     messages::{
         query_executor::{QueryReply, QueryRequest, SchemaReply, SchemaRequest},
-        retrieve::{RetrieveReply, RetrieveRequest},
+        retrieve::RetrieveReply,
     },
-    AgentError, Role, RoleKind,
+    AgentError, Role,
 };
 use kgmesh_stores::GraphStore;
 
@@ -21,7 +21,9 @@ use super::core::{execute, execute_all, limits_from_budget};
 use super::planner::GroundedRetriever;
 use crate::{
     cache_manager::persist::SharedPlanStore,
-    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    runtime::{
+        retriever_spec, AgentDeps, CallContext, RetrieveCall, Retriever, RoleBuildError, RoleSpec,
+    },
     settings::RetrievalSettings,
 };
 
@@ -33,26 +35,26 @@ struct QueryExecutor {
     grounded: Arc<GroundedRetriever>,
 }
 
-impl QueryExecutor {
-    async fn retrieve(
-        &self,
-        ctx: CallContext,
-        request: RetrieveRequest,
-    ) -> Result<RetrieveReply, AgentError> {
-        ctx.check_deadline()?;
+#[async_trait::async_trait]
+impl Retriever for QueryExecutor {
+    const ROLE: &'static str = Role::QUERY_EXECUTOR;
+
+    async fn retrieve(&self, call: RetrieveCall) -> Result<RetrieveReply, AgentError> {
         // The question's own query, once: later rounds would write the same one. It
         // records its own rows and store time.
-        let (grounded, grounded_notes) = if ctx.round() <= 1 {
-            self.grounded.retrieve(&ctx, &request.question).await
+        let (grounded, grounded_notes) = if call.ctx.round() <= 1 {
+            self.grounded
+                .retrieve(&call.ctx, &call.request.question)
+                .await
         } else {
             (Vec::new(), Vec::new())
         };
         let started = Instant::now();
-        let limits = limits_from_budget(ctx.budget(), None, None);
+        let limits = limits_from_budget(call.ctx.budget(), None, None);
         let mut executed = execute_all(
             self.graph.as_ref(),
             Role::QUERY_EXECUTOR,
-            &request.cypher,
+            &call.request.cypher,
             &limits,
             MAX_QUERIES,
         )
@@ -67,7 +69,7 @@ impl QueryExecutor {
                 _ => 0,
             })
             .sum();
-        ctx.record_graph(rows as u64, started.elapsed());
+        call.ctx.record_graph(rows as u64, started.elapsed());
         executed.evidence.splice(0..0, grounded);
         executed.notes.extend(grounded_notes);
         Ok(RetrieveReply {
@@ -76,7 +78,9 @@ impl QueryExecutor {
             notes: executed.notes,
         })
     }
+}
 
+impl QueryExecutor {
     async fn query(
         &self,
         ctx: CallContext,
@@ -147,19 +151,13 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
     let executor = Arc::new(QueryExecutor { graph, grounded });
     let for_query = executor.clone();
     let for_schema = executor.clone();
-    Ok(
-        RoleSpec::new(Role::well_known(Role::QUERY_EXECUTOR), RoleKind::Retriever)
-            .op(move |ctx, request: RetrieveRequest| {
-                let executor = executor.clone();
-                async move { executor.retrieve(ctx, request).await }
-            })
-            .op(move |ctx, request: QueryRequest| {
-                let executor = for_query.clone();
-                async move { executor.query(ctx, request).await }
-            })
-            .op(move |ctx, _request: SchemaRequest| {
-                let executor = for_schema.clone();
-                async move { executor.schema(ctx).await }
-            }),
-    )
+    Ok(retriever_spec(executor)
+        .op(move |ctx, request: QueryRequest| {
+            let executor = for_query.clone();
+            async move { executor.query(ctx, request).await }
+        })
+        .op(move |ctx, _request: SchemaRequest| {
+            let executor = for_schema.clone();
+            async move { executor.schema(ctx).await }
+        }))
 }

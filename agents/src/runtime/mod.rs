@@ -70,6 +70,7 @@ mod client;
 mod context;
 mod descriptor;
 mod metrics;
+mod retriever;
 mod spec;
 mod values;
 
@@ -80,6 +81,7 @@ pub use client::Client;
 pub use context::{chat_before, CallContext};
 pub(crate) use descriptor::role_config;
 pub use descriptor::{ConfigSection, Need, Needs, RoleDescriptor, RoleFactory};
+pub use retriever::{evidence, retriever_spec, RetrieveCall, Retriever};
 pub use spec::RoleSpec;
 
 use kgmesh_bus::{Bus, BusError};

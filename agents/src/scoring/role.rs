@@ -1,13 +1,10 @@
 //! The scoring-retriever role: top-k triplets within L hops of the linked entities.
 
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
 
 use kgmesh_schemas::{
-    messages::{
-        context::{Evidence, EvidenceItem},
-        retrieve::{RetrieveReply, RetrieveRequest},
-    },
-    AgentError, Role, RoleKind,
+    messages::{context::EvidenceItem, retrieve::RetrieveReply},
+    AgentError, Role,
 };
 use kgmesh_stores::GraphStore;
 
@@ -18,7 +15,9 @@ use super::{
     store_error,
 };
 use crate::{
-    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    runtime::{
+        evidence, retriever_spec, AgentDeps, RetrieveCall, Retriever, RoleBuildError, RoleSpec,
+    },
     settings::RetrievalSettings,
 };
 
@@ -28,45 +27,43 @@ struct Scoring {
     top_k: usize,
 }
 
-impl Scoring {
-    async fn retrieve(
-        &self,
-        ctx: CallContext,
-        request: RetrieveRequest,
-    ) -> Result<RetrieveReply, AgentError> {
-        ctx.check_deadline()?;
-        if request.entities.is_empty() {
-            return Ok(RetrieveReply::default());
-        }
-        let started = Instant::now();
-        let budget = ctx.budget();
+#[async_trait::async_trait]
+impl Retriever for Scoring {
+    const ROLE: &'static str = Role::SCORING_RETRIEVER;
+    const NEEDS_ENTITIES: bool = true;
+
+    async fn retrieve(&self, call: RetrieveCall) -> Result<RetrieveReply, AgentError> {
         let config = ScoringConfig {
-            hops: ScoringConfig::default().hops.min(budget.depth.get()),
-            top_k: (request.max_evidence.max(1) as usize).min(self.top_k),
-            max_triples: (budget.result_rows as usize).max(1) * 20,
-            deadline_opt: Some(ctx.deadline()),
+            hops: ScoringConfig::default().hops.min(call.budget.depth.get()),
+            top_k: call.max_evidence().min(self.top_k),
+            max_triples: (call.budget.result_rows as usize).max(1) * 20,
+            deadline_opt: Some(call.ctx.deadline()),
             ..ScoringConfig::default()
         };
-        let names: Vec<&str> = request
+        let names: Vec<&str> = call
+            .request
             .entities
             .iter()
             .map(|e| e.entity.name.as_str())
             .collect();
-        let relevance = Relevance::new(&request.question, &names, self.vectors_opt.clone()).await;
-        let entities: Vec<_> = request.entities.iter().map(|e| e.entity.clone()).collect();
+        let relevance =
+            Relevance::new(&call.request.question, &names, self.vectors_opt.clone()).await;
+        let entities: Vec<_> = call
+            .request
+            .entities
+            .iter()
+            .map(|e| e.entity.clone())
+            .collect();
         let triples = score_triples(self.graph.as_ref(), &relevance, &entities, &config)
             .await
             .map_err(store_error)?;
-        ctx.record_graph(triples.len() as u64, started.elapsed());
+        call.ctx
+            .record_graph(triples.len() as u64, call.started.elapsed());
+        let items = triples
+            .into_iter()
+            .map(|(triple, score)| (EvidenceItem::Triple(triple), score));
         Ok(RetrieveReply {
-            evidence: triples
-                .into_iter()
-                .map(|(triple, score)| Evidence {
-                    source: Role::SCORING_RETRIEVER.to_owned(),
-                    score,
-                    item: EvidenceItem::Triple(triple),
-                })
-                .collect(),
+            evidence: evidence(Self::ROLE, call.max_evidence(), items),
             ..RetrieveReply::default()
         })
     }
@@ -79,12 +76,5 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         vectors_opt: question_vectors(deps),
         top_k: deps.setting::<RetrievalSettings>().scoring_top_k.max(1),
     });
-    Ok(RoleSpec::new(
-        Role::well_known(Role::SCORING_RETRIEVER),
-        RoleKind::Retriever,
-    )
-    .op(move |ctx, request: RetrieveRequest| {
-        let scoring = scoring.clone();
-        async move { scoring.retrieve(ctx, request).await }
-    }))
+    Ok(retriever_spec(scoring))
 }

@@ -11,9 +11,9 @@ use kgmesh_models::Embedder;
 use kgmesh_schemas::{
     messages::{
         context::{Evidence, EvidenceItem, Excerpt},
-        retrieve::{RetrieveReply, RetrieveRequest},
+        retrieve::RetrieveReply,
     },
-    AgentError, Role, RoleKind,
+    AgentError, Role,
 };
 use kgmesh_stores::text::TextIndex;
 use tokio::sync::OnceCell;
@@ -22,7 +22,9 @@ use super::{
     retrieve::{Hit, SearchSettings, TextSearcher, Via},
     TextSource,
 };
-use crate::runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec};
+use crate::runtime::{
+    retriever_spec, AgentDeps, RetrieveCall, Retriever, RoleBuildError, RoleSpec,
+};
 
 /// A searcher ready to use, and whether questions are embedded for it.
 pub struct LoadedText {
@@ -149,13 +151,11 @@ struct TextRetriever {
     loaded: OnceCell<Result<Arc<LoadedText>, String>>,
 }
 
-impl TextRetriever {
-    async fn retrieve(
-        &self,
-        ctx: CallContext,
-        request: RetrieveRequest,
-    ) -> Result<RetrieveReply, AgentError> {
-        ctx.check_deadline()?;
+#[async_trait::async_trait]
+impl Retriever for TextRetriever {
+    const ROLE: &'static str = Role::TEXT_RETRIEVER;
+
+    async fn retrieve(&self, call: RetrieveCall) -> Result<RetrieveReply, AgentError> {
         let loaded = self
             .loaded
             .get_or_init(|| async {
@@ -172,7 +172,7 @@ impl TextRetriever {
         let vector = match &loaded.embedder {
             Some(embedder) => Some(
                 embedder
-                    .embed(std::slice::from_ref(&request.question))
+                    .embed(std::slice::from_ref(&call.request.question))
                     .await
                     .map_err(|e| AgentError::Unavailable {
                         detail: format!("text retriever: cannot embed the question: {e}"),
@@ -181,12 +181,14 @@ impl TextRetriever {
             ),
             None => None,
         };
-        let hits = loaded
-            .searcher
-            .search(&request.question, vector.as_deref(), &self.settings);
+        let hits =
+            loaded
+                .searcher
+                .search(&call.request.question, vector.as_deref(), &self.settings);
         let mut evidence = excerpts(&loaded.searcher, &hits);
-        evidence.truncate(request.max_evidence.max(1) as usize);
-        ctx.record_graph(evidence.len() as u64, started.elapsed());
+        evidence.truncate(call.max_evidence());
+        call.ctx
+            .record_graph(evidence.len() as u64, started.elapsed());
         Ok(RetrieveReply {
             evidence,
             repair_hints: Vec::new(),
@@ -210,12 +212,5 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         embedder: deps.embedder.clone(),
         loaded: OnceCell::new(),
     });
-    Ok(
-        RoleSpec::new(Role::well_known(Role::TEXT_RETRIEVER), RoleKind::Retriever).op(
-            move |ctx, request: RetrieveRequest| {
-                let retriever = retriever.clone();
-                async move { retriever.retrieve(ctx, request).await }
-            },
-        ),
-    )
+    Ok(retriever_spec(retriever))
 }

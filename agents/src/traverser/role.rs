@@ -1,20 +1,19 @@
 //! The agentic-traverser role.
 
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
 
 use kgmesh_models::LanguageModel;
 use kgmesh_schemas::{
-    messages::{
-        context::{Evidence, EvidenceItem},
-        retrieve::{RetrieveReply, RetrieveRequest},
-    },
-    AgentError, Role, RoleKind,
+    messages::{context::EvidenceItem, retrieve::RetrieveReply},
+    AgentError, Role,
 };
 use kgmesh_stores::GraphStore;
 
 use super::core::{traverse, TraverseConfig, TraverseError};
 use crate::{
-    runtime::{AgentDeps, CallContext, RoleBuildError, RoleSpec},
+    runtime::{
+        evidence, retriever_spec, AgentDeps, RetrieveCall, Retriever, RoleBuildError, RoleSpec,
+    },
     scoring::{
         question_vectors,
         relevance::{Relevance, TextVectors},
@@ -31,54 +30,56 @@ struct Traverser {
     limits: TraverseConfig,
 }
 
-impl Traverser {
-    async fn retrieve(
-        &self,
-        ctx: CallContext,
-        request: RetrieveRequest,
-    ) -> Result<RetrieveReply, AgentError> {
-        ctx.check_deadline()?;
-        if request.entities.is_empty() {
-            return Ok(RetrieveReply::default());
-        }
-        let started = Instant::now();
-        let budget = ctx.budget();
+#[async_trait::async_trait]
+impl Retriever for Traverser {
+    const ROLE: &'static str = Role::AGENTIC_TRAVERSER;
+    const NEEDS_ENTITIES: bool = true;
+
+    async fn retrieve(&self, call: RetrieveCall) -> Result<RetrieveReply, AgentError> {
         // Two model calls per step; never more than the question has left.
         let llm_opt = self
             .llm_opt
             .as_deref()
-            .filter(|_| budget.check_llm(2).is_ok());
+            .filter(|_| call.budget.check_llm(2).is_ok());
         let config = TraverseConfig {
-            max_steps: budget.depth.get().min(self.limits.max_steps),
-            max_llm_calls: budget.llm_calls.min(self.limits.max_llm_calls),
-            max_triplets: (request.max_evidence.max(1) as usize).min(self.limits.max_triplets),
+            max_steps: call.budget.depth.get().min(self.limits.max_steps),
+            max_llm_calls: call.budget.llm_calls.min(self.limits.max_llm_calls),
+            max_triplets: call.max_evidence().min(self.limits.max_triplets),
             ..self.limits
         };
-        let names: Vec<&str> = request
+        let names: Vec<&str> = call
+            .request
             .entities
             .iter()
             .map(|e| e.entity.name.as_str())
             .collect();
-        let relevance = Relevance::new(&request.question, &names, self.vectors_opt.clone())
+        let relevance = Relevance::new(&call.request.question, &names, self.vectors_opt.clone())
             .await
-            .with_cues(&request.cues);
-        let start: Vec<_> = request.entities.iter().map(|e| e.entity.clone()).collect();
+            .with_cues(&call.request.cues);
+        let start: Vec<_> = call
+            .request
+            .entities
+            .iter()
+            .map(|e| e.entity.clone())
+            .collect();
         let walked = traverse(
             self.graph.as_ref(),
             &relevance,
             llm_opt,
-            &request.question,
+            &call.request.question,
             &start,
             &config,
-            Some(ctx.deadline()),
+            Some(call.ctx.deadline()),
         )
         .await
         .map_err(|TraverseError::Store(error)| store_error(error))?;
-        let graph_time = started
+        let graph_time = call
+            .started
             .elapsed()
             .saturating_sub(std::time::Duration::from_micros(walked.cost.llm_us));
-        ctx.record_graph(walked.triples.len() as u64, graph_time);
-        ctx.record(&kgmesh_schemas::budget::Cost {
+        call.ctx
+            .record_graph(walked.triples.len() as u64, graph_time);
+        call.ctx.record(&kgmesh_schemas::budget::Cost {
             llm_calls: walked.cost.llm_calls,
             prompt_tokens: walked.cost.prompt_tokens,
             completion_tokens: walked.cost.completion_tokens,
@@ -99,18 +100,12 @@ impl Traverser {
                 .map(|s| s.relations_chosen.clone())
                 .collect::<Vec<_>>()
         ));
-        let max_evidence = request.max_evidence.max(1) as usize;
+        let items = walked
+            .triples
+            .into_iter()
+            .map(|(triple, score)| (EvidenceItem::Triple(triple), score));
         Ok(RetrieveReply {
-            evidence: walked
-                .triples
-                .into_iter()
-                .take(max_evidence)
-                .map(|(triple, score)| Evidence {
-                    source: Role::AGENTIC_TRAVERSER.to_owned(),
-                    score,
-                    item: EvidenceItem::Triple(triple),
-                })
-                .collect(),
+            evidence: evidence(Self::ROLE, call.max_evidence(), items),
             repair_hints: Vec::new(),
             notes,
         })
@@ -125,12 +120,5 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         vectors_opt: question_vectors(deps),
         limits: deps.setting::<TraverseConfig>(),
     });
-    Ok(RoleSpec::new(
-        Role::well_known(Role::AGENTIC_TRAVERSER),
-        RoleKind::Retriever,
-    )
-    .op(move |ctx, request: RetrieveRequest| {
-        let traverser = traverser.clone();
-        async move { traverser.retrieve(ctx, request).await }
-    }))
+    Ok(retriever_spec(traverser))
 }
