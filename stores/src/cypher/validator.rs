@@ -834,18 +834,31 @@ fn forbidden_error(clause: &ForbiddenClause) -> CypherError {
         .with_hint("only read queries are run: MATCH / OPTIONAL MATCH / WITH / UNWIND / RETURN")
 }
 
-/// Functions the executor implements (aggregates included).
-pub const KNOWN_FUNCTIONS: &[&str] = &[
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "collect",
-    "stdev",
-    "stdevp",
-    "percentilecont",
-    "percentiledisc",
+/// Functions the executor implements (aggregates included): the [`AGGREGATES`], then
+/// the others.
+pub const KNOWN_FUNCTIONS: &[&str] =
+    &concat::<{ AGGREGATES.len() + SCALAR_FUNCTIONS.len() }>(AGGREGATES, SCALAR_FUNCTIONS);
+
+/// `first` followed by `second`, as an array of `N`, their total length.
+const fn concat<const N: usize>(
+    first: &[&'static str],
+    second: &[&'static str],
+) -> [&'static str; N] {
+    let mut all = [""; N];
+    let mut index = 0;
+    while index < first.len() {
+        all[index] = first[index];
+        index += 1;
+    }
+    while index < N {
+        all[index] = second[index - first.len()];
+        index += 1;
+    }
+    all
+}
+
+/// The functions the executor implements besides the aggregates.
+const SCALAR_FUNCTIONS: &[&str] = &[
     "tolower",
     "toupper",
     "lower",

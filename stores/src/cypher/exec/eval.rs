@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use super::pattern::{new_variables, Matcher};
-use super::value::{as_f64, compare, equals, float_to_string, Val};
+use super::value::{as_f64, compare, equals, float_to_string, settle, Val};
 use super::{run_query, Ctx, Table};
 use crate::cypher::ast::*;
 use crate::cypher::error::{CypherError, CypherResult, ErrorKind};
@@ -565,17 +565,10 @@ pub fn apply_binary(ctx: &Ctx, op: BinaryOp, a: Val, b: Val) -> CypherResult<Val
         }
         BinaryOp::In => match b {
             Val::Null => Ok(Val::Null),
-            Val::List(items) => {
-                let mut unknown = false;
-                for item in &items {
-                    match equals(&a, item) {
-                        Some(true) => return Ok(Val::Bool(true)),
-                        None => unknown = true,
-                        Some(false) => {}
-                    }
-                }
-                Ok(if unknown { Val::Null } else { Val::Bool(false) })
-            }
+            Val::List(items) => Ok(from_truth(settle(
+                items.iter().map(|item| equals(&a, item)),
+                true,
+            ))),
             other => Err(expects("IN", "a list on its right", &other)),
         },
         BinaryOp::StartsWith | BinaryOp::EndsWith | BinaryOp::Contains => match (&a, &b) {
