@@ -1,7 +1,7 @@
-//! What the graph backends share, so that the embedded store and Bolt answer alike: the
-//! depth limits of path searches, the error for an unknown node, the rule that a walk
-//! never turns straight back, the end of a breadth-first level and the order of a
-//! schema's entries.
+//! What the backends share, so that the embedded stores and the servers answer alike:
+//! the error for an invalid query, the depth limits of path searches, the error for an
+//! unknown node, the rule that a walk never turns straight back, the end of a
+//! breadth-first level and the order of a schema's entries.
 
 use std::collections::HashMap;
 
@@ -12,6 +12,14 @@ use kgmesh_schemas::{
 };
 
 use crate::{StoreError, StoreResult};
+
+/// A query or argument refused as invalid, with no repair hint.
+pub(crate) fn invalid_query(reason: impl Into<String>) -> StoreError {
+    StoreError::InvalidQuery {
+        reason: reason.into(),
+        hint: None,
+    }
+}
 
 /// Refuses a path search deeper than [`MAX_DEPTH`].
 pub(crate) fn check_depth(max_depth: u8) -> StoreResult<()> {

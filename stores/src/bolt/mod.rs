@@ -55,8 +55,8 @@ pub use write::{sync_facts, write_graph, NamedFact, SyncStats, WriteStats, SKELE
 
 use crate::{
     common::{
-        check_depth, check_metapath, level_end, node_not_found, order_schema, previous_node,
-        ranked_endpoints,
+        check_depth, check_metapath, invalid_query, level_end, node_not_found, order_schema,
+        previous_node, ranked_endpoints,
     },
     embedded::normalize_name,
     GraphStore, NameMatch, NeighborQuery, Neighborhood, PathLimits, QueryLimits, Star, StoreError,
@@ -107,10 +107,7 @@ pub(crate) fn backend_error(error: impl std::fmt::Display) -> StoreError {
 
 /// A query the database refused or failed on, with its reason.
 fn refused_query(error: impl std::fmt::Display) -> StoreError {
-    StoreError::InvalidQuery {
-        reason: error.to_string(),
-        hint: None,
-    }
+    invalid_query(error.to_string())
 }
 
 /// The connection pool, whose connections are never dropped mid-reply.
