@@ -947,6 +947,15 @@ impl<'a> Parser<'a> {
         Ok(expr)
     }
 
+    /// The `| expr` that ends a REDUCE or a pattern comprehension, up to and including the
+    /// `close` bracket.
+    fn piped(&mut self, close: &Tok) -> CypherResult<Expr> {
+        self.expect(&Tok::Pipe)?;
+        let expr = self.expr()?;
+        self.expect(close)?;
+        Ok(expr)
+    }
+
     /// The end of a slice after its `..`, up to and including the `]`.
     fn slice_end(&mut self) -> CypherResult<Option<Box<Expr>>> {
         let to = if self.peek() == &Tok::RBracket {
@@ -1097,9 +1106,7 @@ impl<'a> Parser<'a> {
                 let variable = self.variable_name()?;
                 self.expect_keyword("IN")?;
                 let list = self.expr()?;
-                self.expect(&Tok::Pipe)?;
-                let expr = self.expr()?;
-                self.expect(&Tok::RParen)?;
+                let expr = self.piped(&Tok::RParen)?;
                 return Ok(Expr::Reduce(Box::new(ReduceExpr {
                     accumulator,
                     init,
@@ -1241,9 +1248,7 @@ impl<'a> Parser<'a> {
                     && (self.is_keyword("WHERE") || self.peek() == &Tok::Pipe)
                 {
                     let where_clause = self.expr_after("WHERE")?;
-                    self.expect(&Tok::Pipe)?;
-                    let map = self.expr()?;
-                    self.expect(&Tok::RBracket)?;
+                    let map = self.piped(&Tok::RBracket)?;
                     return Ok(Expr::PatternComprehension(Box::new(PatternComprehension {
                         pattern,
                         where_clause,
