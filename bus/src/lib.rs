@@ -161,6 +161,15 @@ pub(crate) fn count_error(error: &BusError) {
     metrics::counter!("kgmesh_bus_errors_total", "kind" => error.kind()).increment(1);
 }
 
+/// Refuses a message whose payload is larger than `limit`, the bus's largest.
+pub(crate) fn check_size(message: &Message, limit: usize) -> Result<(), BusError> {
+    let size = message.payload.len();
+    if size > limit {
+        return Err(BusError::PayloadTooLarge { size, limit });
+    }
+    Ok(())
+}
+
 /// How many instances of each role are reachable, from a [`Bus::discover`] answer.
 pub fn replica_counts(instances: &[ServiceInstance]) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();

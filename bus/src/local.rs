@@ -175,12 +175,7 @@ impl LocalBus {
     }
 
     fn check_size(&self, message: &Message) -> Result<(), BusError> {
-        let size = message.payload.len();
-        let limit = self.shared.options.max_payload;
-        if size > limit {
-            return Err(BusError::PayloadTooLarge { size, limit });
-        }
-        Ok(())
+        crate::check_size(message, self.shared.options.max_payload)
     }
 
     fn unroute(&self, instance_id: &str) {
@@ -237,11 +232,9 @@ impl Bus for LocalBus {
         message: Message,
         timeout: Duration,
     ) -> Result<Message, BusError> {
-        let result = self.request_once(subject, message, timeout).await;
-        if let Err(error) = &result {
-            crate::count_error(error);
-        }
-        result
+        self.request_once(subject, message, timeout)
+            .await
+            .inspect_err(crate::count_error)
     }
 
     async fn publish(&self, subject: &str, message: Message) -> Result<(), BusError> {

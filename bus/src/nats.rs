@@ -232,12 +232,7 @@ impl NatsBus {
     }
 
     fn check_size(&self, message: &Message) -> Result<(), BusError> {
-        let limit = self.max_payload();
-        let size = message.payload.len();
-        if size > limit {
-            return Err(BusError::PayloadTooLarge { size, limit });
-        }
-        Ok(())
+        crate::check_size(message, self.max_payload())
     }
 }
 
@@ -345,11 +340,9 @@ impl Bus for NatsBus {
         message: Message,
         timeout: Duration,
     ) -> Result<Message, BusError> {
-        let result = self.request_once(subject, message, timeout).await;
-        if let Err(error) = &result {
-            crate::count_error(error);
-        }
-        result
+        self.request_once(subject, message, timeout)
+            .await
+            .inspect_err(crate::count_error)
     }
 
     async fn publish(&self, subject: &str, message: Message) -> Result<(), BusError> {
@@ -403,45 +396,36 @@ impl Bus for NatsBus {
         let mut loops = Vec::with_capacity(spec.endpoints.len());
         for endpoint in &spec.endpoints {
             let name = endpoint_name(&endpoint.subject);
-            let nats_endpoint = service
-                .endpoint_builder()
-                .name(name)
-                .queue_group(endpoint.queue_group.clone())
-                .add(endpoint.subject.clone())
-                .await
-                .map_err(|e| {
-                    BusError::Other(format!(
-                        "cannot add endpoint {} to {role}: {e}",
-                        endpoint.subject
-                    ))
-                })?;
-            loops.push(tokio::spawn(serve_endpoint(
-                nats_endpoint,
-                endpoint.subject.clone(),
-                handler.clone(),
-                tracker.clone(),
-                agent_errors.clone(),
-                shutdown.clone(),
-            )));
-            // The same operation on this instance's own subject (no other member).
             let direct = crate::direct_subject(&endpoint.subject, &instance_id);
-            let direct_endpoint = service
-                .endpoint_builder()
-                .name(format!("{}_direct", endpoint_name(&endpoint.subject)))
-                .queue_group(direct.clone())
-                .add(direct.clone())
-                .await
-                .map_err(|e| {
-                    BusError::Other(format!("cannot add endpoint {direct} to {role}: {e}"))
-                })?;
-            loops.push(tokio::spawn(serve_endpoint(
-                direct_endpoint,
-                endpoint.subject.clone(),
-                handler.clone(),
-                tracker.clone(),
-                agent_errors.clone(),
-                shutdown.clone(),
-            )));
+            // (NATS endpoint name, queue group, subject): the endpoint in its queue group,
+            // then the same operation on this instance's own subject (no other member).
+            let routes = [
+                (
+                    name.clone(),
+                    endpoint.queue_group.clone(),
+                    endpoint.subject.clone(),
+                ),
+                (format!("{name}_direct"), direct.clone(), direct),
+            ];
+            for (name, queue_group, subject) in routes {
+                let nats_endpoint = service
+                    .endpoint_builder()
+                    .name(name)
+                    .queue_group(queue_group)
+                    .add(subject.clone())
+                    .await
+                    .map_err(|e| {
+                        BusError::Other(format!("cannot add endpoint {subject} to {role}: {e}"))
+                    })?;
+                loops.push(tokio::spawn(serve_endpoint(
+                    nats_endpoint,
+                    endpoint.subject.clone(),
+                    handler.clone(),
+                    tracker.clone(),
+                    agent_errors.clone(),
+                    shutdown.clone(),
+                )));
+            }
         }
         // `add` returns once the subscriptions are written, not once the server has
         // processed them, and a flush only empties the socket buffer. The server handles

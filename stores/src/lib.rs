@@ -10,6 +10,7 @@ pub mod cypher;
 use std::sync::Arc;
 
 pub mod bolt;
+mod common;
 pub mod embedded;
 mod framed;
 pub mod text;

@@ -332,12 +332,7 @@ pub fn name_positions(all: &[String], names: &[&str]) -> HashSet<usize> {
 /// The [`words`] of `text` outside every place one of `names` stands in it, in order
 /// ("what kind of movie is [Heat]" with "Heat": "what kind of movie is").
 pub fn words_outside(text: &str, names: &[&str]) -> Vec<String> {
-    let all = words(text);
-    let inside = name_positions(&all, names);
-    all.into_iter()
-        .enumerate()
-        .filter_map(|(at, word)| (!inside.contains(&at)).then_some(word))
-        .collect()
+    words_outside_but(text, names, |_, _, _| false)
 }
 
 /// The [`words_outside`] `names` that can say what `text` asks of them: less a word
@@ -345,12 +340,25 @@ pub fn words_outside(text: &str, names: &[&str]) -> Vec<String> {
 /// of movie is [Heat]" with "Heat" gives "what kind of is", since "movie" says what
 /// Heat is, not what is asked of it.
 pub fn words_asking(text: &str, names: &[&str]) -> Vec<String> {
+    words_outside_but(text, names, names_the_class_of_a_name)
+}
+
+/// The [`words`] of `text` outside every place one of `names` stands in it, in order,
+/// less those `drop` picks (given all the words, a word's position and the positions
+/// inside names).
+fn words_outside_but(
+    text: &str,
+    names: &[&str],
+    drop: impl Fn(&[String], usize, &HashSet<usize>) -> bool,
+) -> Vec<String> {
     let all = words(text);
     let inside = name_positions(&all, names);
-    all.iter()
-        .enumerate()
-        .filter(|(at, _)| !inside.contains(at) && !names_the_class_of_a_name(&all, *at, &inside))
-        .map(|(_, word)| word.clone())
+    let kept: Vec<bool> = (0..all.len())
+        .map(|at| !inside.contains(&at) && !drop(&all, at, &inside))
+        .collect();
+    all.into_iter()
+        .zip(kept)
+        .filter_map(|(word, keep)| keep.then_some(word))
         .collect()
 }
 

@@ -99,16 +99,13 @@ impl LanguageModel for OpenAiChat {
     }
 }
 
-/// `error.type` of a failed call: a short stable name, never the server's message.
+/// `error.type` of a failed call: a short stable name, never the server's message. The
+/// metrics' [`error_kind`](super::metrics::error_kind) names, but `malformed_response`
+/// for a malformed response.
 fn error_type(error: &LlmError) -> &'static str {
     match error {
-        LlmError::Timeout(_) => "timeout",
-        LlmError::RateLimited { .. } => "rate_limited",
-        LlmError::Server { .. } => "server_error",
-        LlmError::Rejected { .. } => "rejected",
-        LlmError::Unreachable { .. } => "unreachable",
         LlmError::Malformed(_) => "malformed_response",
-        LlmError::Config(_) => "config",
+        other => super::metrics::error_kind(other),
     }
 }
 

@@ -11,6 +11,9 @@ use super::{
 };
 use crate::{l2_normalize, EmbedError, Embedder};
 
+/// Texts per HTTP request unless [`OpenAiEmbedder::with_batch_size`] says otherwise.
+const DEFAULT_BATCH_SIZE: usize = 64;
+
 /// An [`Embedder`] backed by an OpenAI-compatible embeddings endpoint (OpenAI, vLLM with
 /// an embedding model, Ollama, llama.cpp started with `--embedding`, LM Studio).
 pub struct OpenAiEmbedder {
@@ -40,7 +43,7 @@ impl OpenAiEmbedder {
         Ok(Self {
             transport,
             dim,
-            batch_size: 64,
+            batch_size: DEFAULT_BATCH_SIZE,
         })
     }
 
@@ -58,7 +61,7 @@ impl OpenAiEmbedder {
         Ok(Self {
             transport,
             dim,
-            batch_size: 64,
+            batch_size: DEFAULT_BATCH_SIZE,
         })
     }
 

@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use super::squash;
+
 /// Sections found in a reply. Names are the canonical names given to [`extract`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sections {
@@ -74,15 +76,6 @@ pub fn extract(reply: &str, names: &[SectionName]) -> Sections {
         return json;
     }
     extract_headings(&text, names)
-}
-
-/// Lower-case and drop everything but letters and digits: `Next-Entities`,
-/// `next_entities` and `next entities` are one name.
-fn squash(name: &str) -> String {
-    name.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 /// Reasoning models think aloud in `<think>` blocks, drafts of tags included.

@@ -3,8 +3,8 @@
 //! and replies with one number. With a server that enforces choices the reply can be
 //! nothing else; [`crate::parse::cypher_choice`] reads it tolerantly either way.
 
-use super::quote;
-use crate::{ChatMessage, ChatRequest};
+use super::{chat, quote};
+use crate::ChatRequest;
 
 const SYSTEM: &str = "You pick the database query that answers a question. Every query \
 offered is valid for the graph; pick the one whose result is what the question asks for. \
@@ -27,10 +27,7 @@ pub fn build(question: &str, queries: &[String]) -> ChatRequest {
         "\nWhich query answers the question? Reply with its number (1 to {}) only.",
         queries.len()
     ));
-    let mut request = ChatRequest::new(
-        vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        COMPLETION_TOKENS,
-    );
+    let mut request = chat(SYSTEM, user, COMPLETION_TOKENS);
     request.choices = (1..=queries.len()).map(|i| i.to_string()).collect();
     request
 }

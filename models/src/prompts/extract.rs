@@ -3,8 +3,8 @@
 //! one call). The model writes `head | relation | tail` lines, read by
 //! [`crate::parse::pattern`]; the example is from an invented domain.
 
-use super::quote;
-use crate::{ChatMessage, ChatRequest};
+use super::{chat, quote};
+use crate::ChatRequest;
 
 const SYSTEM: &str = "You read a passage and list the facts it states about named things. \
 You answer only in the tagged section asked for.";
@@ -30,10 +30,7 @@ stands for, never the pronoun. Relations are two or three words.\n\n{EXAMPLE}\nN
 turn.\nPassage: {}\n",
         quote(passage.trim())
     );
-    ChatRequest::new(
-        vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        max_reply_tokens,
-    )
+    chat(SYSTEM, user, max_reply_tokens)
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! user's own words (never graph vocabulary), a domain and an aspect. These key the plan
 //! cache, so they must not depend on how a particular graph names its relations.
 
-use super::quote;
-use crate::{ChatMessage, ChatRequest};
+use super::{chat, quote, quoted_list};
+use crate::ChatRequest;
 
 const SYSTEM: &str = "You analyse questions. You use only words from the question or \
 plain everyday words, never database or schema terms.";
@@ -22,25 +22,16 @@ Example:\nQuestion: Which other films by the director of Inception were nominate
 <entity>\nInception\n</entity>\n<constraints>\ndirected by the director of Inception\nother films\n\
 nominated for Best Picture\n</constraints>\n<domain>movies</domain>\n<aspect>award</aspect>\n\n",
     );
-    if !known_domains.is_empty() {
-        let domains: Vec<String> = known_domains.iter().take(30).map(|d| quote(d)).collect();
-        user.push_str(&format!(
-            "Domains used so far (reuse one if it fits): {}\n",
-            domains.join(", ")
-        ));
-    }
-    if !known_aspects.is_empty() {
-        let aspects: Vec<String> = known_aspects.iter().take(30).map(|a| quote(a)).collect();
-        user.push_str(&format!(
-            "Aspects used so far (reuse one if it fits): {}\n",
-            aspects.join(", ")
-        ));
+    for (what, known) in [("Domains", known_domains), ("Aspects", known_aspects)] {
+        if !known.is_empty() {
+            user.push_str(&format!(
+                "{what} used so far (reuse one if it fits): {}\n",
+                quoted_list(known.iter().take(30), ", ")
+            ));
+        }
     }
     user.push_str(&format!("Question: {}\n", quote(question.trim())));
-    ChatRequest::new(
-        vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        200,
-    )
+    chat(SYSTEM, user, 200)
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 
 use kgmesh_schemas::messages::judge::JudgeRequest;
 
-use super::{context, quote};
-use crate::{ChatMessage, ChatRequest};
+use super::{chat, context, push_quoted_lines, quote};
+use crate::ChatRequest;
 
 const SYSTEM: &str = "You check whether retrieved knowledge-graph facts are enough to \
 answer a question, and if not, how to retrieve what is missing. You answer only in the \
@@ -43,21 +43,15 @@ Finally give a one-sentence reason in <reason></reason>.\n\n",
     ));
     user.push_str(&context::evidence_block(&request.context, context_tokens));
     user.push_str("\nFrontier entities:\n");
-    for entity in &request.frontier {
-        user.push_str(&quote(&entity.name));
-        user.push('\n');
-    }
+    push_quoted_lines(
+        &mut user,
+        request.frontier.iter().map(|entity| entity.name.as_str()),
+    );
     if depth_allowed {
         user.push_str("\nRelations around the frontier:\n");
-        for relation in relations {
-            user.push_str(&quote(relation));
-            user.push('\n');
-        }
+        push_quoted_lines(&mut user, relations);
     }
-    ChatRequest::new(
-        vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        COMPLETION_TOKENS,
-    )
+    chat(SYSTEM, user, COMPLETION_TOKENS)
 }
 
 #[cfg(test)]

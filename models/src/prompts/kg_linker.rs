@@ -7,8 +7,8 @@ use kgmesh_schemas::{
     messages::{cache::FewShotExample, kg_linker::KgLinkRequest},
 };
 
-use super::{context, quote, schema::schema_text, PromptBudget, Round};
-use crate::{ChatMessage, ChatRequest};
+use super::{chat, context, quote, quoted_list, schema::schema_text, PromptBudget, Round};
+use crate::ChatRequest;
 
 const SYSTEM: &str = "You link questions to a knowledge graph. You never invent relation \
 names: you only use relations listed in the schema. You answer in the tagged sections you \
@@ -108,35 +108,21 @@ pub fn build(
     }
     user.push_str(&format!("\nQuestion: {}\n", quote(request.question.trim())));
 
-    ChatRequest::new(
-        vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        budget.max_reply_tokens,
-    )
+    chat(SYSTEM, user, budget.max_reply_tokens)
 }
 
 /// A past plan in the same tagged shape the reply should take.
 fn format_example(example: &FewShotExample) -> String {
     let mut out = format!("Question: {}\n", quote(&example.question));
-    let entities: Vec<String> = example
-        .plan
-        .entities
-        .iter()
-        .map(|e| quote(&e.name))
-        .collect();
-    out.push_str(&format!(
-        "<entities>\n{}\n</entities>\n",
-        entities.join("\n")
-    ));
+    let entities = quoted_list(example.plan.entities.iter().map(|e| e.name.as_str()), "\n");
+    out.push_str(&format!("<entities>\n{entities}\n</entities>\n"));
     let paths: Vec<String> = example.plan.metapaths.iter().map(format_metapath).collect();
     out.push_str(&format!("<paths>\n{}\n</paths>\n", paths.join("\n")));
     if let Some(cypher) = example.plan.cypher.first() {
         out.push_str(&format!("<cypher>\n{}\n</cypher>\n", quote(cypher)));
     }
-    let answers: Vec<String> = example.answers.iter().take(5).map(|a| quote(a)).collect();
-    out.push_str(&format!(
-        "<answers>\n{}\n</answers>\n\n",
-        answers.join("\n")
-    ));
+    let answers = quoted_list(example.answers.iter().take(5), "\n");
+    out.push_str(&format!("<answers>\n{answers}\n</answers>\n\n"));
     out
 }
 

@@ -18,6 +18,8 @@ pub mod schema;
 pub mod summarizer;
 pub mod traversal;
 
+use crate::{ChatMessage, ChatRequest};
+
 /// Which KG-Linker variant: the first round sees no graph context; later rounds see the
 /// context so far and may answer FINISH.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +47,38 @@ impl Default for PromptBudget {
             max_examples: 5,
             max_reply_tokens: 600,
         }
+    }
+}
+
+/// A request of the `system` prompt and one `user` message, the reply bounded by
+/// `max_tokens`.
+pub(crate) fn chat(system: &str, user: String, max_tokens: u32) -> ChatRequest {
+    ChatRequest::new(
+        vec![ChatMessage::system(system), ChatMessage::user(user)],
+        max_tokens,
+    )
+}
+
+/// Each of `items` [quoted](quote), joined by `separator`.
+pub(crate) fn quoted_list<S: AsRef<str>>(
+    items: impl IntoIterator<Item = S>,
+    separator: &str,
+) -> String {
+    items
+        .into_iter()
+        .map(|item| quote(item.as_ref()))
+        .collect::<Vec<_>>()
+        .join(separator)
+}
+
+/// Appends each of `items`, [quoted](quote), on a line of its own.
+pub(crate) fn push_quoted_lines<S: AsRef<str>>(
+    out: &mut String,
+    items: impl IntoIterator<Item = S>,
+) {
+    for item in items {
+        out.push_str(&quote(item.as_ref()));
+        out.push('\n');
     }
 }
 

@@ -3,8 +3,8 @@
 //! `UNKNOWN <kind> <n>`. The examples are from an invented domain, so that no benchmark's
 //! wording is taught; the graph's relation names are listed for the model's reference.
 
-use super::quote;
-use crate::{ChatMessage, ChatRequest};
+use super::{chat, quote, quoted_list};
+use crate::ChatRequest;
 
 const SYSTEM: &str = "You turn a question into the graph pattern it describes. \
 You answer only in the tagged section asked for.";
@@ -51,28 +51,16 @@ asked for is one of them.\n\n",
     );
     if !relations.is_empty() {
         user.push_str("Relations of this graph, for reference: ");
-        let shown: Vec<String> = relations
-            .iter()
-            .take(MAX_RELATIONS)
-            .map(|r| quote(r))
-            .collect();
-        user.push_str(&shown.join(", "));
+        user.push_str(&quoted_list(relations.iter().take(MAX_RELATIONS), ", "));
         user.push_str("\n\n");
     }
     user.push_str(EXAMPLES);
     user.push_str(&format!(
         "\nNow your turn.\nQuestion: {}\nNamed entities: {}\n",
         quote(question.trim()),
-        entities
-            .iter()
-            .map(|e| quote(e))
-            .collect::<Vec<_>>()
-            .join("; ")
+        quoted_list(entities, "; ")
     ));
-    ChatRequest::new(
-        vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        200,
-    )
+    chat(SYSTEM, user, 200)
 }
 
 #[cfg(test)]

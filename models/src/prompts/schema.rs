@@ -7,7 +7,7 @@
 
 use kgmesh_schemas::graph::GraphSchema;
 
-use super::quote;
+use super::{quote, quoted_list};
 use crate::tokens::estimate_tokens;
 
 /// Schema text within roughly `budget_tokens` tokens.
@@ -25,13 +25,8 @@ pub fn schema_text(schema: &GraphSchema, budget_tokens: usize) -> String {
         for label in labels {
             let mut piece = format!(" {} ({})", quote(&label.name), label.count);
             if !label.property_keys.is_empty() {
-                let keys: Vec<String> = label
-                    .property_keys
-                    .iter()
-                    .take(8)
-                    .map(|k| quote(k))
-                    .collect();
-                piece.push_str(&format!(" {{{}}}", keys.join(", ")));
+                let keys = quoted_list(label.property_keys.iter().take(8), ", ");
+                piece.push_str(&format!(" {{{keys}}}"));
             }
             if estimate_tokens(&out) + estimate_tokens(&piece) > budget / 4 {
                 out.push_str(" …");

@@ -3,8 +3,8 @@
 
 use kgmesh_schemas::messages::summarizer::SummarizeRequest;
 
-use super::{context, quote};
-use crate::{ChatMessage, ChatRequest};
+use super::{chat, context, quote, quoted_list};
+use crate::ChatRequest;
 
 const SYSTEM: &str = "You answer questions from knowledge-graph facts only. You never \
 use outside knowledge and never guess; every answer cites the fact lines it comes from.";
@@ -38,14 +38,9 @@ it rests on in square brackets. The format, with placeholders for the answers:\n
         EXAMPLE_ANSWERS[1]
     );
     if !request.topic_entities.is_empty() {
-        let names: Vec<String> = request
-            .topic_entities
-            .iter()
-            .map(|e| quote(&e.name))
-            .collect();
+        let names = quoted_list(request.topic_entities.iter().map(|e| e.name.as_str()), ", ");
         user.push_str(&format!(
-            "The question is about {}; never give these as answers.\n",
-            names.join(", ")
+            "The question is about {names}; never give these as answers.\n"
         ));
     }
     user.push_str(
@@ -57,10 +52,7 @@ explain in one sentence in <explanation></explanation>.\n\n",
         quote(request.question.trim())
     ));
     user.push_str(&context::evidence_block(&request.context, context_tokens));
-    ChatRequest::new(
-        vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        COMPLETION_TOKENS,
-    )
+    chat(SYSTEM, user, COMPLETION_TOKENS)
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! Agentic traversal prompts (ByoKG-RAG Algorithm 1): pick the relations worth following
 //! from the current entities, then pick which reached entities to explore next.
 
-use super::quote;
-use crate::{ChatMessage, ChatRequest};
+use super::{chat, push_quoted_lines, quote, quoted_list};
+use crate::ChatRequest;
 
 const SYSTEM: &str = "You explore a knowledge graph step by step to answer a question. \
 You choose only from the options you are given and answer in the tagged section asked for.";
@@ -22,20 +22,10 @@ Always choose at least one.\n\nExample:\nQuestion: Which language is spoken in t
 where the Eiffel Tower stands?\nEntities: Eiffel Tower\nRelations:\nlocated_in\narchitect\nheight\n\
 <selected>\nlocated_in\n</selected>\n\nNow your turn.\nQuestion: {}\nEntities: {}\nRelations:\n",
         quote(question.trim()),
-        entities
-            .iter()
-            .map(|e| quote(e))
-            .collect::<Vec<_>>()
-            .join("; "),
+        quoted_list(entities, "; "),
     );
-    for relation in relations {
-        user.push_str(&quote(relation));
-        user.push('\n');
-    }
-    ChatRequest::new(
-        vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        200,
-    )
+    push_quoted_lines(&mut user, relations);
+    chat(SYSTEM, user, 200)
 }
 
 /// Which of `candidates` to explore next, given the triples seen so far; FINISH when the
@@ -55,19 +45,10 @@ Facts:\nEiffel Tower -[located_in]-> France\nCandidates:\nFrance\n\
 <next-entities>\nFrance\n</next-entities>\n\nNow your turn.\n",
     );
     user.push_str(&format!("Question: {}\nFacts:\n", quote(question.trim())));
-    for line in context_lines {
-        user.push_str(&quote(line));
-        user.push('\n');
-    }
+    push_quoted_lines(&mut user, context_lines);
     user.push_str("Candidates:\n");
-    for candidate in candidates {
-        user.push_str(&quote(candidate));
-        user.push('\n');
-    }
-    ChatRequest::new(
-        vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)],
-        200,
-    )
+    push_quoted_lines(&mut user, candidates);
+    chat(SYSTEM, user, 200)
 }
 
 #[cfg(test)]

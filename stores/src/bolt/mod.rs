@@ -54,7 +54,11 @@ use tokio::sync::OnceCell;
 pub use write::{sync_facts, write_graph, NamedFact, SyncStats, WriteStats, SKELETON_PROPERTY};
 
 use crate::{
-    embedded::{check_depth as ops_check_depth, normalize_name},
+    common::{
+        check_depth, check_metapath, invalid_query, level_end, node_not_found, order_schema,
+        previous_node, ranked_endpoints,
+    },
+    embedded::normalize_name,
     GraphStore, NameMatch, NeighborQuery, Neighborhood, PathLimits, QueryLimits, Star, StoreError,
     StoreResult,
 };
@@ -99,6 +103,11 @@ pub(crate) fn backend_error(error: impl std::fmt::Display) -> StoreError {
     StoreError::Backend {
         detail: error.to_string(),
     }
+}
+
+/// A query the database refused or failed on, with its reason.
+fn refused_query(error: impl std::fmt::Display) -> StoreError {
+    invalid_query(error.to_string())
 }
 
 /// The connection pool, whose connections are never dropped mid-reply.
@@ -264,14 +273,28 @@ fn node_id(value: Option<&BoltType>) -> StoreResult<NodeId> {
         })
 }
 
+/// The node a row names in its `id` and `name` columns.
+fn row_entity(row: &HashMap<String, BoltType>) -> StoreResult<Entity> {
+    Ok(Entity {
+        id: node_id(row.get("id"))?,
+        name: text(row.get("name")),
+    })
+}
+
+/// Node `id` with its name from `names`, which must hold it.
+fn named(id: NodeId, names: &HashMap<NodeId, String>) -> Entity {
+    Entity {
+        id,
+        name: names[&id].clone(),
+    }
+}
+
 fn ids_param(ids: &[NodeId]) -> StoreResult<Vec<BoltType>> {
     ids.iter()
         .map(|id| {
             i64::try_from(id.0)
                 .map(BoltType::from)
-                .map_err(|_| StoreError::NotFound {
-                    what: format!("node {id}"),
-                })
+                .map_err(|_| node_not_found(*id))
         })
         .collect()
 }
@@ -429,30 +452,46 @@ impl BoltGraph {
         Ok(names)
     }
 
+    /// The text of `column` in each row `statement` returns.
+    async fn texts(&self, statement: &str, column: &str) -> StoreResult<Vec<String>> {
+        Ok(self
+            .rows(neo4rs::query(statement))
+            .await?
+            .iter()
+            .map(|row| text(row.get(column)))
+            .collect())
+    }
+
+    /// The count `statement` returns in its column `c` (0 when it returns none).
+    async fn count(&self, statement: &str) -> StoreResult<i64> {
+        Ok(self
+            .rows(neo4rs::query(statement))
+            .await?
+            .first()
+            .and_then(|row| int(row.get("c")))
+            .unwrap_or(0))
+    }
+
+    /// The names of `ids`, every one of which must be a node.
+    async fn known_names(&self, ids: &[NodeId]) -> StoreResult<HashMap<NodeId, String>> {
+        let names = self.names(ids).await?;
+        match ids.iter().find(|id| !names.contains_key(id)) {
+            Some(missing) => Err(node_not_found(*missing)),
+            None => Ok(names),
+        }
+    }
+
     async fn compute_schema(&self) -> StoreResult<GraphSchema> {
-        let labels: Vec<String> = self
-            .rows(neo4rs::query("CALL db.labels()"))
-            .await?
-            .iter()
-            .map(|row| text(row.get("label")))
-            .collect();
-        let relation_types: Vec<String> = self
-            .rows(neo4rs::query("CALL db.relationshipTypes()"))
-            .await?
-            .iter()
-            .map(|row| text(row.get("relationshipType")))
-            .collect();
+        let labels = self.texts("CALL db.labels()", "label").await?;
+        let relation_types = self
+            .texts("CALL db.relationshipTypes()", "relationshipType")
+            .await?;
         let mut label_schemas = Vec::new();
         for label in &labels {
             let quoted = quote_name(label);
             let count = self
-                .rows(neo4rs::query(&format!(
-                    "MATCH (n:{quoted}) RETURN count(n) AS c"
-                )))
-                .await?
-                .first()
-                .and_then(|row| int(row.get("c")))
-                .unwrap_or(0);
+                .count(&format!("MATCH (n:{quoted}) RETURN count(n) AS c"))
+                .await?;
             let mut keys: Vec<String> = Vec::new();
             for row in self
                 .rows(neo4rs::query(&format!(
@@ -473,20 +512,14 @@ impl BoltGraph {
                 property_keys: keys,
             });
         }
-        label_schemas.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));
         let mut relations = Vec::new();
         let mut relationship_keys: Vec<String> = Vec::new();
         let mut edge_count = 0u64;
         for relation in &relation_types {
             let quoted = quote_name(relation);
             let count = self
-                .rows(neo4rs::query(&format!(
-                    "MATCH ()-[r:{quoted}]->() RETURN count(r) AS c"
-                )))
-                .await?
-                .first()
-                .and_then(|row| int(row.get("c")))
-                .unwrap_or(0) as u64;
+                .count(&format!("MATCH ()-[r:{quoted}]->() RETURN count(r) AS c"))
+                .await? as u64;
             edge_count += count;
             let sample = self
                 .rows(neo4rs::query(&format!(
@@ -513,25 +546,17 @@ impl BoltGraph {
                     relationship_keys.extend(list.value.iter().map(|key| text(Some(key))));
                 }
             }
-            let mut endpoints: Vec<(String, String, u64)> =
-                endpoints.into_iter().map(|((a, b), n)| (a, b, n)).collect();
-            endpoints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (&a.0, &a.1).cmp(&(&b.0, &b.1))));
             relations.push(RelationSchema {
                 name: relation.clone(),
                 count,
-                endpoints,
+                endpoints: ranked_endpoints(endpoints),
                 examples,
             });
         }
-        relations.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));
+        order_schema(&mut label_schemas, &mut relations);
         relationship_keys.sort();
         relationship_keys.dedup();
-        let node_count = self
-            .rows(neo4rs::query("MATCH (n) RETURN count(n) AS c"))
-            .await?
-            .first()
-            .and_then(|row| int(row.get("c")))
-            .unwrap_or(0) as u64;
+        let node_count = self.count("MATCH (n) RETURN count(n) AS c").await? as u64;
         Ok(GraphSchema {
             labels: label_schemas,
             relations,
@@ -599,10 +624,7 @@ impl GraphStore for BoltGraph {
                 continue;
             };
             if let Some(slot) = resolved.get_mut(index) {
-                slot.push(Entity {
-                    id: node_id(row.get("id"))?,
-                    name: text(row.get("name")),
-                });
+                slot.push(row_entity(&row)?);
             }
         }
         for entities in &mut resolved {
@@ -621,9 +643,7 @@ impl GraphStore for BoltGraph {
                         id: *id,
                         name: name.clone(),
                     })
-                    .ok_or_else(|| StoreError::NotFound {
-                        what: format!("node {id}"),
-                    })
+                    .ok_or_else(|| node_not_found(*id))
             })
             .collect()
     }
@@ -636,16 +656,7 @@ impl GraphStore for BoltGraph {
         ))
         .param("after", after)
         .param("limit", limit.min(i64::MAX as usize) as i64);
-        self.rows(query)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(Entity {
-                    id: node_id(row.get("id"))?,
-                    name: text(row.get("name")),
-                })
-            })
-            .collect()
+        self.rows(query).await?.iter().map(row_entity).collect()
     }
 
     async fn neighbors(
@@ -656,12 +667,7 @@ impl GraphStore for BoltGraph {
         let mut unique = frontier.to_vec();
         unique.sort_unstable();
         unique.dedup();
-        let names = self.names(&unique).await?;
-        if let Some(missing) = unique.iter().find(|id| !names.contains_key(id)) {
-            return Err(StoreError::NotFound {
-                what: format!("node {missing}"),
-            });
-        }
+        let names = self.known_names(&unique).await?;
         // The cap is per node over both directions, as in the embedded store.
         let (hops, mut truncated) = self
             .expand(
@@ -694,32 +700,16 @@ impl GraphStore for BoltGraph {
         metapaths: &[Metapath],
         limits: &PathLimits,
     ) -> StoreResult<Vec<Path>> {
-        ops_check_depth(limits.max_depth)?;
-        let start_names = self.names(sources).await?;
-        if let Some(missing) = sources.iter().find(|id| !start_names.contains_key(id)) {
-            return Err(StoreError::NotFound {
-                what: format!("node {missing}"),
-            });
-        }
+        check_depth(limits.max_depth)?;
+        let start_names = self.known_names(sources).await?;
         let mut paths = Vec::new();
         for metapath in metapaths {
-            if metapath.steps.len() > usize::from(limits.max_depth) {
-                return Err(StoreError::LimitExceeded {
-                    detail: format!(
-                        "metapath of {} steps is longer than the depth limit {}",
-                        metapath.steps.len(),
-                        limits.max_depth
-                    ),
-                });
-            }
+            check_metapath(metapath, limits.max_depth)?;
             // Partial paths: (start, steps so far).
             let mut partial: Vec<Path> = sources
                 .iter()
                 .map(|id| Path {
-                    start: Entity {
-                        id: *id,
-                        name: start_names[id].clone(),
-                    },
+                    start: named(*id, &start_names),
                     steps: Vec::new(),
                 })
                 .collect();
@@ -748,11 +738,8 @@ impl GraphStore for BoltGraph {
                     {
                         // Never straight back over the edge just walked (see
                         // `GraphStore::follow_metapaths`).
-                        let previous = match path.steps.len() {
-                            0 => None,
-                            1 => Some(path.start.id),
-                            n => Some(path.steps[n - 2].node.id),
-                        };
+                        let previous =
+                            previous_node(path.start.id, &path.steps, |step| step.node.id);
                         let straight_back = previous == Some(hop.2)
                             && path.steps.last().is_some_and(|last| {
                                 last.relation == hop.1 && last.inverse != hop.4
@@ -790,17 +777,12 @@ impl GraphStore for BoltGraph {
         targets: &[NodeId],
         limits: &PathLimits,
     ) -> StoreResult<Vec<Path>> {
-        ops_check_depth(limits.max_depth)?;
+        check_depth(limits.max_depth)?;
         let mut all = sources.to_vec();
         all.extend_from_slice(targets);
         all.sort_unstable();
         all.dedup();
-        let names = self.names(&all).await?;
-        if let Some(missing) = all.iter().find(|id| !names.contains_key(id)) {
-            return Err(StoreError::NotFound {
-                what: format!("node {missing}"),
-            });
-        }
+        let names = self.known_names(&all).await?;
         if limits.max_paths == 0 {
             return Ok(Vec::new());
         }
@@ -810,10 +792,7 @@ impl GraphStore for BoltGraph {
             .filter(|id| target_set.contains(id))
             .take(limits.max_paths)
             .map(|id| Path {
-                start: Entity {
-                    id: *id,
-                    name: names[id].clone(),
-                },
+                start: named(*id, &names),
                 steps: Vec::new(),
             })
             .collect();
@@ -847,12 +826,8 @@ impl GraphStore for BoltGraph {
                     .or_default()
                     .push((from, relation, backwards, other_name));
             }
-            reached = next
-                .iter()
-                .copied()
-                .filter(|id| target_set.contains(id))
-                .collect();
-            if !reached.is_empty() || next.is_empty() {
+            if let Some(found) = level_end(&next, |id| target_set.contains(id)) {
+                reached = found;
                 break;
             }
             frontier = next;
@@ -869,10 +844,7 @@ impl GraphStore for BoltGraph {
                     let mut steps = suffix;
                     steps.reverse();
                     paths.push(Path {
-                        start: Entity {
-                            id: node,
-                            name: node_names[&node].clone(),
-                        },
+                        start: named(node, &node_names),
                         steps,
                     });
                     continue;
@@ -906,12 +878,7 @@ impl GraphStore for BoltGraph {
         max_neighbors: usize,
         seed: u64,
     ) -> StoreResult<Vec<Star>> {
-        let total = self
-            .rows(neo4rs::query("MATCH (n) RETURN count(n) AS c"))
-            .await?
-            .first()
-            .and_then(|row| int(row.get("c")))
-            .unwrap_or(0);
+        let total = self.count("MATCH (n) RETURN count(n) AS c").await?;
         if total <= 0 {
             return Ok(Vec::new());
         }
@@ -929,10 +896,7 @@ impl GraphStore for BoltGraph {
             ))
             .param("skip", offset);
             for row in self.rows(query).await? {
-                centers.push(Entity {
-                    id: node_id(row.get("id"))?,
-                    name: text(row.get("name")),
-                });
+                centers.push(row_entity(&row)?);
             }
         }
         let ids: Vec<NodeId> = centers.iter().map(|entity| entity.id).collect();
@@ -981,20 +945,17 @@ impl GraphStore for BoltGraph {
             .pool
             .bounded(limits.timeout, |graph| async move {
                 let mut transaction = graph.start_txn().await.map_err(backend_error)?;
-                let mut stream = transaction.execute(statement).await.map_err(|error| {
-                    StoreError::InvalidQuery {
-                        reason: error.to_string(),
-                        hint: None,
-                    }
-                })?;
+                let mut stream = transaction
+                    .execute(statement)
+                    .await
+                    .map_err(refused_query)?;
                 let mut rows: Vec<HashMap<String, BoltType>> = Vec::new();
                 let mut truncated = false;
-                while let Some(row) = stream.next(transaction.handle()).await.map_err(|error| {
-                    StoreError::InvalidQuery {
-                        reason: error.to_string(),
-                        hint: None,
-                    }
-                })? {
+                while let Some(row) = stream
+                    .next(transaction.handle())
+                    .await
+                    .map_err(refused_query)?
+                {
                     if rows.len() >= max_rows {
                         truncated = true;
                         break;

@@ -208,37 +208,38 @@ impl MemoryGraph {
     }
 }
 
+/// The id of `name` among `names` (its position).
+fn id_of(names: &[String], name: &str) -> Option<u32> {
+    names
+        .iter()
+        .position(|candidate| candidate == name)
+        .map(|index| index as u32)
+}
+
+/// The name with id `id` among `names`; empty for an unknown id.
+fn name_of(names: &[String], id: u32) -> &str {
+    names.get(id as usize).map(String::as_str).unwrap_or("")
+}
+
 impl PropertyGraph for MemoryGraph {
     fn node_count(&self) -> usize {
         self.node_labels.len()
     }
 
     fn label_id(&self, name: &str) -> Option<u32> {
-        self.labels
-            .iter()
-            .position(|label| label == name)
-            .map(|index| index as u32)
+        id_of(&self.labels, name)
     }
 
     fn label_name(&self, label: u32) -> &str {
-        self.labels
-            .get(label as usize)
-            .map(String::as_str)
-            .unwrap_or("")
+        name_of(&self.labels, label)
     }
 
     fn rel_type_id(&self, name: &str) -> Option<u32> {
-        self.rel_types
-            .iter()
-            .position(|rel_type| rel_type == name)
-            .map(|index| index as u32)
+        id_of(&self.rel_types, name)
     }
 
     fn rel_type_name(&self, rel_type: u32) -> &str {
-        self.rel_types
-            .get(rel_type as usize)
-            .map(String::as_str)
-            .unwrap_or("")
+        name_of(&self.rel_types, rel_type)
     }
 
     fn nodes_with_label(&self, label: u32) -> &[u32] {

@@ -161,8 +161,7 @@ pub fn lex(src: &str) -> Result<Vec<Token>, CypherError> {
             b'^' => one(&mut pos, Tok::Caret),
             b'.' => {
                 if bytes.get(pos + 1) == Some(&b'.') {
-                    pos += 2;
-                    Tok::DotDot
+                    two(&mut pos, Tok::DotDot)
                 } else if bytes.get(pos + 1).is_some_and(|b| b.is_ascii_digit()) {
                     number(src, &mut pos)?
                 } else {
@@ -171,35 +170,24 @@ pub fn lex(src: &str) -> Result<Vec<Token>, CypherError> {
             }
             b'=' => {
                 if bytes.get(pos + 1) == Some(&b'~') {
-                    pos += 2;
-                    Tok::RegexMatch
+                    two(&mut pos, Tok::RegexMatch)
                 } else {
                     one(&mut pos, Tok::Eq)
                 }
             }
             b'<' => match bytes.get(pos + 1) {
-                Some(b'=') => {
-                    pos += 2;
-                    Tok::Le
-                }
-                Some(b'>') => {
-                    pos += 2;
-                    Tok::Neq
-                }
+                Some(b'=') => two(&mut pos, Tok::Le),
+                Some(b'>') => two(&mut pos, Tok::Neq),
                 _ => one(&mut pos, Tok::Lt),
             },
             b'>' => {
                 if bytes.get(pos + 1) == Some(&b'=') {
-                    pos += 2;
-                    Tok::Ge
+                    two(&mut pos, Tok::Ge)
                 } else {
                     one(&mut pos, Tok::Gt)
                 }
             }
-            b'!' if bytes.get(pos + 1) == Some(&b'=') => {
-                pos += 2;
-                Tok::Neq
-            }
+            b'!' if bytes.get(pos + 1) == Some(&b'=') => two(&mut pos, Tok::Neq),
             b'\'' | b'"' => string(src, &mut pos)?,
             b'`' => Tok::QuotedIdent(quoted_name(src, &mut pos)?),
             b'$' if bytes.get(pos + 1) == Some(&b'`') => {
@@ -307,8 +295,15 @@ fn quoted_name(src: &str, pos: &mut usize) -> Result<String, CypherError> {
     }
 }
 
+/// A one-character token.
 fn one(pos: &mut usize, tok: Tok) -> Tok {
     *pos += 1;
+    tok
+}
+
+/// A two-character token.
+fn two(pos: &mut usize, tok: Tok) -> Tok {
+    *pos += 2;
     tok
 }
 

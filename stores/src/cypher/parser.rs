@@ -166,13 +166,16 @@ impl<'a> Parser<'a> {
         self.is_keyword_at(0, word)
     }
 
-    fn eat_keyword(&mut self, word: &str) -> bool {
-        if self.is_keyword(word) {
+    /// Steps past the next token when `wanted` (whether it is the one looked for) holds.
+    fn eat_if(&mut self, wanted: bool) -> bool {
+        if wanted {
             self.advance();
-            true
-        } else {
-            false
         }
+        wanted
+    }
+
+    fn eat_keyword(&mut self, word: &str) -> bool {
+        self.eat_if(self.is_keyword(word))
     }
 
     fn expect_keyword(&mut self, word: &str) -> CypherResult<()> {
@@ -184,12 +187,7 @@ impl<'a> Parser<'a> {
     }
 
     fn eat(&mut self, tok: &Tok) -> bool {
-        if self.peek() == tok {
-            self.advance();
-            true
-        } else {
-            false
-        }
+        self.eat_if(self.peek() == tok)
     }
 
     fn expect(&mut self, tok: &Tok) -> CypherResult<()> {
@@ -224,6 +222,27 @@ impl<'a> Parser<'a> {
     fn link(&mut self, links: &mut usize) -> CypherResult<()> {
         *links += 1;
         self.grow(1)
+    }
+
+    /// One or more `item`s separated by commas.
+    fn comma_list<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> CypherResult<T>,
+    ) -> CypherResult<Vec<T>> {
+        let mut items = vec![item(self)?];
+        while self.eat(&Tok::Comma) {
+            items.push(item(self)?);
+        }
+        Ok(items)
+    }
+
+    /// The expression after `keyword`, if the keyword comes next.
+    fn expr_after(&mut self, keyword: &str) -> CypherResult<Option<Expr>> {
+        if self.eat_keyword(keyword) {
+            Ok(Some(self.expr()?))
+        } else {
+            Ok(None)
+        }
     }
 
     /// A name: an identifier (keywords included, as openCypher allows them as names after
@@ -286,11 +305,7 @@ impl<'a> Parser<'a> {
                 let optional = self.eat_keyword("OPTIONAL");
                 self.expect_keyword("MATCH")?;
                 let patterns = self.pattern_list()?;
-                let where_clause = if self.eat_keyword("WHERE") {
-                    Some(self.expr()?)
-                } else {
-                    None
-                };
+                let where_clause = self.expr_after("WHERE")?;
                 clauses.push(Clause::Match(MatchClause {
                     optional,
                     patterns,
@@ -440,20 +455,17 @@ impl<'a> Parser<'a> {
                 return self.finish_projection(distinct, star, items, start);
             }
         }
-        loop {
-            let item_start = self.span().start;
-            let expr = self.expr()?;
-            let text = self.src[item_start..self.prev_end()].trim().to_string();
-            let alias = if self.eat_keyword("AS") {
-                Some(self.symbolic_name("a name after AS")?)
+        items = self.comma_list(|parser| {
+            let item_start = parser.span().start;
+            let expr = parser.expr()?;
+            let text = parser.src[item_start..parser.prev_end()].trim().to_string();
+            let alias = if parser.eat_keyword("AS") {
+                Some(parser.symbolic_name("a name after AS")?)
             } else {
                 None
             };
-            items.push(ProjectionItem { expr, alias, text });
-            if !self.eat(&Tok::Comma) {
-                break;
-            }
-        }
+            Ok(ProjectionItem { expr, alias, text })
+        })?;
         self.finish_projection(distinct, star, items, start)
     }
 
@@ -482,21 +494,19 @@ impl<'a> Parser<'a> {
         if self.is_keyword("ORDER") {
             self.advance();
             self.expect_keyword("BY")?;
-            loop {
-                let expr = self.expr()?;
-                let descending = if self.eat_keyword("DESC") || self.eat_keyword("DESCENDING") {
+            let order_by = self.comma_list(|parser| {
+                let expr = parser.expr()?;
+                let descending = if parser.eat_keyword("DESC") || parser.eat_keyword("DESCENDING") {
                     true
                 } else {
-                    if !self.eat_keyword("ASC") {
-                        self.eat_keyword("ASCENDING");
+                    if !parser.eat_keyword("ASC") {
+                        parser.eat_keyword("ASCENDING");
                     }
                     false
                 };
-                projection.order_by.push(SortItem { expr, descending });
-                if !self.eat(&Tok::Comma) {
-                    break;
-                }
-            }
+                Ok(SortItem { expr, descending })
+            })?;
+            projection.order_by.extend(order_by);
         }
         if self.eat_keyword("SKIP") || self.eat_keyword("OFFSET") {
             projection.skip = Some(self.expr()?);
@@ -510,11 +520,7 @@ impl<'a> Parser<'a> {
     // ---------------------------------------------------------------- patterns
 
     fn pattern_list(&mut self) -> CypherResult<Vec<PatternPart>> {
-        let mut parts = vec![self.pattern_part()?];
-        while self.eat(&Tok::Comma) {
-            parts.push(self.pattern_part()?);
-        }
-        Ok(parts)
+        self.comma_list(Self::pattern_part)
     }
 
     fn pattern_part(&mut self) -> CypherResult<PatternPart> {
@@ -550,10 +556,19 @@ impl<'a> Parser<'a> {
 
     fn pattern_element(&mut self) -> CypherResult<(NodePattern, Vec<(RelPattern, NodePattern)>)> {
         let start = self.node_pattern()?;
+        let chain = self.rel_chain()?;
+        Ok((start, chain))
+    }
+
+    /// Whether a relationship (`-` or `<-`) comes next.
+    fn at_rel(&self) -> bool {
+        self.peek() == &Tok::Minus || (self.peek() == &Tok::Lt && self.peek_at(1) == &Tok::Minus)
+    }
+
+    /// The relationships and nodes that follow a pattern's first node.
+    fn rel_chain(&mut self) -> CypherResult<Vec<(RelPattern, NodePattern)>> {
         let mut chain = Vec::new();
-        while self.peek() == &Tok::Minus
-            || (self.peek() == &Tok::Lt && self.peek_at(1) == &Tok::Minus)
-        {
+        while self.at_rel() {
             if chain.len() >= MAX_PATTERN_HOPS {
                 return self.error(format!(
                     "a pattern may have at most {MAX_PATTERN_HOPS} relationships"
@@ -563,7 +578,7 @@ impl<'a> Parser<'a> {
             let node = self.node_pattern()?;
             chain.push((rel, node));
         }
-        Ok((start, chain))
+        Ok(chain)
     }
 
     fn node_pattern(&mut self) -> CypherResult<NodePattern> {
@@ -702,40 +717,67 @@ impl<'a> Parser<'a> {
         result
     }
 
-    fn or_expr(&mut self) -> CypherResult<Expr> {
-        let mut left = self.xor_expr()?;
+    /// A left-associative chain `operand (op operand)*` whose operator `eat_op` consumes
+    /// and names; each link is counted once its operator is eaten.
+    fn eaten_chain(
+        &mut self,
+        eat_op: fn(&mut Self) -> Option<BinaryOp>,
+        operand: fn(&mut Self) -> CypherResult<Expr>,
+    ) -> CypherResult<Expr> {
+        let mut left = operand(self)?;
         let mut links = 0;
-        while self.eat_keyword("OR") {
+        while let Some(op) = eat_op(self) {
             self.link(&mut links)?;
-            let right = self.xor_expr()?;
-            left = Expr::Binary(BinaryOp::Or, Box::new(left), Box::new(right));
+            let right = operand(self)?;
+            left = Expr::Binary(op, Box::new(left), Box::new(right));
         }
         self.depth -= links;
         Ok(left)
+    }
+
+    /// A left-associative chain `operand (op operand)*` whose operator is the token
+    /// `operator` names; each link is counted before its operator is looked at, and
+    /// `combine` joins the chain so far with the next operand.
+    fn token_chain(
+        &mut self,
+        operator: fn(&Tok) -> Option<BinaryOp>,
+        operand: fn(&mut Self) -> CypherResult<Expr>,
+        combine: fn(BinaryOp, Expr, Expr) -> Expr,
+    ) -> CypherResult<Expr> {
+        let mut left = operand(self)?;
+        let mut links = 0;
+        loop {
+            self.link(&mut links)?;
+            let Some(op) = operator(self.peek()) else {
+                break;
+            };
+            self.advance();
+            let right = operand(self)?;
+            left = combine(op, left, right);
+        }
+        self.depth -= links;
+        Ok(left)
+    }
+
+    fn or_expr(&mut self) -> CypherResult<Expr> {
+        self.eaten_chain(
+            |parser| parser.eat_keyword("OR").then_some(BinaryOp::Or),
+            Self::xor_expr,
+        )
     }
 
     fn xor_expr(&mut self) -> CypherResult<Expr> {
-        let mut left = self.and_expr()?;
-        let mut links = 0;
-        while self.eat_keyword("XOR") {
-            self.link(&mut links)?;
-            let right = self.and_expr()?;
-            left = Expr::Binary(BinaryOp::Xor, Box::new(left), Box::new(right));
-        }
-        self.depth -= links;
-        Ok(left)
+        self.eaten_chain(
+            |parser| parser.eat_keyword("XOR").then_some(BinaryOp::Xor),
+            Self::and_expr,
+        )
     }
 
     fn and_expr(&mut self) -> CypherResult<Expr> {
-        let mut left = self.not_expr()?;
-        let mut links = 0;
-        while self.eat_keyword("AND") {
-            self.link(&mut links)?;
-            let right = self.not_expr()?;
-            left = Expr::Binary(BinaryOp::And, Box::new(left), Box::new(right));
-        }
-        self.depth -= links;
-        Ok(left)
+        self.eaten_chain(
+            |parser| parser.eat_keyword("AND").then_some(BinaryOp::And),
+            Self::not_expr,
+        )
     }
 
     fn not_expr(&mut self) -> CypherResult<Expr> {
@@ -749,39 +791,20 @@ impl<'a> Parser<'a> {
     }
 
     fn comparison(&mut self) -> CypherResult<Expr> {
-        let mut left = self.predicate_expr()?;
-        let mut links = 0;
-        loop {
-            self.link(&mut links)?;
-            let op = match self.peek() {
-                Tok::Eq => BinaryOp::Eq,
-                Tok::Neq => BinaryOp::Neq,
-                Tok::Lt => BinaryOp::Lt,
-                Tok::Le => BinaryOp::Le,
-                Tok::Gt => BinaryOp::Gt,
-                Tok::Ge => BinaryOp::Ge,
-                Tok::RegexMatch => BinaryOp::RegexMatch,
-                _ => break,
-            };
-            self.advance();
-            let right = self.predicate_expr()?;
-            // `a < b < c` means `a < b AND b < c`.
-            left = match left {
-                Expr::Binary(prev_op, prev_left, prev_right)
-                    if is_comparison(prev_op) && is_comparison(op) =>
-                {
-                    let middle = (*prev_right).clone();
-                    Expr::Binary(
-                        BinaryOp::And,
-                        Box::new(Expr::Binary(prev_op, prev_left, prev_right)),
-                        Box::new(Expr::Binary(op, Box::new(middle), Box::new(right))),
-                    )
-                }
-                left => Expr::Binary(op, Box::new(left), Box::new(right)),
-            };
-        }
-        self.depth -= links;
-        Ok(left)
+        self.token_chain(
+            |tok| match tok {
+                Tok::Eq => Some(BinaryOp::Eq),
+                Tok::Neq => Some(BinaryOp::Neq),
+                Tok::Lt => Some(BinaryOp::Lt),
+                Tok::Le => Some(BinaryOp::Le),
+                Tok::Gt => Some(BinaryOp::Gt),
+                Tok::Ge => Some(BinaryOp::Ge),
+                Tok::RegexMatch => Some(BinaryOp::RegexMatch),
+                _ => None,
+            },
+            Self::predicate_expr,
+            chain_comparison,
+        )
     }
 
     fn predicate_expr(&mut self) -> CypherResult<Expr> {
@@ -789,24 +812,24 @@ impl<'a> Parser<'a> {
         let mut links = 0;
         loop {
             self.link(&mut links)?;
-            if self.is_keyword("IN") {
-                self.advance();
-                let right = self.additive()?;
-                left = Expr::Binary(BinaryOp::In, Box::new(left), Box::new(right));
+            // The operator and how many words it takes.
+            let word_op = if self.is_keyword("IN") {
+                Some((BinaryOp::In, 1))
             } else if self.is_keyword("STARTS") && self.is_keyword_at(1, "WITH") {
-                self.advance();
-                self.advance();
-                let right = self.additive()?;
-                left = Expr::Binary(BinaryOp::StartsWith, Box::new(left), Box::new(right));
+                Some((BinaryOp::StartsWith, 2))
             } else if self.is_keyword("ENDS") && self.is_keyword_at(1, "WITH") {
-                self.advance();
-                self.advance();
-                let right = self.additive()?;
-                left = Expr::Binary(BinaryOp::EndsWith, Box::new(left), Box::new(right));
+                Some((BinaryOp::EndsWith, 2))
             } else if self.is_keyword("CONTAINS") {
-                self.advance();
+                Some((BinaryOp::Contains, 1))
+            } else {
+                None
+            };
+            if let Some((op, words)) = word_op {
+                for _ in 0..words {
+                    self.advance();
+                }
                 let right = self.additive()?;
-                left = Expr::Binary(BinaryOp::Contains, Box::new(left), Box::new(right));
+                left = binary(op, left, right);
             } else if self.is_keyword("IS") {
                 self.advance();
                 let negated = self.eat_keyword("NOT");
@@ -821,52 +844,35 @@ impl<'a> Parser<'a> {
     }
 
     fn additive(&mut self) -> CypherResult<Expr> {
-        let mut left = self.multiplicative()?;
-        let mut links = 0;
-        loop {
-            self.link(&mut links)?;
-            let op = match self.peek() {
-                Tok::Plus => BinaryOp::Add,
-                Tok::Minus => BinaryOp::Sub,
-                _ => break,
-            };
-            self.advance();
-            let right = self.multiplicative()?;
-            left = Expr::Binary(op, Box::new(left), Box::new(right));
-        }
-        self.depth -= links;
-        Ok(left)
+        self.token_chain(
+            |tok| match tok {
+                Tok::Plus => Some(BinaryOp::Add),
+                Tok::Minus => Some(BinaryOp::Sub),
+                _ => None,
+            },
+            Self::multiplicative,
+            binary,
+        )
     }
 
     fn multiplicative(&mut self) -> CypherResult<Expr> {
-        let mut left = self.power()?;
-        let mut links = 0;
-        loop {
-            self.link(&mut links)?;
-            let op = match self.peek() {
-                Tok::Star => BinaryOp::Mul,
-                Tok::Slash => BinaryOp::Div,
-                Tok::Percent => BinaryOp::Mod,
-                _ => break,
-            };
-            self.advance();
-            let right = self.power()?;
-            left = Expr::Binary(op, Box::new(left), Box::new(right));
-        }
-        self.depth -= links;
-        Ok(left)
+        self.token_chain(
+            |tok| match tok {
+                Tok::Star => Some(BinaryOp::Mul),
+                Tok::Slash => Some(BinaryOp::Div),
+                Tok::Percent => Some(BinaryOp::Mod),
+                _ => None,
+            },
+            Self::power,
+            binary,
+        )
     }
 
     fn power(&mut self) -> CypherResult<Expr> {
-        let mut left = self.unary()?;
-        let mut links = 0;
-        while self.eat(&Tok::Caret) {
-            self.link(&mut links)?;
-            let right = self.unary()?;
-            left = Expr::Binary(BinaryOp::Pow, Box::new(left), Box::new(right));
-        }
-        self.depth -= links;
-        Ok(left)
+        self.eaten_chain(
+            |parser| parser.eat(&Tok::Caret).then_some(BinaryOp::Pow),
+            Self::unary,
+        )
     }
 
     fn unary(&mut self) -> CypherResult<Expr> {
@@ -913,23 +919,13 @@ impl<'a> Parser<'a> {
                 Tok::LBracket => {
                     self.advance();
                     if self.eat(&Tok::DotDot) {
-                        let to = if self.peek() == &Tok::RBracket {
-                            None
-                        } else {
-                            Some(Box::new(self.expr()?))
-                        };
-                        self.expect(&Tok::RBracket)?;
+                        let to = self.slice_end()?;
                         expr = Expr::Slice(Box::new(expr), None, to);
                         continue;
                     }
                     let index = self.expr()?;
                     if self.eat(&Tok::DotDot) {
-                        let to = if self.peek() == &Tok::RBracket {
-                            None
-                        } else {
-                            Some(Box::new(self.expr()?))
-                        };
-                        self.expect(&Tok::RBracket)?;
+                        let to = self.slice_end()?;
                         expr = Expr::Slice(Box::new(expr), Some(Box::new(index)), to);
                     } else {
                         self.expect(&Tok::RBracket)?;
@@ -951,31 +947,48 @@ impl<'a> Parser<'a> {
         Ok(expr)
     }
 
+    /// The `| expr` that ends a REDUCE or a pattern comprehension, up to and including the
+    /// `close` bracket.
+    fn piped(&mut self, close: &Tok) -> CypherResult<Expr> {
+        self.expect(&Tok::Pipe)?;
+        let expr = self.expr()?;
+        self.expect(close)?;
+        Ok(expr)
+    }
+
+    /// The end of a slice after its `..`, up to and including the `]`.
+    fn slice_end(&mut self) -> CypherResult<Option<Box<Expr>>> {
+        let to = if self.peek() == &Tok::RBracket {
+            None
+        } else {
+            Some(Box::new(self.expr()?))
+        };
+        self.expect(&Tok::RBracket)?;
+        Ok(to)
+    }
+
     fn map_projection(&mut self, base: Expr) -> CypherResult<Expr> {
         self.expect(&Tok::LBrace)?;
         let mut items = Vec::new();
         if !self.eat(&Tok::RBrace) {
-            loop {
-                if self.eat(&Tok::Dot) {
-                    if self.eat(&Tok::Star) {
-                        items.push(MapProjectionItem::AllProperties);
+            items = self.comma_list(|parser| {
+                if parser.eat(&Tok::Dot) {
+                    if parser.eat(&Tok::Star) {
+                        Ok(MapProjectionItem::AllProperties)
                     } else {
-                        items.push(MapProjectionItem::Property(
-                            self.symbolic_name("a property name")?,
-                        ));
+                        Ok(MapProjectionItem::Property(
+                            parser.symbolic_name("a property name")?,
+                        ))
                     }
                 } else {
-                    let name = self.symbolic_name("a map key")?;
-                    if self.eat(&Tok::Colon) {
-                        items.push(MapProjectionItem::Entry(name, self.expr()?));
+                    let name = parser.symbolic_name("a map key")?;
+                    if parser.eat(&Tok::Colon) {
+                        Ok(MapProjectionItem::Entry(name, parser.expr()?))
                     } else {
-                        items.push(MapProjectionItem::Variable(name));
+                        Ok(MapProjectionItem::Variable(name))
                     }
                 }
-                if !self.eat(&Tok::Comma) {
-                    break;
-                }
-            }
+            })?;
             self.expect(&Tok::RBrace)?;
         }
         Ok(Expr::MapProjection(Box::new(base), items))
@@ -983,25 +996,20 @@ impl<'a> Parser<'a> {
 
     fn map_entries(&mut self) -> CypherResult<Vec<(String, Expr)>> {
         self.expect(&Tok::LBrace)?;
-        let mut entries = Vec::new();
         if self.eat(&Tok::RBrace) {
-            return Ok(entries);
+            return Ok(Vec::new());
         }
-        loop {
-            let key = match self.peek().clone() {
+        let entries = self.comma_list(|parser| {
+            let key = match parser.peek().clone() {
                 Tok::Str(key) => {
-                    self.advance();
+                    parser.advance();
                     key
                 }
-                _ => self.symbolic_name("a map key")?,
+                _ => parser.symbolic_name("a map key")?,
             };
-            self.expect(&Tok::Colon)?;
-            let value = self.expr()?;
-            entries.push((key, value));
-            if !self.eat(&Tok::Comma) {
-                break;
-            }
-        }
+            parser.expect(&Tok::Colon)?;
+            Ok((key, parser.expr()?))
+        })?;
         if !self.eat(&Tok::RBrace) {
             return self.expected("`,` or `}` in the map");
         }
@@ -1098,9 +1106,7 @@ impl<'a> Parser<'a> {
                 let variable = self.variable_name()?;
                 self.expect_keyword("IN")?;
                 let list = self.expr()?;
-                self.expect(&Tok::Pipe)?;
-                let expr = self.expr()?;
-                self.expect(&Tok::RParen)?;
+                let expr = self.piped(&Tok::RParen)?;
                 return Ok(Expr::Reduce(Box::new(ReduceExpr {
                     accumulator,
                     init,
@@ -1147,12 +1153,7 @@ impl<'a> Parser<'a> {
         let distinct = self.eat_keyword("DISTINCT");
         let mut args = Vec::new();
         if !self.eat(&Tok::RParen) {
-            loop {
-                args.push(self.expr()?);
-                if !self.eat(&Tok::Comma) {
-                    break;
-                }
-            }
+            args = self.comma_list(Self::expr)?;
             if !self.eat(&Tok::RParen) {
                 return self.expected("`,` or `)` in the function call");
             }
@@ -1182,11 +1183,7 @@ impl<'a> Parser<'a> {
         if whens.is_empty() {
             return self.expected("`WHEN` in CASE");
         }
-        let otherwise = if self.eat_keyword("ELSE") {
-            Some(Box::new(self.expr()?))
-        } else {
-            None
-        };
+        let otherwise = self.expr_after("ELSE")?.map(Box::new);
         self.expect_keyword("END")?;
         Ok(Expr::Case(CaseExpr {
             subject,
@@ -1209,11 +1206,7 @@ impl<'a> Parser<'a> {
         } else {
             let start = self.span();
             self.pattern_list().and_then(|patterns| {
-                let where_clause = if self.eat_keyword("WHERE") {
-                    Some(self.expr()?)
-                } else {
-                    None
-                };
+                let where_clause = self.expr_after("WHERE")?;
                 Ok(Query {
                     parts: vec![SingleQuery {
                         clauses: vec![Clause::Match(MatchClause {
@@ -1254,14 +1247,8 @@ impl<'a> Parser<'a> {
                 if !pattern.chain.is_empty()
                     && (self.is_keyword("WHERE") || self.peek() == &Tok::Pipe)
                 {
-                    let where_clause = if self.eat_keyword("WHERE") {
-                        Some(self.expr()?)
-                    } else {
-                        None
-                    };
-                    self.expect(&Tok::Pipe)?;
-                    let map = self.expr()?;
-                    self.expect(&Tok::RBracket)?;
+                    let where_clause = self.expr_after("WHERE")?;
+                    let map = self.piped(&Tok::RBracket)?;
                     return Ok(Expr::PatternComprehension(Box::new(PatternComprehension {
                         pattern,
                         where_clause,
@@ -1273,12 +1260,7 @@ impl<'a> Parser<'a> {
         }
         let mut items = Vec::new();
         if !self.eat(&Tok::RBracket) {
-            loop {
-                items.push(self.expr()?);
-                if !self.eat(&Tok::Comma) {
-                    break;
-                }
-            }
+            items = self.comma_list(Self::expr)?;
             if !self.eat(&Tok::RBracket) {
                 return self.expected("`,` or `]` in the list");
             }
@@ -1290,11 +1272,7 @@ impl<'a> Parser<'a> {
         let variable = self.variable_name()?;
         self.expect_keyword("IN")?;
         let list = self.expr()?;
-        let predicate = if self.eat_keyword("WHERE") {
-            Some(self.expr()?)
-        } else {
-            None
-        };
+        let predicate = self.expr_after("WHERE")?;
         let map = if allow_map && self.eat(&Tok::Pipe) {
             Some(self.expr()?)
         } else {
@@ -1311,26 +1289,12 @@ impl<'a> Parser<'a> {
     fn paren_or_pattern(&mut self) -> CypherResult<Expr> {
         let saved = self.pos;
         if let Ok(node) = self.node_pattern() {
-            if self.peek() == &Tok::Minus
-                || (self.peek() == &Tok::Lt && self.peek_at(1) == &Tok::Minus)
-            {
+            if self.at_rel() {
                 let after_node = self.pos;
                 let rel_ok = self.rel_pattern().is_ok() && self.peek() == &Tok::LParen;
                 self.pos = after_node;
                 if rel_ok {
-                    let mut chain = Vec::new();
-                    while self.peek() == &Tok::Minus
-                        || (self.peek() == &Tok::Lt && self.peek_at(1) == &Tok::Minus)
-                    {
-                        if chain.len() >= MAX_PATTERN_HOPS {
-                            return self.error(format!(
-                                "a pattern may have at most {MAX_PATTERN_HOPS} relationships"
-                            ));
-                        }
-                        let rel = self.rel_pattern()?;
-                        let next = self.node_pattern()?;
-                        chain.push((rel, next));
-                    }
+                    let chain = self.rel_chain()?;
                     let span = Span::new(node.span.start, self.prev_end());
                     return Ok(Expr::PatternPredicate(Box::new(PatternPart {
                         path_variable: None,
@@ -1354,6 +1318,27 @@ impl<'a> Parser<'a> {
 
 fn is_reserved(name: &str) -> bool {
     RESERVED.iter().any(|word| word.eq_ignore_ascii_case(name))
+}
+
+fn binary(op: BinaryOp, left: Expr, right: Expr) -> Expr {
+    Expr::Binary(op, Box::new(left), Box::new(right))
+}
+
+/// Joins a comparison to the chain before it: `a < b < c` means `a < b AND b < c`.
+fn chain_comparison(op: BinaryOp, left: Expr, right: Expr) -> Expr {
+    match left {
+        Expr::Binary(prev_op, prev_left, prev_right)
+            if is_comparison(prev_op) && is_comparison(op) =>
+        {
+            let middle = (*prev_right).clone();
+            Expr::Binary(
+                BinaryOp::And,
+                Box::new(Expr::Binary(prev_op, prev_left, prev_right)),
+                Box::new(binary(op, middle, right)),
+            )
+        }
+        left => binary(op, left, right),
+    }
 }
 
 fn is_comparison(op: BinaryOp) -> bool {

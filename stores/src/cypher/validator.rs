@@ -209,16 +209,30 @@ impl<'a> Validator<'a> {
         Ok(())
     }
 
+    /// Checks the keys (with `check_key`) and the values of a pattern's literal property
+    /// map.
+    fn property_map(
+        &mut self,
+        map: &Option<PropertyMap>,
+        scope: &Scope,
+        check_key: impl Fn(&Self, &str) -> CypherResult<()>,
+    ) -> CypherResult<()> {
+        if let Some(PropertyMap::Literal(entries)) = map {
+            for (key, value) in entries {
+                check_key(self, key)?;
+                self.expr(value, scope)?;
+            }
+        }
+        Ok(())
+    }
+
     fn node(&mut self, node: &NodePattern, scope: &mut Scope) -> CypherResult<()> {
         for label in &node.labels {
             self.check_label(label)?;
         }
-        if let Some(PropertyMap::Literal(entries)) = &node.properties {
-            for (key, value) in entries {
-                self.check_node_key(key, &node.labels)?;
-                self.expr(value, scope)?;
-            }
-        }
+        self.property_map(&node.properties, scope, |validator, key| {
+            validator.check_node_key(key, &node.labels)
+        })?;
         if let Some(variable) = &node.variable {
             if matches!(scope.vars.get(variable), Some(Binding::Relationship)) {
                 return Err(CypherError::new(
@@ -235,12 +249,7 @@ impl<'a> Validator<'a> {
         for rel_type in &rel.types {
             self.check_relation(rel_type)?;
         }
-        if let Some(PropertyMap::Literal(entries)) = &rel.properties {
-            for (key, value) in entries {
-                self.check_relationship_key(key)?;
-                self.expr(value, scope)?;
-            }
-        }
+        self.property_map(&rel.properties, scope, Self::check_relationship_key)?;
         if let Some(range) = rel.range {
             let max_depth = u64::from(self.limits.max_depth);
             let min = range.min.unwrap_or(1);
@@ -834,18 +843,31 @@ fn forbidden_error(clause: &ForbiddenClause) -> CypherError {
         .with_hint("only read queries are run: MATCH / OPTIONAL MATCH / WITH / UNWIND / RETURN")
 }
 
-/// Functions the executor implements (aggregates included).
-pub const KNOWN_FUNCTIONS: &[&str] = &[
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "collect",
-    "stdev",
-    "stdevp",
-    "percentilecont",
-    "percentiledisc",
+/// Functions the executor implements (aggregates included): the [`AGGREGATES`], then
+/// the others.
+pub const KNOWN_FUNCTIONS: &[&str] =
+    &concat::<{ AGGREGATES.len() + SCALAR_FUNCTIONS.len() }>(AGGREGATES, SCALAR_FUNCTIONS);
+
+/// `first` followed by `second`, as an array of `N`, their total length.
+const fn concat<const N: usize>(
+    first: &[&'static str],
+    second: &[&'static str],
+) -> [&'static str; N] {
+    let mut all = [""; N];
+    let mut index = 0;
+    while index < first.len() {
+        all[index] = first[index];
+        index += 1;
+    }
+    while index < N {
+        all[index] = second[index - first.len()];
+        index += 1;
+    }
+    all
+}
+
+/// The functions the executor implements besides the aggregates.
+const SCALAR_FUNCTIONS: &[&str] = &[
     "tolower",
     "toupper",
     "lower",

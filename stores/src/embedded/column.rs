@@ -32,15 +32,26 @@ impl<T: Pod> Column<T> {
             len,
         })
     }
+}
 
-    pub(crate) fn heap_bytes(&self) -> usize {
+/// What a column costs in bytes, whatever the type of its values.
+pub(crate) trait ColumnBytes {
+    /// Bytes it holds on the heap: none when mapped.
+    fn heap_bytes(&self) -> usize;
+
+    /// Bytes of its values, on the heap or mapped.
+    fn byte_len(&self) -> usize;
+}
+
+impl<T: Pod> ColumnBytes for Column<T> {
+    fn heap_bytes(&self) -> usize {
         match self {
             Column::Owned(values) => values.capacity() * std::mem::size_of::<T>(),
             Column::Mapped { .. } => 0,
         }
     }
 
-    pub(crate) fn byte_len(&self) -> usize {
+    fn byte_len(&self) -> usize {
         self.len() * std::mem::size_of::<T>()
     }
 }

@@ -20,7 +20,7 @@ use kgmesh_schemas::{
 use rustc_hash::FxHashMap;
 
 use super::{
-    column::Column,
+    column::{Column, ColumnBytes},
     names::{hash_range, name_hash, normalize_name},
 };
 
@@ -136,6 +136,14 @@ impl Interned {
 
     pub(crate) fn get(&self, name: &str) -> Option<u32> {
         self.lookup.get(name).copied()
+    }
+
+    /// Every name with its id, in id order.
+    fn entries(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.names
+            .iter()
+            .enumerate()
+            .map(|(index, name)| (index as u32, name.as_str()))
     }
 }
 
@@ -323,8 +331,10 @@ impl EmbeddedGraph {
 
     /// Every relation, in id order.
     pub fn relations(&self) -> impl Iterator<Item = (RelationId, &str)> {
-        let names = &self.data.relations.names;
-        (0..names.len()).map(|index| (RelationId(index as u32), names[index].as_str()))
+        self.data
+            .relations
+            .entries()
+            .map(|(id, name)| (RelationId(id), name))
     }
 
     pub fn label_id(&self, name: &str) -> Option<LabelId> {
@@ -338,8 +348,10 @@ impl EmbeddedGraph {
 
     /// Every label, in id order.
     pub fn all_labels(&self) -> impl Iterator<Item = (LabelId, &str)> {
-        let names = &self.data.labels.names;
-        (0..names.len()).map(|index| (LabelId(index as u32), names[index].as_str()))
+        self.data
+            .labels
+            .entries()
+            .map(|(id, name)| (LabelId(id), name))
     }
 
     pub fn property_key_id(&self, name: &str) -> Option<PropertyKeyId> {
@@ -485,38 +497,41 @@ impl EmbeddedGraph {
 
     // ---- memory ----------------------------------------------------------------------
 
+    /// The columns of the graph structure (CSR, labels, offsets): not names, the name
+    /// index or properties.
+    fn structure_columns(&self) -> [&dyn ColumnBytes; 11] {
+        let data = &*self.data;
+        [
+            &data.out_offsets,
+            &data.out_relations,
+            &data.out_targets,
+            &data.in_offsets,
+            &data.in_relations,
+            &data.in_sources,
+            &data.in_edge_ids,
+            &data.node_label_offsets,
+            &data.node_labels,
+            &data.label_node_offsets,
+            &data.label_nodes,
+        ]
+    }
+
     /// Heap bytes held by the graph structure (CSR, labels, offsets), excluding names,
     /// the name index and properties. Zero for columns mapped from a snapshot.
     pub fn structure_heap_bytes(&self) -> usize {
-        let data = &*self.data;
-        data.out_offsets.heap_bytes()
-            + data.out_relations.heap_bytes()
-            + data.out_targets.heap_bytes()
-            + data.in_offsets.heap_bytes()
-            + data.in_relations.heap_bytes()
-            + data.in_sources.heap_bytes()
-            + data.in_edge_ids.heap_bytes()
-            + data.node_label_offsets.heap_bytes()
-            + data.node_labels.heap_bytes()
-            + data.label_node_offsets.heap_bytes()
-            + data.label_nodes.heap_bytes()
+        self.structure_columns()
+            .iter()
+            .map(|column| column.heap_bytes())
+            .sum()
     }
 
     /// Bytes of the graph structure whether on the heap or mapped (what it costs
     /// resident once touched), excluding names, the name index and properties.
     pub fn structure_bytes(&self) -> usize {
-        let data = &*self.data;
-        data.out_offsets.byte_len()
-            + data.out_relations.byte_len()
-            + data.out_targets.byte_len()
-            + data.in_offsets.byte_len()
-            + data.in_relations.byte_len()
-            + data.in_sources.byte_len()
-            + data.in_edge_ids.byte_len()
-            + data.node_label_offsets.byte_len()
-            + data.node_labels.byte_len()
-            + data.label_node_offsets.byte_len()
-            + data.label_nodes.byte_len()
+        self.structure_columns()
+            .iter()
+            .map(|column| column.byte_len())
+            .sum()
     }
 
     /// Bytes of names and the name index (heap or mapped) plus property heap bytes.

@@ -28,7 +28,7 @@ mod store;
 pub use builder::{BuildEdge, GraphBuilder};
 pub use graph::{EdgeId, Edges, EmbeddedGraph, LabelId, NodeIdx, PropertyKeyId, RelationId};
 pub use names::normalize_name;
-pub(crate) use ops::{check_depth, splitmix64};
+pub(crate) use ops::splitmix64;
 
 #[cfg(test)]
 mod tests;

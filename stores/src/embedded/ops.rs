@@ -8,7 +8,6 @@ use std::{
 };
 
 use kgmesh_schemas::{
-    budget::MAX_DEPTH,
     graph::{
         Direction, Entity, GraphSchema, LabelSchema, Metapath, Path, PathStep, RelationSchema,
         Triple,
@@ -19,8 +18,12 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::graph::{EmbeddedGraph, NodeIdx, RelationId};
 use crate::{
+    common::{
+        check_depth, check_metapath, level_end, node_not_found, order_schema, previous_node,
+        ranked_endpoints,
+    },
     NameMatch, NameTable, NeighborEdge, NeighborEdges, NeighborQuery, Neighborhood, PathLimits,
-    Star, StoreError, StoreResult,
+    Star, StoreResult,
 };
 
 /// Endpoint label pairs are sampled from at most this many edges per relation.
@@ -32,11 +35,7 @@ const NO_LABEL: &str = "";
 impl EmbeddedGraph {
     pub(crate) fn indices(&self, ids: &[NodeId]) -> StoreResult<Vec<NodeIdx>> {
         ids.iter()
-            .map(|id| {
-                self.node_index(*id).ok_or_else(|| StoreError::NotFound {
-                    what: format!("node {id}"),
-                })
-            })
+            .map(|id| self.node_index(*id).ok_or_else(|| node_not_found(*id)))
             .collect()
     }
 
@@ -45,6 +44,24 @@ impl EmbeddedGraph {
             head: self.entity(head),
             relation: self.relation_name(relation).to_owned(),
             tail: self.entity(tail),
+        }
+    }
+
+    /// The path from `start` along `steps`, each `(relation, inverse, node reached)`.
+    fn path<'s>(
+        &self,
+        start: NodeIdx,
+        steps: impl Iterator<Item = &'s (RelationId, bool, NodeIdx)>,
+    ) -> Path {
+        Path {
+            start: self.entity(start),
+            steps: steps
+                .map(|(relation, inverse, node)| PathStep {
+                    relation: self.relation_name(*relation).to_owned(),
+                    inverse: *inverse,
+                    node: self.entity(*node),
+                })
+                .collect(),
         }
     }
 
@@ -200,15 +217,7 @@ impl EmbeddedGraph {
         let sources = self.indices(sources)?;
         let mut paths = Vec::new();
         for metapath in metapaths {
-            if metapath.steps.len() > usize::from(limits.max_depth) {
-                return Err(StoreError::LimitExceeded {
-                    detail: format!(
-                        "metapath of {} steps is longer than the depth limit {}",
-                        metapath.steps.len(),
-                        limits.max_depth
-                    ),
-                });
-            }
+            check_metapath(metapath, limits.max_depth)?;
             // A relation the graph lacks makes the metapath match nothing.
             let Some(steps) = metapath
                 .steps
@@ -242,17 +251,7 @@ impl EmbeddedGraph {
         }
         let here = trail.last().map_or(start, |(_, _, node)| *node);
         let Some(((relation, direction), rest)) = steps.split_first() else {
-            paths.push(Path {
-                start: self.entity(start),
-                steps: trail
-                    .iter()
-                    .map(|(relation, inverse, node)| PathStep {
-                        relation: self.relation_name(*relation).to_owned(),
-                        inverse: *inverse,
-                        node: self.entity(*node),
-                    })
-                    .collect(),
-            });
+            paths.push(self.path(start, trail.iter()));
             return;
         };
         let forward: &[NodeIdx] = match direction {
@@ -270,11 +269,7 @@ impl EmbeddedGraph {
             .take(limits.fanout_cap);
         // The node the last step came from: the walk never turns straight back over
         // the edge it just walked (nodes and edges may otherwise repeat).
-        let previous = match trail.len() {
-            0 => None,
-            1 => Some(start),
-            n => Some(trail[n - 2].2),
-        };
+        let previous = previous_node(start, trail, |(_, _, node)| *node);
         for (next, inverse) in candidates {
             if let (Some(previous), Some((last_relation, last_inverse, _))) =
                 (previous, trail.last())
@@ -371,12 +366,8 @@ impl EmbeddedGraph {
                     parents.push((other, *node, relation, inverse));
                 }
             }
-            reached = next_frontier
-                .iter()
-                .copied()
-                .filter(|node| targets.contains(node))
-                .collect();
-            if !reached.is_empty() || next_frontier.is_empty() {
+            if let Some(found) = level_end(&next_frontier, |node| targets.contains(node)) {
+                reached = found;
                 break;
             }
             frontier = next_frontier;
@@ -415,18 +406,7 @@ impl EmbeddedGraph {
             return;
         }
         if depth_of.get(&node) == Some(&0) {
-            paths.push(Path {
-                start: self.entity(node),
-                steps: suffix
-                    .iter()
-                    .rev()
-                    .map(|(relation, inverse, to)| PathStep {
-                        relation: self.relation_name(*relation).to_owned(),
-                        inverse: *inverse,
-                        node: self.entity(*to),
-                    })
-                    .collect(),
-            });
+            paths.push(self.path(node, suffix.iter().rev()));
             return;
         }
         let start = parents.partition_point(|(child, ..)| *child < node);
@@ -536,7 +516,6 @@ impl EmbeddedGraph {
                 property_keys,
             });
         }
-        labels.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));
 
         let counts = self.relation_edge_counts();
         // Sample edges per relation by walking nodes in a fixed stride.
@@ -578,21 +557,15 @@ impl EmbeddedGraph {
             .relations()
             .map(|(relation, name)| {
                 let index = relation.0 as usize;
-                let mut endpoints: Vec<(String, String, u64)> = endpoint_counts[index]
-                    .drain()
-                    .map(|((head, tail), count)| (head, tail, count))
-                    .collect();
-                endpoints
-                    .sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (&a.0, &a.1).cmp(&(&b.0, &b.1))));
                 RelationSchema {
                     name: name.to_owned(),
                     count: counts[index],
-                    endpoints,
+                    endpoints: ranked_endpoints(std::mem::take(&mut endpoint_counts[index])),
                     examples: std::mem::take(&mut examples[index]),
                 }
             })
             .collect();
-        relations.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));
+        order_schema(&mut labels, &mut relations);
         GraphSchema {
             labels,
             relations,
@@ -624,15 +597,6 @@ impl NameTable for EmbeddedGraph {
         (relation < self.relation_count() as u32)
             .then(|| EmbeddedGraph::relation_name(self, RelationId(relation)))
     }
-}
-
-pub(crate) fn check_depth(max_depth: u8) -> StoreResult<()> {
-    if max_depth > MAX_DEPTH {
-        return Err(StoreError::LimitExceeded {
-            detail: format!("depth {max_depth} exceeds the maximum of {MAX_DEPTH}"),
-        });
-    }
-    Ok(())
 }
 
 /// A tiny deterministic generator (SplitMix64): sampling must be repeatable per seed.

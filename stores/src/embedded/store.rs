@@ -20,6 +20,11 @@ use crate::{
 /// than a hop to the blocking pool.
 const INLINE_FRONTIER: usize = 256;
 
+/// Whether a one-hop expansion is small enough to run inline.
+fn inline(frontier: &[NodeId], query: &NeighborQuery) -> bool {
+    frontier.len() <= INLINE_FRONTIER && query.fanout_cap <= 10_000
+}
+
 async fn blocking<T, F>(graph: &EmbeddedGraph, work: F) -> StoreResult<T>
 where
     T: Send + 'static,
@@ -64,7 +69,7 @@ impl GraphStore for EmbeddedGraph {
         frontier: &[NodeId],
         query: &NeighborQuery,
     ) -> StoreResult<Neighborhood> {
-        if frontier.len() <= INLINE_FRONTIER && query.fanout_cap <= 10_000 {
+        if inline(frontier, query) {
             return self.neighbors_sync(frontier, query);
         }
         let frontier = frontier.to_vec();
@@ -77,7 +82,7 @@ impl GraphStore for EmbeddedGraph {
         frontier: &[NodeId],
         query: &NeighborQuery,
     ) -> StoreResult<NeighborEdges> {
-        if frontier.len() <= INLINE_FRONTIER && query.fanout_cap <= 10_000 {
+        if inline(frontier, query) {
             return self.neighbor_edges_sync(frontier, query);
         }
         let frontier = frontier.to_vec();

@@ -43,7 +43,9 @@ use async_trait::async_trait;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::{Metric, StoreError, StoreResult, VectorHit, VectorIndex, VectorItem};
+use crate::{
+    common::invalid_query, Metric, StoreError, StoreResult, VectorHit, VectorIndex, VectorItem,
+};
 
 mod ivf;
 pub mod qdrant;
@@ -228,23 +230,7 @@ impl EmbeddedVectorIndex {
     }
 
     fn check_vector(&self, vector: &[f32]) -> StoreResult<()> {
-        if vector.len() != self.dim {
-            return Err(StoreError::InvalidQuery {
-                reason: format!(
-                    "vector has {} dimensions, the index has {}",
-                    vector.len(),
-                    self.dim
-                ),
-                hint: None,
-            });
-        }
-        if vector.iter().any(|value| !value.is_finite()) {
-            return Err(StoreError::InvalidQuery {
-                reason: "vector contains NaN or infinite values".to_owned(),
-                hint: None,
-            });
-        }
-        Ok(())
+        check_vector(vector, self.dim)
     }
 
     fn prepared(&self, vector: &[f32]) -> Vec<f32> {
@@ -443,6 +429,20 @@ fn top_hits(state: &State, mut scored: Vec<(f32, usize)>, k: usize) -> Vec<Vecto
             payload: state.payloads[row].clone(),
         })
         .collect()
+}
+
+/// Refuses a vector that is not of `dim` finite values, as every index does.
+pub(crate) fn check_vector(vector: &[f32], dim: usize) -> StoreResult<()> {
+    if vector.len() != dim {
+        return Err(invalid_query(format!(
+            "vector has {} dimensions, the index has {dim}",
+            vector.len()
+        )));
+    }
+    if vector.iter().any(|value| !value.is_finite()) {
+        return Err(invalid_query("vector contains NaN or infinite values"));
+    }
+    Ok(())
 }
 
 fn normalized(vector: &[f32]) -> Vec<f32> {

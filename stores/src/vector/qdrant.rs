@@ -46,14 +46,17 @@ use qdrant_client::{
         value::Kind, vectors::VectorsOptions, vectors_config::Config,
         with_payload_selector::SelectorOptions, Condition, CountPoints, CreateCollection,
         DeletePoints, Distance, Filter, GetCollectionInfoRequest, HasIdCondition, ListValue,
-        PointId, PointStruct, PointsIdsList, PointsSelector, Query, QueryPoints, ScoredPoint,
-        UpdateStatus, UpsertPoints, Value, Vector, VectorParams, Vectors, VectorsConfig,
-        WithPayloadSelector,
+        PointId, PointStruct, PointsIdsList, PointsOperationResponse, PointsSelector, Query,
+        QueryPoints, ScoredPoint, UpdateStatus, UpsertPoints, Value, Vector, VectorParams, Vectors,
+        VectorsConfig, WithPayloadSelector,
     },
     Qdrant, QdrantError,
 };
 
-use crate::{Metric, StoreError, StoreResult, VectorHit, VectorIndex, VectorItem};
+use super::check_vector;
+use crate::{
+    common::invalid_query, Metric, StoreError, StoreResult, VectorHit, VectorIndex, VectorItem,
+};
 
 /// Payload field holding the keys of a point's pairs in their original order.
 pub const ORDER_FIELD: &str = "_kgmesh_order";
@@ -144,13 +147,15 @@ impl QdrantIndex {
     /// Connects, checks the server answers, and creates or verifies the collection.
     pub async fn connect(options: QdrantOptions) -> StoreResult<Self> {
         if options.dim == 0 {
-            return Err(invalid("a vector index needs at least one dimension"));
+            return Err(invalid_query("a vector index needs at least one dimension"));
         }
         if options.collection.is_empty() {
-            return Err(invalid("the Qdrant collection name is empty"));
+            return Err(invalid_query("the Qdrant collection name is empty"));
         }
         if options.batch_size == 0 {
-            return Err(invalid("the Qdrant upsert batch size must be at least 1"));
+            return Err(invalid_query(
+                "the Qdrant upsert batch size must be at least 1",
+            ));
         }
         let url = match options.url.strip_prefix("qdrant://") {
             Some(rest) => format!("http://{rest}"),
@@ -193,15 +198,14 @@ impl QdrantIndex {
         }
     }
 
+    async fn collection_exists(&self, name: &str) -> StoreResult<bool> {
+        self.bounded("collection check", self.client.collection_exists(name))
+            .await
+    }
+
     async fn ensure_collection(&self) -> StoreResult<()> {
         let name = self.options.collection.clone();
-        let exists = self
-            .bounded(
-                "collection check",
-                self.client.collection_exists(name.as_str()),
-            )
-            .await?;
-        if !exists {
+        if !self.collection_exists(&name).await? {
             let create = CreateCollection {
                 collection_name: name.clone(),
                 vectors_config: Some(VectorsConfig {
@@ -218,13 +222,7 @@ impl QdrantIndex {
                 .await;
             if let Err(error) = created {
                 // Another process may have created it in between; verify what is there.
-                let exists = self
-                    .bounded(
-                        "collection check",
-                        self.client.collection_exists(name.as_str()),
-                    )
-                    .await?;
-                if !exists {
+                if !self.collection_exists(&name).await? {
                     return Err(error);
                 }
             }
@@ -316,24 +314,17 @@ impl QdrantIndex {
     }
 
     fn check_vector(&self, vector: &[f32]) -> StoreResult<()> {
-        if vector.len() != self.options.dim {
-            return Err(invalid(format!(
-                "vector has {} dimensions, the index has {}",
-                vector.len(),
-                self.options.dim
-            )));
-        }
-        if vector.iter().any(|value| !value.is_finite()) {
-            return Err(invalid("vector contains NaN or infinite values"));
-        }
-        Ok(())
+        check_vector(vector, self.options.dim)
     }
-}
 
-fn invalid(reason: impl Into<String>) -> StoreError {
-    StoreError::InvalidQuery {
-        reason: reason.into(),
-        hint: None,
+    /// Runs one update call (an upsert or delete batch) and checks that Qdrant applied it.
+    async fn apply(
+        &self,
+        what: &str,
+        call: impl Future<Output = Result<PointsOperationResponse, QdrantError>>,
+    ) -> StoreResult<()> {
+        let response = self.bounded(what, call).await?;
+        check_update(response.result)
     }
 }
 
@@ -355,10 +346,7 @@ fn map_error(error: QdrantError, url: &str, timeout: Duration) -> StoreError {
             }
         }
         QdrantError::InvalidUri(error) => {
-            return StoreError::InvalidQuery {
-                reason: format!("`{url}` is not a valid Qdrant address: {error}"),
-                hint: None,
-            }
+            return invalid_query(format!("`{url}` is not a valid Qdrant address: {error}"))
         }
         QdrantError::Io(error) => {
             return StoreError::Unavailable {
@@ -390,10 +378,7 @@ fn map_error(error: QdrantError, url: &str, timeout: Duration) -> StoreError {
         Code::InvalidArgument
         | Code::FailedPrecondition
         | Code::OutOfRange
-        | Code::AlreadyExists => StoreError::InvalidQuery {
-            reason: format!("Qdrant refused the request: {message}"),
-            hint: None,
-        },
+        | Code::AlreadyExists => invalid_query(format!("Qdrant refused the request: {message}")),
         Code::NotFound => StoreError::NotFound {
             what: format!("Qdrant: {message}"),
         },
@@ -449,13 +434,13 @@ fn write_payload(pairs: Vec<(String, String)>) -> StoreResult<HashMap<String, Va
     let mut order = Vec::with_capacity(pairs.len());
     for (key, value) in pairs {
         if key == ORDER_FIELD {
-            return Err(invalid(format!(
+            return Err(invalid_query(format!(
                 "payload key `{ORDER_FIELD}` is reserved by the Qdrant backend"
             )));
         }
         order.push(Value::from(key.clone()));
         if fields.insert(key.clone(), Value::from(value)).is_some() {
-            return Err(invalid(format!(
+            return Err(invalid_query(format!(
                 "payload key `{key}` appears twice; Qdrant payloads are maps"
             )));
         }
@@ -613,10 +598,8 @@ impl VectorIndex for QdrantIndex {
                 points: batch,
                 ..Default::default()
             };
-            let response = self
-                .bounded("upsert", self.client.upsert_points(request))
+            self.apply("upsert", self.client.upsert_points(request))
                 .await?;
-            check_update(response.result)?;
         }
         Ok(())
     }
@@ -684,10 +667,8 @@ impl VectorIndex for QdrantIndex {
                 }),
                 ..Default::default()
             };
-            let response = self
-                .bounded("delete", self.client.delete_points(request))
+            self.apply("delete", self.client.delete_points(request))
                 .await?;
-            check_update(response.result)?;
         }
         Ok(())
     }

@@ -4,10 +4,11 @@
 use std::cmp::Ordering;
 
 use super::pattern::{new_variables, Matcher};
-use super::value::{as_f64, compare, equals, float_to_string, Val};
+use super::value::{as_f64, compare, equals, float_to_string, settle, Val};
 use super::{run_query, Ctx, Table};
 use crate::cypher::ast::*;
 use crate::cypher::error::{CypherError, CypherResult, ErrorKind};
+use kgmesh_schemas::graph::Value;
 
 /// Names visible to an expression: a row of a table, plus nested scopes (comprehension
 /// variables, precomputed aggregates).
@@ -68,15 +69,60 @@ fn truth(value: &Val, what: &str) -> CypherResult<Option<bool>> {
     match value {
         Val::Null => Ok(None),
         Val::Bool(b) => Ok(Some(*b)),
-        other => Err(type_error(format!(
-            "{what} expects a boolean, got a {}",
-            other.type_name()
-        ))),
+        other => Err(expects(what, "a boolean", other)),
     }
+}
+
+/// The error for `got` where `what` expects `expected` ("a number").
+fn expects(what: &str, expected: &str, got: &Val) -> CypherError {
+    type_error(format!(
+        "{what} expects {expected}, got a {}",
+        got.type_name()
+    ))
 }
 
 fn from_truth(value: Option<bool>) -> Val {
     value.map(Val::Bool).unwrap_or(Val::Null)
+}
+
+/// The value of variable `name`.
+fn variable(env: &Env, name: &str) -> CypherResult<Val> {
+    env.lookup(name).cloned().ok_or_else(|| {
+        CypherError::new(
+            ErrorKind::UnknownName,
+            format!("variable `{name}` is not defined"),
+        )
+    })
+}
+
+/// The items of the list `expr` gives, `None` when it is null; `what` names the list's
+/// user in the error for anything else.
+fn list_of(ctx: &Ctx, expr: &Expr, env: &Env, what: &str) -> CypherResult<Option<Vec<Val>>> {
+    match eval(ctx, expr, env)? {
+        Val::Null => Ok(None),
+        Val::List(items) => Ok(Some(items)),
+        other => Err(expects(what, "a list", &other)),
+    }
+}
+
+/// A quantifier's verdict over items whose predicates were true `trues` times, null
+/// `nulls` times and false `falses` times.
+fn quantified(quantifier: &Quantifier, trues: usize, nulls: usize, falses: usize) -> Option<bool> {
+    // Whether the counts settle it, what they settle it to, and the answer when they do
+    // not and no predicate was null.
+    let (settled, settled_to, otherwise) = match quantifier {
+        Quantifier::All => (falses > 0, false, true),
+        Quantifier::Any => (trues > 0, true, false),
+        Quantifier::None => (trues > 0, false, true),
+        Quantifier::Single => (trues > 1, false, trues == 1),
+    };
+    if settled {
+        Some(settled_to)
+    } else if nulls > 0 {
+        None
+    } else {
+        Some(otherwise)
+    }
 }
 
 pub fn eval(ctx: &Ctx, expr: &Expr, env: &Env) -> CypherResult<Val> {
@@ -92,12 +138,7 @@ pub fn eval(ctx: &Ctx, expr: &Expr, env: &Env) -> CypherResult<Val> {
             CypherError::runtime(format!("parameter ${name} is missing"))
                 .with_hint("pass it in the query parameters")
         }),
-        Expr::Variable(name, _) => env.lookup(name).cloned().ok_or_else(|| {
-            CypherError::new(
-                ErrorKind::UnknownName,
-                format!("variable `{name}` is not defined"),
-            )
-        }),
+        Expr::Variable(name, _) => variable(env, name),
         Expr::Property(base, key, _) => {
             let base = eval(ctx, base, env)?;
             property(ctx, &base, key)
@@ -199,12 +240,7 @@ pub fn eval(ctx: &Ctx, expr: &Expr, env: &Env) -> CypherResult<Val> {
                         put(&mut entries, key.clone(), value);
                     }
                     MapProjectionItem::Variable(name) => {
-                        let value = env.lookup(name).cloned().ok_or_else(|| {
-                            CypherError::new(
-                                ErrorKind::UnknownName,
-                                format!("variable `{name}` is not defined"),
-                            )
-                        })?;
+                        let value = variable(env, name)?;
                         put(&mut entries, name.clone(), value);
                     }
                 }
@@ -217,10 +253,7 @@ pub fn eval(ctx: &Ctx, expr: &Expr, env: &Env) -> CypherResult<Val> {
                 UnaryOp::Not => Ok(from_truth(truth(&value, "NOT")?.map(|b| !b))),
                 UnaryOp::Pos => match value {
                     Val::Null | Val::Int(_) | Val::Float(_) => Ok(value),
-                    other => Err(type_error(format!(
-                        "unary + expects a number, got a {}",
-                        other.type_name()
-                    ))),
+                    other => Err(expects("unary +", "a number", &other)),
                 },
                 UnaryOp::Neg => match value {
                     Val::Null => Ok(Val::Null),
@@ -229,10 +262,7 @@ pub fn eval(ctx: &Ctx, expr: &Expr, env: &Env) -> CypherResult<Val> {
                         .map(Val::Int)
                         .ok_or_else(|| CypherError::runtime("integer overflow")),
                     Val::Float(f) => Ok(Val::Float(-f)),
-                    other => Err(type_error(format!(
-                        "unary - expects a number, got a {}",
-                        other.type_name()
-                    ))),
+                    other => Err(expects("unary -", "a number", &other)),
                 },
             }
         }
@@ -280,15 +310,8 @@ pub fn eval(ctx: &Ctx, expr: &Expr, env: &Env) -> CypherResult<Val> {
             }
         }
         Expr::ListComprehension(comp) => {
-            let list = match eval(ctx, &comp.list, env)? {
-                Val::Null => return Ok(Val::Null),
-                Val::List(items) => items,
-                other => {
-                    return Err(type_error(format!(
-                        "IN expects a list, got a {}",
-                        other.type_name()
-                    )))
-                }
+            let Some(list) = list_of(ctx, &comp.list, env, "IN")? else {
+                return Ok(Val::Null);
             };
             let names = [comp.variable.clone()];
             let mut out = Vec::new();
@@ -309,15 +332,8 @@ pub fn eval(ctx: &Ctx, expr: &Expr, env: &Env) -> CypherResult<Val> {
             Ok(Val::List(out))
         }
         Expr::Quantified(quantifier, comp) => {
-            let list = match eval(ctx, &comp.list, env)? {
-                Val::Null => return Ok(Val::Null),
-                Val::List(items) => items,
-                other => {
-                    return Err(type_error(format!(
-                        "IN expects a list, got a {}",
-                        other.type_name()
-                    )))
-                }
+            let Some(list) = list_of(ctx, &comp.list, env, "IN")? else {
+                return Ok(Val::Null);
             };
             let names = [comp.variable.clone()];
             let (mut trues, mut nulls) = (0usize, 0usize);
@@ -339,56 +355,12 @@ pub fn eval(ctx: &Ctx, expr: &Expr, env: &Env) -> CypherResult<Val> {
                 }
             }
             let falses = total - trues - nulls;
-            Ok(from_truth(match quantifier {
-                Quantifier::All => {
-                    if falses > 0 {
-                        Some(false)
-                    } else if nulls > 0 {
-                        None
-                    } else {
-                        Some(true)
-                    }
-                }
-                Quantifier::Any => {
-                    if trues > 0 {
-                        Some(true)
-                    } else if nulls > 0 {
-                        None
-                    } else {
-                        Some(false)
-                    }
-                }
-                Quantifier::None => {
-                    if trues > 0 {
-                        Some(false)
-                    } else if nulls > 0 {
-                        None
-                    } else {
-                        Some(true)
-                    }
-                }
-                Quantifier::Single => {
-                    if trues > 1 {
-                        Some(false)
-                    } else if nulls > 0 {
-                        None
-                    } else {
-                        Some(trues == 1)
-                    }
-                }
-            }))
+            Ok(from_truth(quantified(quantifier, trues, nulls, falses)))
         }
         Expr::Reduce(reduce) => {
             let mut accumulator = eval(ctx, &reduce.init, env)?;
-            let list = match eval(ctx, &reduce.list, env)? {
-                Val::Null => return Ok(Val::Null),
-                Val::List(items) => items,
-                other => {
-                    return Err(type_error(format!(
-                        "reduce expects a list, got a {}",
-                        other.type_name()
-                    )))
-                }
+            let Some(list) = list_of(ctx, &reduce.list, env, "reduce")? else {
+                return Ok(Val::Null);
             };
             let names = [reduce.accumulator.clone(), reduce.variable.clone()];
             for item in list {
@@ -404,21 +376,10 @@ pub fn eval(ctx: &Ctx, expr: &Expr, env: &Env) -> CypherResult<Val> {
             Ok(Val::Bool(found))
         }
         Expr::PatternComprehension(comp) => {
-            let (columns, row) = env.flatten();
             let patterns = std::slice::from_ref(&comp.pattern);
-            let mut all_columns = columns.clone();
-            all_columns.extend(new_variables(patterns, &columns));
-            let mut matcher = Matcher::new(ctx, patterns, &all_columns, env)?;
             let mut out = Vec::new();
-            let width = all_columns.len();
-            matcher.run(ctx, &row, width, &mut |matched| {
-                let inner = Env::new(&all_columns, matched);
-                if let Some(where_clause) = &comp.where_clause {
-                    if eval(ctx, where_clause, &inner)? != Val::Bool(true) {
-                        return Ok(true);
-                    }
-                }
-                out.push(eval(ctx, &comp.map, &inner)?);
+            each_match(ctx, patterns, comp.where_clause.as_ref(), env, |inner| {
+                out.push(eval(ctx, &comp.map, inner)?);
                 Ok(true)
             })?;
             Ok(Val::List(out))
@@ -465,38 +426,44 @@ fn pattern_exists(
     where_clause: Option<&Expr>,
     env: &Env,
 ) -> CypherResult<bool> {
-    let (columns, row) = env.flatten();
-    let mut all_columns = columns.clone();
-    all_columns.extend(new_variables(patterns, &columns));
-    let mut matcher = Matcher::new(ctx, patterns, &all_columns, env)?;
     let mut found = false;
-    let width = all_columns.len();
-    matcher.run(ctx, &row, width, &mut |matched| {
-        if let Some(where_clause) = where_clause {
-            let inner = Env::new(&all_columns, matched);
-            if eval(ctx, where_clause, &inner)? != Val::Bool(true) {
-                return Ok(true);
-            }
-        }
+    each_match(ctx, patterns, where_clause, env, |_| {
         found = true;
         Ok(false)
     })?;
     Ok(found)
 }
 
+/// Calls `visit` with the variables of each match of the patterns from the variables in
+/// `env` that passes `where_clause`; `visit` returns `false` to stop early.
+fn each_match(
+    ctx: &Ctx,
+    patterns: &[PatternPart],
+    where_clause: Option<&Expr>,
+    env: &Env,
+    mut visit: impl FnMut(&Env) -> CypherResult<bool>,
+) -> CypherResult<()> {
+    let (columns, row) = env.flatten();
+    let mut all_columns = columns.clone();
+    all_columns.extend(new_variables(patterns, &columns));
+    let mut matcher = Matcher::new(ctx, patterns, &all_columns, env)?;
+    let width = all_columns.len();
+    matcher.run(ctx, &row, width, &mut |matched| {
+        let inner = Env::new(&all_columns, matched);
+        if let Some(where_clause) = where_clause {
+            if eval(ctx, where_clause, &inner)? != Val::Bool(true) {
+                return Ok(true);
+            }
+        }
+        visit(&inner)
+    })
+}
+
 pub fn property(ctx: &Ctx, base: &Val, key: &str) -> CypherResult<Val> {
     match base {
         Val::Null => Ok(Val::Null),
-        Val::Node(node) => Ok(ctx
-            .graph
-            .node_property(*node, key)
-            .map(|value| Val::from_value(&value, ctx.graph))
-            .unwrap_or(Val::Null)),
-        Val::Rel(edge) => Ok(ctx
-            .graph
-            .edge_property(edge, key)
-            .map(|value| Val::from_value(&value, ctx.graph))
-            .unwrap_or(Val::Null)),
+        Val::Node(node) => Ok(stored(ctx, ctx.graph.node_property(*node, key))),
+        Val::Rel(edge) => Ok(stored(ctx, ctx.graph.edge_property(edge, key))),
         Val::Map(entries) => Ok(entries
             .iter()
             .find(|(name, _)| name == key)
@@ -509,9 +476,16 @@ pub fn property(ctx: &Ctx, base: &Val, key: &str) -> CypherResult<Val> {
     }
 }
 
+/// A property read from the graph; null when it is missing.
+pub fn stored(ctx: &Ctx, value: Option<Value>) -> Val {
+    value
+        .map(|value| Val::from_value(&value, ctx.graph))
+        .unwrap_or(Val::Null)
+}
+
 fn properties_of(ctx: &Ctx, value: &Val) -> CypherResult<Val> {
     let graph = ctx.graph;
-    let convert = |props: Vec<(String, kgmesh_schemas::graph::Value)>| {
+    let convert = |props: Vec<(String, Value)>| {
         let mut entries: Vec<(String, Val)> = props
             .into_iter()
             .map(|(key, value)| (key, Val::from_value(&value, graph)))
@@ -534,30 +508,8 @@ fn properties_of(ctx: &Ctx, value: &Val) -> CypherResult<Val> {
 fn binary(ctx: &Ctx, op: BinaryOp, left: &Expr, right: &Expr, env: &Env) -> CypherResult<Val> {
     // AND / OR short-circuit where the answer is already known, as three-valued logic allows.
     match op {
-        BinaryOp::And => {
-            let a = truth(&eval(ctx, left, env)?, "AND")?;
-            if a == Some(false) {
-                return Ok(Val::Bool(false));
-            }
-            let b = truth(&eval(ctx, right, env)?, "AND")?;
-            return Ok(from_truth(match (a, b) {
-                (_, Some(false)) => Some(false),
-                (Some(true), Some(true)) => Some(true),
-                _ => None,
-            }));
-        }
-        BinaryOp::Or => {
-            let a = truth(&eval(ctx, left, env)?, "OR")?;
-            if a == Some(true) {
-                return Ok(Val::Bool(true));
-            }
-            let b = truth(&eval(ctx, right, env)?, "OR")?;
-            return Ok(from_truth(match (a, b) {
-                (_, Some(true)) => Some(true),
-                (Some(false), Some(false)) => Some(false),
-                _ => None,
-            }));
-        }
+        BinaryOp::And => return short_circuit(ctx, left, right, env, "AND", false),
+        BinaryOp::Or => return short_circuit(ctx, left, right, env, "OR", true),
         BinaryOp::Xor => {
             let a = truth(&eval(ctx, left, env)?, "XOR")?;
             let b = truth(&eval(ctx, right, env)?, "XOR")?;
@@ -571,6 +523,29 @@ fn binary(ctx: &Ctx, op: BinaryOp, left: &Expr, right: &Expr, env: &Env) -> Cyph
     let a = eval(ctx, left, env)?;
     let b = eval(ctx, right, env)?;
     apply_binary(ctx, op, a, b)
+}
+
+/// AND (`decisive` false) or OR (`decisive` true): either side being `decisive` settles
+/// it, the right side unread when the left one does; both the other way round give the
+/// other answer; anything else is null.
+fn short_circuit(
+    ctx: &Ctx,
+    left: &Expr,
+    right: &Expr,
+    env: &Env,
+    name: &str,
+    decisive: bool,
+) -> CypherResult<Val> {
+    let a = truth(&eval(ctx, left, env)?, name)?;
+    if a == Some(decisive) {
+        return Ok(Val::Bool(decisive));
+    }
+    let b = truth(&eval(ctx, right, env)?, name)?;
+    Ok(from_truth(match (a, b) {
+        (_, Some(b)) if b == decisive => Some(decisive),
+        (Some(a), Some(b)) if a != decisive && b != decisive => Some(!decisive),
+        _ => None,
+    }))
 }
 
 pub fn apply_binary(ctx: &Ctx, op: BinaryOp, a: Val, b: Val) -> CypherResult<Val> {
@@ -590,21 +565,11 @@ pub fn apply_binary(ctx: &Ctx, op: BinaryOp, a: Val, b: Val) -> CypherResult<Val
         }
         BinaryOp::In => match b {
             Val::Null => Ok(Val::Null),
-            Val::List(items) => {
-                let mut unknown = false;
-                for item in &items {
-                    match equals(&a, item) {
-                        Some(true) => return Ok(Val::Bool(true)),
-                        None => unknown = true,
-                        Some(false) => {}
-                    }
-                }
-                Ok(if unknown { Val::Null } else { Val::Bool(false) })
-            }
-            other => Err(type_error(format!(
-                "IN expects a list on its right, got a {}",
-                other.type_name()
+            Val::List(items) => Ok(from_truth(settle(
+                items.iter().map(|item| equals(&a, item)),
+                true,
             ))),
+            other => Err(expects("IN", "a list on its right", &other)),
         },
         BinaryOp::StartsWith | BinaryOp::EndsWith | BinaryOp::Contains => match (&a, &b) {
             (Val::Str(s), Val::Str(t)) => Ok(Val::Bool(match op {
@@ -771,10 +736,7 @@ fn string_arg(value: &Val, function: &str) -> CypherResult<Option<String>> {
     match value {
         Val::Null => Ok(None),
         Val::Str(s) => Ok(Some(s.clone())),
-        other => Err(type_error(format!(
-            "{function}() expects a string, got a {}",
-            other.type_name()
-        ))),
+        other => Err(expects(&format!("{function}()"), "a string", other)),
     }
 }
 
@@ -783,10 +745,7 @@ fn int_arg(value: &Val, function: &str) -> CypherResult<Option<i64>> {
         Val::Null => Ok(None),
         Val::Int(i) => Ok(Some(*i)),
         Val::Float(f) if f.fract() == 0.0 => Ok(Some(*f as i64)),
-        other => Err(type_error(format!(
-            "{function}() expects an integer, got a {}",
-            other.type_name()
-        ))),
+        other => Err(expects(&format!("{function}()"), "an integer", other)),
     }
 }
 
@@ -795,10 +754,7 @@ fn number_arg(value: &Val, function: &str) -> CypherResult<Option<f64>> {
         Val::Null => Ok(None),
         Val::Int(i) => Ok(Some(*i as f64)),
         Val::Float(f) => Ok(Some(*f)),
-        other => Err(type_error(format!(
-            "{function}() expects a number, got a {}",
-            other.type_name()
-        ))),
+        other => Err(expects(&format!("{function}()"), "a number", other)),
     }
 }
 

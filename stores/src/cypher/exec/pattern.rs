@@ -2,12 +2,13 @@
 //! starting each pattern at its most selective node and expanding along it, with
 //! openCypher's rule that one relationship is bound at most once per match.
 
-use super::eval::{eval, Env};
+use super::eval::{eval, stored, Env};
 use super::value::{equals, Val};
 use super::Ctx;
 use crate::cypher::ast::{NodePattern, PatternPart, PropertyMap, RelDirection, RelPattern};
 use crate::cypher::error::{CypherError, CypherResult, ErrorKind};
 use crate::cypher::graph::EdgeRef;
+use kgmesh_schemas::graph::Value;
 
 /// Variables a list of patterns introduces beyond `columns`, in order of appearance.
 pub fn new_variables(patterns: &[PatternPart], columns: &[String]) -> Vec<String> {
@@ -51,6 +52,31 @@ struct CPart {
     nodes: Vec<CNode>,
     rels: Vec<CRel>,
     path_slot: Option<usize>,
+}
+
+/// One pattern part's walk in progress: where it started and the nodes and edges bound
+/// along it so far.
+struct Walk<'w> {
+    ctx: &'w Ctx<'w>,
+    part: &'w CPart,
+    /// The part's place in the matching order.
+    position: usize,
+    /// The node the walk started from.
+    start: usize,
+    path_nodes: Vec<u32>,
+    path_rels: Vec<Vec<EdgeRef>>,
+}
+
+/// A variable-length relationship of a walk: its hop, the relationship and the node it
+/// leads to, the way it is walked and its bounds.
+#[derive(Clone, Copy)]
+struct VarHop {
+    hop: usize,
+    rel_index: usize,
+    to: usize,
+    forward: bool,
+    min: u32,
+    max: u32,
 }
 
 /// The state of one match in progress.
@@ -238,26 +264,21 @@ impl<'q> Matcher<'q> {
         let part = &self.parts[part_index];
         let start = self.start_node(ctx, part, state);
         let candidates: Vec<u32> = self.candidates(ctx, part, start, state);
-        let node_count = part.nodes.len();
-        let mut path_nodes = vec![0u32; node_count];
-        let mut path_rels: Vec<Vec<EdgeRef>> = vec![Vec::new(); part.rels.len()];
+        let mut walk = Walk {
+            ctx,
+            part,
+            position,
+            start,
+            path_nodes: vec![0u32; part.nodes.len()],
+            path_rels: vec![Vec::new(); part.rels.len()],
+        };
         for node in candidates {
             ctx.tick(1)?;
             let Some(undo) = self.bind_node(ctx, &part.nodes[start], node, state)? else {
                 continue;
             };
-            path_nodes[start] = node;
-            let keep_going = self.step(
-                ctx,
-                part,
-                position,
-                start,
-                0,
-                state,
-                &mut path_nodes,
-                &mut path_rels,
-                emit,
-            );
+            walk.path_nodes[start] = node;
+            let keep_going = self.step(&mut walk, 0, state, emit);
             unbind(state, undo);
             if !keep_going? {
                 return Ok(false);
@@ -337,30 +358,14 @@ impl<'q> Matcher<'q> {
                 }
             }
         }
-        for (key, wanted) in &pattern.props {
-            let actual = graph
-                .node_property(node, key)
-                .map(|value| Val::from_value(&value, graph))
-                .unwrap_or(Val::Null);
-            if equals(&actual, wanted) != Some(true) {
-                return Ok(None);
-            }
+        if !props_match(ctx, &pattern.props, |key| graph.node_property(node, key)) {
+            return Ok(None);
         }
         Ok(Some(assign(state, pattern.slot, Val::Node(node))))
     }
 
     fn rel_matches(&self, ctx: &Ctx, rel: &CRel, edge: &EdgeRef) -> bool {
-        for (key, wanted) in &rel.props {
-            let actual = ctx
-                .graph
-                .edge_property(edge, key)
-                .map(|value| Val::from_value(&value, ctx.graph))
-                .unwrap_or(Val::Null);
-            if equals(&actual, wanted) != Some(true) {
-                return false;
-            }
-        }
-        true
+        props_match(ctx, &rel.props, |key| ctx.graph.edge_property(edge, key))
     }
 
     /// Edges leaving `node` along `rel`, traversed forward (pattern order) or backward,
@@ -409,30 +414,25 @@ impl<'q> Matcher<'q> {
 
     /// Matches hop `hop` of the walk: rightwards from `start` to the end of the pattern,
     /// then leftwards from `start` to its beginning.
-    #[allow(clippy::too_many_arguments)]
     fn step(
         &self,
-        ctx: &Ctx,
-        part: &CPart,
-        position: usize,
-        start: usize,
+        walk: &mut Walk,
         hop: usize,
         state: &mut State,
-        path_nodes: &mut Vec<u32>,
-        path_rels: &mut Vec<Vec<EdgeRef>>,
         emit: &mut dyn FnMut(&[Val]) -> CypherResult<bool>,
     ) -> CypherResult<bool> {
+        let (ctx, part, start) = (walk.ctx, walk.part, walk.start);
         let rel_count = part.rels.len();
         let right_hops = rel_count - start;
         if hop == rel_count {
             let undo = match part.path_slot {
                 Some(slot) => {
-                    let path = build_path(path_nodes, path_rels);
+                    let path = build_path(&walk.path_nodes, &walk.path_rels);
                     assign(state, Some(slot), path)
                 }
                 None => None,
             };
-            let result = self.part(ctx, position + 1, state, emit);
+            let result = self.part(ctx, walk.position + 1, state, emit);
             unbind(state, undo);
             return result;
         }
@@ -447,7 +447,7 @@ impl<'q> Matcher<'q> {
         if rel.types.as_ref().is_some_and(|types| types.is_empty()) {
             return Ok(true);
         }
-        let current = path_nodes[from];
+        let current = walk.path_nodes[from];
         let target = &part.nodes[to];
         match rel.range {
             None => {
@@ -467,19 +467,9 @@ impl<'q> Matcher<'q> {
                     };
                     let rel_undo = assign(state, rel.slot, Val::Rel(edge));
                     state.used_edges.push(edge.id);
-                    path_nodes[to] = other;
-                    path_rels[rel_index] = vec![edge];
-                    let result = self.step(
-                        ctx,
-                        part,
-                        position,
-                        start,
-                        hop + 1,
-                        state,
-                        path_nodes,
-                        path_rels,
-                        emit,
-                    );
+                    walk.path_nodes[to] = other;
+                    walk.path_rels[rel_index] = vec![edge];
+                    let result = self.step(walk, hop + 1, state, emit);
                     state.used_edges.pop();
                     unbind(state, rel_undo);
                     unbind(state, node_undo);
@@ -491,171 +481,45 @@ impl<'q> Matcher<'q> {
             }
             Some((min, max)) => {
                 let mut trail: Vec<EdgeRef> = Vec::new();
-                self.var_length(
-                    ctx,
-                    part,
-                    position,
-                    start,
+                let var = VarHop {
                     hop,
                     rel_index,
                     to,
                     forward,
-                    (min, max),
-                    current,
-                    &mut trail,
-                    state,
-                    path_nodes,
-                    path_rels,
-                    emit,
-                )
+                    min,
+                    max,
+                };
+                self.var_length(walk, var, current, &mut trail, state, emit)
             }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Walks a variable-length hop on from `current`, the edges of `trail` behind it:
+    /// ends it here when `trail` is long enough, then follows each further edge.
     fn var_length(
         &self,
-        ctx: &Ctx,
-        part: &CPart,
-        position: usize,
-        start: usize,
-        hop: usize,
-        rel_index: usize,
-        to: usize,
-        forward: bool,
-        (min, max): (u32, u32),
+        walk: &mut Walk,
+        var: VarHop,
         current: u32,
         trail: &mut Vec<EdgeRef>,
         state: &mut State,
-        path_nodes: &mut Vec<u32>,
-        path_rels: &mut Vec<Vec<EdgeRef>>,
         emit: &mut dyn FnMut(&[Val]) -> CypherResult<bool>,
     ) -> CypherResult<bool> {
-        let rel = &part.rels[rel_index];
         let depth = trail.len() as u32;
-        if depth >= min {
-            if let Some(node_undo) = self.bind_node(ctx, &part.nodes[to], current, state)? {
-                let mut in_pattern_order = trail.clone();
-                if !forward {
-                    in_pattern_order.reverse();
-                }
-                let list = Val::List(
-                    in_pattern_order
-                        .iter()
-                        .map(|edge| Val::Rel(*edge))
-                        .collect(),
-                );
-                let rel_undo = match rel.slot {
-                    Some(slot) if state.assigned[slot] => {
-                        if state.row[slot] != list {
-                            unbind(state, node_undo);
-                            return self.var_length_deeper(
-                                ctx,
-                                part,
-                                position,
-                                start,
-                                hop,
-                                rel_index,
-                                to,
-                                forward,
-                                (min, max),
-                                current,
-                                trail,
-                                state,
-                                path_nodes,
-                                path_rels,
-                                emit,
-                            );
-                        }
-                        None
-                    }
-                    slot => assign(state, slot, list),
-                };
-                path_nodes[to] = current;
-                path_rels[rel_index] = in_pattern_order;
-                let result = self.step(
-                    ctx,
-                    part,
-                    position,
-                    start,
-                    hop + 1,
-                    state,
-                    path_nodes,
-                    path_rels,
-                    emit,
-                );
-                unbind(state, rel_undo);
-                unbind(state, node_undo);
-                if !result? {
-                    return Ok(false);
-                }
-            }
+        if depth >= var.min && !self.var_length_end(walk, var, current, trail, state, emit)? {
+            return Ok(false);
         }
-        self.var_length_deeper(
-            ctx,
-            part,
-            position,
-            start,
-            hop,
-            rel_index,
-            to,
-            forward,
-            (min, max),
-            current,
-            trail,
-            state,
-            path_nodes,
-            path_rels,
-            emit,
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn var_length_deeper(
-        &self,
-        ctx: &Ctx,
-        part: &CPart,
-        position: usize,
-        start: usize,
-        hop: usize,
-        rel_index: usize,
-        to: usize,
-        forward: bool,
-        (min, max): (u32, u32),
-        current: u32,
-        trail: &mut Vec<EdgeRef>,
-        state: &mut State,
-        path_nodes: &mut Vec<u32>,
-        path_rels: &mut Vec<Vec<EdgeRef>>,
-        emit: &mut dyn FnMut(&[Val]) -> CypherResult<bool>,
-    ) -> CypherResult<bool> {
-        let rel = &part.rels[rel_index];
-        if trail.len() as u32 >= max {
+        if depth >= var.max {
             return Ok(true);
         }
-        for (edge, other) in self.expand(ctx, rel, current, forward)? {
+        let (ctx, rel) = (walk.ctx, &walk.part.rels[var.rel_index]);
+        for (edge, other) in self.expand(ctx, rel, current, var.forward)? {
             if state.used_edges.contains(&edge.id) || !self.rel_matches(ctx, rel, &edge) {
                 continue;
             }
             trail.push(edge);
             state.used_edges.push(edge.id);
-            let result = self.var_length(
-                ctx,
-                part,
-                position,
-                start,
-                hop,
-                rel_index,
-                to,
-                forward,
-                (min, max),
-                other,
-                trail,
-                state,
-                path_nodes,
-                path_rels,
-                emit,
-            );
+            let result = self.var_length(walk, var, other, trail, state, emit);
             state.used_edges.pop();
             trail.pop();
             if !result? {
@@ -664,6 +528,61 @@ impl<'q> Matcher<'q> {
         }
         Ok(true)
     }
+
+    /// Ends a variable-length hop at `current` after the edges of `trail` and matches the
+    /// rest of the walk; `false` to stop early.
+    fn var_length_end(
+        &self,
+        walk: &mut Walk,
+        var: VarHop,
+        current: u32,
+        trail: &[EdgeRef],
+        state: &mut State,
+        emit: &mut dyn FnMut(&[Val]) -> CypherResult<bool>,
+    ) -> CypherResult<bool> {
+        let (ctx, part) = (walk.ctx, walk.part);
+        let rel = &part.rels[var.rel_index];
+        let Some(node_undo) = self.bind_node(ctx, &part.nodes[var.to], current, state)? else {
+            return Ok(true);
+        };
+        let mut in_pattern_order = trail.to_vec();
+        if !var.forward {
+            in_pattern_order.reverse();
+        }
+        let list = Val::List(
+            in_pattern_order
+                .iter()
+                .map(|edge| Val::Rel(*edge))
+                .collect(),
+        );
+        let rel_undo = match rel.slot {
+            Some(slot) if state.assigned[slot] => {
+                if state.row[slot] != list {
+                    unbind(state, node_undo);
+                    return Ok(true);
+                }
+                None
+            }
+            slot => assign(state, slot, list),
+        };
+        walk.path_nodes[var.to] = current;
+        walk.path_rels[var.rel_index] = in_pattern_order;
+        let result = self.step(walk, var.hop + 1, state, emit);
+        unbind(state, rel_undo);
+        unbind(state, node_undo);
+        result
+    }
+}
+
+/// Whether each wanted property equals the one `property` reads (a missing one is null).
+fn props_match(
+    ctx: &Ctx,
+    wanted: &[(String, Val)],
+    property: impl Fn(&str) -> Option<Value>,
+) -> bool {
+    wanted
+        .iter()
+        .all(|(key, wanted)| equals(&stored(ctx, property(key)), wanted) == Some(true))
 }
 
 fn assign(state: &mut State, slot: Option<usize>, value: Val) -> Option<usize> {

@@ -124,6 +124,29 @@ fn sorted(mut properties: Vec<(String, Value)>) -> Vec<(String, Value)> {
     properties
 }
 
+/// Three-valued logic over `verdicts`, null being `None`: the first that is `decisive`
+/// settles it; else any null makes it null; else it is the other way. With `decisive`
+/// false this is AND over all of them (`[1, null] = [1, 2]` is null, not false), with
+/// `decisive` true it is OR.
+pub(crate) fn settle(
+    verdicts: impl IntoIterator<Item = Option<bool>>,
+    decisive: bool,
+) -> Option<bool> {
+    let mut unknown = false;
+    for verdict in verdicts {
+        match verdict {
+            Some(value) if value == decisive => return Some(decisive),
+            None => unknown = true,
+            Some(_) => {}
+        }
+    }
+    if unknown {
+        None
+    } else {
+        Some(!decisive)
+    }
+}
+
 /// `a = b`: `None` is null (unknown).
 pub fn equals(a: &Val, b: &Val) -> Option<bool> {
     match (a, b) {
@@ -141,40 +164,23 @@ pub fn equals(a: &Val, b: &Val) -> Option<bool> {
             if x.len() != y.len() {
                 return Some(false);
             }
-            let mut unknown = false;
-            for (left, right) in x.iter().zip(y) {
-                match equals(left, right) {
-                    Some(false) => return Some(false),
-                    None => unknown = true,
-                    Some(true) => {}
-                }
-            }
-            if unknown {
-                None
-            } else {
-                Some(true)
-            }
+            settle(
+                x.iter().zip(y).map(|(left, right)| equals(left, right)),
+                false,
+            )
         }
         (Val::Map(x), Val::Map(y)) => {
             if x.len() != y.len() {
                 return Some(false);
             }
-            let mut unknown = false;
-            for (key, left) in x {
-                let Some((_, right)) = y.iter().find(|(other, _)| other == key) else {
-                    return Some(false);
-                };
-                match equals(left, right) {
-                    Some(false) => return Some(false),
-                    None => unknown = true,
-                    Some(true) => {}
-                }
-            }
-            if unknown {
-                None
-            } else {
-                Some(true)
-            }
+            settle(
+                x.iter().map(|(key, left)| {
+                    y.iter()
+                        .find(|(other, _)| other == key)
+                        .map_or(Some(false), |(_, right)| equals(left, right))
+                }),
+                false,
+            )
         }
         _ => Some(false),
     }

@@ -261,6 +261,84 @@ impl Mapping {
         let trimmed = cell.trim();
         self.null_values.iter().any(|null| null == trimmed)
     }
+
+    /// Hands `set` each property of `record` that is not null and parses as its type;
+    /// returns the problems of those that do not parse.
+    fn parse_properties(
+        &self,
+        record: &csv::StringRecord,
+        columns: &[PropertyColumn],
+        mut set: impl FnMut(&str, Value),
+    ) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (index, column, kind) in columns {
+            let cell = &record[*index];
+            if self.is_null(cell) {
+                continue;
+            }
+            match kind.parse(cell) {
+                Ok(value) => set(column, value),
+                Err(reason) => problems.push(format!("{column}: {reason}")),
+            }
+        }
+        problems
+    }
+}
+
+impl EndpointMapping {
+    /// The node of this endpoint's label whose key is `key` (among `keys`, that label's
+    /// nodes by key), or why there is none.
+    fn node(
+        &self,
+        keys: &HashMap<String, NodeIdx>,
+        key: &str,
+        rel_type: &str,
+    ) -> Result<NodeIdx, String> {
+        keys.get(key)
+            .copied()
+            .ok_or_else(|| format!("{rel_type}: no {} with {} `{key}`", self.label, self.column))
+    }
+}
+
+/// A column loaded as a property: its index, its name and its type.
+type PropertyColumn = (usize, String, PropertyType);
+
+/// The type `types` gives `column`; string by default.
+fn property_type(types: &BTreeMap<String, PropertyType>, column: &str) -> PropertyType {
+    types.get(column).copied().unwrap_or(PropertyType::String)
+}
+
+/// The property columns `columns` names, each of which must be in `headers`.
+fn property_columns(
+    headers: &[String],
+    columns: &[String],
+    types: &BTreeMap<String, PropertyType>,
+    path: &Path,
+) -> StoreResult<Vec<PropertyColumn>> {
+    columns
+        .iter()
+        .map(|column| {
+            let index = column_index(headers, column, path)?;
+            Ok((index, column.clone(), property_type(types, column)))
+        })
+        .collect()
+}
+
+/// Reports a row whose properties did not all load as a bad line.
+fn report_properties(
+    problems: Vec<String>,
+    path: &Path,
+    line: u64,
+    sink: &mut LoadSink<'_>,
+) -> StoreResult<()> {
+    if !problems.is_empty() {
+        sink.bad(
+            path,
+            line,
+            format!("properties not loaded: {}", problems.join("; ")),
+        )?;
+    }
+    Ok(())
 }
 
 /// ` (did you mean `x`?)` when a name among `names` is close to `wanted`, else nothing.
@@ -310,8 +388,8 @@ fn column_index(headers: &[String], column: &str, path: &Path) -> StoreResult<us
         })
 }
 
-/// Reads every record, handing good ones to `row` and reporting malformed ones.
-/// See [`Mapping::repair_unquoted_commas`].
+/// `record` with the cells its unquoted commas split joined back, when that leaves as
+/// many cells as the header. See [`Mapping::repair_unquoted_commas`].
 fn rejoin_split_cells(
     record: &csv::StringRecord,
     header_count: usize,
@@ -335,6 +413,7 @@ fn rejoin_split_cells(
     })
 }
 
+/// Reads every record, handing good ones to `row` and reporting malformed ones.
 fn for_each_record(
     path: &Path,
     header_count: usize,
@@ -444,33 +523,18 @@ pub(super) fn load(
         let (mut reader, headers) = open_csv(&path)?;
         let key_column = column_index(&headers, &node_mapping.key, &path)?;
         let name_parts = name_template(&node_mapping.name, &headers, &path)?;
-        let mut property_columns: Vec<(usize, String, PropertyType)> = Vec::new();
-        match &node_mapping.properties {
-            Some(columns) => {
-                for column in columns {
-                    let index = column_index(&headers, column, &path)?;
-                    let kind = node_mapping
-                        .types
-                        .get(column)
-                        .copied()
-                        .unwrap_or(PropertyType::String);
-                    property_columns.push((index, column.clone(), kind));
-                }
-            }
-            None => {
-                for (index, header) in headers.iter().enumerate() {
-                    if node_mapping.skip.contains(header) {
-                        continue;
-                    }
-                    let kind = node_mapping
-                        .types
-                        .get(header)
-                        .copied()
-                        .unwrap_or(PropertyType::String);
-                    property_columns.push((index, header.clone(), kind));
-                }
-            }
-        }
+        let property_columns = match &node_mapping.properties {
+            Some(columns) => property_columns(&headers, columns, &node_mapping.types, &path)?,
+            None => headers
+                .iter()
+                .enumerate()
+                .filter(|(_, header)| !node_mapping.skip.contains(header))
+                .map(|(index, header)| {
+                    let kind = property_type(&node_mapping.types, header);
+                    (index, header.clone(), kind)
+                })
+                .collect(),
+        };
         for typed in node_mapping.types.keys() {
             column_index(&headers, typed, &path)?;
         }
@@ -507,25 +571,11 @@ pub(super) fn load(
                 let node = builder.add_node(if name.is_empty() { key } else { name });
                 builder.add_label(node, &node_mapping.label);
                 label_keys.insert(key.to_owned(), node);
-                let mut problems = Vec::new();
-                for (index, column, kind) in &property_columns {
-                    let cell = &record[*index];
-                    if mapping.is_null(cell) {
-                        continue;
-                    }
-                    match kind.parse(cell) {
-                        Ok(value) => builder.set_property(node, column, value),
-                        Err(reason) => problems.push(format!("{column}: {reason}")),
-                    }
-                }
-                if !problems.is_empty() {
-                    sink.bad(
-                        &path,
-                        line,
-                        format!("properties not loaded: {}", problems.join("; ")),
-                    )?;
-                }
-                Ok(())
+                let problems =
+                    mapping.parse_properties(record, &property_columns, |column, value| {
+                        builder.set_property(node, column, value)
+                    });
+                report_properties(problems, &path, line, sink)
             },
         )?;
     }
@@ -536,16 +586,12 @@ pub(super) fn load(
         let (mut reader, headers) = open_csv(&path)?;
         let from_column = column_index(&headers, &relationship.from.column, &path)?;
         let to_column = column_index(&headers, &relationship.to.column, &path)?;
-        let mut property_columns = Vec::new();
-        for column in &relationship.properties {
-            let index = column_index(&headers, column, &path)?;
-            let kind = relationship
-                .types
-                .get(column)
-                .copied()
-                .unwrap_or(PropertyType::String);
-            property_columns.push((index, column.clone(), kind));
-        }
+        let property_columns = property_columns(
+            &headers,
+            &relationship.properties,
+            &relationship.types,
+            &path,
+        )?;
         let empty = HashMap::new();
         let from_keys = keys.get(&relationship.from.label).unwrap_or(&empty);
         let to_keys = keys.get(&relationship.to.label).unwrap_or(&empty);
@@ -561,48 +607,25 @@ pub(super) fn load(
                 if mapping.is_null(from_key) || mapping.is_null(to_key) {
                     return Ok(());
                 }
-                let Some(from) = from_keys.get(from_key) else {
-                    return sink.bad(
-                        &path,
-                        line,
-                        format!(
-                            "{}: no {} with {} `{from_key}`",
-                            relationship.rel_type,
-                            relationship.from.label,
-                            relationship.from.column
-                        ),
-                    );
+                let ends = relationship
+                    .from
+                    .node(from_keys, from_key, &relationship.rel_type)
+                    .and_then(|from| {
+                        let to = relationship
+                            .to
+                            .node(to_keys, to_key, &relationship.rel_type)?;
+                        Ok((from, to))
+                    });
+                let (from, to) = match ends {
+                    Ok(ends) => ends,
+                    Err(reason) => return sink.bad(&path, line, reason),
                 };
-                let Some(to) = to_keys.get(to_key) else {
-                    return sink.bad(
-                        &path,
-                        line,
-                        format!(
-                            "{}: no {} with {} `{to_key}`",
-                            relationship.rel_type, relationship.to.label, relationship.to.column
-                        ),
-                    );
-                };
-                let edge = builder.add_edge(*from, &relationship.rel_type, *to);
-                let mut problems = Vec::new();
-                for (index, column, kind) in &property_columns {
-                    let cell = &record[*index];
-                    if mapping.is_null(cell) {
-                        continue;
-                    }
-                    match kind.parse(cell) {
-                        Ok(value) => builder.set_edge_property(edge, column, value),
-                        Err(reason) => problems.push(format!("{column}: {reason}")),
-                    }
-                }
-                if !problems.is_empty() {
-                    sink.bad(
-                        &path,
-                        line,
-                        format!("properties not loaded: {}", problems.join("; ")),
-                    )?;
-                }
-                Ok(())
+                let edge = builder.add_edge(from, &relationship.rel_type, to);
+                let problems =
+                    mapping.parse_properties(record, &property_columns, |column, value| {
+                        builder.set_edge_property(edge, column, value)
+                    });
+                report_properties(problems, &path, line, sink)
             },
         )?;
     }
