@@ -39,6 +39,55 @@ pub(crate) struct Caller<'a> {
 }
 
 impl Caller<'_> {
+    /// Sends `body` to `role` within `timeout`, in a `call` span of the question's
+    /// trace; returns the result and how long the call took.
+    pub(crate) async fn send_traced<R: Rpc + Clone>(
+        &self,
+        role: &Role,
+        round: u8,
+        meta: Meta,
+        body: R,
+        timeout: Duration,
+    ) -> (Result<(R::Reply, Cost), CallError>, Duration) {
+        let span = tracing::info_span!(
+            "call",
+            otel.name = format!("call {} {}", role.as_str(), R::OP),
+            role = role.as_str(),
+            op = R::OP,
+            kgmesh.role = role.as_str(),
+            kgmesh.op = R::OP,
+            kgmesh.round = round,
+        );
+        self.send_in(span, role, meta, body, timeout).await
+    }
+
+    /// Sends `body` to `role` within `timeout` ([`send`], hedged as the role's recent
+    /// latencies say), inside `span`; returns the result and how long the call took.
+    pub(crate) async fn send_in<R: Rpc + Clone>(
+        &self,
+        span: tracing::Span,
+        role: &Role,
+        meta: Meta,
+        body: R,
+        timeout: Duration,
+    ) -> (Result<(R::Reply, Cost), CallError>, Duration) {
+        let started = Instant::now();
+        let to = (role, self.snapshot.codec(role.as_str()));
+        let hedge = self.hedge_for(role, R::OP);
+        let result = send(
+            self.bus,
+            to,
+            meta,
+            body,
+            timeout,
+            self.config.retries,
+            hedge,
+        )
+        .instrument(span)
+        .await;
+        (result, started.elapsed())
+    }
+
     /// The hedge of a call to `role`'s `op` (see [`crate::hedge`]).
     pub(crate) fn hedge_for(&self, role: &Role, op: &'static str) -> Option<Hedge> {
         self.latencies.hedge(
@@ -69,64 +118,29 @@ impl RunRecord {
         }
     }
 
-    /// One sequential call: bounded by the deadline, charged, timed; a failure becomes
-    /// a note (and an exhausted budget when the agent said so).
+    /// One sequential call, with the question's budget for `round` or, given `meta`,
+    /// a narrower one: bounded by the deadline, charged, timed; a failure becomes a
+    /// note (and an exhausted budget when the agent said so).
     pub(crate) async fn call_role<R: Rpc + Clone>(
         &mut self,
         caller: &Caller<'_>,
-        role: &Role,
-        round: u8,
+        (role, round, stage): (&Role, u8, &str),
         body: R,
-        stage: &str,
-    ) -> Option<R::Reply> {
-        let meta = self.ledger.meta(round);
-        self.call_role_with(caller, role, round, body, stage, meta)
-            .await
-    }
-
-    /// [`Self::call_role`] with the request's meta given (a narrower budget).
-    pub(crate) async fn call_role_with<R: Rpc + Clone>(
-        &mut self,
-        caller: &Caller<'_>,
-        role: &Role,
-        round: u8,
-        body: R,
-        stage: &str,
-        meta: Meta,
+        meta: Option<Meta>,
     ) -> Option<R::Reply> {
         let Some(timeout) = self.ledger.call_timeout(caller.config.call_timeout) else {
             self.ledger.exhaust(Limit::Deadline);
             return None;
         };
-        let meta = until(meta, timeout);
-        let started = Instant::now();
-        let span = tracing::info_span!(
-            "call",
-            otel.name = format!("call {} {}", role.as_str(), R::OP),
-            role = role.as_str(),
-            op = R::OP,
-            kgmesh.role = role.as_str(),
-            kgmesh.op = R::OP,
-            kgmesh.round = round,
-        );
-        let result = send(
-            caller.bus,
-            (role, caller.snapshot.codec(role.as_str())),
-            meta,
-            body,
-            timeout,
-            caller.config.retries,
-            caller.hedge_for(role, R::OP),
-        )
-        .instrument(span)
-        .await;
+        let meta = until(meta.unwrap_or_else(|| self.ledger.meta(round)), timeout);
+        let (result, elapsed) = caller.send_traced(role, round, meta, body, timeout).await;
         let stage = if round == 0 {
             stage.to_owned()
         } else {
             format!("round{round}.{stage}")
         };
-        self.ledger.record_stage(stage, started.elapsed());
-        self.record_call(caller, round, role, R::OP, started.elapsed(), &result);
+        self.ledger.record_stage(stage, elapsed);
+        self.record_call(caller, round, role, R::OP, elapsed, &result);
         match result {
             Ok((reply, cost)) => {
                 self.charge(role, round, &cost);

@@ -67,24 +67,19 @@ impl Coordinator {
         role: &str,
         op: &str,
     ) -> Result<ContentType, CoordinatorError> {
-        let snapshot = self
-            .directory()
-            .snapshot()
-            .await
+        for refresh in [false, true] {
+            let directory = self.directory();
+            let snapshot = if refresh {
+                directory.refresh().await
+            } else {
+                directory.snapshot().await
+            }
             .map_err(CoordinatorError::Discovery)?;
-        if snapshot.serves(role, op) {
-            return Ok(snapshot.codec(role));
+            if snapshot.serves(role, op) {
+                return Ok(snapshot.codec(role));
+            }
         }
-        let snapshot = self
-            .directory()
-            .refresh()
-            .await
-            .map_err(CoordinatorError::Discovery)?;
-        if snapshot.serves(role, op) {
-            Ok(snapshot.codec(role))
-        } else {
-            Err(CoordinatorError::MissingRoles(vec![role.to_owned()]))
-        }
+        Err(CoordinatorError::MissingRoles(vec![role.to_owned()]))
     }
 
     pub fn directory(&self) -> &RoleDirectory {
@@ -226,18 +221,16 @@ impl Coordinator {
             _ => new_trace(),
         };
         span.record("trace_id", trace.trace_id().unwrap_or(""));
+        let admitted = Admitted {
+            request: &request,
+            snapshot,
+            question_id,
+            trace,
+            budget,
+        };
         let reply = match self.config.cascade_below.filter(|_| budget.llm_calls > 0) {
-            None => {
-                self.new_run(&request, snapshot, question_id, trace, budget, None)
-                    .run()
-                    .instrument(span)
-                    .await
-            }
-            Some(threshold) => {
-                self.cascade(&request, snapshot, question_id, trace, budget, threshold)
-                    .instrument(span)
-                    .await
-            }
+            None => self.new_run(admitted, None).run().instrument(span).await,
+            Some(threshold) => self.cascade(admitted, threshold).instrument(span).await,
         };
         self.recent.remember(
             reply.question_id.clone(),
@@ -248,15 +241,14 @@ impl Coordinator {
 
     /// A question's run. `store_at`: store its plan in the cache only when its answer
     /// has at least this confidence (or replayed a plan); `None`: whenever it may.
-    fn new_run(
-        &self,
-        request: &AskRequest,
-        snapshot: Arc<RoleSnapshot>,
-        question_id: QuestionId,
-        trace: TraceContext,
-        budget: kgmesh_schemas::Budget,
-        store_at: Option<f32>,
-    ) -> Run<'_> {
+    fn new_run(&self, question: Admitted<'_>, store_at: Option<f32>) -> Run<'_> {
+        let Admitted {
+            request,
+            snapshot,
+            question_id,
+            trace,
+            budget,
+        } = question;
         let reserved = if budget.llm_calls > 0 {
             self.config.summarizer_llm_calls
         } else {
@@ -288,29 +280,15 @@ impl Coordinator {
     /// is kept unless it is worse supported (no answer, or a role fell back from its
     /// model), in which case the LLM-free one stands. Either way the reply says so, and
     /// carries both runs' cost and role calls.
-    async fn cascade(
-        &self,
-        request: &AskRequest,
-        snapshot: Arc<RoleSnapshot>,
-        question_id: QuestionId,
-        trace: TraceContext,
-        budget: kgmesh_schemas::Budget,
-        threshold: f32,
-    ) -> AskReply {
+    async fn cascade(&self, question: Admitted<'_>, threshold: f32) -> AskReply {
         let started = Instant::now();
-        let mut free_budget = budget;
+        let mut free_budget = question.budget;
         free_budget.llm_calls = 0;
-        let free = self
-            .new_run(
-                request,
-                snapshot.clone(),
-                question_id,
-                trace.clone(),
-                free_budget,
-                Some(threshold),
-            )
-            .run()
-            .await;
+        let free_question = Admitted {
+            budget: free_budget,
+            ..question.clone()
+        };
+        let free = self.new_run(free_question, Some(threshold)).run().await;
         let shown = |c: Option<f32>| c.map_or("none".to_owned(), |c| format!("{c:.2}"));
         if free.plan_replayed || free.confidence.is_some_and(|c| c >= threshold) {
             let mut reply = free;
@@ -325,10 +303,7 @@ impl Coordinator {
             ));
             return reply;
         }
-        let asked = self
-            .new_run(request, snapshot, question_id, trace, budget, None)
-            .run()
-            .await;
+        let asked = self.new_run(question, None).run().await;
         let worse = asked.answers.is_empty() && !free.answers.is_empty()
             || (!asked.degraded.is_empty() && free.degraded.is_empty());
         let why = format!(
@@ -363,6 +338,17 @@ impl Coordinator {
         reply.timings.total_us = started.elapsed().as_micros() as u64;
         reply
     }
+}
+
+/// A question admitted to run: what was asked, the roles discovery saw when it came
+/// in, its id, its trace and its budget.
+#[derive(Clone)]
+struct Admitted<'r> {
+    request: &'r AskRequest,
+    snapshot: Arc<RoleSnapshot>,
+    question_id: QuestionId,
+    trace: TraceContext,
+    budget: kgmesh_schemas::Budget,
 }
 
 /// A fresh W3C trace context, so that every question has a trace id to quote even

@@ -114,26 +114,35 @@ async fn ask_one(
     match outcome {
         Ok(reply) => scored(question, reply, latency_ms),
         Err(error) => QuestionResult {
-            id: question.id,
-            question: question.question,
-            source: question.source,
-            hops: question.hops,
-            kind: question.kind,
-            gold: question.answers,
-            predictions: Vec::new(),
-            score: Score::default(),
-            cost: QuestionCost::default(),
-            latency_ms,
-            server_ms: None,
-            evidence_lines: 0,
-            question_id: None,
-            trace_id: None,
-            notes: Vec::new(),
-            degraded: Vec::new(),
-            confidence: None,
-            topic_entities: 0,
             error: Some(error.to_string()),
+            ..unanswered(question, latency_ms)
         },
+    }
+}
+
+/// The record of `question` before (or without) an answer: its gold answers, no
+/// prediction, no cost.
+fn unanswered(question: Question, latency_ms: f64) -> QuestionResult {
+    QuestionResult {
+        id: question.id,
+        question: question.question,
+        source: question.source,
+        hops: question.hops,
+        kind: question.kind,
+        gold: question.answers,
+        predictions: Vec::new(),
+        score: Score::default(),
+        cost: QuestionCost::default(),
+        latency_ms,
+        server_ms: None,
+        evidence_lines: 0,
+        question_id: None,
+        trace_id: None,
+        notes: Vec::new(),
+        degraded: Vec::new(),
+        confidence: None,
+        topic_entities: 0,
+        error: None,
     }
 }
 
@@ -153,12 +162,6 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
     let evidence: Vec<String> = reply.evidence.iter().map(|e| e.text.clone()).collect();
     let score = score(&question.answers, &predictions, &evidence);
     QuestionResult {
-        id: question.id,
-        question: question.question,
-        source: question.source,
-        hops: question.hops,
-        kind: question.kind,
-        gold: question.answers,
         predictions: reply.answers.iter().map(|a| a.text.clone()).collect(),
         score,
         cost: QuestionCost {
@@ -174,7 +177,6 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
             partial: reply.partial,
             low_confidence: reply.low_confidence,
         },
-        latency_ms,
         server_ms: Some(reply.timings.total_us as f64 / 1e3),
         evidence_lines: reply.evidence.len(),
         question_id: Some(reply.question_id),
@@ -187,7 +189,7 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
             .collect(),
         confidence: reply.confidence,
         topic_entities: reply.topic_entities.len(),
-        error: None,
+        ..unanswered(question, latency_ms)
     }
 }
 

@@ -562,8 +562,7 @@ pub fn spec(manager: Arc<CacheManager>) -> RoleSpec {
                 reply
             }
         })
-        .op(move |ctx: CallContext, request: CacheFeedback| {
-            let manager = manager.clone();
-            async move { manager.feedback(&ctx, request).await }
+        .op_on(&manager, |manager, ctx, request: CacheFeedback| async move {
+            manager.feedback(&ctx, request).await
         })
 }

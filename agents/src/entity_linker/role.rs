@@ -88,11 +88,9 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         embeddings_opt: deps.embedder.clone().zip(deps.vectors.clone()),
     });
     Ok(
-        RoleSpec::new(Role::well_known(Role::ENTITY_LINKER), RoleKind::Core).op(
-            move |ctx, request: LinkRequest| {
-                let linker = linker.clone();
-                async move { linker.link(ctx, request).await }
-            },
-        ),
+        RoleSpec::new(Role::well_known(Role::ENTITY_LINKER), RoleKind::Core)
+            .op_on(&linker, |linker, ctx, request: LinkRequest| async move {
+                linker.link(ctx, request).await
+            }),
     )
 }

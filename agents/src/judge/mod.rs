@@ -54,14 +54,10 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         graph: deps.graph.clone(),
         rule: deps.setting::<JudgeRule>(),
     });
-    Ok(
-        RoleSpec::new(Role::well_known(Role::JUDGE), RoleKind::Core).op(
-            move |ctx: CallContext, request: JudgeRequest| {
-                let judge = judge.clone();
-                async move { judge.judge(&ctx, request).await }
-            },
-        ),
-    )
+    Ok(RoleSpec::new(Role::well_known(Role::JUDGE), RoleKind::Core)
+        .op_on(&judge, |judge, ctx, request: JudgeRequest| async move {
+            judge.judge(&ctx, request).await
+        }))
 }
 
 pub struct Judge {

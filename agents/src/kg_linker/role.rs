@@ -137,12 +137,10 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         },
     });
     Ok(
-        RoleSpec::new(Role::well_known(Role::KG_LINKER), RoleKind::Core).op(
-            move |ctx, request: KgLinkRequest| {
-                let linker = linker.clone();
-                async move { linker.link(ctx, request).await }
-            },
-        ),
+        RoleSpec::new(Role::well_known(Role::KG_LINKER), RoleKind::Core)
+            .op_on(&linker, |linker, ctx, request: KgLinkRequest| async move {
+                linker.link(ctx, request).await
+            }),
     )
 }
 

@@ -231,13 +231,10 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         graph: deps.require_graph(Role::PATH_FOLLOWER)?,
         vectors_opt: question_vectors(deps),
     });
-    let for_expand = follower.clone();
-    Ok(
-        retriever_spec(follower).op(move |ctx, request: ExpandRequest| {
-            let follower = for_expand.clone();
-            async move { follower.expand(ctx, request).await }
-        }),
-    )
+    Ok(retriever_spec(follower.clone()).op_on(
+        &follower,
+        |follower, ctx, request: ExpandRequest| async move { follower.expand(ctx, request).await },
+    ))
 }
 
 #[cfg(test)]

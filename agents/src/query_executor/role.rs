@@ -149,15 +149,11 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         runtime.spawn(async move { grounded.follow_plans().await });
     }
     let executor = Arc::new(QueryExecutor { graph, grounded });
-    let for_query = executor.clone();
-    let for_schema = executor.clone();
-    Ok(retriever_spec(executor)
-        .op(move |ctx, request: QueryRequest| {
-            let executor = for_query.clone();
-            async move { executor.query(ctx, request).await }
+    Ok(retriever_spec(executor.clone())
+        .op_on(&executor, |executor, ctx, request: QueryRequest| async move {
+            executor.query(ctx, request).await
         })
-        .op(move |ctx, _request: SchemaRequest| {
-            let executor = for_schema.clone();
-            async move { executor.schema(ctx).await }
+        .op_on(&executor, |executor, ctx, _request: SchemaRequest| async move {
+            executor.schema(ctx).await
         }))
 }

@@ -85,6 +85,19 @@ impl RoleSpec {
         self
     }
 
+    /// [`RoleSpec::op`] with a handler of shared state: `handler(state, ctx, request)`
+    /// is called with a clone of `state` for every request.
+    pub fn op_on<S, R, F, Fut>(self, state: &Arc<S>, handler: F) -> Self
+    where
+        S: Send + Sync + ?Sized + 'static,
+        R: Rpc,
+        F: Fn(Arc<S>, CallContext, R) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R::Reply, AgentError>> + Send + 'static,
+    {
+        let state = Arc::clone(state);
+        self.op(move |ctx, request| handler(Arc::clone(&state), ctx, request))
+    }
+
     pub fn info(&self) -> &RoleInfo {
         &self.info
     }

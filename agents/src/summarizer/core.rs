@@ -394,6 +394,18 @@ fn collect(
     for (index, evidence) in context.evidence.iter().enumerate() {
         let source = evidence.source.as_str();
         let score = normalized[index];
+        // A graph node the evidence leads to, proposed under its own id.
+        let mut propose_node = |end: &Entity, anchored: bool| {
+            propose(
+                CandidateKey::Node(end.id),
+                end.name.clone(),
+                Some(end.clone()),
+                anchored,
+                source,
+                score,
+                index,
+            )
+        };
         match &evidence.item {
             EvidenceItem::Path(path) => {
                 let anchored = std::iter::once(&path.start)
@@ -405,15 +417,7 @@ fn collect(
                 // edges ("X's spouse's spouse"): its end is the answer it spells out.
                 let returns = path.len() >= 2 && end.id == path.start.id;
                 if !path.is_empty() && (returns || !topic_ids.contains(&end.id)) {
-                    propose(
-                        CandidateKey::Node(end.id),
-                        end.name.clone(),
-                        Some(end.clone()),
-                        anchored,
-                        source,
-                        score,
-                        index,
-                    );
+                    propose_node(end, anchored);
                 }
             }
             EvidenceItem::Triple(triple) => {
@@ -427,15 +431,7 @@ fn collect(
                     (None, Some(_)) => &triple.head,
                 };
                 if !topic_ids.contains(&end.id) {
-                    propose(
-                        CandidateKey::Node(end.id),
-                        end.name.clone(),
-                        Some(end.clone()),
-                        anchored,
-                        source,
-                        score,
-                        index,
-                    );
+                    propose_node(end, anchored);
                 }
             }
             EvidenceItem::Query { rows, .. } => {

@@ -82,10 +82,10 @@ pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
         graph_opt: deps.graph.clone(),
     });
     Ok(
-        RoleSpec::new(Role::well_known(Role::SUMMARIZER), RoleKind::Core).op(
-            move |ctx: CallContext, request: SummarizeRequest| {
-                let summarizer = summarizer.clone();
-                async move { summarizer.summarize(&ctx, request).await }
+        RoleSpec::new(Role::well_known(Role::SUMMARIZER), RoleKind::Core).op_on(
+            &summarizer,
+            |summarizer, ctx, request: SummarizeRequest| async move {
+                summarizer.summarize(&ctx, request).await
             },
         ),
     )

@@ -40,10 +40,9 @@ pub(crate) async fn cache_lookup(
     let Some(reply) = record
         .call_role(
             &cx.caller,
-            &Role::well_known(Role::CACHE_MANAGER),
-            0,
+            (&Role::well_known(Role::CACHE_MANAGER), 0, "cache"),
             request,
-            "cache",
+            None,
         )
         .await
     else {

@@ -84,13 +84,11 @@ pub(crate) async fn judge_and_expand(
             meta.budget.llm_calls = 0;
         }
         let Some(reply) = record
-            .call_role_with(
+            .call_role(
                 &cx.caller,
-                &Role::well_known(Role::JUDGE),
-                round,
+                (&Role::well_known(Role::JUDGE), round, "judge"),
                 request,
-                "judge",
-                meta,
+                Some(meta),
             )
             .await
         else {
@@ -159,7 +157,7 @@ pub(crate) async fn judge_and_expand(
             expansion,
         };
         let Some(expanded) = record
-            .call_role(&cx.caller, &role, round, request, "expand")
+            .call_role(&cx.caller, (&role, round, "expand"), request, None)
             .await
         else {
             return Judged::default();

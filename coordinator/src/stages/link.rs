@@ -95,10 +95,9 @@ pub(crate) async fn plan(
     record
         .call_role(
             &cx.caller,
-            &Role::well_known(Role::KG_LINKER),
-            round,
+            (&Role::well_known(Role::KG_LINKER), round, "kg-linker"),
             request,
-            "kg-linker",
+            None,
         )
         .await
 }
@@ -204,10 +203,13 @@ async fn link_mentions(
     let Some(reply) = record
         .call_role(
             &cx.caller,
-            &Role::well_known(Role::ENTITY_LINKER),
-            round,
+            (
+                &Role::well_known(Role::ENTITY_LINKER),
+                round,
+                "entity-linker",
+            ),
             request,
-            "entity-linker",
+            None,
         )
         .await
     else {

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::{link::RoundWork, RunContext};
+use crate::calls::{until, RunRecord};
 use futures::future::join_all;
 use kgmesh_schemas::{
     budget::Limit,
@@ -13,13 +15,6 @@ use kgmesh_schemas::{
         retrieve::{RetrieveReply, RetrieveRequest},
     },
     Role, Rpc,
-};
-use tracing::Instrument;
-
-use super::{link::RoundWork, RunContext};
-use crate::{
-    calls::{send, until, RunRecord},
-    hedge::Hedge,
 };
 
 /// What the retrievers are asked for in one round.
@@ -76,8 +71,6 @@ pub(crate) async fn retrieve(
         cues: input.cues.to_vec(),
     };
     let meta = until(record.ledger.meta(round), timeout);
-    let bus = cx.caller.bus;
-    let retries = cx.config().retries;
     let started = Instant::now();
     let spans: Vec<tracing::Span> = retrievers
         .iter()
@@ -92,32 +85,10 @@ pub(crate) async fn retrieve(
             )
         })
         .collect();
-    let hedges: Vec<Option<Hedge>> = retrievers
-        .iter()
-        .map(|role| cx.caller.hedge_for(role, RetrieveRequest::OP))
-        .collect();
-    let calls = retrievers
-        .iter()
-        .zip(&spans)
-        .zip(hedges)
-        .map(|((role, span), hedge)| {
-            let to = (role, snapshot.codec(role.as_str()));
-            let sent = send::<RetrieveRequest>(
-                bus,
-                to,
-                meta.clone(),
-                body.clone(),
-                timeout,
-                retries,
-                hedge,
-            )
-            .instrument(span.clone());
-            async move {
-                let started = Instant::now();
-                let result = sent.await;
-                (result, started.elapsed())
-            }
-        });
+    let calls = retrievers.iter().zip(&spans).map(|(role, span)| {
+        cx.caller
+            .send_in(span.clone(), role, meta.clone(), body.clone(), timeout)
+    });
     let results: Vec<(_, Duration)> = join_all(calls).await;
     record
         .ledger

@@ -58,10 +58,9 @@ pub(crate) async fn cache_store(
     let _stored = record
         .call_role(
             &cx.caller,
-            &role,
-            input.round,
+            (&role, input.round, "cache-store"),
             CacheStore { entry },
-            "cache-store",
+            None,
         )
         .await;
 }

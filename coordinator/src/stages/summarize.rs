@@ -2,8 +2,6 @@
 //! chance, even past the deadline: it then works without a model on what was
 //! retrieved.
 
-use std::time::Instant;
-
 use kgmesh_schemas::{
     graph::{Metapath, ScoredEntity},
     messages::{
@@ -12,10 +10,9 @@ use kgmesh_schemas::{
     },
     Deadline, Role, Rpc,
 };
-use tracing::Instrument;
 
 use super::{context_for, RunContext};
-use crate::calls::{send, until, RunRecord};
+use crate::calls::{until, RunRecord};
 
 /// What the summarizer is given besides the context.
 pub(crate) struct SummarizeInput<'a> {
@@ -58,36 +55,17 @@ pub(crate) async fn summarize(
         .min(cx.config().call_timeout);
     let meta = until(meta, timeout);
     let role = Role::well_known(Role::SUMMARIZER);
-    let started = Instant::now();
-    let span = tracing::info_span!(
-        "call",
-        otel.name = format!("call {} {}", role.as_str(), SummarizeRequest::OP),
-        role = role.as_str(),
-        op = SummarizeRequest::OP,
-        kgmesh.role = role.as_str(),
-        kgmesh.op = SummarizeRequest::OP,
-        kgmesh.round = round,
-    );
-    let result = send(
-        cx.caller.bus,
-        (&role, cx.snapshot().codec(role.as_str())),
-        meta,
-        request,
-        timeout,
-        cx.config().retries,
-        cx.caller.hedge_for(&role, SummarizeRequest::OP),
-    )
-    .instrument(span)
-    .await;
-    record
-        .ledger
-        .record_stage("summarizer".to_owned(), started.elapsed());
+    let (result, elapsed) = cx
+        .caller
+        .send_traced(&role, round, meta, request, timeout)
+        .await;
+    record.ledger.record_stage("summarizer".to_owned(), elapsed);
     record.record_call(
         &cx.caller,
         round,
         &role,
         SummarizeRequest::OP,
-        started.elapsed(),
+        elapsed,
         &result,
     );
     match result {
