@@ -159,9 +159,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- $_ := set $owned.http "tls_key_file" (printf "%s/tls.key" (include "kgmesh.apiTlsDir" .)) -}}
 {{- end -}}
 {{- /* Roles of the chart that kgmesh does not build in (agents from outside it) are
-       allowed, so that one `roles` entry is all an external agent needs. Keep the list
-       equal to the roles kgmesh registers (agents/src/lib.rs); a test of the kgmesh
-       crate (cli/src/cmd/agent.rs) fails when it is not. */ -}}
+       allowed, so that one `roles` entry is all an external agent needs. Every name
+       here must be a role kgmesh registers (agents/src/lib.rs); a test of the kgmesh
+       crate (cli/src/cmd/agent.rs) fails when one is not. A built-in role missing
+       here is only allowed twice over. */ -}}
 {{- $builtIn := list "kg-linker" "entity-linker" "path-follower" "query-executor" "agentic-traverser" "scoring-retriever" "pattern-matcher" "text-retriever" "judge" "summarizer" "cache-manager" "echo" -}}
 {{- $allowed := list -}}
 {{- with $config.bus -}}{{- $allowed = default list .allowed_roles -}}{{- end -}}
