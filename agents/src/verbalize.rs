@@ -25,11 +25,12 @@ use std::collections::{HashMap, HashSet};
 use kgmesh_schemas::{
     graph::{Entity, Path, Rows, Triple, Value},
     messages::context::{Evidence, EvidenceItem},
+    render::{self, Style},
     NodeId,
 };
 
 /// Rows of a query result shown at most (the rest is summarized in a note).
-pub const MAX_ROWS_SHOWN: usize = 50;
+pub const MAX_ROWS_SHOWN: usize = Style::CONTEXT.max_rows;
 
 /// A rough token count (about four characters per token for English and names).
 pub fn estimate_tokens(text: &str) -> usize {
@@ -72,51 +73,20 @@ impl<V: Clone + Eq + std::hash::Hash> Grouped<V> {
 pub fn verbalize_triples(triples: &[Triple]) -> Vec<String> {
     let mut grouped = Grouped::new();
     for triple in triples {
-        grouped.push(
-            format!("{} -> {}", triple.head.name, triple.relation),
-            triple.tail.name.clone(),
-        );
+        let mut prefix = triple.head.name.clone();
+        Style::CONTEXT.push_edge(&mut prefix, &triple.relation, false);
+        grouped.push(prefix, triple.tail.name.clone());
     }
     grouped
         .into_groups()
         .into_iter()
-        .map(|(prefix, tails)| format!("{prefix} -> {}", tails.join(" | ")))
+        .map(|(prefix, tails)| format!("{prefix}{}", tails.join(" | ")))
         .collect()
-}
-
-fn path_prefix(path: &Path) -> String {
-    let mut text = path.start.name.clone();
-    let Some((last, inner)) = path.steps.split_last() else {
-        return text;
-    };
-    for step in inner {
-        push_edge(&mut text, &step.relation, step.inverse);
-        text.push_str(&step.node.name);
-    }
-    push_edge(&mut text, &last.relation, last.inverse);
-    text
-}
-
-fn push_edge(text: &mut String, relation: &str, inverse: bool) {
-    if inverse {
-        text.push_str(" <- ");
-        text.push_str(relation);
-        text.push_str(" <- ");
-    } else {
-        text.push_str(" -> ");
-        text.push_str(relation);
-        text.push_str(" -> ");
-    }
 }
 
 /// One path as text (no merging).
 pub fn verbalize_path(path: &Path) -> String {
-    if path.steps.is_empty() {
-        return path.start.name.clone();
-    }
-    let mut text = path_prefix(path);
-    text.push_str(&path.end().name);
-    text
+    render::path_line(path, &Style::CONTEXT)
 }
 
 /// Paths as text, those that differ only in their last entity merged with `|`.
@@ -126,7 +96,10 @@ pub fn verbalize_paths(paths: &[Path]) -> Vec<String> {
         if path.steps.is_empty() {
             grouped.push(path.start.name.clone(), String::new());
         } else {
-            grouped.push(path_prefix(path), path.end().name.clone());
+            grouped.push(
+                render::path_prefix(path, &Style::CONTEXT),
+                path.end().name.clone(),
+            );
         }
     }
     grouped
@@ -144,26 +117,10 @@ pub fn value_text(value: &Value) -> String {
     value.text()
 }
 
-/// `Graph Query: …`, a header line, up to `max_rows` rows, and a note when rows were
-/// left out (by the store's row budget or here).
-pub fn verbalize_rows(cypher: &str, rows: &Rows, max_rows: usize) -> String {
-    let mut text = format!("Graph Query: {cypher}\n{}", rows.columns.join(" | "));
-    for row in rows.rows.iter().take(max_rows) {
-        text.push('\n');
-        text.push_str(&row.iter().map(value_text).collect::<Vec<_>>().join(" | "));
-    }
-    if rows.rows.is_empty() {
-        text.push_str("\n(no rows)");
-    }
-    let hidden = rows.rows.len().saturating_sub(max_rows);
-    if hidden > 0 || rows.truncated {
-        text.push_str(&format!(
-            "\n(truncated: {} rows shown{})",
-            rows.rows.len().min(max_rows),
-            if rows.truncated { ", more exist" } else { "" }
-        ));
-    }
-    text
+/// `Graph Query: …`, a header line, up to [`MAX_ROWS_SHOWN`] rows, and a note when
+/// rows were left out (by the store's row budget or here).
+pub fn verbalize_rows(cypher: &str, rows: &Rows) -> String {
+    render::rows_text(cypher, rows, &Style::CONTEXT)
 }
 
 /// Evidence as context lines: triplets merged together, then paths merged, then query
@@ -176,14 +133,8 @@ pub fn verbalize_evidence(evidence: &[Evidence]) -> Vec<String> {
         match &item.item {
             EvidenceItem::Triple(triple) => triples.push(triple.clone()),
             EvidenceItem::Path(path) => paths.push(path.clone()),
-            EvidenceItem::Query { cypher, rows, .. } => {
-                queries.push(verbalize_rows(cypher, rows, MAX_ROWS_SHOWN))
-            }
-            EvidenceItem::Excerpt(excerpt) => queries.push(format!(
-                "passage {}: {}",
-                excerpt.citation(),
-                excerpt.text.trim()
-            )),
+            EvidenceItem::Query { cypher, rows, .. } => queries.push(verbalize_rows(cypher, rows)),
+            EvidenceItem::Excerpt(_) => queries.push(render::line(&item.item, &Style::CONTEXT)),
         }
     }
     let mut seen = HashSet::new();
@@ -320,7 +271,14 @@ mod tests {
             truncated: true,
         };
         assert_eq!(
-            verbalize_rows("MATCH (m) RETURN m.name, m.year", &rows, 2),
+            render::rows_text(
+                "MATCH (m) RETURN m.name, m.year",
+                &rows,
+                &Style {
+                    max_rows: 2,
+                    ..Style::CONTEXT
+                }
+            ),
             "Graph Query: MATCH (m) RETURN m.name, m.year\nm.name | year\nm0 | 2000\nm1 | 2001\n(truncated: 2 rows shown, more exist)"
         );
     }

@@ -15,7 +15,7 @@ use kgmesh_schemas::{
         context::{Context, Evidence, EvidenceItem},
         summarizer::Answer,
     },
-    relation_text::relation_shown,
+    render::{self, Style},
     ContentType, NodeId,
 };
 
@@ -326,50 +326,10 @@ fn evidence_key(item: &EvidenceItem) -> String {
 }
 
 /// One line of text per evidence item (`h -> r -> t`; an inverted hop reads
-/// `a <- r <- b`), each relation as people read it ([`relation_shown`]: an IRI by its
-/// label or local name).
+/// `a <- r <- b`), each relation as people read it (an IRI by its label or local name):
+/// [`Style::SHOWN`].
 pub fn verbalize(item: &EvidenceItem) -> String {
-    match item {
-        EvidenceItem::Triple(triple) => format!(
-            "{} -> {} -> {}",
-            triple.head.name,
-            relation_shown(&triple.relation),
-            triple.tail.name
-        ),
-        EvidenceItem::Path(path) => {
-            let mut text = path.start.name.clone();
-            for step in &path.steps {
-                let relation = relation_shown(&step.relation);
-                if step.inverse {
-                    text.push_str(&format!(" <- {relation} <- {}", step.node.name));
-                } else {
-                    text.push_str(&format!(" -> {relation} -> {}", step.node.name));
-                }
-            }
-            text
-        }
-        EvidenceItem::Query { cypher, rows, .. } => {
-            let shown: Vec<String> = rows
-                .rows
-                .iter()
-                .take(20)
-                .map(|row| row.iter().map(value_text).collect::<Vec<_>>().join(", "))
-                .collect();
-            let more = if rows.truncated || rows.rows.len() > 20 {
-                " …"
-            } else {
-                ""
-            };
-            format!(
-                "Graph Query: {cypher} | Result ({}): {}{more}",
-                rows.columns.join(", "),
-                shown.join("; ")
-            )
-        }
-        EvidenceItem::Excerpt(excerpt) => {
-            format!("Passage ({}): {}", excerpt.citation(), excerpt.text.trim())
-        }
-    }
+    render::line(item, &Style::SHOWN)
 }
 
 /// A query value as a short string ([`Value::text`]).

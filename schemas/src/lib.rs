@@ -23,6 +23,7 @@ pub mod ids;
 pub mod json_schema;
 pub mod messages;
 pub mod relation_text;
+pub mod render;
 pub mod subjects;
 pub mod text;
 

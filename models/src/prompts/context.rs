@@ -1,79 +1,35 @@
 //! Retrieved evidence as lines a model reads and cites (`E1: …`), within a token budget.
 
 use kgmesh_schemas::{
-    graph::{Path, Rows, Triple, Value},
+    graph::{Path, Rows, Triple},
     messages::context::{Context, EvidenceItem},
+    render::{self, Style},
 };
 
 use super::quote;
 use crate::tokens::estimate_tokens;
 
-/// Rows of a query result shown per evidence line.
-const MAX_ROWS_SHOWN: usize = 20;
+/// How a model reads evidence: [`render`]'s prompt style with this crate's quoting.
+const PROMPT: Style = Style::prompt(quote);
 
+/// `Tom Hanks -[acted_in]-> Big`
 pub fn verbalize_triple(triple: &Triple) -> String {
-    format!(
-        "{} -[{}]-> {}",
-        quote(&triple.head.name),
-        quote(&triple.relation),
-        quote(&triple.tail.name)
-    )
+    render::triple_line(triple, &PROMPT)
 }
 
 /// `Tom Hanks <-[starred_actors]- Big -[release_year]-> 1988`
 pub fn verbalize_path(path: &Path) -> String {
-    let mut out = quote(&path.start.name);
-    for step in &path.steps {
-        if step.inverse {
-            out.push_str(&format!(
-                " <-[{}]- {}",
-                quote(&step.relation),
-                quote(&step.node.name)
-            ));
-        } else {
-            out.push_str(&format!(
-                " -[{}]-> {}",
-                quote(&step.relation),
-                quote(&step.node.name)
-            ));
-        }
-    }
-    out
+    render::path_line(path, &PROMPT)
 }
 
+/// `query "…" returned (c1, c2): [a, b] [c, d] …more rows`
 pub fn verbalize_rows(cypher: &str, rows: &Rows) -> String {
-    let mut out = format!("query {} returned", quote(cypher.trim()));
-    if rows.rows.is_empty() {
-        out.push_str(" no rows");
-        return out;
-    }
-    out.push_str(&format!(" ({}):", rows.columns.join(", ")));
-    for row in rows.rows.iter().take(MAX_ROWS_SHOWN) {
-        let cells: Vec<String> = row.iter().map(value_text).collect();
-        out.push_str(&format!(" [{}]", cells.join(", ")));
-    }
-    let hidden = rows.rows.len().saturating_sub(MAX_ROWS_SHOWN);
-    if hidden > 0 || rows.truncated {
-        out.push_str(" …more rows");
-    }
-    out
+    render::rows_text(cypher, rows, &PROMPT)
 }
 
+/// One evidence item as a model reads it.
 pub fn verbalize(item: &EvidenceItem) -> String {
-    match item {
-        EvidenceItem::Triple(triple) => verbalize_triple(triple),
-        EvidenceItem::Path(path) => verbalize_path(path),
-        EvidenceItem::Query { cypher, rows, .. } => verbalize_rows(cypher, rows),
-        EvidenceItem::Excerpt(excerpt) => format!(
-            "passage from {}: {}",
-            quote(&excerpt.citation()),
-            quote(excerpt.text.trim())
-        ),
-    }
-}
-
-fn value_text(value: &Value) -> String {
-    value.text_quoting(&quote)
+    render::line(item, &PROMPT)
 }
 
 /// Room left for a prompt's instructions, question and names besides its evidence, in
