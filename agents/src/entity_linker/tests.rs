@@ -1,7 +1,7 @@
 use kgmesh_models::lexical::Gazetteer;
 use kgmesh_schemas::{messages::entity_linker::LinkMode, NodeId};
 
-use super::core::{build_name_index, gazetteer_mentions, link, normalize, EXACT_SCORE};
+use super::core::{build_name_index, link, normalize, EXACT_SCORE};
 use crate::scoring::fixtures::movies;
 
 fn index_of(names: &[&str]) -> Gazetteer {
@@ -151,7 +151,7 @@ async fn among_names_that_read_alike_the_one_spelled_as_written_is_linked() {
     assert_eq!(names(2), ["Up"], "letter case aside");
     // The question's own mentions: a bracketed stop word is a name, as written.
     assert_eq!(
-        super::core::gazetteer_mentions("who wrote the screenplay for [Up]", &index, 6, 2),
+        index.exact_mentions("who wrote the screenplay for [Up]", 6, 2),
         ["Up"]
     );
 }
@@ -166,12 +166,7 @@ async fn embedding_mode_without_embeddings_is_a_typed_error() {
 #[test]
 fn the_gazetteer_prefers_long_mentions_and_skips_stop_words() {
     let index = index_of(&["The", "Michael Mann", "Michael", "Heat", "what"]);
-    let mentions = gazetteer_mentions(
-        "What films did Michael Mann direct after Heat?",
-        &index,
-        6,
-        2,
-    );
+    let mentions = index.exact_mentions("What films did Michael Mann direct after Heat?", 6, 2);
     assert_eq!(mentions, vec!["michael mann".to_owned(), "heat".to_owned()]);
 }
 

@@ -19,7 +19,7 @@ use kgmesh_schemas::{
 use kgmesh_stores::{GraphStore, NeighborQuery, StoreResult};
 
 use crate::{
-    entity_linker::core::{gazetteer_mentions, EXACT_SCORE},
+    entity_linker::core::EXACT_SCORE,
     path_follower::core::stored_edge,
     scoring::{
         relevance::{Relevance, TextVectors},
@@ -412,7 +412,7 @@ pub fn link_question_entities(
     index: &Gazetteer,
     config: &LinkerConfig,
 ) -> (Vec<String>, Vec<ScoredEntity>) {
-    let found = gazetteer_mentions(question, index, config.max_mention_words, 2);
+    let found = index.exact_mentions(question, config.max_mention_words, 2);
     let texts: Vec<&str> = found.iter().map(String::as_str).collect();
     let keep = crate::scoring::text::entity_mention_mask(question, &texts);
     let mentions: Vec<String> = found

@@ -20,6 +20,7 @@ use kgmesh_schemas::{
 
 use super::{
     normalize::{glued, is_apostrophe, is_stopword, normalize, tokens},
+    text::is_stop_word,
     text::{delimited_names, edit_distance},
 };
 
@@ -249,17 +250,58 @@ impl Gazetteer {
                 .then(b.3.total_cmp(&a.3))
                 .then(a.0.cmp(&b.0))
         });
-        for (start, length, index, score, exact) in found {
-            if taken[start..start + length].iter().any(|t| *t) {
-                continue;
-            }
-            taken[start..start + length]
-                .iter_mut()
-                .for_each(|t| *t = true);
+        let spans = found
+            .into_iter()
+            .map(|(start, length, index, score, exact)| (start, length, (index, score, exact)));
+        for (start, length, (index, score, exact)) in take_apart(spans, &mut taken) {
             mentions.push(self.mention(question, &words, start, length, index, score, exact));
         }
         mentions.sort_by_key(|m| m.start);
         mentions
+    }
+
+    /// The names `text` writes that name nodes exactly, normalized: first those it
+    /// writes between brackets or quotes ([`Self::delimited_mentions`], as written),
+    /// then spans of up to `max_words` words (the longest at each word), kept longest
+    /// first and leftmost, none overlapping another. A single stop word and a span
+    /// shorter than `min_chars` characters are passed over: a graph that has a node
+    /// called "The" should not link every question to it. The KG-Linker's mentions;
+    /// [`Self::find_mentions`] also finds names written inexactly.
+    pub fn exact_mentions(&self, text: &str, max_words: usize, min_chars: usize) -> Vec<String> {
+        let delimited = self.delimited_mentions(text);
+        let tokens = tokens(text);
+        let words: Vec<&str> = tokens.iter().map(|(word, _)| word.as_str()).collect();
+        let mut taken = covered(&tokens, &delimited);
+        let mut found: Vec<(usize, usize, ())> = Vec::new();
+        for start in 0..words.len() {
+            for length in (1..=max_words.min(words.len() - start)).rev() {
+                let candidate = words[start..start + length].join(" ");
+                if candidate.chars().count() < min_chars {
+                    continue;
+                }
+                if length == 1 && is_stop_word(&candidate) {
+                    continue;
+                }
+                if self.contains_normalized(&candidate) {
+                    found.push((start, length, ()));
+                    break;
+                }
+            }
+        }
+        found.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut kept: Vec<(usize, usize)> = take_apart(found, &mut taken)
+            .into_iter()
+            .map(|(start, length, ())| (start, length))
+            .collect();
+        kept.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        delimited
+            .into_iter()
+            .map(|mention| mention.text)
+            .chain(
+                kept.into_iter()
+                    .map(|(start, length)| words[start..start + length].join(" ")),
+            )
+            .collect()
     }
 
     /// The names a question writes between brackets or double quotes
@@ -468,6 +510,25 @@ impl Gazetteer {
             exact,
         }
     }
+}
+
+/// The spans `(start, length, _)`, in the order given, that overlap no word already
+/// `taken` nor a span kept before them; each kept span's words become taken.
+fn take_apart<T>(
+    spans: impl IntoIterator<Item = (usize, usize, T)>,
+    taken: &mut [bool],
+) -> Vec<(usize, usize, T)> {
+    spans
+        .into_iter()
+        .filter(|&(start, length, _)| {
+            let words = &mut taken[start..start + length];
+            if words.iter().any(|t| *t) {
+                return false;
+            }
+            words.iter_mut().for_each(|t| *t = true);
+            true
+        })
+        .collect()
 }
 
 /// Which of `tokens` (from [`tokens`]) lie in one of `mentions`' byte ranges.
