@@ -31,64 +31,7 @@ pub fn parse_pairs(text: &str, format: QaFormat) -> (Vec<QaPair>, Vec<(usize, St
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use kgmesh_agents::cache_manager::warm::{build_gazetteer, Warmer};
-    use kgmesh_stores::GraphStore;
-
     use super::*;
-
-    const KG: &str = "\
-Heat\tdirected_by\tMichael Mann
-Heat\tstarred_actors\tAl Pacino
-Heat\tstarred_actors\tRobert De Niro
-Collateral\tdirected_by\tMichael Mann
-Collateral\tstarred_actors\tTom Cruise
-Top Gun\tstarred_actors\tTom Cruise
-Top Gun\tdirected_by\tTony Scott
-The Irishman\tstarred_actors\tRobert De Niro
-The Irishman\tdirected_by\tMartin Scorsese
-Heat\trelease_year\t1995
-Amelie\tin_language\tFrench
-";
-
-    /// A graph read by the embedded store's own loader from TSV `text` (head, relation,
-    /// tail per line), as a user's file would be.
-    fn graph_from_tsv(text: &str) -> Arc<dyn GraphStore> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kg.tsv");
-        std::fs::write(&path, text).unwrap();
-        let (graph, _) = kgmesh_stores::embedded::load::load_graph(
-            &path,
-            &kgmesh_stores::embedded::load::LoadOptions::default(),
-        )
-        .unwrap();
-        let graph: kgmesh_stores::EmbeddedGraph = graph;
-        Arc::new(graph)
-    }
-
-    /// Runs `future` to completion on a fresh one-worker runtime, failing the test after
-    /// 30 s.
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                tokio::time::timeout(std::time::Duration::from_secs(30), future)
-                    .await
-                    .expect("timed out")
-            })
-    }
-
-    fn warmer() -> Warmer {
-        block_on(async {
-            let graph = graph_from_tsv(KG);
-            let gazetteer = Arc::new(build_gazetteer(graph.as_ref()).await.unwrap());
-            Warmer::new(graph, gazetteer)
-        })
-    }
 
     #[test]
     fn metaqa_and_jsonl_lines_parse_with_their_topic() {
@@ -147,22 +90,24 @@ Amelie\tin_language\tFrench
     }
 
     #[test]
-    fn an_irn_pair_is_verified_from_its_answers_not_its_gold_path() {
-        // The gold path names a relation the graph does not have; the plan comes from
-        // the paths between the topic entity and the answer.
+    fn an_irn_pair_keeps_its_topic_and_answers_not_its_gold_path() {
+        // The gold path names a relation the graph does not have: only its head (the
+        // topic) and the answers are imported, and the warmer finds the plan from the
+        // paths between them (`cache_manager::warm`'s
+        // `a_pair_is_verified_from_its_topic_and_answers_whatever_its_wording`).
         let (pairs, bad) = parse_pairs(
             "which films share a director with Heat ?\tCollateral(Collateral/)\tHeat#made_by#Michael Mann#made_by_inverse#Collateral#<end>#Collateral\n",
             QaFormat::Auto,
         );
         assert!(bad.is_empty(), "{bad:?}");
-        assert_eq!(pairs[0].topic.as_deref(), Some("Heat"));
-        let found = block_on(warmer().verify_pair(&pairs[0])).expect("verified");
-        let relations: Vec<&str> = found.entry.plan.metapaths[0]
-            .steps
-            .iter()
-            .map(|s| s.relation.as_str())
-            .collect();
-        assert_eq!(relations, ["directed_by", "directed_by"]);
-        assert_eq!(found.entry.isr.topic_entities, ["Heat"]);
+        assert_eq!(
+            pairs,
+            [QaPair {
+                question: "which films share a director with Heat ?".into(),
+                answers: vec!["Collateral".into()],
+                topic: Some("Heat".into()),
+                line: 1,
+            }]
+        );
     }
 }

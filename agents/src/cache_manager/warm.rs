@@ -866,6 +866,27 @@ Amelie\tin_language\tFrench
     }
 
     #[test]
+    fn a_pair_is_verified_from_its_topic_and_answers_whatever_its_wording() {
+        // As `kgmesh cache warm --import` reads an IRN line whose gold path names a
+        // relation the graph does not have: the plan comes from the paths between the
+        // topic entity and the answer.
+        let pair = QaPair {
+            question: "which films share a director with Heat ?".into(),
+            answers: vec!["Collateral".into()],
+            topic: Some("Heat".into()),
+            line: 1,
+        };
+        let found = block_on(warmer().verify_pair(&pair)).expect("verified");
+        let relations: Vec<&str> = found.entry.plan.metapaths[0]
+            .steps
+            .iter()
+            .map(|s| s.relation.as_str())
+            .collect();
+        assert_eq!(relations, ["directed_by", "directed_by"]);
+        assert_eq!(found.entry.isr.topic_entities, ["Heat"]);
+    }
+
+    #[test]
     fn unverifiable_pairs_are_skipped_with_a_reason() {
         let warmer = warmer();
         let ask = |question: &str, answer: &str, topic: Option<&str>| {
