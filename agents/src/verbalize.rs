@@ -29,9 +29,6 @@ use kgmesh_schemas::{
     NodeId,
 };
 
-/// Rows of a query result shown at most (the rest is summarized in a note).
-pub const MAX_ROWS_SHOWN: usize = Style::CONTEXT.max_rows;
-
 /// A rough token count (about four characters per token for English and names).
 pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
@@ -112,13 +109,8 @@ pub fn verbalize_paths(paths: &[Path]) -> Vec<String> {
         .collect()
 }
 
-/// A value as a model should read it ([`Value::text`]).
-pub fn value_text(value: &Value) -> String {
-    value.text()
-}
-
-/// `Graph Query: …`, a header line, up to [`MAX_ROWS_SHOWN`] rows, and a note when
-/// rows were left out (by the store's row budget or here).
+/// `Graph Query: …`, a header line, up to [`Style::CONTEXT`]'s `max_rows` rows, and a
+/// note when rows were left out (by the store's row budget or here).
 pub fn verbalize_rows(cypher: &str, rows: &Rows) -> String {
     render::rows_text(cypher, rows, &Style::CONTEXT)
 }

@@ -260,14 +260,14 @@ fn query_edges(rows: &[Vec<Value>]) -> Vec<EvidenceEdge> {
     ) {
         match value {
             Value::Node(node) => {
-                nodes.entry(node.id).or_insert_with(|| value_text(value));
+                nodes.entry(node.id).or_insert_with(|| value.text());
             }
             Value::Relationship(relationship) => relationships.push(relationship),
             Value::Path(path) => {
                 for node in &path.nodes {
                     nodes
                         .entry(node.id)
-                        .or_insert_with(|| value_text(&Value::Node(node.clone())));
+                        .or_insert_with(|| Value::Node(node.clone()).text());
                 }
                 relationships.extend(path.relationships.iter());
             }
@@ -330,11 +330,6 @@ fn evidence_key(item: &EvidenceItem) -> String {
 /// [`Style::SHOWN`].
 pub fn verbalize(item: &EvidenceItem) -> String {
     render::line(item, &Style::SHOWN)
-}
-
-/// A query value as a short string ([`Value::text`]).
-pub fn value_text(value: &Value) -> String {
-    value.text()
 }
 
 #[cfg(test)]

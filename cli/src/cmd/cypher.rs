@@ -11,7 +11,6 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kgmesh_agents::verbalize::value_text;
 use kgmesh_schemas::graph::{Rows, Value};
 use kgmesh_stores::{QueryLimits, StoreError};
 
@@ -334,7 +333,7 @@ fn print_table(rows: &Rows) {
     let cells: Vec<Vec<String>> = rows
         .rows
         .iter()
-        .map(|row| row.iter().map(value_text).collect())
+        .map(|row| row.iter().map(Value::text).collect())
         .collect();
     let widths: Vec<usize> = rows
         .columns

@@ -99,7 +99,7 @@ pub(crate) fn measure(
             EvidenceItem::Query { rows, .. } => {
                 cut |= rows.truncated;
                 for value in rows.rows.iter().filter_map(|row| row.first()) {
-                    values.insert(crate::context::value_text(value));
+                    values.insert(value.text());
                 }
             }
             EvidenceItem::Triple(_) | EvidenceItem::Excerpt(_) => {}
