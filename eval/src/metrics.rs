@@ -174,6 +174,11 @@ pub struct QuestionResult {
     pub latency_ms: f64,
     /// The system's own total time (`timings.total_us`), when it answered.
     pub server_ms: Option<f64>,
+    /// The system's own time by stage (`timings.stages`, a round's stages summed under
+    /// the stage's name: `kg-linker`, `retrieve`, `summarizer`, …), in the order the
+    /// stages first ran.
+    #[serde(default)]
+    pub stage_ms: Vec<(String, f64)>,
     pub evidence_lines: usize,
     pub question_id: Option<String>,
     pub trace_id: Option<String>,
@@ -277,6 +282,10 @@ pub struct Aggregate {
     pub graph_rows_mean: f64,
     pub latency_ms: Option<LatencySummary>,
     pub server_ms: Option<LatencySummary>,
+    /// The system's own time by stage, over the questions that ran it, in the order
+    /// stages first ran.
+    #[serde(default)]
+    pub stage_ms: Vec<(String, LatencySummary)>,
     /// Share of questions answered degraded (some role failed, was missing, or
     /// answered without its model).
     #[serde(default)]
@@ -386,6 +395,26 @@ impl Aggregate {
             graph_rows_mean: mean(&|r| r.cost.graph_rows as f64),
             latency_ms: LatencySummary::of(&latencies),
             server_ms: LatencySummary::of(&server),
+            stage_ms: {
+                let mut order: Vec<&str> = Vec::new();
+                for (stage, _) in results.iter().flat_map(|r| &r.stage_ms) {
+                    if !order.contains(&stage.as_str()) {
+                        order.push(stage);
+                    }
+                }
+                order
+                    .into_iter()
+                    .filter_map(|stage| {
+                        let times: Vec<f64> = results
+                            .iter()
+                            .flat_map(|r| &r.stage_ms)
+                            .filter(|(s, _)| s == stage)
+                            .map(|(_, ms)| *ms)
+                            .collect();
+                        Some((stage.to_owned(), LatencySummary::of(&times)?))
+                    })
+                    .collect()
+            },
             degraded_rate: mean(&|r| flag(!r.degraded.is_empty())),
             degraded_by: {
                 let mut by: BTreeMap<String, usize> = BTreeMap::new();
@@ -578,6 +607,7 @@ mod tests {
             },
             latency_ms: latency,
             server_ms: None,
+            stage_ms: Vec::new(),
             evidence_lines: 0,
             question_id: None,
             trace_id: None,

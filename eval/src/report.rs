@@ -385,6 +385,18 @@ impl Report {
                 latency_cell(latency)
             );
         }
+        if !a.stage_ms.is_empty() {
+            let stages: Vec<String> = a
+                .stage_ms
+                .iter()
+                .map(|(stage, latency)| format!("{stage} {:.1}", latency.p50))
+                .collect();
+            let _ = writeln!(
+                out,
+                "| p50 ms by stage (system's own) | {} |",
+                stages.join(", ")
+            );
+        }
         let _ = writeln!(
             out,
             "| throughput | {:.2} questions/s ({} in {:.1} s) |",

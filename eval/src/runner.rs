@@ -135,6 +135,7 @@ fn unanswered(question: Question, latency_ms: f64) -> QuestionResult {
         cost: QuestionCost::default(),
         latency_ms,
         server_ms: None,
+        stage_ms: Vec::new(),
         evidence_lines: 0,
         question_id: None,
         trace_id: None,
@@ -178,6 +179,7 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
             low_confidence: reply.low_confidence,
         },
         server_ms: Some(reply.timings.total_us as f64 / 1e3),
+        stage_ms: stage_times(&reply.timings.stages),
         evidence_lines: reply.evidence.len(),
         question_id: Some(reply.question_id),
         trace_id: reply.trace_id,
@@ -191,6 +193,24 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
         topic_entities: reply.topic_entities.len(),
         ..unanswered(question, latency_ms)
     }
+}
+
+/// A reply's stage times in milliseconds, each round's stages summed under the stage's
+/// own name ("round2.retrieve" counts as "retrieve"), in the order stages first ran.
+fn stage_times(stages: &[(String, u64)]) -> Vec<(String, f64)> {
+    let mut times: Vec<(String, f64)> = Vec::new();
+    for (stage, us) in stages {
+        let name = match stage.split_once('.') {
+            Some((round, name)) if round.starts_with("round") => name,
+            _ => stage.as_str(),
+        };
+        let ms = *us as f64 / 1e3;
+        match times.iter_mut().find(|(s, _)| s == name) {
+            Some((_, total)) => *total += ms,
+            None => times.push((name.to_owned(), ms)),
+        }
+    }
+    times
 }
 
 /// A bar with running Hits@1 on a terminal; a line every 10% otherwise, so that logs of
@@ -276,6 +296,26 @@ mod tests {
 
     use super::*;
     use crate::answerer::{AnswererConfig, AnswererMode};
+
+    #[test]
+    fn stage_times_sum_a_stages_rounds_under_its_name_in_the_order_they_first_ran() {
+        let stages = [
+            ("cache".to_owned(), 500),
+            ("round1.kg-linker".to_owned(), 3_000),
+            ("round1.retrieve".to_owned(), 1_000),
+            ("round2.retrieve".to_owned(), 1_500),
+            ("summarizer".to_owned(), 250),
+        ];
+        assert_eq!(
+            stage_times(&stages),
+            vec![
+                ("cache".to_owned(), 0.5),
+                ("kg-linker".to_owned(), 3.0),
+                ("retrieve".to_owned(), 2.5),
+                ("summarizer".to_owned(), 0.25),
+            ]
+        );
+    }
 
     /// Answers "yes" at once, except questions containing "hang", which never answer.
     struct Scripted;
