@@ -36,11 +36,23 @@ pub const DESCRIPTOR: RoleDescriptor = RoleDescriptor {
 /// Texts embedded per process and kept for reuse (relation and node names).
 pub const TEXT_VECTOR_CACHE: usize = 200_000;
 
-/// The embedding cache a role uses when the process has an embedder.
+/// The process's one embedding cache, made on first use: every role built from the same
+/// deps reads and fills it, so a text one role embedded (a relation's name, a word of
+/// the question) is not embedded again by the next role that reads the question.
+#[derive(Default)]
+struct SharedTextVectors(std::sync::OnceLock<Arc<relevance::TextVectors>>);
+
+/// The embedding cache a role uses when the process has an embedder (shared by the
+/// process's roles).
 pub(crate) fn text_vectors(deps: &AgentDeps) -> Option<Arc<relevance::TextVectors>> {
-    deps.embedder
-        .clone()
-        .map(|embedder| Arc::new(relevance::TextVectors::new(embedder, TEXT_VECTOR_CACHE)))
+    let embedder = deps.embedder.clone()?;
+    let shared = deps.shared::<SharedTextVectors>();
+    Some(
+        shared
+            .0
+            .get_or_init(|| Arc::new(relevance::TextVectors::new(embedder, TEXT_VECTOR_CACHE)))
+            .clone(),
+    )
 }
 
 /// The embedding cache of a role that scores evidence by whole-question similarity (the

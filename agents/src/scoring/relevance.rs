@@ -54,6 +54,11 @@ impl TextVectors {
         let fresh = if missing.is_empty() {
             Vec::new()
         } else {
+            tracing::debug!(
+                asked = texts.len(),
+                embedded = missing.len(),
+                "texts not embedded before"
+            );
             self.embedder.embed(&missing).await?
         };
         if fresh.len() != missing.len() {
