@@ -359,7 +359,7 @@ pub async fn rank_metapaths_with_confidence(
             )
             .await?;
         } else if model.first_stage_confidence.is_some() {
-            let (_, rows, _) = crate::reader::candidate_features(
+            let rows = crate::reader::candidate_features(
                 store,
                 relevance.question(),
                 relevance.terms(),
@@ -367,8 +367,10 @@ pub async fn rank_metapaths_with_confidence(
                 &ids,
                 &first,
                 model.candidates,
+                Some(&model.lexicon),
             )
-            .await?;
+            .await?
+            .rows;
             confidence = model.first_stage_chance(&rows);
         }
     }

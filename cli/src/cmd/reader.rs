@@ -13,7 +13,7 @@ use kgmesh_agents::{
     kg_linker::core::LinkerConfig,
     reader::{
         model::{Confidence, Ranked},
-        train::example,
+        train::{cross_fit_lexicon, example},
         Example, ReaderModel, TrainSettings,
     },
     scoring::{relevance::TextVectors, TEXT_VECTOR_CACHE},
@@ -91,6 +91,14 @@ struct TrainArgs {
     /// reads; MetaQA's brackets are removed). Repeat for several.
     #[arg(long, value_name = "KG=QUESTIONS")]
     pairs: Vec<String>,
+    /// QA pairs over another graph only to score the weights on, as `KG=QUESTIONS`
+    /// (held out like `--exclude`). Repeat for several.
+    #[arg(long, value_name = "KG=QUESTIONS")]
+    score: Vec<String>,
+    /// Also score each training graph with weights trained on the others (and a
+    /// lexicon learned from them): how the reader chooses on a graph it has not seen.
+    #[arg(long)]
+    leave_one_out: bool,
     /// Candidates re-ranked per question.
     #[arg(long, default_value_t = 40)]
     candidates: usize,
@@ -166,9 +174,10 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
         Some(zoo) => zoo_domains(zoo, &args.exclude)?,
         None => Vec::new(),
     };
-    for pair in &args.pairs {
+    let pairs = args.pairs.iter().map(|p| (p, false, "--pairs"));
+    for (pair, held_out, flag) in pairs.chain(args.score.iter().map(|p| (p, true, "--score"))) {
         let Some((kg, questions)) = pair.split_once('=') else {
-            bail!("--pairs {pair}: expected KG=QUESTIONS");
+            bail!("{flag} {pair}: expected KG=QUESTIONS");
         };
         domains.push(Domain {
             name: Path::new(questions)
@@ -178,7 +187,7 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| questions.to_owned()),
             kg: kg.into(),
             questions: questions.into(),
-            held_out: false,
+            held_out,
         });
     }
     if domains.iter().all(|d| d.held_out) {
@@ -279,14 +288,28 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
             groups.push((domain.kg.display().to_string(), examples));
         }
     }
-    let train_set: Vec<Example> = groups.iter().flat_map(|(_, e)| e.iter().cloned()).collect();
     let settings = TrainSettings {
         iterations: args.iterations,
         ..TrainSettings::default()
     };
+    if args.leave_one_out {
+        leave_one_out(&groups, args.candidates, settings);
+    }
+    // Each training graph's lexicon features come from a lexicon learned without it;
+    // the graphs held out are read with the one learned from all training graphs.
+    let lexicon = cross_fit_lexicon(&mut groups);
+    for (_, examples) in &mut held {
+        for example in examples {
+            example.apply_lexicon(&lexicon);
+        }
+    }
+    let train_set: Vec<Example> = groups.iter().flat_map(|(_, e)| e.iter().cloned()).collect();
     let mut model = ReaderModel::train(&train_set, args.candidates, settings, trained_on.clone());
+    model.lexicon = lexicon;
     // The confidence is fitted on rankings of graphs the ranker did not see: each graph's
-    // questions ranked by weights trained on the others.
+    // questions ranked by weights trained on the others. (Their lexicon features were
+    // cross-fitted among all training graphs, this one included; `--leave-one-out`
+    // learns each fold's lexicon without the graph it scores.)
     let mut graphs: Vec<&str> = groups.iter().map(|(g, _)| g.as_str()).collect();
     graphs.sort_unstable();
     graphs.dedup();
@@ -426,6 +449,69 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     println!("wrote {}", args.out.display());
     Ok(())
+}
+
+/// Weights trained on every graph of `groups` but `graph`, with a lexicon learned from
+/// those graphs alone (cross-fitted among them, as in training), and `graph`'s examples
+/// read with that lexicon: how the reader reads a graph it has not seen.
+fn fold_without(
+    groups: &[(String, Vec<Example>)],
+    graph: &str,
+    candidates: usize,
+    settings: TrainSettings,
+) -> (ReaderModel, Vec<Example>) {
+    let mut others: Vec<(String, Vec<Example>)> =
+        groups.iter().filter(|(g, _)| g != graph).cloned().collect();
+    let lexicon = cross_fit_lexicon(&mut others);
+    let train_set: Vec<Example> = others.into_iter().flat_map(|(_, e)| e).collect();
+    let model = ReaderModel::train(&train_set, candidates, settings, Vec::new());
+    let mut scored: Vec<Example> = groups
+        .iter()
+        .filter(|(g, _)| g == graph)
+        .flat_map(|(_, e)| e.iter().cloned())
+        .collect();
+    for example in &mut scored {
+        example.apply_lexicon(&lexicon);
+    }
+    (model, scored)
+}
+
+/// Scores each graph of `groups` with weights trained on the other graphs, whose
+/// lexicon is learned from those graphs alone (cross-fitted among them as in training).
+fn leave_one_out(groups: &[(String, Vec<Example>)], candidates: usize, settings: TrainSettings) {
+    let mut graphs: Vec<&str> = groups.iter().map(|(g, _)| g.as_str()).collect();
+    graphs.sort_unstable();
+    graphs.dedup();
+    let first_stage = ReaderModel::first_stage(candidates);
+    let (mut right, mut first_right, mut total) = (0.0, 0.0, 0usize);
+    println!("leave one graph out (plan chosen right where the candidates hold one):");
+    for graph in &graphs {
+        let (model, scored) = fold_without(groups, graph, candidates, settings);
+        let useful = scored
+            .iter()
+            .filter(|e| {
+                e.targets
+                    .iter()
+                    .any(|&t| t >= kgmesh_agents::reader::model::EXACT)
+            })
+            .count();
+        let (accuracy, first) = (model.accuracy(&scored), first_stage.accuracy(&scored));
+        right += accuracy * useful as f64;
+        first_right += first * useful as f64;
+        total += useful;
+        println!(
+            "  {graph:<60} {:>5.1} % (first stage {:>5.1} %) of {useful}",
+            100.0 * accuracy,
+            100.0 * first
+        );
+    }
+    if total > 0 {
+        println!(
+            "  all graphs, pooled: {:.1} % (first stage {:.1} %) of {total}",
+            100.0 * right / total as f64,
+            100.0 * first_right / total as f64
+        );
+    }
 }
 
 /// The answer calibration, fitted on the answers of whole runs; reported as fitted
@@ -590,6 +676,7 @@ async fn explain(config: Config, args: ExplainArgs) -> anyhow::Result<()> {
         &args.question,
         &LinkerConfig::default(),
         model.candidates,
+        Some(&model.lexicon),
     )
     .await?;
     println!("mentions: {mentions:?}");

@@ -49,6 +49,11 @@ pub const FEATURES: &[&str] = &[
     "class_cosine_last",
     "path_cosine_gap",
     "class_cosine_answer",
+    "lexicon_hop_min",
+    "lexicon_hop_mean",
+    "lexicon_words",
+    "lexicon_asking_last",
+    "lexicon_asking_direction",
 ];
 
 /// Cosines of the question's words with relation labels, read by an embedder.
@@ -136,6 +141,13 @@ impl AnswerAsk {
         }
     }
 
+    /// Every content stem the question reads by (its relation and class words).
+    pub fn all_stems(&self) -> Vec<String> {
+        let mut all = self.relation_stems.clone();
+        all.extend(self.class_words.iter().cloned());
+        all
+    }
+
     /// What the question asks, as an embedder should read it: its relation and class
     /// words, in order, without the entities' names.
     pub fn asked_text(&self) -> String {
@@ -179,6 +191,8 @@ pub struct Candidate<'a> {
     /// The lexical (word-only) relevance score.
     pub lexical: f32,
     pub unexplained_hops: usize,
+    /// Its [`super::lexicon::LEXICON_FEATURES`], the feature vector's last ones.
+    pub lexicon: &'a [f32],
 }
 
 /// Reached nodes whose classes are read at most, per candidate.
@@ -323,7 +337,7 @@ pub fn features(
                 / sample.len() as f32;
         }
     }
-    vec![
+    let mut row = vec![
         candidate.relevance - best_relevance,
         1.0 / (1.0 + candidate.rank as f32),
         candidate.lexical - best_lexical,
@@ -355,7 +369,9 @@ pub fn features(
         class_cos_last,
         path_gap,
         class_cos_answer,
-    ]
+    ];
+    row.extend(candidate.lexicon);
+    row
 }
 
 #[cfg(test)]
@@ -375,6 +391,11 @@ mod tests {
         let count = ask("how many captains trained at Port Kell", &["Port Kell"]);
         assert!(count.class_stems.contains(&stem("captains")), "{count:?}");
         assert!(count.relation_stems.contains(&stem("trained")), "{count:?}");
+    }
+
+    #[test]
+    fn the_features_end_with_the_lexicons() {
+        assert!(FEATURES.ends_with(super::super::lexicon::LEXICON_FEATURES));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! of many domains ([`train`]); `docs/reader.md` says how they were made.
 
 pub mod features;
+pub mod lexicon;
 pub mod model;
 pub mod train;
 pub mod types;
@@ -22,6 +23,7 @@ pub use model::{active, install, Example, ReaderModel, Readers, TrainSettings};
 
 use self::{
     features::{features, AnswerAsk, Candidate, WordCosines, CLASS_SAMPLE},
+    lexicon::{Hop, Lexicon, LexiconInput, LEXICON_FEATURES},
     types::NodeTypes,
 };
 use crate::{
@@ -44,7 +46,21 @@ pub struct FirstStage<'a> {
     pub order: &'a [usize],
 }
 
-/// Feature vectors of the first `limit` candidates of `first.order`, in that order.
+/// The candidates the reader scores for one question.
+pub struct Candidates {
+    /// Indexes into the first stage's candidates, in its order.
+    pub picked: Vec<usize>,
+    /// The features of each of `picked`.
+    pub rows: Vec<Vec<f32>>,
+    pub types: NodeTypes,
+    /// What the lexicon reads of them (to fill in their lexicon features again with
+    /// another lexicon, as training does).
+    pub lexicon_input: LexiconInput,
+}
+
+/// Feature vectors of the first `limit` candidates of `first.order`, in that order,
+/// with the lexicon features `lexicon` gives them (zeros without one).
+#[allow(clippy::too_many_arguments)]
 pub async fn candidate_features(
     store: &dyn GraphStore,
     question: &str,
@@ -53,7 +69,8 @@ pub async fn candidate_features(
     sources: &[NodeId],
     first: &FirstStage<'_>,
     limit: usize,
-) -> StoreResult<(Vec<usize>, Vec<Vec<f32>>, NodeTypes)> {
+    lexicon: Option<&Lexicon>,
+) -> StoreResult<Candidates> {
     let picked: Vec<usize> = first.order.iter().take(limit).copied().collect();
     let mut nodes: Vec<NodeId> = picked
         .iter()
@@ -114,6 +131,25 @@ pub async fn candidate_features(
         .iter()
         .map(|&i| first.lexical[i])
         .fold(f32::MIN, f32::max);
+    let lexicon_input = LexiconInput::new(
+        question,
+        &ask.all_stems(),
+        picked
+            .iter()
+            .map(|&i| {
+                first.reaching[i]
+                    .metapath
+                    .steps
+                    .iter()
+                    .map(|s| Hop::new(&s.relation, s.direction == Direction::In))
+                    .collect()
+            })
+            .collect(),
+    );
+    let lexicon_rows = match lexicon {
+        Some(lexicon) => lexicon.features(&lexicon_input),
+        None => vec![vec![0.0; LEXICON_FEATURES.len()]; picked.len()],
+    };
     let rows = picked
         .iter()
         .enumerate()
@@ -128,6 +164,7 @@ pub async fn candidate_features(
                 rank,
                 lexical: first.lexical[i],
                 unexplained_hops: first.fits[i].unexplained_hops,
+                lexicon: &lexicon_rows[rank],
             };
             features(
                 &candidate,
@@ -140,7 +177,12 @@ pub async fn candidate_features(
             )
         })
         .collect();
-    Ok((picked, rows, types))
+    Ok(Candidates {
+        picked,
+        rows,
+        types,
+        lexicon_input,
+    })
 }
 
 /// `first.order` with its first [`ReaderModel::candidates`] re-ordered by `model`, and
@@ -154,7 +196,7 @@ pub async fn rerank(
     sources: &[NodeId],
     first: &FirstStage<'_>,
 ) -> StoreResult<(Vec<usize>, Option<f32>)> {
-    let (picked, rows, _) = candidate_features(
+    let Candidates { picked, rows, .. } = candidate_features(
         store,
         question,
         terms,
@@ -162,6 +204,7 @@ pub async fn rerank(
         sources,
         first,
         model.candidates,
+        Some(&model.lexicon),
     )
     .await?;
     let scores: Vec<f32> = rows.iter().map(|row| model.score(row)).collect();

@@ -9,7 +9,10 @@ use std::{path::Path, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
-use super::features::FEATURES;
+use super::{
+    features::FEATURES,
+    lexicon::{Lexicon, LexiconInput, LEXICON_FEATURES},
+};
 
 /// A target from which a candidate counts as reaching the gold answers exactly.
 pub const EXACT: f32 = 0.99;
@@ -52,6 +55,10 @@ pub struct ReaderModel {
     /// calibrate` on whole runs' answers. `None`: the plan's chance is the answer's.
     #[serde(default)]
     pub answer_calibration: Option<AnswerCalibration>,
+    /// Question words against relation-name words, learned from the training graphs'
+    /// right plans ([`Lexicon`]); its features are the last of [`FEATURES`].
+    #[serde(default)]
+    pub lexicon: Lexicon,
 }
 
 /// The answer calibration as stored: the signals it reads, by name, and the logistic
@@ -252,9 +259,28 @@ pub struct Example {
     pub count: Option<usize>,
     /// Each candidate in words (for reports).
     pub paths: Vec<String>,
+    /// What the lexicon reads of the question and its candidates.
+    pub lexicon_input: LexiconInput,
 }
 
 impl Example {
+    /// Which candidates reach the gold answers exactly (what a lexicon learns from).
+    pub fn exact(&self) -> Vec<bool> {
+        self.targets.iter().map(|&t| t >= EXACT).collect()
+    }
+
+    /// Fills the candidates' lexicon features in with `lexicon`'s.
+    pub fn apply_lexicon(&mut self, lexicon: &Lexicon) {
+        let from = FEATURES.len() - LEXICON_FEATURES.len();
+        for (row, values) in self
+            .features
+            .iter_mut()
+            .zip(lexicon.features(&self.lexicon_input))
+        {
+            row[from..].copy_from_slice(&values);
+        }
+    }
+
     /// Whether candidate `i` is right: it reaches the gold answers exactly, or the
     /// gold count of nodes.
     pub fn is_right(&self, i: usize) -> bool {
@@ -333,6 +359,7 @@ impl ReaderModel {
             confidence: None,
             first_stage_confidence: None,
             answer_calibration: None,
+            lexicon: Lexicon::default(),
         }
     }
 
@@ -421,6 +448,7 @@ impl ReaderModel {
             confidence: None,
             first_stage_confidence: None,
             answer_calibration: None,
+            lexicon: Lexicon::default(),
         }
     }
 
@@ -581,6 +609,7 @@ mod tests {
             answerable: true,
             reached: Vec::new(),
             count: None,
+            lexicon_input: LexiconInput::default(),
         }
     }
 

@@ -8,7 +8,13 @@ use std::sync::Arc;
 use kgmesh_models::lexical::Gazetteer;
 use kgmesh_stores::{GraphStore, StoreResult};
 
-use super::{candidate_features, model::Example, types::NodeTypes, FirstStage};
+use super::{
+    candidate_features,
+    lexicon::{Lexicon, LexiconInput},
+    model::Example,
+    types::NodeTypes,
+    Candidates, FirstStage,
+};
 use crate::{
     kg_linker::core::{first_stage, graph_relations, link_entities, LinkerConfig, Reaching},
     scoring::{
@@ -32,6 +38,7 @@ pub struct Reading {
     /// The features of each of `picked`.
     pub rows: Vec<Vec<f32>>,
     pub types: NodeTypes,
+    pub lexicon_input: LexiconInput,
 }
 
 /// Reads `question`; `None` when no entity of it is found in the graph or no relation
@@ -43,6 +50,7 @@ pub async fn read_question(
     question: &str,
     config: &LinkerConfig,
     candidates: usize,
+    lexicon: Option<&Lexicon>,
 ) -> StoreResult<(Vec<String>, Option<Reading>)> {
     let (mentions, linked) = link_entities(store, question, index, config).await?;
     if linked.is_empty() {
@@ -65,7 +73,12 @@ pub async fn read_question(
         lexical: &lexical,
         order: &order,
     };
-    let (picked, rows, types) = candidate_features(
+    let Candidates {
+        picked,
+        rows,
+        types,
+        lexicon_input,
+    } = candidate_features(
         store,
         question,
         relevance.terms(),
@@ -73,6 +86,7 @@ pub async fn read_question(
         &sources,
         &first,
         candidates,
+        lexicon,
     )
     .await?;
     Ok((
@@ -82,12 +96,36 @@ pub async fn read_question(
             picked,
             rows,
             types,
+            lexicon_input,
         }),
     ))
 }
 
+/// Fills every group's examples' lexicon features in with a lexicon learned from the
+/// other groups only, as a graph the reader has not seen is read (cross-fitting), and
+/// returns the lexicon learned from all groups (the one a model trained on them keeps).
+/// A group is one graph's questions: entries with the same key are one group.
+pub fn cross_fit_lexicon<G: PartialEq>(groups: &mut [(G, Vec<Example>)]) -> Lexicon {
+    let learn = |skip: Option<&G>, groups: &[(G, Vec<Example>)]| {
+        let inputs: Vec<(&LexiconInput, Vec<bool>)> = groups
+            .iter()
+            .filter(|(g, _)| Some(g) != skip)
+            .flat_map(|(_, examples)| examples.iter().map(|e| (&e.lexicon_input, e.exact())))
+            .collect();
+        Lexicon::learn(inputs)
+    };
+    let folds: Vec<Lexicon> = groups.iter().map(|(g, _)| learn(Some(g), groups)).collect();
+    for ((_, examples), lexicon) in groups.iter_mut().zip(&folds) {
+        for example in examples {
+            example.apply_lexicon(lexicon);
+        }
+    }
+    learn(None, groups)
+}
+
 /// One QA pair as a training example; `None` when no entity of the question is found
-/// in the graph or no relation path leaves it.
+/// in the graph or no relation path leaves it. Its lexicon features are zeros until
+/// [`cross_fit_lexicon`] fills them in.
 pub async fn example(
     store: &dyn GraphStore,
     index: &Gazetteer,
@@ -97,14 +135,22 @@ pub async fn example(
     config: &LinkerConfig,
     candidates: usize,
 ) -> StoreResult<Option<Example>> {
-    let (_, reading) =
-        read_question(store, index, vectors_opt, question, config, candidates).await?;
+    let (_, reading) = read_question(
+        store,
+        index,
+        vectors_opt,
+        question,
+        config,
+        candidates,
+        None,
+    )
+    .await?;
     let Some(Reading {
         reaching,
         picked,
         rows,
         types,
-        ..
+        lexicon_input,
     }) = reading
     else {
         return Ok(None);
@@ -132,18 +178,24 @@ pub async fn example(
             }
         })
         .collect();
-    // Of the candidates that reach the gold answers exactly, the shortest are the plan;
-    // a longer one reaching the same nodes does so by coincidence (walking a relation
-    // there and back) and would teach that unexplained hops are harmless.
-    let shortest = picked
+    // Of the candidates that reach the gold answers exactly, one that walks a relation
+    // there and back reaches them by coincidence when one without such a return reaches
+    // them too: it would teach that unexplained hops are harmless. Paths that reach the
+    // same answers by different relations are all right: which of them the question
+    // asks for is what the reader must learn from the question's words ("X's gender"
+    // and "X's mother's father's gender" may both be "male"), not from their length.
+    let returns = |i: usize| {
+        reaching[i].metapath.steps.windows(2).any(|pair| {
+            pair[0].relation == pair[1].relation && pair[0].direction != pair[1].direction
+        })
+    };
+    let straight_exact = picked
         .iter()
         .zip(&targets)
-        .filter(|(_, &t)| t >= super::model::EXACT)
-        .map(|(&i, _)| reaching[i].metapath.steps.len())
-        .min();
-    if let Some(shortest) = shortest {
+        .any(|(&i, &t)| t >= super::model::EXACT && !returns(i));
+    if straight_exact {
         for (&i, target) in picked.iter().zip(targets.iter_mut()) {
-            if reaching[i].metapath.steps.len() > shortest {
+            if returns(i) {
                 *target = 0.0;
             }
         }
@@ -153,6 +205,17 @@ pub async fn example(
         [one] if targets.iter().all(|&t| t == 0.0) => one.trim().parse::<usize>().ok(),
         _ => None,
     };
+    // A count is answered by a path that reaches that many nodes, all of them known:
+    // those are its plans (by the same rule on returns as above).
+    if let Some(n) = count.filter(|&n| n > 0) {
+        let counts = |i: usize| reaching[i].complete && reaching[i].reached.len() == n;
+        let straight = picked.iter().any(|&i| counts(i) && !returns(i));
+        for (&i, target) in picked.iter().zip(targets.iter_mut()) {
+            if counts(i) && !(straight && returns(i)) {
+                *target = 1.0;
+            }
+        }
+    }
     let paths = picked
         .iter()
         .map(|&i| crate::kg_linker::core::metapath_text(&reaching[i].metapath))
@@ -167,5 +230,67 @@ pub async fn example(
             .map(|&i| reaching[i].complete.then_some(reaching[i].reached.len()))
             .collect(),
         count,
+        lexicon_input,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::{features::FEATURES, lexicon::Hop};
+
+    /// A question whose second candidate (`manufacturer`) is right.
+    fn example(question: &str, stem: &str) -> Example {
+        let candidates = vec![
+            vec![Hop::new("fleet", true)],
+            vec![Hop::new("manufacturer", false)],
+        ];
+        Example {
+            features: vec![vec![0.0; FEATURES.len()]; 2],
+            targets: vec![0.0, 1.0],
+            answerable: true,
+            reached: vec![Some(1), Some(1)],
+            count: None,
+            paths: Vec::new(),
+            lexicon_input: LexiconInput::new(question, &[stem.to_owned()], candidates),
+        }
+    }
+
+    #[test]
+    fn a_graphs_lexicon_features_come_from_the_other_graphs_only() {
+        let makes: Vec<Example> = (0..5)
+            .map(|i| example(&format!("who makes X{i}"), "make"))
+            .collect();
+        let builds: Vec<Example> = (0..5)
+            .map(|i| example(&format!("who builds Y{i}"), "build"))
+            .collect();
+        // Two entries of one graph are one group.
+        let (first, second) = makes.split_at(3);
+        let mut groups = vec![
+            ("makes", first.to_vec()),
+            ("builds", builds),
+            ("makes", second.to_vec()),
+        ];
+        let all = cross_fit_lexicon(&mut groups);
+        let lexicon_at = FEATURES.len() - crate::reader::lexicon::LEXICON_FEATURES.len();
+        // "make" is learned only from the first graph, so the first graph's own rows
+        // know nothing of it; the lexicon of both graphs does.
+        for (_, examples) in &groups {
+            for example in examples {
+                assert_eq!(
+                    example.features[1][lexicon_at], 0.0,
+                    "{:?}",
+                    example.features[1]
+                );
+            }
+        }
+        let unseen = example("who makes Z", "make");
+        let mut scored = unseen.clone();
+        scored.apply_lexicon(&all);
+        assert!(
+            scored.features[1][lexicon_at] > 0.0,
+            "{:?}",
+            scored.features[1]
+        );
+    }
 }
