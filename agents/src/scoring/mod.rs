@@ -36,23 +36,25 @@ pub const DESCRIPTOR: RoleDescriptor = RoleDescriptor {
 /// Texts embedded per process and kept for reuse (relation and node names).
 pub const TEXT_VECTOR_CACHE: usize = 200_000;
 
-/// The process's one embedding cache, made on first use: every role built from the same
-/// deps reads and fills it, so a text one role embedded (a relation's name, a word of
-/// the question) is not embedded again by the next role that reads the question.
+/// The process's embedding caches, one per embedder, made on first use: every role built
+/// from the same deps (or their clones) with the same embedder reads and fills one, so a
+/// text one role embedded (a relation's name, a word of the question) is not embedded
+/// again by the next role that reads the question.
 #[derive(Default)]
-struct SharedTextVectors(std::sync::OnceLock<Arc<relevance::TextVectors>>);
+struct SharedTextVectors(parking_lot::Mutex<Vec<Arc<relevance::TextVectors>>>);
 
 /// The embedding cache a role uses when the process has an embedder (shared by the
-/// process's roles).
+/// process's roles that use the same embedder).
 pub(crate) fn text_vectors(deps: &AgentDeps) -> Option<Arc<relevance::TextVectors>> {
     let embedder = deps.embedder.clone()?;
     let shared = deps.shared::<SharedTextVectors>();
-    Some(
-        shared
-            .0
-            .get_or_init(|| Arc::new(relevance::TextVectors::new(embedder, TEXT_VECTOR_CACHE)))
-            .clone(),
-    )
+    let mut caches = shared.0.lock();
+    if let Some(cache) = caches.iter().find(|c| Arc::ptr_eq(c.embedder(), &embedder)) {
+        return Some(cache.clone());
+    }
+    let cache = Arc::new(relevance::TextVectors::new(embedder, TEXT_VECTOR_CACHE));
+    caches.push(cache.clone());
+    Some(cache)
 }
 
 /// The embedding cache of a role that scores evidence by whole-question similarity (the
