@@ -195,22 +195,22 @@ pub fn standing_out(cosines: &[f32]) -> impl Iterator<Item = bool> + '_ {
 /// focus bonus).
 const EMBEDDED_SYNONYM: f32 = 0.8;
 
-/// Per metapath, per hop: whether the hop follows the previous hop's relation back (the
-/// round trip of a shared value, "the films with the same director as X").
-fn returning_hops(metapaths: &[&Metapath]) -> Vec<Vec<bool>> {
-    metapaths
-        .iter()
-        .map(|metapath| {
-            let steps = &metapath.steps;
-            (0..steps.len())
-                .map(|hop| {
-                    hop > 0
-                        && steps[hop].relation == steps[hop - 1].relation
-                        && steps[hop].direction != steps[hop - 1].direction
-                })
-                .collect()
+/// Per hop: whether the hop follows the previous hop's relation back (the round trip of
+/// a shared value, "the films with the same director as X").
+pub(crate) fn returning_steps(metapath: &Metapath) -> Vec<bool> {
+    let steps = &metapath.steps;
+    (0..steps.len())
+        .map(|hop| {
+            hop > 0
+                && steps[hop].relation == steps[hop - 1].relation
+                && steps[hop].direction != steps[hop - 1].direction
         })
         .collect()
+}
+
+/// [`returning_steps`] of each metapath.
+fn returning_hops(metapaths: &[&Metapath]) -> Vec<Vec<bool>> {
+    metapaths.iter().map(|m| returning_steps(m)).collect()
 }
 
 /// Each relation's stems, plus [`RETURN_TOKEN`] for a hop that walks the previous one

@@ -14,7 +14,7 @@ pub use kgmesh_models::lexical::text::{
 
 /// Question words that ask for the answer; the content word next to one names what the
 /// answer is ("which *years*", "who *directed*").
-const WH_WORDS: &[&str] = &["what", "when", "where", "which", "who", "whom", "whose"];
+pub const WH_WORDS: &[&str] = &["what", "when", "where", "which", "who", "whom", "whose"];
 
 /// Question words that by themselves ask for a kind of answer: "*where* is the club
 /// that X plays for" asks for a place, "*when* …" for a time, "*who* …" for a person.

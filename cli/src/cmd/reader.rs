@@ -265,14 +265,7 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
                 writeln!(file, "{line}")?;
             }
         }
-        let learnable = examples
-            .iter()
-            .filter(|e| {
-                e.targets
-                    .iter()
-                    .any(|&t| t >= kgmesh_agents::reader::model::EXACT)
-            })
-            .count();
+        let learnable = examples.iter().filter(|e| e.has_right_plan()).count();
         println!(
             "  {:<12} {:>4} pairs, {:>4} linked, {:>4} with a right plan among the candidates{}",
             domain.name,
@@ -487,14 +480,7 @@ fn leave_one_out(groups: &[(String, Vec<Example>)], candidates: usize, settings:
     println!("leave one graph out (plan chosen right where the candidates hold one):");
     for graph in &graphs {
         let (model, scored) = fold_without(groups, graph, candidates, settings);
-        let useful = scored
-            .iter()
-            .filter(|e| {
-                e.targets
-                    .iter()
-                    .any(|&t| t >= kgmesh_agents::reader::model::EXACT)
-            })
-            .count();
+        let useful = scored.iter().filter(|e| e.has_right_plan()).count();
         let (accuracy, first) = (model.accuracy(&scored), first_stage.accuracy(&scored));
         right += accuracy * useful as f64;
         first_right += first * useful as f64;

@@ -11,7 +11,10 @@ use kgmesh_schemas::{
     NodeId,
 };
 
-use super::types::{is_type_relation, looks_numeric, NodeTypes};
+use super::{
+    lexicon::Hop,
+    types::{is_type_relation, looks_numeric, NodeTypes},
+};
 use crate::scoring::text::{
     relation_stems, stem, stem_similarity, words, QuestionTerms, CLAIM_MIN,
 };
@@ -191,6 +194,8 @@ pub struct Candidate<'a> {
     /// The lexical (word-only) relevance score.
     pub lexical: f32,
     pub unexplained_hops: usize,
+    /// Its hops as the lexicon reads them (each relation's stems).
+    pub hops: &'a [Hop],
     /// Its [`super::lexicon::LEXICON_FEATURES`], the feature vector's last ones.
     pub lexicon: &'a [f32],
 }
@@ -259,7 +264,7 @@ pub fn features(
     };
     let flag = |b: bool| f32::from(u8::from(b));
     // How each hop is explained by the question's words.
-    let hop_stems: Vec<Vec<String>> = steps.iter().map(|s| relation_stems(&s.relation)).collect();
+    let hop_stems: Vec<&[String]> = candidate.hops.iter().map(|h| h.stems.as_slice()).collect();
     let explained: Vec<(f32, f32)> = hop_stems.iter().map(|stems| ask.explains(stems)).collect();
     let hop_min = explained.iter().map(|e| e.0).fold(f32::MAX, f32::min);
     let hop_min = if explained.is_empty() { 0.0 } else { hop_min };
@@ -278,7 +283,7 @@ pub fn features(
         .filter(|w| {
             hop_stems
                 .iter()
-                .flatten()
+                .flat_map(|stems| stems.iter())
                 .any(|s| stem_similarity(s, w) >= CLAIM_MIN)
         })
         .count();

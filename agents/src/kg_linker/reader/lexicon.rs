@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::scoring::text::{relation_stems, words};
+use crate::scoring::text::{relation_stems, words, WH_WORDS};
 
 /// Pseudo-candidates by which a pair's ratio is drawn towards the prior: a pair seen
 /// with a handful of candidates counts for little. Chosen before any measurement.
@@ -43,10 +43,9 @@ pub const LEXICON_FEATURES: &[&str] = &[
     "lexicon_asking_direction",
 ];
 
-/// Question words that open a question and say what kind of thing it asks for.
-const ASKING_WORDS: &[&str] = &[
-    "who", "whom", "whose", "what", "which", "where", "when", "how",
-];
+/// The opening of "how many" / "how much", which asks for an amount: an asking word
+/// beside the text toolkit's [`WH_WORDS`].
+const HOW: &str = "how";
 
 /// The token of a last hop's direction, counted with the asking word.
 fn direction_token(inverse: bool) -> &'static str {
@@ -97,12 +96,18 @@ impl LexiconInput {
     }
 }
 
-/// The wh-word among a question's first three words ("" when none).
+/// The wh-word ([`WH_WORDS`] or "how") among a question's first three words ("" when
+/// none).
 pub fn asking_word(question: &str) -> &'static str {
     words(question)
         .iter()
         .take(3)
-        .find_map(|w| ASKING_WORDS.iter().find(|a| **a == w.as_str()))
+        .find_map(|w| {
+            WH_WORDS
+                .iter()
+                .chain(std::iter::once(&HOW))
+                .find(|a| **a == w.as_str())
+        })
         .copied()
         .unwrap_or("")
 }

@@ -164,6 +164,7 @@ pub async fn candidate_features(
                 rank,
                 lexical: first.lexical[i],
                 unexplained_hops: first.fits[i].unexplained_hops,
+                hops: &lexicon_input.candidates[rank],
                 lexicon: &lexicon_rows[rank],
             };
             features(

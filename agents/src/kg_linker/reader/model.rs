@@ -269,6 +269,12 @@ impl Example {
         self.targets.iter().map(|&t| t >= EXACT).collect()
     }
 
+    /// Whether some candidate reaches the gold answers exactly (or the gold count): only
+    /// such a question teaches the ranker which plan to choose.
+    pub fn has_right_plan(&self) -> bool {
+        self.targets.iter().any(|&t| t >= EXACT)
+    }
+
     /// Fills the candidates' lexicon features in with `lexicon`'s.
     pub fn apply_lexicon(&mut self, lexicon: &Lexicon) {
         let from = FEATURES.len() - LEXICON_FEATURES.len();
@@ -386,7 +392,7 @@ impl ReaderModel {
         let n = FEATURES.len();
         let useful: Vec<&Example> = examples
             .iter()
-            .filter(|e| e.targets.iter().any(|&t| t >= EXACT) && e.features.len() > 1)
+            .filter(|e| e.has_right_plan() && e.features.len() > 1)
             .collect();
         let rows: Vec<&[f32]> = useful
             .iter()
@@ -489,10 +495,7 @@ impl ReaderModel {
 
     /// Share of examples whose best-scored candidate has the best target (ties count).
     pub fn accuracy(&self, examples: &[Example]) -> f64 {
-        let useful: Vec<&Example> = examples
-            .iter()
-            .filter(|e| e.targets.iter().any(|&t| t >= EXACT))
-            .collect();
+        let useful: Vec<&Example> = examples.iter().filter(|e| e.has_right_plan()).collect();
         if useful.is_empty() {
             return 0.0;
         }

@@ -18,7 +18,7 @@ use super::{
 use crate::{
     kg_linker::core::{first_stage, graph_relations, link_entities, LinkerConfig, Reaching},
     scoring::{
-        relevance::{Relevance, TextVectors},
+        relevance::{returning_steps, Relevance, TextVectors},
         text::words,
     },
 };
@@ -184,11 +184,7 @@ pub async fn example(
     // same answers by different relations are all right: which of them the question
     // asks for is what the reader must learn from the question's words ("X's gender"
     // and "X's mother's father's gender" may both be "male"), not from their length.
-    let returns = |i: usize| {
-        reaching[i].metapath.steps.windows(2).any(|pair| {
-            pair[0].relation == pair[1].relation && pair[0].direction != pair[1].direction
-        })
-    };
+    let returns = |i: usize| returning_steps(&reaching[i].metapath).contains(&true);
     let straight_exact = picked
         .iter()
         .zip(&targets)
