@@ -631,6 +631,32 @@ fn cypher_string(text: &str) -> String {
     quoted
 }
 
+/// Embeds at once the texts a question is read by: its words one by one (the relations
+/// they name), what it asks (the reader's features, when a reader is installed) and its
+/// words outside the entities' names (the summarizer's reading). The roles that read
+/// them then find them in the shared cache. Each call into the embedder streams all of
+/// its weights whatever the texts, so one call with a few short texts costs about what
+/// one with a single text does, and much less than three. A failure is only logged here:
+/// the roles that need a text embed it again and fall back, visibly, if that fails too.
+async fn embed_question_texts(
+    vectors: &TextVectors,
+    question: &str,
+    terms: &crate::scoring::text::QuestionTerms,
+    entity_names: &[&str],
+) {
+    let mut texts: Vec<String> = terms.raw_words().to_vec();
+    if crate::reader::active().is_some() {
+        let ask = crate::reader::features::AnswerAsk::read(question, terms);
+        texts.extend(ask.relation_raw.iter().cloned());
+        texts.extend(ask.class_raw.iter().cloned());
+        texts.push(ask.asked_text());
+    }
+    texts.push(kgmesh_models::lexical::text::words_asking(question, entity_names).join(" "));
+    if let Err(error) = vectors.vectors(&texts).await {
+        tracing::debug!(%error, "question texts not embedded ahead");
+    }
+}
+
 /// The whole LLM-free KG-Linker step.
 pub async fn link_without_llm(
     store: &dyn GraphStore,
@@ -650,8 +676,10 @@ pub async fn link_without_llm(
     let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
     let mut relevance =
         Relevance::for_metapaths(question, &names, vectors_opt.clone()).with_cues(cues);
-    if vectors_opt.is_some() {
+    if let Some(vectors) = &vectors_opt {
         relevance = relevance.with_graph_relations(graph_relations(store).await);
+        let entity_names: Vec<&str> = linked.iter().map(|s| s.entity.name.as_str()).collect();
+        embed_question_texts(vectors, question, relevance.terms(), &entity_names).await;
     }
     let cypher = property_lookups(store, &relevance, &linked).await;
     let entities: Vec<Entity> = linked.iter().map(|s| s.entity.clone()).collect();

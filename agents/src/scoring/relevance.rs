@@ -54,12 +54,15 @@ impl TextVectors {
         let fresh = if missing.is_empty() {
             Vec::new()
         } else {
+            let started = std::time::Instant::now();
+            let fresh = self.embedder.embed(&missing).await?;
             tracing::debug!(
                 asked = texts.len(),
                 embedded = missing.len(),
+                ms = started.elapsed().as_secs_f64() * 1e3,
                 "texts not embedded before"
             );
-            self.embedder.embed(&missing).await?
+            fresh
         };
         if fresh.len() != missing.len() {
             return Err(EmbedError::Compute(format!(

@@ -436,14 +436,18 @@ impl Summarizer {
             return None;
         }
         let index = best_path(scores)?;
-        let nearness = match profiles.nearness(vectors, &texts[index]).await {
-            Ok(nearness) => nearness,
+        let nearness = match profiles
+            .nearness_below(vectors, &texts[index], relations_min)
+            .await
+        {
+            Ok(Some(nearness)) => nearness,
+            Ok(None) => return None,
             Err(error) => {
                 tracing::warn!(%error, "path profile not embedded; answering without it");
                 return None;
             }
         };
-        (nearness.found < found_min && nearness.relations < relations_min).then(|| {
+        (nearness.found < found_min).then(|| {
             format!(
                 "the path that best explains the question ({}) is far from its words by \
                  meaning (cosine {:.2} to what it found, under {found_min}, and {:.2} to \

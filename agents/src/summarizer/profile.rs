@@ -9,7 +9,7 @@
 //! - [`Profiles::break_tie`]: among the best-scored paths, when no question word
 //!   explains any of them, the one whose profile reads nearest to the question; when
 //!   words explain them all alike, the one whose relations alone read clearly nearest;
-//! - [`Profiles::nearness`]: how near the path that explains the question best is to
+//! - [`Profiles::nearness_below`]: how near the path that explains the question best is to
 //!   it, so that a question the graph has no relation for ("which football club has a
 //!   player from Spain", asked of a film graph) ends in "I don't know".
 
@@ -144,21 +144,100 @@ impl<'a> Profiles<'a> {
         Ok(())
     }
 
-    /// How near the relation sequence `text` is to the question.
-    pub async fn nearness(
+    /// How near the relation sequence `text` is to the question, when its relations alone
+    /// read less than `relations_min` near it; `None` when they read at least that near.
+    /// The profile, which names what the path found and so is new with every question,
+    /// is embedded only in the first case: a forward pass of the embedder costs more
+    /// than everything else the summarizer does.
+    pub async fn nearness_below(
         &self,
         vectors: &TextVectors,
         text: &str,
-    ) -> Result<Nearness, EmbedError> {
-        let inputs = [
-            self.question.to_owned(),
-            self.profile(text),
-            text.to_owned(),
-        ];
-        let vectors = vectors.vectors(&inputs).await?;
-        Ok(Nearness {
-            found: cosine(&vectors[0], &vectors[1]),
-            relations: cosine(&vectors[0], &vectors[2]),
-        })
+        relations_min: f32,
+    ) -> Result<Option<Nearness>, EmbedError> {
+        let inputs = [self.question.to_owned(), text.to_owned()];
+        let found = vectors.vectors(&inputs).await?;
+        let relations = cosine(&found[0], &found[1]);
+        if relations >= relations_min {
+            return Ok(None);
+        }
+        let profile = vectors.vectors(&[self.profile(text)]).await?;
+        Ok(Some(Nearness {
+            found: cosine(&found[0], &profile[0]),
+            relations,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::scoring::fixtures::TYPES_MEAN_GENRE;
+
+    /// The table embedder of the fixtures, keeping every text it is asked to embed.
+    struct Recording(Mutex<Vec<String>>);
+
+    #[async_trait::async_trait]
+    impl kgmesh_models::Embedder for Recording {
+        fn name(&self) -> &str {
+            "recording"
+        }
+
+        fn dim(&self) -> usize {
+            TYPES_MEAN_GENRE.dim()
+        }
+
+        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.0.lock().unwrap().extend(texts.iter().cloned());
+            TYPES_MEAN_GENRE.embed(texts).await
+        }
+    }
+
+    #[tokio::test]
+    async fn the_profile_is_embedded_only_when_the_relations_read_far() {
+        let recording = Arc::new(Recording(Mutex::new(Vec::new())));
+        let vectors = TextVectors::new(recording.clone(), 100);
+        let texts = ["has genre".to_owned(), "directed by".to_owned()];
+        let ends = ["Drama".to_owned(), "Michael Mann".to_owned()];
+
+        // "types" and "has genre" are one vector in the table: cosine 1.
+        let profiles = Profiles::new("types", &texts, &ends);
+        let near = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            profiles.nearness_below(&vectors, "has genre", 0.1),
+        )
+        .await
+        .expect("in time")
+        .expect("embedded");
+        assert_eq!(near, None);
+        let embedded = recording.0.lock().unwrap().clone();
+        assert!(
+            !embedded.iter().any(|t| t.contains("Drama")),
+            "the profile was embedded: {embedded:?}"
+        );
+
+        // "directed by" is apart from "types" (cosine 0): its profile is read too, and
+        // the table places that apart as well.
+        let far = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            profiles.nearness_below(&vectors, "directed by", 0.1),
+        )
+        .await
+        .expect("in time")
+        .expect("embedded");
+        assert_eq!(
+            far,
+            Some(Nearness {
+                found: 0.0,
+                relations: 0.0
+            })
+        );
+        let embedded = recording.0.lock().unwrap().clone();
+        assert!(
+            embedded.contains(&"directed by: Michael Mann".to_owned()),
+            "{embedded:?}"
+        );
     }
 }
