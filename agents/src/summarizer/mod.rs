@@ -17,7 +17,7 @@ mod profile;
 pub mod reader;
 
 use kgmesh_schemas::text::contains_phrase;
-use std::{sync::Arc, time::Instant};
+use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use kgmesh_models::{
     lexical::{gazetteer::spelled_as, text::words_asking},
@@ -346,6 +346,15 @@ impl Summarizer {
                 .evidence
                 .iter()
                 .any(|e| matches!(e.item, EvidenceItem::Query { grounded: true, .. }));
+        let ends: Vec<String> = lines
+            .iter()
+            .map(
+                |&line| match &request.context.evidence[line as usize].item {
+                    EvidenceItem::Path(path) => path.end().name.clone(),
+                    _ => String::new(),
+                },
+            )
+            .collect();
         let Some(vectors) = &self.vectors_opt else {
             if chosen_elsewhere {
                 return summarize(request, &self.rule);
@@ -354,9 +363,11 @@ impl Summarizer {
             let fits = Relevance::lexical(&request.question, &names)
                 .metapath_fits(&references, &texts)
                 .await;
-            let scores = fit_scores(&fits);
+            let mut scores = fit_scores(&fits);
+            let set_aside = set_aside_misfits(&request.question, &texts, &ends, &mut scores);
             let mut reply = summarize_scored(request, &self.rule, Some(&scores));
             flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
+            say_set_aside(&mut reply, set_aside);
             return reply;
         };
         let mut relevance =
@@ -372,20 +383,12 @@ impl Summarizer {
         if chosen_elsewhere {
             return summarize_scored(request, &self.rule, Some(&scores));
         }
-        let ends: Vec<String> = lines
-            .iter()
-            .map(
-                |&line| match &request.context.evidence[line as usize].item {
-                    EvidenceItem::Path(path) => path.end().name.clone(),
-                    _ => String::new(),
-                },
-            )
-            .collect();
         let question = words_asking(&request.question, &names).join(" ");
         let profiles = Profiles::new(&question, &texts, &ends);
         if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
             tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
         }
+        let set_aside = set_aside_misfits(&request.question, &texts, &ends, &mut scores);
         let far = self
             .far_from_question(vectors, &profiles, &texts, &scores)
             .await;
@@ -402,6 +405,7 @@ impl Summarizer {
         }
         let mut reply = summarize_scored(request, &self.rule, Some(&scores));
         flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
+        say_set_aside(&mut reply, set_aside);
         if let (Some(far), Some(class), false) = (far, asked_class, reply.answers.is_empty()) {
             let lead = if reply.low_confidence {
                 "Also,"
@@ -455,6 +459,74 @@ impl Summarizer {
                 texts[index], nearness.found, nearness.relations
             )
         })
+    }
+}
+
+/// Paths set aside because what they end at cannot be of the type the question asks
+/// for: the type asked and the form their answers have.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SetAside {
+    asked: answer_type::AnswerType,
+    form: answer_type::AnswerType,
+}
+
+/// Ranks below every other path each relation sequence whose answers all have a form that
+/// cannot answer what the question asks (a number, year, date or amount where a person or
+/// place is asked, a name where a date or year is), when the best-scored one is such a
+/// path and another is not. The form is read from the answer alone
+/// ([`answer_type::form_type`]), and only numbers are told from names by it:
+/// "who founded X" over `founded_by` and `founded_year`, which its words explain alike,
+/// is not answered "1995". Counts and amounts are left alone: a count is answered by the
+/// size of a set of names. `None` when nothing was set aside.
+fn set_aside_misfits(
+    question: &str,
+    texts: &[String],
+    ends: &[String],
+    scores: &mut [f32],
+) -> Option<SetAside> {
+    use answer_type::AnswerType::{Date, Person, Place, Year};
+    let asked = answer_type::asked(question)
+        .kind
+        .filter(|kind| matches!(kind, Person | Place | Date | Year))?;
+    // A sequence misfits when every answer it names has a form of no fit.
+    let mut misfit: HashMap<&str, Option<answer_type::AnswerType>> = HashMap::new();
+    for (text, end) in texts.iter().zip(ends) {
+        if end.is_empty() {
+            continue;
+        }
+        let form = answer_type::form_type(end, "");
+        // Only numbers against names: a name's form tells a person from a place poorly.
+        let fits = asked.is_numeric() == form.is_numeric();
+        let entry = misfit.entry(text.as_str()).or_insert(Some(form));
+        if fits {
+            *entry = None;
+        }
+    }
+    let best = best_path(scores)?;
+    let form = (*misfit.get(texts[best].as_str())?)?;
+    let fitting = texts
+        .iter()
+        .any(|text| matches!(misfit.get(text.as_str()), Some(None)));
+    if !fitting {
+        return None;
+    }
+    let floor = scores.iter().copied().fold(f32::INFINITY, f32::min) - 1.0;
+    for (text, score) in texts.iter().zip(scores.iter_mut()) {
+        if matches!(misfit.get(text.as_str()), Some(Some(_))) {
+            *score = floor;
+        }
+    }
+    Some(SetAside { asked, form })
+}
+
+/// Says in `reply` which paths [`set_aside_misfits`] set aside.
+fn say_set_aside(reply: &mut SummarizeReply, set_aside: Option<SetAside>) {
+    if let Some(SetAside { asked, form }) = set_aside {
+        reply.explanation = format!(
+            "{} Paths whose answers are each a {form} were set aside: the question asks \
+             for a {asked}.",
+            reply.explanation
+        );
     }
 }
 

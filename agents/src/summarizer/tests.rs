@@ -1468,3 +1468,77 @@ async fn passages_read_by_words_when_the_embedder_fails_say_so() {
         reply.explanation
     );
 }
+
+/// "who founded Norrland Jet" over the airline's founding year and its founder, the year
+/// first in the evidence: the question's word names both relations alike.
+fn founded_request(question: &str, with_founder: bool) -> SummarizeRequest {
+    let airline = entity(1, "Norrland Jet");
+    let mut evidence = vec![walk(
+        &airline,
+        vec![step("founded_year", false, &entity(2, "1995"))],
+        0.9,
+    )];
+    if with_founder {
+        evidence.push(walk(
+            &airline,
+            vec![step("founded_by", false, &entity(3, "Maren Ashby"))],
+            0.9,
+        ));
+    }
+    let mut asked = request(evidence, vec![airline]);
+    asked.question = question.into();
+    asked
+}
+
+#[tokio::test]
+async fn a_path_answering_with_numbers_gives_way_where_a_person_is_asked() {
+    use crate::scoring::{fixtures::TYPES_MEAN_GENRE, relevance::TextVectors};
+
+    let with_words = rule_only(None);
+    // The table places every text apart: no abstaining by meaning here.
+    let with_vectors = Summarizer {
+        rule: SummaryRule {
+            abstain_relations_cosine: 0.0,
+            ..SummaryRule::default()
+        },
+        ..rule_only(Some(Arc::new(TextVectors::new(
+            Arc::new(TYPES_MEAN_GENRE),
+            100,
+        ))))
+    };
+    for summarizer in [&with_words, &with_vectors] {
+        let reply = reply_in_time(
+            summarizer,
+            founded_request("who founded Norrland Jet", true),
+        )
+        .await;
+        let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+        assert_eq!(texts, ["Maren Ashby"], "{reply:?}");
+        assert!(
+            reply.explanation.ends_with(
+                "Paths whose answers are each a year were set aside: the question asks for \
+                 a person."
+            ),
+            "{}",
+            reply.explanation
+        );
+
+        // Where a year is asked, the year answers, and nothing is said.
+        let reply = reply_in_time(
+            summarizer,
+            founded_request("when was Norrland Jet founded", true),
+        )
+        .await;
+        assert_eq!(reply.answers[0].text, "1995", "{reply:?}");
+        assert!(!reply.explanation.contains("set aside"), "{reply:?}");
+
+        // With no path of the asked type, the best stands (its confidence says the rest).
+        let reply = reply_in_time(
+            summarizer,
+            founded_request("who founded Norrland Jet", false),
+        )
+        .await;
+        assert_eq!(reply.answers[0].text, "1995", "{reply:?}");
+        assert!(!reply.explanation.contains("set aside"), "{reply:?}");
+    }
+}
