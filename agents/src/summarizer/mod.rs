@@ -364,7 +364,8 @@ impl Summarizer {
                 .metapath_fits(&references, &texts)
                 .await;
             let mut scores = fit_scores(&fits);
-            let set_aside = set_aside_misfits(&request.question, &texts, &ends, &mut scores);
+            let last = last_steps(request, &lines);
+            let set_aside = set_aside(&request.question, &texts, &ends, &last, &fits, &mut scores);
             let mut reply = summarize_scored(request, &self.rule, Some(&scores));
             flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
             say_set_aside(&mut reply, set_aside);
@@ -388,7 +389,8 @@ impl Summarizer {
         if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
             tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
         }
-        let set_aside = set_aside_misfits(&request.question, &texts, &ends, &mut scores);
+        let last = last_steps(request, &lines);
+        let set_aside = set_aside(&request.question, &texts, &ends, &last, &fits, &mut scores);
         let far = self
             .far_from_question(vectors, &profiles, &texts, &scores)
             .await;
@@ -462,22 +464,114 @@ impl Summarizer {
     }
 }
 
-/// Paths set aside because what they end at cannot be of the type the question asks
-/// for: the type asked and the form their answers have.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct SetAside {
-    asked: answer_type::AnswerType,
-    form: answer_type::AnswerType,
+/// Paths set aside as no answer to the question, and why.
+#[derive(Debug, Clone, PartialEq)]
+enum SetAside {
+    /// What they end at cannot be of the type asked: the type asked and their answers'
+    /// form.
+    Form {
+        asked: answer_type::AnswerType,
+        form: answer_type::AnswerType,
+    },
+    /// They end by naming their start's class over this type relation, which no word of
+    /// the question asks for.
+    Class(String),
 }
 
-/// Ranks below every other path each relation sequence whose answers all have a form that
-/// cannot answer what the question asks (a number, year, date or amount where a person or
-/// place is asked, a name where a date or year is), when the best-scored one is such a
-/// path and another is not. The form is read from the answer alone
-/// ([`answer_type::form_type`]), and only numbers are told from names by it:
-/// "who founded X" over `founded_by` and `founded_year`, which its words explain alike,
-/// is not answered "1995". Counts and amounts are left alone: a count is answered by the
-/// size of a set of names. `None` when nothing was set aside.
+/// Each evidence line's last step: its relation, and whether it was walked backwards.
+fn last_steps(request: &SummarizeRequest, lines: &[u32]) -> Vec<Option<(String, bool)>> {
+    lines
+        .iter()
+        .map(
+            |&line| match &request.context.evidence[line as usize].item {
+                EvidenceItem::Path(path) => path
+                    .steps
+                    .last()
+                    .map(|step| (step.relation.clone(), step.inverse)),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// Sets aside what cannot answer the question ([`set_aside_classes`], then
+/// [`set_aside_misfits`]), and says so in the reply through [`say_set_aside`].
+fn set_aside(
+    question: &str,
+    texts: &[String],
+    ends: &[String],
+    last: &[Option<(String, bool)>],
+    fits: &[SequenceFit],
+    scores: &mut [f32],
+) -> Vec<SetAside> {
+    let mut aside = Vec::new();
+    aside.extend(set_aside_classes(texts, last, fits, scores));
+    aside.extend(set_aside_misfits(question, texts, ends, scores));
+    aside
+}
+
+/// Ranks below every other line each line of the relation sequences whose every line
+/// `aside` marks, when the best-scored line ([`best_path`]) is one of them and a line of
+/// another sequence is not. Whether anything moved.
+fn demote(texts: &[String], scores: &mut [f32], aside: &[bool]) -> bool {
+    let mut sequence_aside: HashMap<&str, bool> = HashMap::new();
+    for (text, &line_aside) in texts.iter().zip(aside) {
+        *sequence_aside.entry(text.as_str()).or_insert(true) &= line_aside;
+    }
+    let Some(best) = best_path(scores) else {
+        return false;
+    };
+    let is_aside = |text: &String| sequence_aside.get(text.as_str()).copied().unwrap_or(false);
+    if !is_aside(&texts[best]) || texts.iter().all(is_aside) {
+        return false;
+    }
+    let floor = scores.iter().copied().fold(f32::INFINITY, f32::min) - 1.0;
+    for (text, score) in texts.iter().zip(scores.iter_mut()) {
+        if is_aside(text) {
+            *score = floor;
+        }
+    }
+    true
+}
+
+/// Sets aside ([`demote`]) the paths that end by naming their start's class over a type
+/// relation (`is_a`, `instance of`, `rdf:type`, `ship_type`, see
+/// [`crate::reader::types::is_type_relation`]) with a hop no question word explains: "who
+/// makes Migrastat" is not answered "medication", nor "which ships does X operate" by
+/// ship types. A question whose words name the relation ("what type of ship …") keeps
+/// it.
+fn set_aside_classes(
+    texts: &[String],
+    last: &[Option<(String, bool)>],
+    fits: &[SequenceFit],
+    scores: &mut [f32],
+) -> Option<SetAside> {
+    let aside: Vec<bool> = last
+        .iter()
+        .zip(fits)
+        .map(|(step, fit)| {
+            step.as_ref().is_some_and(|(relation, inverse)| {
+                !inverse
+                    && fit.unexplained_hops > 0
+                    && crate::reader::types::is_type_relation(relation)
+            })
+        })
+        .collect();
+    let relation = aside
+        .iter()
+        .zip(last)
+        .find(|(a, _)| **a)
+        .and_then(|(_, step)| step.as_ref().map(|(r, _)| r.clone()))?;
+    demote(texts, scores, &aside).then_some(SetAside::Class(relation))
+}
+
+/// Sets aside ([`demote`]) the paths whose answers all have a form that cannot answer
+/// what the question asks (a number, year, date or amount where a person or place is
+/// asked, a name where a date or year is). The form is read from the answer alone
+/// ([`answer_type::form_type`]), and only numbers are told from names by it: "who
+/// founded X" over `founded_by` and `founded_year`, which its words explain alike, is not
+/// answered "1995". Counts and amounts are left alone: a count is answered by the size of
+/// a set of names.
 fn set_aside_misfits(
     question: &str,
     texts: &[String],
@@ -488,45 +582,34 @@ fn set_aside_misfits(
     let asked = answer_type::asked(question)
         .kind
         .filter(|kind| matches!(kind, Person | Place | Date | Year))?;
-    // A sequence misfits when every answer it names has a form of no fit.
-    let mut misfit: HashMap<&str, Option<answer_type::AnswerType>> = HashMap::new();
-    for (text, end) in texts.iter().zip(ends) {
-        if end.is_empty() {
-            continue;
-        }
-        let form = answer_type::form_type(end, "");
-        // Only numbers against names: a name's form tells a person from a place poorly.
-        let fits = asked.is_numeric() == form.is_numeric();
-        let entry = misfit.entry(text.as_str()).or_insert(Some(form));
-        if fits {
-            *entry = None;
-        }
-    }
-    let best = best_path(scores)?;
-    let form = (*misfit.get(texts[best].as_str())?)?;
-    let fitting = texts
+    let forms: Vec<Option<answer_type::AnswerType>> = ends
         .iter()
-        .any(|text| matches!(misfit.get(text.as_str()), Some(None)));
-    if !fitting {
-        return None;
-    }
-    let floor = scores.iter().copied().fold(f32::INFINITY, f32::min) - 1.0;
-    for (text, score) in texts.iter().zip(scores.iter_mut()) {
-        if matches!(misfit.get(text.as_str()), Some(Some(_))) {
-            *score = floor;
-        }
-    }
-    Some(SetAside { asked, form })
+        .map(|end| (!end.is_empty()).then(|| answer_type::form_type(end, "")))
+        .collect();
+    // A name's form tells a person from a place poorly: only numbers against names.
+    let aside: Vec<bool> = forms
+        .iter()
+        .map(|form| form.is_some_and(|form| form.is_numeric() != asked.is_numeric()))
+        .collect();
+    let best = best_path(scores)?;
+    let form = forms[best].filter(|_| aside[best])?;
+    demote(texts, scores, &aside).then_some(SetAside::Form { asked, form })
 }
 
-/// Says in `reply` which paths [`set_aside_misfits`] set aside.
-fn say_set_aside(reply: &mut SummarizeReply, set_aside: Option<SetAside>) {
-    if let Some(SetAside { asked, form }) = set_aside {
-        reply.explanation = format!(
-            "{} Paths whose answers are each a {form} were set aside: the question asks \
-             for a {asked}.",
-            reply.explanation
-        );
+/// Says in `reply` what [`set_aside`] set aside.
+fn say_set_aside(reply: &mut SummarizeReply, set_aside: Vec<SetAside>) {
+    for aside in set_aside {
+        let why = match aside {
+            SetAside::Form { asked, form } => format!(
+                "Paths whose answers are each a {form} were set aside: the question asks \
+                 for a {asked}."
+            ),
+            SetAside::Class(relation) => format!(
+                "Paths ending at a class over `{relation}` were set aside: no word of the \
+                 question asks for one."
+            ),
+        };
+        reply.explanation = format!("{} {why}", reply.explanation);
     }
 }
 

@@ -1542,3 +1542,55 @@ async fn a_path_answering_with_numbers_gives_way_where_a_person_is_asked() {
         assert!(!reply.explanation.contains("set aside"), "{reply:?}");
     }
 }
+
+/// Migrastat's class first in the evidence, over `type_relation`, then its manufacturer.
+fn migrastat_request(question: &str, type_relation: &str) -> SummarizeRequest {
+    let drug = entity(1, "Migrastat");
+    let evidence = vec![
+        walk(
+            &drug,
+            vec![step(type_relation, false, &entity(2, "medication"))],
+            0.9,
+        ),
+        walk(
+            &drug,
+            vec![step(
+                "manufacturer",
+                false,
+                &entity(3, "Estrel Laboratories"),
+            )],
+            0.9,
+        ),
+    ];
+    let mut asked = request(evidence, vec![drug]);
+    asked.question = question.into();
+    asked
+}
+
+#[tokio::test]
+async fn a_path_naming_its_starts_class_gives_way_unless_the_question_asks_for_it() {
+    let summarizer = rule_only(None);
+    // No word names either relation; the class came first.
+    let reply = reply_in_time(
+        &summarizer,
+        migrastat_request("who makes Migrastat", "is_a"),
+    )
+    .await;
+    assert_eq!(reply.answers[0].text, "Estrel Laboratories", "{reply:?}");
+    assert!(
+        reply.explanation.ends_with(
+            "Paths ending at a class over `is_a` were set aside: no word of the question \
+             asks for one."
+        ),
+        "{}",
+        reply.explanation
+    );
+    // "type" names `drug_type`: the class is what is asked.
+    let reply = reply_in_time(
+        &summarizer,
+        migrastat_request("what type of drug is Migrastat", "drug_type"),
+    )
+    .await;
+    assert_eq!(reply.answers[0].text, "medication", "{reply:?}");
+    assert!(!reply.explanation.contains("set aside"), "{reply:?}");
+}
