@@ -19,6 +19,8 @@ pub mod reader;
 use kgmesh_schemas::text::contains_phrase;
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
+use kgmesh_schemas::NodeId;
+
 use kgmesh_models::{
     lexical::{gazetteer::spelled_as, text::words_asking},
     parse, prompts, LanguageModel,
@@ -72,6 +74,12 @@ pub const DESCRIPTOR: RoleDescriptor = RoleDescriptor {
 
 /// Context shown to the model, in tokens.
 const CONTEXT_TOKENS: usize = 4_000;
+
+/// Answers whose declared classes [`other_class_lines`] reads at most.
+const CLASS_NODES: usize = 200;
+
+/// How many times [`Summarizer::set_aside`] applies its set-asides at most.
+const SET_ASIDE_PASSES: usize = 3;
 
 /// The role's factory: uses the language model when the process has one.
 pub fn role(deps: &AgentDeps) -> Result<RoleSpec, RoleBuildError> {
@@ -364,8 +372,9 @@ impl Summarizer {
                 .metapath_fits(&references, &texts)
                 .await;
             let mut scores = fit_scores(&fits);
-            let last = last_steps(request, &lines);
-            let set_aside = set_aside(&request.question, &texts, &ends, &last, &fits, &mut scores);
+            let set_aside = self
+                .set_aside(request, &names, (&texts, &ends, &lines), &fits, &mut scores)
+                .await;
             let mut reply = summarize_scored(request, &self.rule, Some(&scores));
             flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
             say_set_aside(&mut reply, set_aside);
@@ -389,8 +398,9 @@ impl Summarizer {
         if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
             tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
         }
-        let last = last_steps(request, &lines);
-        let set_aside = set_aside(&request.question, &texts, &ends, &last, &fits, &mut scores);
+        let set_aside = self
+            .set_aside(request, &names, (&texts, &ends, &lines), &fits, &mut scores)
+            .await;
         let far = self
             .far_from_question(vectors, &profiles, &texts, &scores)
             .await;
@@ -422,6 +432,60 @@ impl Summarizer {
             );
         }
         reply
+    }
+
+    /// Sets aside the paths that cannot answer the question: those whose answers the graph
+    /// declares of another class than the one asked ([`other_class_lines`], on the
+    /// process's graph when it has one), those naming their start's class
+    /// ([`class_lines`]) and those whose answers' form cannot be what is asked
+    /// ([`misfit_lines`]). Each set aside goes below every other path ([`demote`]) when
+    /// the best-scored path is in it; setting one aside may bring another's path first, so
+    /// they are applied until none moves anything (at most [`SET_ASIDE_PASSES`] times).
+    /// Each reads the question's words outside its entities' `names` ([`words_asking`]),
+    /// so that a name's words are not taken for what is asked. `paths` holds each evidence
+    /// line's relation sequence as text, the name it ends at and its line.
+    async fn set_aside(
+        &self,
+        request: &SummarizeRequest,
+        names: &[&str],
+        paths: (&[String], &[String], &[u32]),
+        fits: &[SequenceFit],
+        scores: &mut [f32],
+    ) -> Vec<SetAside> {
+        let (texts, ends, lines) = paths;
+        let asking = words_asking(&request.question, names).join(" ");
+        let mut gates: Vec<(SetAside, Vec<bool>)> = Vec::new();
+        if let Some(graph) = &self.graph_opt {
+            let relations = graph_relations(graph.as_ref()).await;
+            let end_ids: Vec<Option<NodeId>> = lines
+                .iter()
+                .map(
+                    |&line| match &request.context.evidence[line as usize].item {
+                        EvidenceItem::Path(path) => Some(path.end().id),
+                        _ => None,
+                    },
+                )
+                .collect();
+            gates.extend(other_class_lines(graph.as_ref(), &relations, &asking, &end_ids).await);
+        }
+        gates.extend(class_lines(&last_steps(request, lines), fits));
+        gates.extend(misfit_lines(&asking, ends));
+        let mut done: Vec<SetAside> = Vec::new();
+        for _ in 0..SET_ASIDE_PASSES {
+            let mut moved = false;
+            for (why, aside) in &gates {
+                if demote(texts, scores, aside) {
+                    moved = true;
+                    if !done.contains(why) {
+                        done.push(why.clone());
+                    }
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        done
     }
 
     /// Why the path that explains the question best (the first in evidence order of the
@@ -476,6 +540,9 @@ enum SetAside {
     /// They end by naming their start's class over this type relation, which no word of
     /// the question asks for.
     Class(String),
+    /// The graph declares their answers to be of other classes than the one the
+    /// question names, which others' answers are.
+    OtherClass(String),
 }
 
 /// Each evidence line's last step: its relation, and whether it was walked backwards.
@@ -492,22 +559,6 @@ fn last_steps(request: &SummarizeRequest, lines: &[u32]) -> Vec<Option<(String, 
             },
         )
         .collect()
-}
-
-/// Sets aside what cannot answer the question ([`set_aside_classes`], then
-/// [`set_aside_misfits`]), and says so in the reply through [`say_set_aside`].
-fn set_aside(
-    question: &str,
-    texts: &[String],
-    ends: &[String],
-    last: &[Option<(String, bool)>],
-    fits: &[SequenceFit],
-    scores: &mut [f32],
-) -> Vec<SetAside> {
-    let mut aside = Vec::new();
-    aside.extend(set_aside_classes(texts, last, fits, scores));
-    aside.extend(set_aside_misfits(question, texts, ends, scores));
-    aside
 }
 
 /// Ranks below every other line each line of the relation sequences whose every line
@@ -534,18 +585,70 @@ fn demote(texts: &[String], scores: &mut [f32], aside: &[bool]) -> bool {
     true
 }
 
-/// Sets aside ([`demote`]) the paths that end by naming their start's class over a type
-/// relation (`is_a`, `instance of`, `rdf:type`, `ship_type`, see
-/// [`crate::reader::types::is_type_relation`]) with a hop no question word explains: "who
-/// makes Migrastat" is not answered "medication", nor "which ships does X operate" by
-/// ship types. A question whose words name the relation ("what type of ship …") keeps
-/// it.
-fn set_aside_classes(
-    texts: &[String],
+/// The lines whose answer the graph declares (over a type relation, see
+/// [`crate::reader::types`]) to be of other classes than the one the question's wh-phrase
+/// names, when another line's answer is declared of that class: "which *nurses* work in
+/// X" is not answered by the department's doctors. Only on a graph with type relations,
+/// and only where the class word is one of a declared class's words (stems): classes
+/// named unlike the question's word decide nothing. `asking`: the question's words
+/// outside its entities' names.
+async fn other_class_lines(
+    graph: &dyn GraphStore,
+    relations: &[String],
+    asking: &str,
+    end_ids: &[Option<NodeId>],
+) -> Option<(SetAside, Vec<bool>)> {
+    if !relations
+        .iter()
+        .any(|r| crate::reader::types::is_type_relation(r))
+    {
+        return None;
+    }
+    let class = answer_type::asked(asking).class?;
+    let class_stem = kgmesh_models::lexical::text::stem(&class);
+    let mut nodes: Vec<NodeId> = end_ids.iter().flatten().copied().collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes.truncate(CLASS_NODES);
+    let query = kgmesh_stores::NeighborQuery {
+        direction: kgmesh_schemas::graph::Direction::Out,
+        relations: None,
+        fanout_cap: crate::reader::TYPE_FANOUT,
+    };
+    let edges = match graph.neighbor_edges(&nodes, &query).await {
+        Ok(edges) => edges,
+        Err(error) => {
+            tracing::warn!(%error, "answers' classes not read; paths kept as ranked");
+            return None;
+        }
+    };
+    let types = crate::reader::types::NodeTypes::from_edges(&edges);
+    // Per line: whether its answer is declared of the class asked, `None` if undeclared.
+    let of_class: Vec<Option<bool>> = end_ids
+        .iter()
+        .map(|id| {
+            let id = (*id)?;
+            types
+                .has_declared(id)
+                .then(|| types.declared(id).any(|s| s == class_stem))
+        })
+        .collect();
+    if !of_class.contains(&Some(true)) {
+        return None;
+    }
+    let aside = of_class.iter().map(|c| *c == Some(false)).collect();
+    Some((SetAside::OtherClass(class), aside))
+}
+
+/// The lines that end by naming their start's class over a type relation (`is_a`,
+/// `instance of`, `rdf:type`, `ship_type`, see [`crate::reader::types::is_type_relation`])
+/// with a hop no question word explains: "who makes Migrastat" is not answered
+/// "medication", nor "which ships does X operate" by ship types. A question whose words
+/// name the relation ("what type of ship …") keeps it.
+fn class_lines(
     last: &[Option<(String, bool)>],
     fits: &[SequenceFit],
-    scores: &mut [f32],
-) -> Option<SetAside> {
+) -> Option<(SetAside, Vec<bool>)> {
     let aside: Vec<bool> = last
         .iter()
         .zip(fits)
@@ -562,24 +665,20 @@ fn set_aside_classes(
         .zip(last)
         .find(|(a, _)| **a)
         .and_then(|(_, step)| step.as_ref().map(|(r, _)| r.clone()))?;
-    demote(texts, scores, &aside).then_some(SetAside::Class(relation))
+    Some((SetAside::Class(relation), aside))
 }
 
-/// Sets aside ([`demote`]) the paths whose answers all have a form that cannot answer
-/// what the question asks (a number, year, date or amount where a person or place is
-/// asked, a name where a date or year is). The form is read from the answer alone
-/// ([`answer_type::form_type`]), and only numbers are told from names by it: "who
-/// founded X" over `founded_by` and `founded_year`, which its words explain alike, is not
-/// answered "1995". Counts and amounts are left alone: a count is answered by the size of
-/// a set of names.
-fn set_aside_misfits(
-    question: &str,
-    texts: &[String],
-    ends: &[String],
-    scores: &mut [f32],
-) -> Option<SetAside> {
+/// The lines whose answer has a form that cannot answer what the question asks: a
+/// number, year, date or amount where its wh-word asks for a person or place ("who",
+/// "where", "which city"), a name where it asks for a date or year. The form is read from
+/// the answer alone ([`answer_type::form_type`]), and only numbers are told from names by
+/// it: "who founded X" over `founded_by` and `founded_year`, which its words explain
+/// alike, is not answered "1995". Counts and amounts are left alone: a count is answered
+/// by the size of a set of names. `asking`: the question's words outside its entities'
+/// names.
+fn misfit_lines(asking: &str, ends: &[String]) -> Option<(SetAside, Vec<bool>)> {
     use answer_type::AnswerType::{Date, Person, Place, Year};
-    let asked = answer_type::asked(question)
+    let asked = answer_type::asked(asking)
         .kind
         .filter(|kind| matches!(kind, Person | Place | Date | Year))?;
     let forms: Vec<Option<answer_type::AnswerType>> = ends
@@ -591,12 +690,16 @@ fn set_aside_misfits(
         .iter()
         .map(|form| form.is_some_and(|form| form.is_numeric() != asked.is_numeric()))
         .collect();
-    let best = best_path(scores)?;
-    let form = forms[best].filter(|_| aside[best])?;
-    demote(texts, scores, &aside).then_some(SetAside::Form { asked, form })
+    // Named by the first line set aside's form.
+    let form = forms
+        .iter()
+        .zip(&aside)
+        .find(|(_, a)| **a)
+        .and_then(|(form, _)| *form)?;
+    Some((SetAside::Form { asked, form }, aside))
 }
 
-/// Says in `reply` what [`set_aside`] set aside.
+/// Says in `reply` what [`Summarizer::set_aside`] set aside.
 fn say_set_aside(reply: &mut SummarizeReply, set_aside: Vec<SetAside>) {
     for aside in set_aside {
         let why = match aside {
@@ -607,6 +710,10 @@ fn say_set_aside(reply: &mut SummarizeReply, set_aside: Vec<SetAside>) {
             SetAside::Class(relation) => format!(
                 "Paths ending at a class over `{relation}` were set aside: no word of the \
                  question asks for one."
+            ),
+            SetAside::OtherClass(class) => format!(
+                "Paths whose answers the graph declares to be of another class were set \
+                 aside: the question asks for {class}."
             ),
         };
         reply.explanation = format!("{} {why}", reply.explanation);

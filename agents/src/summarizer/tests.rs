@@ -1594,3 +1594,50 @@ async fn a_path_naming_its_starts_class_gives_way_unless_the_question_asks_for_i
     assert_eq!(reply.answers[0].text, "medication", "{reply:?}");
     assert!(!reply.explanation.contains("set aside"), "{reply:?}");
 }
+
+#[tokio::test]
+async fn a_path_whose_answers_the_graph_declares_of_another_class_gives_way() {
+    use crate::scoring::fixtures::{entity as node, graph};
+
+    let kg = graph(&[
+        ("Dr. Ilse Varga", "doctor_in", "Valley Cardiology"),
+        ("Valley Cardiology", "staffed_by", "Ruth Abernathy"),
+        ("Dr. Ilse Varga", "is_a", "doctor"),
+        ("Ruth Abernathy", "is_a", "nurse"),
+    ]);
+    let department = node(&kg, "Valley Cardiology");
+    let evidence = vec![
+        walk(
+            &department,
+            vec![step("doctor_in", true, &node(&kg, "Dr. Ilse Varga"))],
+            0.9,
+        ),
+        walk(
+            &department,
+            vec![step("staffed_by", false, &node(&kg, "Ruth Abernathy"))],
+            0.9,
+        ),
+    ];
+    let summarizer = Summarizer {
+        graph_opt: Some(Arc::new(kg)),
+        ..rule_only(None)
+    };
+    let mut asked = request(evidence, vec![department]);
+    // No word names either relation; the doctor came first.
+    asked.question = "which nurses work in Valley Cardiology".into();
+    let reply = reply_in_time(&summarizer, asked.clone()).await;
+    assert_eq!(reply.answers[0].text, "Ruth Abernathy", "{reply:?}");
+    assert!(
+        reply.explanation.ends_with(
+            "Paths whose answers the graph declares to be of another class were set aside: \
+             the question asks for nurses."
+        ),
+        "{}",
+        reply.explanation
+    );
+    // A class no answer is declared of decides nothing.
+    asked.question = "which surgeons work in Valley Cardiology".into();
+    let reply = reply_in_time(&summarizer, asked).await;
+    assert_eq!(reply.answers[0].text, "Dr. Ilse Varga", "{reply:?}");
+    assert!(!reply.explanation.contains("set aside"), "{reply:?}");
+}
