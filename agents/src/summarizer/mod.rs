@@ -588,7 +588,8 @@ fn demote(texts: &[String], scores: &mut [f32], aside: &[bool]) -> bool {
 /// The lines whose answer the graph declares (over a type relation, see
 /// [`crate::reader::types`]) to be of other classes than the one the question's wh-phrase
 /// names, when another line's answer is declared of that class: "which *nurses* work in
-/// X" is not answered by the department's doctors. Only on a graph with type relations,
+/// X" is not answered by the department's doctors, nor "how many *nurses* …" by counting
+/// them. Only on a graph with type relations,
 /// and only where the class word is one of a declared class's words (stems): classes
 /// named unlike the question's word decide nothing. `asking`: the question's words
 /// outside its entities' names.
@@ -604,7 +605,15 @@ async fn other_class_lines(
     {
         return None;
     }
-    let class = answer_type::asked(asking).class?;
+    let asked = answer_type::asked(asking);
+    // "how many *nurses* …": what a count counts is a class too.
+    let counted = || {
+        let at = *asked.phrase.get(2)?;
+        (asked.kind == Some(answer_type::AnswerType::Number))
+            .then(|| kgmesh_models::lexical::text::words(asking).get(at).cloned())
+            .flatten()
+    };
+    let class = asked.class.clone().or_else(counted)?;
     let class_stem = kgmesh_models::lexical::text::stem(&class);
     let mut nodes: Vec<NodeId> = end_ids.iter().flatten().copied().collect();
     nodes.sort_unstable();

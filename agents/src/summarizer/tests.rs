@@ -1635,6 +1635,15 @@ async fn a_path_whose_answers_the_graph_declares_of_another_class_gives_way() {
         "{}",
         reply.explanation
     );
+    // What a count counts is a class too.
+    asked.question = "how many nurses work in Valley Cardiology".into();
+    let reply = reply_in_time(&summarizer, asked.clone()).await;
+    assert!(
+        reply
+            .explanation
+            .contains("another class were set aside: the question asks for nurses."),
+        "{reply:?}"
+    );
     // A class no answer is declared of decides nothing.
     asked.question = "which surgeons work in Valley Cardiology".into();
     let reply = reply_in_time(&summarizer, asked).await;
