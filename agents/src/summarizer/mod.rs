@@ -16,10 +16,8 @@ pub mod core;
 mod profile;
 pub mod reader;
 
-use kgmesh_schemas::text::contains_phrase;
+use kgmesh_schemas::{text::contains_phrase, NodeId};
 use std::{collections::HashMap, sync::Arc, time::Instant};
-
-use kgmesh_schemas::NodeId;
 
 use kgmesh_models::{
     lexical::{gazetteer::spelled_as, text::words_asking},
@@ -589,10 +587,9 @@ fn demote(texts: &[String], scores: &mut [f32], aside: &[bool]) -> bool {
 /// [`crate::reader::types`]) to be of other classes than the one the question's wh-phrase
 /// names, when another line's answer is declared of that class: "which *nurses* work in
 /// X" is not answered by the department's doctors, nor "how many *nurses* …" by counting
-/// them. Only on a graph with type relations,
-/// and only where the class word is one of a declared class's words (stems): classes
-/// named unlike the question's word decide nothing. `asking`: the question's words
-/// outside its entities' names.
+/// them. Only on a graph with type relations, and only where the class word is one of a
+/// declared class's words (stems): classes named unlike the question's word decide
+/// nothing. `asking`: the question's words outside its entities' names.
 async fn other_class_lines(
     graph: &dyn GraphStore,
     relations: &[String],
