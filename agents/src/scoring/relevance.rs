@@ -602,6 +602,7 @@ impl Relevance {
                     || self.learned_word(index)
                     || (self.terms.names_a_class(index)
                         && !self.terms.names_the_answers_class(index))
+                    || self.names_answers_of_a_kind(index)
                     || self.terms.marks_shared_value(index)
                 {
                     return None;
@@ -624,6 +625,21 @@ impl Relevance {
                     .then(|| relation.to_owned())
             })
             .collect())
+    }
+
+    /// Whether question word `index` is a plural noun right after "what"/"which" ("which
+    /// *books* did X write"): it names the kind of entity the answers are, which a
+    /// relation near it by meaning ("books" reads near `held at` and `home library`) does
+    /// not explain. A singular one may name an attribute the answer is a value of ("what
+    /// *sex*" is `gender`, "what *faith*" is `religion`), and keeps its nearest relation.
+    fn names_answers_of_a_kind(&self, index: usize) -> bool {
+        self.terms.names_the_answers_class(index)
+            && !self.terms.asks_a_kind(index)
+            && self
+                .terms
+                .raw_words()
+                .get(index)
+                .is_some_and(|word| super::text::looks_plural(word))
     }
 
     /// Sequences scored by the words of their relation names, plus, for each question

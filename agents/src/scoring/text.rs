@@ -134,6 +134,16 @@ pub struct SequenceFit {
     pub unexplained_hops: usize,
 }
 
+/// Whether `word` reads as an English plural by its ending ("books", "cities"; not
+/// "class", "bus", "sex").
+pub fn looks_plural(word: &str) -> bool {
+    let word = word.to_lowercase();
+    word.chars().count() > 3
+        && word.ends_with('s')
+        && !word.ends_with("ss")
+        && !word.ends_with("us")
+}
+
 /// Whether two hops' tokens name the same relation, whichever way each walks it.
 fn same_relation(a: &[String], b: &[String]) -> bool {
     let own = |t: &&String| *t != RETURN_TOKEN;
@@ -750,6 +760,16 @@ impl QuestionTerms {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn plurals_read_by_their_ending() {
+        for word in ["books", "Cities", "albums", "releases"] {
+            assert!(super::looks_plural(word), "{word}");
+        }
+        for word in ["sex", "faith", "class", "bus", "status", "gas"] {
+            assert!(!super::looks_plural(word), "{word}");
+        }
+    }
+
     use super::*;
 
     #[test]
