@@ -627,19 +627,23 @@ impl Relevance {
             .collect())
     }
 
-    /// Whether question word `index` is a plural noun right after "what"/"which" ("which
-    /// *books* did X write"): it names the kind of entity the answers are, which a
-    /// relation near it by meaning ("books" reads near `held at` and `home library`) does
-    /// not explain. A singular one may name an attribute the answer is a value of ("what
-    /// *sex*" is `gender`, "what *faith*" is `religion`), and keeps its nearest relation.
+    /// Whether question word `index` is a plural noun right after "which" ("which *books*
+    /// did X write"): it names the kind of entity the answers are, which a relation near
+    /// it by meaning ("books" reads near `held at` and `home library`) does not explain.
+    /// After "what" a word may name an attribute the answer is a value of ("what *sex*" is
+    /// `gender`, "what *types* are the films" is `has_genre`), and so may a singular one
+    /// after "which" ("which *faith*"): those keep their nearest relation.
     fn names_answers_of_a_kind(&self, index: usize) -> bool {
+        let Some(word) = self.terms.raw_words().get(index) else {
+            return false;
+        };
+        let all = super::text::words(&self.question);
         self.terms.names_the_answers_class(index)
             && !self.terms.asks_a_kind(index)
-            && self
-                .terms
-                .raw_words()
-                .get(index)
-                .is_some_and(|word| super::text::looks_plural(word))
+            && super::text::looks_plural(word)
+            && all
+                .windows(2)
+                .any(|pair| pair[0] == "which" && pair[1] == *word)
     }
 
     /// Sequences scored by the words of their relation names, plus, for each question
