@@ -637,11 +637,10 @@ impl Relevance {
         let Some(word) = self.terms.raw_words().get(index) else {
             return false;
         };
-        let all = super::text::words(&self.question);
         self.terms.names_the_answers_class(index)
             && !self.terms.asks_a_kind(index)
             && super::text::looks_plural(word)
-            && all
+            && super::text::words(&self.question)
                 .windows(2)
                 .any(|pair| pair[0] == "which" && pair[1] == *word)
     }

@@ -760,17 +760,17 @@ impl QuestionTerms {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn plurals_read_by_their_ending() {
         for word in ["books", "Cities", "albums", "releases"] {
-            assert!(super::looks_plural(word), "{word}");
+            assert!(looks_plural(word), "{word}");
         }
         for word in ["sex", "faith", "class", "bus", "status", "gas"] {
-            assert!(!super::looks_plural(word), "{word}");
+            assert!(!looks_plural(word), "{word}");
         }
     }
-
-    use super::*;
 
     #[test]
     fn chain_order_reads_possessives_first_then_outwards_from_the_name() {

@@ -24,7 +24,7 @@ use kgmesh_models::{
     parse, prompts, LanguageModel,
 };
 use kgmesh_schemas::{
-    graph::Metapath,
+    graph::{Metapath, Path},
     messages::{
         context::EvidenceItem,
         summarizer::{Answer, SummarizeReply, SummarizeRequest},
@@ -352,15 +352,21 @@ impl Summarizer {
                 .evidence
                 .iter()
                 .any(|e| matches!(e.item, EvidenceItem::Query { grounded: true, .. }));
-        let ends: Vec<String> = lines
+        // Each line's path (a query row has none), and the name it ends at.
+        let line_paths: Vec<Option<&Path>> = lines
             .iter()
             .map(
                 |&line| match &request.context.evidence[line as usize].item {
-                    EvidenceItem::Path(path) => path.end().name.clone(),
-                    _ => String::new(),
+                    EvidenceItem::Path(path) => Some(path),
+                    _ => None,
                 },
             )
             .collect();
+        let ends: Vec<String> = line_paths
+            .iter()
+            .map(|path| path.map_or_else(String::new, |p| p.end().name.clone()))
+            .collect();
+        let asking = words_asking(&request.question, &names).join(" ");
         let Some(vectors) = &self.vectors_opt else {
             if chosen_elsewhere {
                 return summarize(request, &self.rule);
@@ -371,7 +377,7 @@ impl Summarizer {
                 .await;
             let mut scores = fit_scores(&fits);
             let set_aside = self
-                .set_aside(request, &names, (&texts, &ends, &lines), &fits, &mut scores)
+                .set_aside(&asking, (&texts, &line_paths, &ends), &fits, &mut scores)
                 .await;
             let mut reply = summarize_scored(request, &self.rule, Some(&scores));
             flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
@@ -391,13 +397,12 @@ impl Summarizer {
         if chosen_elsewhere {
             return summarize_scored(request, &self.rule, Some(&scores));
         }
-        let question = words_asking(&request.question, &names).join(" ");
-        let profiles = Profiles::new(&question, &texts, &ends);
+        let profiles = Profiles::new(&asking, &texts, &ends);
         if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
             tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
         }
         let set_aside = self
-            .set_aside(request, &names, (&texts, &ends, &lines), &fits, &mut scores)
+            .set_aside(&asking, (&texts, &line_paths, &ends), &fits, &mut scores)
             .await;
         let far = self
             .far_from_question(vectors, &profiles, &texts, &scores)
@@ -439,35 +444,33 @@ impl Summarizer {
     /// ([`misfit_lines`]). Each set aside goes below every other path ([`demote`]) when
     /// the best-scored path is in it; setting one aside may bring another's path first, so
     /// they are applied until none moves anything (at most [`SET_ASIDE_PASSES`] times).
-    /// Each reads the question's words outside its entities' `names` ([`words_asking`]),
-    /// so that a name's words are not taken for what is asked. `paths` holds each evidence
-    /// line's relation sequence as text, the name it ends at and its line.
+    /// Each reads `asking`, the question's words outside its entities' names
+    /// ([`words_asking`]), so that a name's words are not taken for what is asked. `paths`
+    /// holds each evidence line's relation sequence as text, its path and the name it
+    /// ends at.
     async fn set_aside(
         &self,
-        request: &SummarizeRequest,
-        names: &[&str],
-        paths: (&[String], &[String], &[u32]),
+        asking: &str,
+        paths: (&[String], &[Option<&Path>], &[String]),
         fits: &[SequenceFit],
         scores: &mut [f32],
     ) -> Vec<SetAside> {
-        let (texts, ends, lines) = paths;
-        let asking = words_asking(&request.question, names).join(" ");
+        let (texts, line_paths, ends) = paths;
         let mut gates: Vec<(SetAside, Vec<bool>)> = Vec::new();
         if let Some(graph) = &self.graph_opt {
-            let relations = graph_relations(graph.as_ref()).await;
-            let end_ids: Vec<Option<NodeId>> = lines
-                .iter()
-                .map(
-                    |&line| match &request.context.evidence[line as usize].item {
-                        EvidenceItem::Path(path) => Some(path.end().id),
-                        _ => None,
-                    },
-                )
-                .collect();
-            gates.extend(other_class_lines(graph.as_ref(), &relations, &asking, &end_ids).await);
+            let end_ids: Vec<Option<NodeId>> =
+                line_paths.iter().map(|p| p.map(|p| p.end().id)).collect();
+            gates.extend(other_class_lines(graph.as_ref(), asking, &end_ids).await);
         }
-        gates.extend(class_lines(&last_steps(request, lines), fits));
-        gates.extend(misfit_lines(&asking, ends));
+        let last: Vec<Option<(&str, bool)>> = line_paths
+            .iter()
+            .map(|p| {
+                p.and_then(|p| p.steps.last())
+                    .map(|step| (step.relation.as_str(), step.inverse))
+            })
+            .collect();
+        gates.extend(class_lines(&last, fits));
+        gates.extend(misfit_lines(asking, ends));
         let mut done: Vec<SetAside> = Vec::new();
         for _ in 0..SET_ASIDE_PASSES {
             let mut moved = false;
@@ -543,22 +546,6 @@ enum SetAside {
     OtherClass(String),
 }
 
-/// Each evidence line's last step: its relation, and whether it was walked backwards.
-fn last_steps(request: &SummarizeRequest, lines: &[u32]) -> Vec<Option<(String, bool)>> {
-    lines
-        .iter()
-        .map(
-            |&line| match &request.context.evidence[line as usize].item {
-                EvidenceItem::Path(path) => path
-                    .steps
-                    .last()
-                    .map(|step| (step.relation.clone(), step.inverse)),
-                _ => None,
-            },
-        )
-        .collect()
-}
-
 /// Ranks below every other line each line of the relation sequences whose every line
 /// `aside` marks, when the best-scored line ([`best_path`]) is one of them and a line of
 /// another sequence is not. Whether anything moved.
@@ -592,16 +579,9 @@ fn demote(texts: &[String], scores: &mut [f32], aside: &[bool]) -> bool {
 /// nothing. `asking`: the question's words outside its entities' names.
 async fn other_class_lines(
     graph: &dyn GraphStore,
-    relations: &[String],
     asking: &str,
     end_ids: &[Option<NodeId>],
 ) -> Option<(SetAside, Vec<bool>)> {
-    if !relations
-        .iter()
-        .any(|r| crate::reader::types::is_type_relation(r))
-    {
-        return None;
-    }
     let asked = answer_type::asked(asking);
     // "how many *nurses* …": what a count counts is a class too.
     let counted = || {
@@ -611,6 +591,13 @@ async fn other_class_lines(
             .flatten()
     };
     let class = asked.class.clone().or_else(counted)?;
+    if !graph_relations(graph)
+        .await
+        .iter()
+        .any(|r| crate::reader::types::is_type_relation(r))
+    {
+        return None;
+    }
     let class_stem = kgmesh_models::lexical::text::stem(&class);
     let mut nodes: Vec<NodeId> = end_ids.iter().flatten().copied().collect();
     nodes.sort_unstable();
@@ -652,14 +639,14 @@ async fn other_class_lines(
 /// "medication", nor "which ships does X operate" by ship types. A question whose words
 /// name the relation ("what type of ship …") keeps it.
 fn class_lines(
-    last: &[Option<(String, bool)>],
+    last: &[Option<(&str, bool)>],
     fits: &[SequenceFit],
 ) -> Option<(SetAside, Vec<bool>)> {
     let aside: Vec<bool> = last
         .iter()
         .zip(fits)
         .map(|(step, fit)| {
-            step.as_ref().is_some_and(|(relation, inverse)| {
+            step.is_some_and(|(relation, inverse)| {
                 !inverse
                     && fit.unexplained_hops > 0
                     && crate::reader::types::is_type_relation(relation)
@@ -670,7 +657,7 @@ fn class_lines(
         .iter()
         .zip(last)
         .find(|(a, _)| **a)
-        .and_then(|(_, step)| step.as_ref().map(|(r, _)| r.clone()))?;
+        .and_then(|(_, step)| step.map(|(r, _)| r.to_owned()))?;
     Some((SetAside::Class(relation), aside))
 }
 
