@@ -323,3 +323,133 @@ fn text_eval_scores_unanswerable_questions_and_answer_types() {
         "{place}"
     );
 }
+
+#[test]
+fn span_examples_are_written_by_eval_and_trained_on_by_reader_passages() {
+    let (docs, out) = indexed_notes();
+    let questions = write(
+        docs.path(),
+        "questions.jsonl",
+        concat!(
+            r#"{"question": "where was Salt Road shot", "answers": ["Bergen"]}"#,
+            "\n",
+            r#"{"question": "who directed the Harbour Light", "answers": ["Mara Voss"]}"#,
+            "\n",
+            r#"{"question": "where was Mara Voss born", "answers": [], "type": "unanswerable"}"#,
+            "\n",
+        )
+        .as_bytes(),
+    );
+    let examples = docs.path().join("spans.jsonl");
+    let mut eval = lexical(kgmesh());
+    eval.args([
+        "eval",
+        "--dataset",
+        "jsonl",
+        "--no-progress",
+        "--channels",
+        "keyword",
+    ])
+    .arg("--text-index")
+    .arg(out.path())
+    .arg("--questions")
+    .arg(&questions)
+    .arg("--span-examples")
+    .arg(&examples);
+    let (code, stdout, stderr) = run(eval);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&examples)
+        .expect("span examples written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3);
+    // The gold span is offered and marked right, and only it; the question the notes
+    // cannot answer has no right span.
+    let rows = |i: usize| lines[i]["rows"].as_array().expect("rows").clone();
+    assert!(
+        rows(0)
+            .iter()
+            .any(|r| r["text"] == "Bergen" && r["right"] == true),
+        "{:?}",
+        lines[0]
+    );
+    assert!(
+        rows(0)
+            .iter()
+            .all(|r| (r["text"] == "Bergen") == (r["right"] == true)),
+        "{:?}",
+        lines[0]
+    );
+    assert_eq!(lines[0]["gated"], true);
+    assert_eq!(lines[2]["answerable"], false);
+    assert!(
+        rows(2).iter().all(|r| r["right"] == false),
+        "{:?}",
+        lines[2]
+    );
+    // Trained on them (twice: the same weights), then refused for an unknown corpus.
+    let weights = docs.path().join("weights.json");
+    let train = |out: &Path| {
+        let mut command = kgmesh();
+        command
+            .args(["reader", "passages", "--examples"])
+            .arg(&examples)
+            .arg("--out")
+            .arg(out);
+        run(command)
+    };
+    let (code, stdout, stderr) = train(&weights);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("span scorer:"), "{stdout}");
+    let again = docs.path().join("again.json");
+    assert_eq!(train(&again).0, 0);
+    assert_eq!(
+        std::fs::read(&weights).expect("weights"),
+        std::fs::read(&again).expect("weights"),
+        "training is deterministic"
+    );
+    let mut command = kgmesh();
+    command
+        .args(["reader", "passages", "--exclude", "nowhere", "--examples"])
+        .arg(&examples);
+    let (code, _, stderr) = run(command);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("no such corpus"), "{stderr}");
+    // The weights are read back by eval through KGMESH_PASSAGE_WEIGHTS.
+    let mut eval = lexical(kgmesh());
+    eval.env("KGMESH_PASSAGE_WEIGHTS", &weights)
+        .args([
+            "eval",
+            "--dataset",
+            "jsonl",
+            "--no-progress",
+            "--channels",
+            "keyword",
+        ])
+        .arg("--text-index")
+        .arg(out.path())
+        .arg("--questions")
+        .arg(&questions);
+    let (code, stdout, stderr) = run(eval);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // Weights that cannot be used stop the command.
+    let broken = write(docs.path(), "broken.json", b"{}");
+    let mut eval = lexical(kgmesh());
+    eval.env("KGMESH_PASSAGE_WEIGHTS", &broken)
+        .args([
+            "eval",
+            "--dataset",
+            "jsonl",
+            "--no-progress",
+            "--channels",
+            "keyword",
+        ])
+        .arg("--text-index")
+        .arg(out.path())
+        .arg("--questions")
+        .arg(&questions);
+    let (code, _, stderr) = run(eval);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("passage weights"), "{stderr}");
+}

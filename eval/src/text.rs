@@ -12,7 +12,13 @@ use std::{path::PathBuf, sync::Arc, time::Instant};
 use anyhow::Context as _;
 use kgmesh_agents::{
     scoring::{relevance::TextVectors, TEXT_VECTOR_CACHE},
-    summarizer::{answer_type, core::SummaryRule, reader, Summarizer},
+    summarizer::{
+        answer_type,
+        core::SummaryRule,
+        reader,
+        spans::{SpanExample, SpanExampleRow},
+        Summarizer,
+    },
     text_retriever::{
         retrieve::{Channels, SearchSettings},
         role::{excerpts, load_text},
@@ -38,6 +44,8 @@ pub struct TextRun {
     pub progress: bool,
     /// How the questions were chosen, for the printed configuration.
     pub selection: String,
+    /// Where to write the reader's candidate spans per question (no model only).
+    pub span_examples: Option<PathBuf>,
 }
 
 /// Scores of one channel setting.
@@ -150,6 +158,16 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
     );
     println!("questions  {} ({})", questions.len(), run.selection);
     let mut rows = Vec::new();
+    let mut span_out = match &run.span_examples {
+        Some(path) if run.llm.is_none() => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot write span examples to {}", path.display()))?,
+        )),
+        Some(_) => anyhow::bail!(
+            "--span-examples reads the passage reader without a model; unset the model"
+        ),
+        None => None,
+    };
     for &channels in &run.channels {
         if channels != Channels::Keyword && index.skeleton.is_empty() {
             println!(
@@ -260,6 +278,9 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                     }
                 }
                 None => {
+                    if let Some(out) = span_out.as_mut() {
+                        write_span_example(out, &summarizer, &request, question).await?;
+                    }
                     let reply = summarizer.rule_reply(&request).await;
                     first_text = reply.answers.first().map(|a| a.text.clone());
                     first_text.as_deref().map(normalize)
@@ -319,6 +340,9 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             }
         }
         rows.push((channels, by_source));
+    }
+    if let Some(mut out) = span_out {
+        std::io::Write::flush(&mut out).context("cannot write span examples")?;
     }
     println!();
     println!("| channels | questions | n | coverage | Hits@1 | no answer | unanswerable declined | context tokens (mean) | retrieval p50 | p99 | reader p50 |");
@@ -405,6 +429,38 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         }
         print_asks("all", &total);
     }
+    Ok(())
+}
+
+/// One question's candidate spans as a training example for the span scorer: a span is
+/// right when it is one of the gold answers (as Hits@1 compares them).
+async fn write_span_example(
+    out: &mut impl std::io::Write,
+    summarizer: &Summarizer,
+    request: &SummarizeRequest,
+    question: &Question,
+) -> anyhow::Result<()> {
+    let gold: Vec<String> = question.answers.iter().map(|a| normalize(a)).collect();
+    let (mut rows, mut gated) = (Vec::new(), false);
+    if let Some(spans) = summarizer.passage_spans(request).await {
+        gated = spans.gated;
+        for row in spans.rows {
+            rows.push(SpanExampleRow {
+                right: gold.contains(&normalize(&row.text)),
+                text: row.text,
+                features: row.features,
+            });
+        }
+    }
+    let example = SpanExample {
+        source: question.source.clone(),
+        question: question.question.clone(),
+        answerable: !gold.is_empty(),
+        gated,
+        rows,
+    };
+    serde_json::to_writer(&mut *out, &example)?;
+    out.write_all(b"\n")?;
     Ok(())
 }
 

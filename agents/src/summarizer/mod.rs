@@ -15,6 +15,7 @@ pub mod answer_type;
 pub mod core;
 mod profile;
 pub mod reader;
+pub mod spans;
 
 use kgmesh_schemas::{text::contains_phrase, NodeId};
 use std::{collections::HashMap, sync::Arc, time::Instant};
@@ -281,27 +282,7 @@ impl Summarizer {
             }
         };
         let max_answers = usize::from(request.max_answers.max(1));
-        let mut failed = None;
-        let cosines = match &self.vectors_opt {
-            Some(vectors) if !reading.question.is_empty() => {
-                let mut texts = vec![reading.question.clone()];
-                texts.extend(reading.statements.iter().map(|s| s.relation.clone()));
-                match vectors.vectors(&texts).await {
-                    Ok(found) => Some(
-                        found[1..]
-                            .iter()
-                            .map(|v| cosine(&found[0], v))
-                            .collect::<Vec<f32>>(),
-                    ),
-                    Err(error) => {
-                        tracing::warn!(%error, "passage statements not embedded; read by words only");
-                        failed = Some(error.to_string());
-                        None
-                    }
-                }
-            }
-            _ => None,
-        };
+        let (cosines, failed) = self.statement_cosines(&reading).await;
         let (mut reply, support) =
             reading.answer_supported(&self.rule, max_answers, cosines.as_deref());
         if let Some(error) = failed {
@@ -328,6 +309,38 @@ impl Summarizer {
                 .fold(0.0, f32::max)
         });
         (reply, graph_support.map(|graph| (support, graph)))
+    }
+
+    /// Each passage statement's cosine to the question, when the process has an
+    /// embedder; with the embedder's error when it failed (read by words only then).
+    async fn statement_cosines(&self, reading: &Reading) -> (Option<Vec<f32>>, Option<String>) {
+        let Some(vectors) = &self.vectors_opt else {
+            return (None, None);
+        };
+        if reading.question.is_empty() {
+            return (None, None);
+        }
+        let mut texts = vec![reading.question.clone()];
+        texts.extend(reading.statements.iter().map(|s| s.relation.clone()));
+        match vectors.vectors(&texts).await {
+            Ok(found) => (
+                Some(found[1..].iter().map(|v| cosine(&found[0], v)).collect()),
+                None,
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "passage statements not embedded; read by words only");
+                (None, Some(error.to_string()))
+            }
+        }
+    }
+
+    /// The spans the passage reader ranks for `request`, with their features
+    /// ([`Reading::spans`]); `None` when no passage says anything about its entity.
+    /// For training the span scorer (`kgmesh eval --span-examples`).
+    pub async fn passage_spans(&self, request: &SummarizeRequest) -> Option<reader::Spans> {
+        let reading = Reading::new(request).ok()?;
+        let (cosines, _) = self.statement_cosines(&reading).await;
+        Some(reading.spans(cosines.as_deref()))
     }
 
     /// The graph rule's reply (see [`Self::rule_reply`]).

@@ -3,7 +3,7 @@
 //!
 //! The text retriever's passages are plain prose, so the graph rule in [`super::core`]
 //! finds nothing in them. This reader does what an extractive reader does, with no
-//! model and no trained span scorer:
+//! model:
 //!
 //! 1. **What is asked** ([`answer_type::asked`]): a person for "who", a date for
 //!    "when", an amount for "how much", the class word's type for "which company" or
@@ -13,39 +13,43 @@
 //!    passages write as a name (longest first, whatever case the question writes it
 //!    in; a date or number is a constraint, not an entity; a single lower-case word
 //!    only when the passages never write it in lower case). It may be none.
-//! 3. **Sentences and candidates.** Each passage is cut into paragraphs (blank lines)
-//!    and sentences with the tokenizer documents are indexed with. A *name* is a run of
+//! 3. **Sentences and spans.** Each passage is cut into paragraphs (blank lines) and
+//!    sentences with the tokenizer documents are indexed with. A *name* is a run of
 //!    words that begin with a capital letter or a digit, joined by what joins names
-//!    ("of", "the", "&", a glued apostrophe or hyphen, an initial's full stop); a
-//!    possessive's "'s" is not its own. Numbers, amounts and dates are read whole
-//!    ("$349", "€1.2 million", "4,500 euros", "Saturday 14 September 2024",
-//!    "2024-03-12"). Every name is typed by its form and by all the places the
-//!    passages write it ([`answer_type::NameTypes`]). A sentence's candidates are its
-//!    names less the entity's and, when it names the entity, less the names listed
-//!    beside it ("A, B and X star in it"), plus the name its paragraph opens with.
-//! 4. **Sentence scores** (`Reading::coverage`): the share of the question's words
-//!    (a class word the lexicon does not type too, not the rest of the wh-phrase;
-//!    rarer words among the context's sentences weigh more) the
-//!    sentence writes, a word its paragraph writes counting [`PASSAGE_SHARE`], the
-//!    entity's names counting whole ("Claire Danes" writes nothing of "Claire
-//!    Skinner"). When the passages write the entity's name, only a sentence that
-//!    writes it, or stands in a paragraph or a file whose passages do, answers. A
-//!    sentence answers when it writes at
-//!    least [`MIN_COVERAGE`] of the question and one word outside its names, or, with
-//!    an embedder, reads within cosine [`MIN_COSINE`] of it; its score adds the
-//!    cosine.
-//! 5. **Candidate scores** (`Reading::candidate_score`): the sentence's score, plus
-//!    the candidate's type fit to what is asked ([`answer_type::fit`]; a year never
-//!    answers "who"), the question's words written near it (nearer counting more), and
-//!    the question's class word beside it. A name the question writes is no answer.
-//!    The best candidate answers, with the names listed beside it and every candidate
-//!    within [`SummaryRule::keep_within`]; the explanation quotes its sentence with its
+//!    ("of", "the", "&", a glued apostrophe or hyphen, an initial's full stop), and
+//!    ended by a line break or a column's gap; a possessive's "'s" is not its own.
+//!    Numbers, amounts and dates are read whole ("$349", "€1.2 million", "4,500
+//!    euros", "Saturday 14 September 2024", "2024-03-12"), a code or a model's number
+//!    with its name ("AV-221", "Aurelle 900"). Every name is typed by its form and by
+//!    all the places the passages write it ([`answer_type::NameTypes`]). A sentence's
+//!    spans are its names less the entity's and, when it names the entity, less the
+//!    names listed beside it ("A, B and X star in it"), plus the name its paragraph
+//!    opens with; and other readings of them ([`name_variants`], [`phrases`]): a
+//!    name's parts at a preposition, a name without the common word opening it, a
+//!    number with its unit, runs of lower-case words.
+//! 4. **Statements** (`Reading::coverage`): the share of the question's words (a
+//!    class word the lexicon does not type too, not the rest of the wh-phrase; rarer
+//!    words among the context's sentences weigh more) a sentence writes, a word its
+//!    paragraph writes counting [`PASSAGE_SHARE`], the entity's names counting whole
+//!    ("Claire Danes" writes nothing of "Claire Skinner"). A sentence *says enough*
+//!    when it writes at least [`MIN_COVERAGE`] of the question and one word outside
+//!    its names, or, with an embedder, reads within cosine [`MIN_COSINE`] of it. The
+//!    reader answers only when some sentence about the entity (it, its paragraph or
+//!    its file names it) says enough; then every sentence about it that says enough,
+//!    or whose sentence or paragraph names the entity, offers its spans.
+//! 5. **Span scores** ([`Reading::spans`], [`super::spans`]): a linear scorer over each
+//!    span's features: its statement's coverage and cosine, its type's fit to what is
+//!    asked ([`answer_type::fit`]; a year never answers "who", and is not offered),
+//!    the question's words written near it (nearer counting more), the question's
+//!    class word beside it, and how it was read. A name the question writes is no
+//!    answer. The best span answers, with the names listed beside it and every span
+//!    scored within [`SummaryRule::keep_within`] of it, each with its share of the
+//!    scorer's softmax as its score; the explanation quotes its sentence with its
 //!    `file:offset`. None: "I don't know", with the reason.
-//! 6. **A second read** (`Reading::second_hop`), when no sentence explains every
-//!    question word: the statements about the names the best sentences propose,
-//!    chained when the two together explain more of the question ("who heads the team
-//!    that built X": the team, then its head). A chain answers when its best candidate
-//!    outscores the best single sentence's, less [`CHAIN_COST`].
+//! 6. **A second read** (`Reading::chains`), when no sentence explains every question
+//!    word: the statements about the names the best sentences propose, chained when
+//!    the two together explain more of the question ("who heads the team that built
+//!    X": the team, then its head). A chain's spans are scored with the rest.
 //!
 //! The weights and bounds were chosen on the document zoo's development corpora
 //! (`minutes`, `emails`), which its measured figures leave out.
@@ -66,6 +70,7 @@ use super::{
         self, AnswerType, Asked, NameTypes, CURRENCY_WORDS, MONTHS, NUMBER_WORDS, WEEKDAYS,
     },
     core::SummaryRule,
+    spans::{self, SpanModel, SPAN_FEATURES},
 };
 use crate::{
     scoring::text::QuestionTerms,
@@ -108,6 +113,31 @@ struct Name {
     /// The first name of the list it stands in within its sentence ("A, B and C": A's
     /// position for all three), its own position when it stands in none.
     list: usize,
+    /// Its position among its sentence's names.
+    position: usize,
+    /// The name its paragraph opens with, proposed for a sentence that does not write it.
+    opener: bool,
+    /// How it was read: a name whole, or another reading ([`name_variants`], [`phrases`]).
+    variant: Variant,
+    /// Tokens between it and the entity's name in its sentence, when the sentence
+    /// writes the entity.
+    topic_distance: Option<usize>,
+}
+
+/// How a candidate span was read from its sentence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Variant {
+    /// A name, number or date, whole.
+    Whole,
+    /// A part of a name joined by a preposition ("Ironbark Assurance" of "Saskia
+    /// Brenninkmolen of Ironbark Assurance").
+    Part,
+    /// A number with the word after it ("40,000 crowns", "5 seconds").
+    WithUnit,
+    /// A run of lower-case words ("repeatable migrations").
+    Phrase,
+    /// A run of lower-case words with its article ("a failed transformer").
+    PhraseWithArticle,
 }
 
 impl Name {
@@ -120,6 +150,10 @@ impl Name {
             near: Vec::new(),
             kind: AnswerType::Thing,
             list: 0,
+            position: 0,
+            opener: false,
+            variant: Variant::Whole,
+            topic_distance: None,
         }
     }
 }
@@ -127,16 +161,6 @@ impl Name {
 /// How many tokens on each side of a candidate are its neighbourhood ([`Name::near`]).
 const NEAR_TOKENS: usize = 6;
 
-/// How a candidate answer is scored beyond its statement's score: its type's fit to
-/// the type asked ([`answer_type::fit`]), the share of the question's words written
-/// near it, and the question's class word written near it ("the *engine* Sparrow").
-/// Chosen on the `minutes` corpus, which the document zoo's figures leave out.
-pub const TYPE_WEIGHT: f32 = 0.5;
-pub const NEAR_WEIGHT: f32 = 0.3;
-pub const CLASS_WEIGHT: f32 = 0.3;
-/// What reading a second statement costs a chain (`Reading::second_hop`) against
-/// answering from one. Chosen on the `minutes` corpus.
-pub const CHAIN_COST: f32 = 0.1;
 /// A statement answers only when it writes at least this share of the question
 /// (`Reading::coverage`) and explains at least one of its words outside the names;
 /// the other sentences of its paragraph count [`PASSAGE_SHARE`] of a word. Chosen on the
@@ -187,6 +211,8 @@ pub(crate) struct Reading {
     question_words: Vec<String>,
     /// The type of every name the passages write.
     types: NameTypes,
+    /// The words the passages also write in lower case.
+    common: HashSet<String>,
     /// Whether some passage names the entity asked about.
     names_topic: bool,
     /// The files whose passages name it.
@@ -229,11 +255,12 @@ impl Reading {
         let names = PassageNames::read(passages.iter().copied());
         let topic = topic_names(request, &names);
         let topic_words: Vec<Vec<String>> = topic.iter().map(|t| words(t)).collect();
-        let types = names.types;
-        let mut statements = statements_about(excerpts.iter().copied(), &topic_words, true);
+        let (types, common) = (names.types, names.common);
+        let mut statements =
+            statements_about(excerpts.iter().copied(), &topic_words, true, &common);
         for statement in &mut statements {
             for name in &mut statement.candidates {
-                name.kind = types.type_of(&name.text, &name.previous);
+                name.kind = name_type(&types, name);
             }
         }
         let names: Vec<&str> = topic.iter().map(String::as_str).collect();
@@ -252,7 +279,7 @@ impl Reading {
         let (question_stems, topic_weights) =
             weighted_question(&request.question, &wants, &statements, &topic_words);
         let names_topic = !topic.is_empty()
-            && !statements_about(excerpts.iter().copied(), &topic_words, false).is_empty();
+            && !statements_about(excerpts.iter().copied(), &topic_words, false, &common).is_empty();
         // The files of the passages that write the entity's words, in any case.
         let topic_files: HashSet<String> = passages
             .iter()
@@ -283,6 +310,7 @@ impl Reading {
             wants,
             question_words: words(&request.question),
             types,
+            common,
         })
     }
 
@@ -300,46 +328,121 @@ impl Reading {
 
     /// [`Self::answer`], with its support: the share of the question's words that the
     /// statement(s) behind the first answer explain ([`Self::support`]), 0 without one.
+    /// The spans are ranked by the span scorer in use ([`SpanModel::active`]).
     pub fn answer_supported(
         &self,
         rule: &SummaryRule,
         max_answers: usize,
         cosines: Option<&[f32]>,
     ) -> (SummarizeReply, f32) {
-        // Per statement, how well each question word is matched by its words.
-        let matched: Vec<Vec<f32>> = self
-            .statements
+        let model = SpanModel::active();
+        self.answer_with(&model, rule, max_answers, cosines)
+    }
+
+    /// The answer as `model` ranks the spans.
+    pub fn answer_with(
+        &self,
+        model: &SpanModel,
+        rule: &SummaryRule,
+        max_answers: usize,
+        cosines: Option<&[f32]>,
+    ) -> (SummarizeReply, f32) {
+        let spans = self.spans(cosines);
+        // Some statement must say enough of the question, by its words or its meaning,
+        // for any span to answer (the scorer then ranks every statement's spans).
+        if !spans.gated || spans.rows.is_empty() {
+            return (self.nothing_read(&spans, cosines), 0.0);
+        }
+        let scores: Vec<f32> = spans
+            .rows
             .iter()
-            .map(|s| self.matches(&[s.relation.as_str()]))
+            .map(|r| model.score(&r.features))
             .collect();
-        // Per statement, how much of the whole question (its entity's names too, rare
-        // words weighing more) its sentence, or less its paragraph, writes.
-        let scores: Vec<f32> = (0..self.statements.len())
-            .map(|i| {
-                let coverage = self.coverage(&self.statements[i]);
-                let cosine = cosines.and_then(|c| c.get(i)).copied();
-                // By words: enough of the question, one word outside its names; by
-                // meaning: near enough to the question, writing some of it.
-                let by_words = coverage >= MIN_COVERAGE
-                    && (self.share(&matched[i]) > 0.0 || self.asked.is_empty());
-                let by_meaning = coverage > 0.0 && cosine.is_some_and(|c| c >= MIN_COSINE);
-                // When the passages write the entity's name, a sentence must be about it:
-                // write it, or stand in a paragraph or a file that does (a document about
-                // a cooperative seldom names it in the sentence giving its treasurer).
-                let statement = &self.statements[i];
-                let about = !self.names_topic
-                    || statement.names.iter().any(|&n| n > 0)
-                    || self.topic_files.contains(&statement.file);
-                let says = about && (by_words || by_meaning);
-                if says {
-                    coverage + cosine.unwrap_or(0.0)
-                } else {
-                    f32::NEG_INFINITY
-                }
-            })
-            .collect();
-        if !scores.iter().any(|s| s.is_finite()) {
-            let explanation = if !self.topic.is_empty() && !self.names_topic {
+        let shares = spans::shares(&scores);
+        let mut order: Vec<usize> = (0..spans.rows.len()).collect();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        let top = order[0];
+        // The names listed with the first answer in its sentence answer with it ("A, B
+        // and C star in it"), names with a name, numbers with a number; so does every
+        // span scored within `keep_within` of it.
+        let (top_name, top_source) = (spans.name(self, top), spans.rows[top].source);
+        let mut keep: Vec<(f32, usize)> = Vec::new();
+        for &i in &order {
+            let source = spans.rows[i].source;
+            let name = spans.name(self, i);
+            let listed = source.statement() == top_source.statement()
+                && source.is_chain() == top_source.is_chain()
+                && name.variant == Variant::Whole
+                && top_name.variant == Variant::Whole
+                && name.list == top_name.list
+                && name.kind.is_numeric() == top_name.kind.is_numeric();
+            if i == top || listed {
+                keep.push((shares[top], i));
+            } else if scores[i] >= scores[top] - rule.keep_within {
+                keep.push((shares[i], i));
+            }
+        }
+        keep.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut answers: Vec<Answer> = Vec::new();
+        for (share, i) in keep {
+            let lines = spans.lines(self, i);
+            gather(
+                &mut answers,
+                spans.name(self, i),
+                share,
+                &lines,
+                rule,
+                max_answers,
+            );
+        }
+        let (support, explanation) = match top_source {
+            SpanSource::Chain { chain, .. } => {
+                let chain = &spans.chains[chain];
+                let first = &self.statements[chain.first];
+                (
+                    chain.both,
+                    format!(
+                        "Read in two steps without a language model from {} passage(s) and {} \
+                         skeleton fact(s): about {}, \"{}\" ({}); then \"{}\" ({}).",
+                        self.passages,
+                        self.facts,
+                        quoted_list(&self.topic),
+                        first.sentence,
+                        first.citation,
+                        chain.next.sentence,
+                        chain.next.citation
+                    ),
+                )
+            }
+            _ => {
+                let i = top_source.statement();
+                let first = &self.statements[i];
+                (
+                    self.share(&spans.matched[i]),
+                    format!(
+                        "Read without a language model from {} passage(s) and {} skeleton \
+                         fact(s): about {}, \"{}\" ({}).",
+                        self.passages,
+                        self.facts,
+                        quoted_list(&self.topic),
+                        first.sentence,
+                        first.citation
+                    ),
+                )
+            }
+        };
+        let reply = SummarizeReply {
+            low_confidence: false,
+            answers,
+            explanation,
+        };
+        (reply, support)
+    }
+
+    /// "I don't know", when no statement offers a span of the kind asked.
+    fn nothing_read(&self, spans: &Spans, cosines: Option<&[f32]>) -> SummarizeReply {
+        let explanation = if !spans.gated {
+            if !self.topic.is_empty() && !self.names_topic {
                 format!(
                     "I don't know: no passage names {}, and none says enough of what the \
                      question asks.",
@@ -363,90 +466,173 @@ impl Reading {
                         String::new()
                     }
                 )
-            };
-            let reply = SummarizeReply {
-                low_confidence: false,
-                answers: Vec::new(),
-                explanation,
-            };
-            return (reply, 0.0);
-        }
-        let chained = self.second_hop(rule, max_answers, &scores, &matched);
-        // Every candidate of every statement that says something the question asks,
-        // scored by its statement, its type and its neighbourhood.
-        let mut scored: Vec<(f32, usize, &Name)> = Vec::new();
-        for (i, statement) in self.statements.iter().enumerate() {
-            if !scores[i].is_finite() {
-                continue;
             }
-            for name in &statement.candidates {
-                if let Some(score) = self.candidate_score(scores[i], name) {
-                    scored.push((score, i, name));
+        } else {
+            format!(
+                "I don't know: passages speak of {}, but nothing they say of it is {} the \
+                 question asks for.",
+                quoted_list(&self.topic),
+                self.wants
+                    .kind
+                    .map(|k| format!("a {k}, as"))
+                    .unwrap_or_else(|| "what".to_owned())
+            )
+        };
+        SummarizeReply {
+            low_confidence: false,
+            answers: Vec::new(),
+            explanation,
+        }
+    }
+
+    /// Every span the passages offer as an answer, with the scorer's features
+    /// ([`spans`](super::spans)): the names of the statements about the entity that
+    /// write some of the question, and the names two-sentence chains reach.
+    pub fn spans(&self, cosines: Option<&[f32]>) -> Spans {
+        // Per statement, how well each question word is matched by its words.
+        let matched: Vec<Vec<f32>> = self
+            .statements
+            .iter()
+            .map(|s| self.matches(&[s.relation.as_str()]))
+            .collect();
+        let n = self.statements.len();
+        let coverage: Vec<f32> = self.statements.iter().map(|s| self.coverage(s)).collect();
+        let cosine = |i: usize| cosines.and_then(|c| c.get(i)).copied();
+        // By words: enough of the question, one word outside its names; by meaning: near
+        // enough to the question, writing some of it.
+        let by_words: Vec<bool> = (0..n)
+            .map(|i| {
+                coverage[i] >= MIN_COVERAGE
+                    && (self.share(&matched[i]) > 0.0 || self.asked.is_empty())
+            })
+            .collect();
+        let by_meaning: Vec<bool> = (0..n)
+            .map(|i| coverage[i] > 0.0 && cosine(i).is_some_and(|c| c >= MIN_COSINE))
+            .collect();
+        // When the passages write the entity's name, a sentence should be about it:
+        // write it, or stand in a paragraph or a file that does (a document about a
+        // cooperative seldom names it in the sentence giving its treasurer).
+        let about: Vec<bool> = self
+            .statements
+            .iter()
+            .map(|s| {
+                !self.names_topic
+                    || s.names.iter().any(|&n| n > 0)
+                    || self.topic_files.contains(&s.file)
+            })
+            .collect();
+        let gate: Vec<f32> = (0..n)
+            .map(|i| {
+                if about[i] && (by_words[i] || by_meaning[i]) {
+                    coverage[i] + cosine(i).unwrap_or(0.0)
+                } else {
+                    f32::NEG_INFINITY
+                }
+            })
+            .collect();
+        let gated = gate.iter().any(|s| s.is_finite());
+        let chains = if gated {
+            self.chains(&gate, &matched)
+        } else {
+            Vec::new()
+        };
+        // A question about an entity no passage names reads nothing. Otherwise the
+        // statements about it that write some of the question offer spans: those that
+        // say enough of it (by words or meaning), and those whose sentence or paragraph
+        // names the entity; a sentence that does neither, in a file that names it, is
+        // not read as saying anything of it.
+        let readable: Vec<usize> = if !self.topic.is_empty() && !self.names_topic {
+            Vec::new()
+        } else {
+            (0..n)
+                .filter(|&i| {
+                    about[i]
+                        && coverage[i] > 0.0
+                        && (by_words[i]
+                            || by_meaning[i]
+                            || self.topic.is_empty()
+                            || self.statements[i].names.iter().any(|&named| named > 0))
+                })
+                .collect()
+        };
+        let mut by_coverage = readable.clone();
+        by_coverage.sort_by(|&a, &b| coverage[b].total_cmp(&coverage[a]));
+        let rank = |i: usize| {
+            by_coverage
+                .iter()
+                .position(|&j| coverage[j] <= coverage[i])
+                .unwrap_or(0) as f32
+        };
+        let f = |name: &str| spans::feature(name);
+        let width = SPAN_FEATURES.len();
+        let statement_row = |i: usize, share: f32| {
+            let mut row = vec![0.0f32; width];
+            row[f("coverage")] = coverage[i];
+            row[f("share")] = share;
+            row[f("cosine")] = cosine(i).unwrap_or(0.0);
+            row[f("by_words")] = f32::from(u8::from(by_words[i]));
+            row[f("by_meaning")] = f32::from(u8::from(by_meaning[i]));
+            row[f("names_entity")] =
+                f32::from(self.statements[i].names.iter().copied().max().unwrap_or(0)) / 2.0;
+            row[f("statement_rank")] = 1.0 / (1.0 + rank(i));
+            row
+        };
+        // The question's class word ("which *films*"), by stem.
+        let class = self.wants.class.as_deref().map(stem);
+        let mut rows: Vec<SpanRow> = Vec::new();
+        for &i in &readable {
+            let statement = &self.statements[i];
+            let offered = statement.candidates.len() as f32;
+            // The sentence writes the class word asked: it speaks of its paragraph's
+            // subject by its class ("… star in *the film*").
+            let class_written = class
+                .as_ref()
+                .is_some_and(|c| statement.stems.iter().any(|s| stem_similarity(s, c) >= 0.8));
+            for (c, name) in statement.candidates.iter().enumerate() {
+                if let Some(fits) = self.candidate_fit(name) {
+                    let mut row = statement_row(i, self.share(&matched[i]));
+                    fits.write(&mut row, name, self.wants.kind);
+                    row[f("statement_spans")] = 1.0 / offered;
+                    row[f("opener_by_class")] = f32::from(u8::from(name.opener && class_written));
+                    rows.push(SpanRow {
+                        text: name.text.clone(),
+                        features: row,
+                        source: SpanSource::One {
+                            statement: i,
+                            name: c,
+                        },
+                    });
                 }
             }
         }
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        // A chain answers when its best candidate outscores the best of one statement.
-        if let Some((reply, support, chain_top)) = chained {
-            if scored.first().is_none_or(|c| chain_top > c.0) {
-                return (reply, support);
+        for (k, chain) in chains.iter().enumerate() {
+            for (c, name) in chain.next.candidates.iter().enumerate() {
+                if let Some(fits) = self.candidate_fit(name) {
+                    let mut row = statement_row(chain.first, chain.both);
+                    fits.write(&mut row, name, self.wants.kind);
+                    row[f("statement_spans")] = 1.0 / chain.next.candidates.len() as f32;
+                    row[f("chain")] = 1.0;
+                    row[f("chain_gain")] = chain.both - self.share(&matched[chain.first]);
+                    rows.push(SpanRow {
+                        text: name.text.clone(),
+                        features: row,
+                        source: SpanSource::Chain { chain: k, name: c },
+                    });
+                }
             }
         }
-        let Some(&(top, first, _)) = scored.first() else {
-            let reply = SummarizeReply {
-                low_confidence: false,
-                answers: Vec::new(),
-                explanation: format!(
-                    "I don't know: passages speak of {}, but nothing they say of it is {} \
-                     the question asks for.",
-                    quoted_list(&self.topic),
-                    self.wants
-                        .kind
-                        .map(|k| format!("a {k}, as"))
-                        .unwrap_or_else(|| "what".to_owned())
-                ),
-            };
-            return (reply, 0.0);
-        };
-        let support = self.share(&matched[first]);
-        // The names listed with the first answer in its sentence answer with it ("A, B
-        // and C star in it"), names with a name, numbers with a number.
-        let top_name = scored[0].2;
-        for c in scored.iter_mut() {
-            if c.1 == first
-                && c.2.list == top_name.list
-                && c.2.kind.is_numeric() == top_name.kind.is_numeric()
-            {
-                c.0 = c.0.max(top);
-            }
+        // How many rows propose each name.
+        let keys: Vec<Vec<String>> = rows.iter().map(|r| words(&r.text)).collect();
+        for i in 0..rows.len() {
+            let same = keys.iter().filter(|k| **k == keys[i]).count();
+            rows[i].features[f("repeated")] = (1.0 + same as f32).ln();
         }
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let mut answers: Vec<Answer> = Vec::new();
-        for &(score, i, name) in scored.iter().filter(|c| c.0 >= top - rule.keep_within) {
-            gather(
-                &mut answers,
-                name,
-                score,
-                &[self.statements[i].evidence],
-                rule,
-                max_answers,
-            );
+        Spans {
+            rows,
+            chains,
+            matched,
+            gated,
         }
-        let first = &self.statements[first];
-        let reply = SummarizeReply {
-            low_confidence: false,
-            answers,
-            explanation: format!(
-                "Read without a language model from {} passage(s) and {} skeleton fact(s): \
-                 about {}, \"{}\" ({}).",
-                self.passages,
-                self.facts,
-                quoted_list(&self.topic),
-                first.sentence,
-                first.citation
-            ),
-        };
-        (reply, support)
     }
 
     /// How much of the question's words `relations` explain, in `[0, 1]`: the scale on
@@ -456,34 +642,128 @@ impl Reading {
     }
 }
 
+/// The spans of one question ([`Reading::spans`]).
+pub struct Spans {
+    pub rows: Vec<SpanRow>,
+    chains: Vec<Chain>,
+    /// Per statement, how well each question word is matched by its words.
+    matched: Vec<Vec<f32>>,
+    /// Some statement passes the words or the meaning gate: without one, the reader
+    /// answers nothing, whatever the spans.
+    pub gated: bool,
+}
+
+/// One row of [`Spans`].
+pub struct SpanRow {
+    pub text: String,
+    pub features: Vec<f32>,
+    source: SpanSource,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SpanSource {
+    One { statement: usize, name: usize },
+    Chain { chain: usize, name: usize },
+}
+
+impl SpanSource {
+    /// The statement it is read from (a chain: its first).
+    fn statement(self) -> usize {
+        match self {
+            Self::One { statement, .. } => statement,
+            Self::Chain { chain, .. } => chain,
+        }
+    }
+
+    fn is_chain(self) -> bool {
+        matches!(self, Self::Chain { .. })
+    }
+}
+
+impl Spans {
+    fn name<'a>(&'a self, reading: &'a Reading, i: usize) -> &'a Name {
+        match self.rows[i].source {
+            SpanSource::One { statement, name } => &reading.statements[statement].candidates[name],
+            SpanSource::Chain { chain, name } => &self.chains[chain].next.candidates[name],
+        }
+    }
+
+    /// The evidence lines row `i` cites.
+    fn lines(&self, reading: &Reading, i: usize) -> Vec<u32> {
+        match self.rows[i].source {
+            SpanSource::One { statement, .. } => vec![reading.statements[statement].evidence],
+            SpanSource::Chain { chain, .. } => {
+                let chain = &self.chains[chain];
+                vec![
+                    reading.statements[chain.first].evidence,
+                    chain.next.evidence,
+                ]
+            }
+        }
+    }
+}
+
+/// Two statements read one after the other: about the entity, then about a name the
+/// first proposes.
+struct Chain {
+    first: usize,
+    next: Statement,
+    /// The share of the question both explain together.
+    both: f32,
+}
+
+/// What a candidate's neighbourhood and type say of it ([`Reading::candidate_fit`]).
+struct Fits {
+    fit: f32,
+    near: f32,
+    class: bool,
+}
+
+impl Fits {
+    fn write(&self, row: &mut [f32], name: &Name, asked: Option<AnswerType>) {
+        let f = spans::feature;
+        row[f("type_fit")] = self.fit;
+        row[f("type_exact")] = f32::from(u8::from(asked == Some(name.kind)));
+        row[f("near")] = self.near;
+        row[f("class_near")] = f32::from(u8::from(self.class));
+        row[f("weak")] = f32::from(u8::from(name.weak));
+        row[f("listed")] = f32::from(u8::from(name.list != name.position && !name.opener));
+        row[f("opener")] = f32::from(u8::from(name.opener));
+        row[f("numeric")] = f32::from(u8::from(name.kind.is_numeric()));
+        row[f("part")] = f32::from(u8::from(name.variant == Variant::Part));
+        row[f("with_unit")] = f32::from(u8::from(name.variant == Variant::WithUnit));
+        let phrase = matches!(name.variant, Variant::Phrase | Variant::PhraseWithArticle);
+        row[f("phrase")] = f32::from(u8::from(phrase));
+        row[f("phrase_article")] = f32::from(u8::from(name.variant == Variant::PhraseWithArticle));
+        row[f("entity_near")] = name
+            .topic_distance
+            .map_or(0.0, |d| 1.0 / (1.0 + d as f32 / 3.0));
+        row[f("first_name")] = f32::from(u8::from(name.position == 0 && !name.opener));
+    }
+}
+
 impl Reading {
-    /// A second read, when one statement cannot say all the question asks: from the
-    /// names the best statements about the entity propose (the films an actor is in),
-    /// the statements about those names (who directed each film). A chain answers
-    /// only when its two statements together explain more question words than any
-    /// statement alone, the second explaining one the first does not; a name that
-    /// leads back to the entity itself is no answer.
-    fn second_hop(
-        &self,
-        rule: &SummaryRule,
-        max_answers: usize,
-        scores: &[f32],
-        lexical: &[Vec<f32>],
-    ) -> Option<(SummarizeReply, f32, f32)> {
+    /// The two-statement chains, when one statement cannot say all the question asks:
+    /// from the names the statements that pass a gate (`gate` finite) propose (the films
+    /// an actor is in), the statements about those names (who directed each film). A
+    /// chain counts only when its two statements together explain more question words
+    /// than any statement alone, the second explaining one the first does not; a name
+    /// that leads back to the entity itself is no answer.
+    fn chains(&self, gate: &[f32], lexical: &[Vec<f32>]) -> Vec<Chain> {
         if self.asked.len() < 2 {
-            return None;
+            return Vec::new();
         }
         let share = |m: &[f32]| self.share(m);
         let best_one = (0..self.statements.len())
-            .filter(|&i| scores[i].is_finite())
+            .filter(|&i| gate[i].is_finite())
             .map(|i| share(&lexical[i]))
             .fold(0.0, f32::max);
         if best_one >= 1.0 {
-            return None;
+            return Vec::new();
         }
         // The names to read on from, best statements first.
         let mut first: Vec<usize> = (0..self.statements.len())
-            .filter(|&i| scores[i].is_finite() && share(&lexical[i]) > 0.0)
+            .filter(|&i| gate[i].is_finite() && share(&lexical[i]) > 0.0)
             .collect();
         first.sort_by(|&a, &b| share(&lexical[b]).total_cmp(&share(&lexical[a])));
         let mut bridges: Vec<(usize, &Name)> = Vec::new();
@@ -496,21 +776,19 @@ impl Reading {
                 }
             }
         }
-        // (score, share explained, first statement, second statement), for every chain
-        // that explains more: scored as its first statement is, with the share both
-        // explain for the first's alone, less [`CHAIN_COST`].
-        let mut chains: Vec<(f32, f32, usize, Statement)> = Vec::new();
+        let mut chains: Vec<Chain> = Vec::new();
         for (i, bridge) in bridges {
             let about = statements_about(
                 self.excerpts.iter().map(|(line, x)| (*line, x)),
                 std::slice::from_ref(&bridge.words),
                 false,
+                &self.common,
             );
             for mut next in about {
                 next.candidates
                     .retain(|c| !self.topic_words.contains(&c.words));
                 for name in &mut next.candidates {
-                    name.kind = self.types.type_of(&name.text, &name.previous);
+                    name.kind = name_type(&self.types, name);
                 }
                 if next.candidates.is_empty() {
                     continue;
@@ -521,64 +799,31 @@ impl Reading {
                     &self.matches(&[self.statements[i].relation.as_str(), next.relation.as_str()]),
                 );
                 if adds && both > best_one + f32::EPSILON {
-                    let score = scores[i] - share(&lexical[i]) + both - CHAIN_COST;
-                    chains.push((score, both, i, next));
+                    chains.push(Chain {
+                        first: i,
+                        next,
+                        both,
+                    });
                 }
             }
         }
-        let best = chains.iter().map(|c| c.0).fold(f32::NEG_INFINITY, f32::max);
-        if !best.is_finite() {
-            return None;
-        }
-        chains.retain(|c| c.0 >= best - rule.keep_within);
-        chains.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let mut answers: Vec<Answer> = Vec::new();
-        let mut typed: Vec<(f32, usize)> = Vec::new();
-        for (c, (score, _, _, next)) in chains.iter().enumerate() {
-            for name in &next.candidates {
-                if let Some(score) = self.candidate_score(*score, name) {
-                    typed.push((score, c));
-                }
-            }
-        }
-        typed.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let &(top, first) = typed.first()?;
-        for (score, _, i, next) in &chains {
-            let lines = [self.statements[*i].evidence, next.evidence];
-            for name in &next.candidates {
-                match self.candidate_score(*score, name) {
-                    Some(typed) if typed >= top - rule.keep_within => {
-                        gather(&mut answers, name, typed, &lines, rule, max_answers);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let (_, support, i, next) = &chains[first];
-        let support = *support;
-        let first = &self.statements[*i];
-        let reply = SummarizeReply {
-            low_confidence: false,
-            answers,
-            explanation: format!(
-                "Read in two steps without a language model from {} passage(s) and {} skeleton \
-                 fact(s): about {}, \"{}\" ({}); then \"{}\" ({}).",
-                self.passages,
-                self.facts,
-                quoted_list(&self.topic),
-                first.sentence,
-                first.citation,
-                next.sentence,
-                next.citation
-            ),
-        };
-        Some((reply, support, top))
+        chains
     }
 
-    /// A candidate's score as an answer, from its statement's `statement` score; `None`
-    /// for a name the question writes itself, or one whose type cannot be what is asked
-    /// (a year for "who").
-    fn candidate_score(&self, statement: f32, name: &Name) -> Option<f32> {
+    /// How a candidate fits as an answer; `None` for a name the question writes itself,
+    /// or one whose type cannot be what is asked (a year for "who").
+    fn candidate_fit(&self, name: &Name) -> Option<Fits> {
+        // A run of lower-case words answers only a question that asks for a thing, and
+        // not with the question's own words ("film" for "which films").
+        let phrase = matches!(name.variant, Variant::Phrase | Variant::PhraseWithArticle);
+        if phrase
+            && (!matches!(self.wants.kind, None | Some(AnswerType::Thing))
+                || content_stems(&name.text)
+                    .iter()
+                    .all(|w| self.question_words.iter().any(|q| stem(q) == *w)))
+        {
+            return None;
+        }
         let written = !name.words.is_empty()
             && self
                 .question_words
@@ -612,12 +857,7 @@ impl Reading {
                 .iter()
                 .any(|(w, d)| *d <= 3 && stem_similarity(&stem(w), &class) >= 0.8)
         });
-        Some(
-            statement
-                + TYPE_WEIGHT * fit
-                + NEAR_WEIGHT * near
-                + CLASS_WEIGHT * f32::from(u8::from(class)),
-        )
+        Some(Fits { fit, near, class })
     }
 
     /// How much of the question a statement writes, in `[0, 1]`: each question word
@@ -755,6 +995,20 @@ fn weighted_question(
         out.push((stem, w));
     }
     (out, topic_weights)
+}
+
+/// A candidate's type: a number with its unit is of its number's type ("40,000
+/// crowns" an amount as "40,000" is, "5 seconds" a number).
+fn name_type(types: &NameTypes, name: &Name) -> AnswerType {
+    match name.text.rsplit_once(' ') {
+        Some((number, _)) if name.variant == Variant::WithUnit => {
+            match answer_type::form_type(&name.text, &name.previous) {
+                AnswerType::Amount => AnswerType::Amount,
+                _ => types.type_of(number, &name.previous),
+            }
+        }
+        _ => types.type_of(&name.text, &name.previous),
+    }
 }
 
 /// The type of `text` as the reader types a candidate among the request's passages
@@ -936,13 +1190,20 @@ fn statements_about<'a>(
     excerpts: impl IntoIterator<Item = (u32, &'a Excerpt)>,
     topic: &[Vec<String>],
     every_sentence: bool,
+    common: &HashSet<String>,
 ) -> Vec<Statement> {
     let mut statements = Vec::new();
     for (line, excerpt) in excerpts {
         if excerpt.channel == SKELETON_CHANNEL {
             statements.extend(fact_statement(line, excerpt, topic));
         } else {
-            statements.extend(passage_statements(line, excerpt, topic, every_sentence));
+            statements.extend(passage_statements(
+                line,
+                excerpt,
+                topic,
+                every_sentence,
+                common,
+            ));
         }
     }
     statements
@@ -1000,6 +1261,7 @@ fn passage_statements(
     excerpt: &Excerpt,
     topic: &[Vec<String>],
     every_sentence: bool,
+    common: &HashSet<String>,
 ) -> Vec<Statement> {
     let text = excerpt.text.as_str();
     if text.len() >= u32::MAX as usize {
@@ -1088,7 +1350,9 @@ fn passage_statements(
             );
             if let Some(subject) = subject.as_ref().filter(|_| !subject_is_topic) {
                 if !candidates.iter().any(|c| c.words == subject.words) {
-                    candidates.push(subject.clone());
+                    let mut opener = subject.clone();
+                    opener.opener = true;
+                    candidates.push(opener);
                 }
             }
         } else {
@@ -1096,6 +1360,35 @@ fn passage_statements(
         }
         if candidates.iter().any(|c| !c.weak) {
             candidates.retain(|c| !c.weak);
+        }
+        // How far each candidate is written from the entity's name, in tokens.
+        let topic_ranges: Vec<&std::ops::Range<usize>> =
+            topic_at.iter().map(|&i| &names[i].0).collect();
+        for c in &mut candidates {
+            if let Some((r, _)) = names.get(c.position).filter(|_| !c.opener) {
+                c.topic_distance = topic_ranges
+                    .iter()
+                    .map(|t| {
+                        if t.end <= r.start {
+                            r.start - t.end
+                        } else {
+                            t.start.saturating_sub(r.end)
+                        }
+                    })
+                    .min();
+            }
+        }
+        let mut variants: Vec<Name> = Vec::new();
+        for c in candidates.iter().filter(|c| !c.opener) {
+            if let Some((r, _)) = names.get(c.position) {
+                variants.extend(name_variants(text, &tokens, &sentence.tokens, r, c, common));
+            }
+        }
+        variants.extend(phrases(text, &tokens, &sentence.tokens, &names));
+        for v in variants {
+            if !candidates.iter().any(|c| c.words == v.words) {
+                candidates.push(v);
+            }
         }
         if candidates.is_empty() {
             continue;
@@ -1292,6 +1585,12 @@ fn names_in(
             let word = token_text(text, next);
             let alnum = word.chars().next().is_some_and(char::is_alphanumeric);
             let previous = &tokens[end - 1];
+            // A line break or a column's gap ends a name ("ROAD RESURFACING\nThe Town
+            // Manager", "BK-131552    Product").
+            let gap = &text[previous.end as usize..next.start as usize];
+            if gap.contains(['\n', '\t']) || gap.contains("  ") {
+                break;
+            }
             if glued(previous, next) {
                 // "O'Connell", "Salome's", "S.W.A.T.", "9.99": glued signs and what
                 // they glue; a sign that ends the sentence is not the name's.
@@ -1322,9 +1621,11 @@ fn names_in(
                 }
                 // A number after "in" or "of" is a date or a count, not the name's.
                 let name_follows = ahead < range.end
+                    && !text[tokens[end - 1].end as usize..tokens[ahead].start as usize]
+                        .contains('\n')
                     && capitalized(token_text(text, &tokens[ahead]))
                     && !token_text(text, &tokens[ahead]).starts_with(|c: char| c.is_ascii_digit())
-                    && !topics.iter().any(|r| r.start == ahead);
+                    && !topics.iter().any(|r| (end..=ahead).contains(&r.start));
                 if name_follows {
                     end = ahead + 1;
                     continue;
@@ -1357,9 +1658,24 @@ fn names_in(
     }
     // Numbers, amounts and dates, which a capital letter does not mark ("$349", "4,500
     // euros"), replace the names they overlap, except the entity's own.
-    let numbers = numeric_spans(text, tokens, range.clone());
     let overlaps =
         |a: &std::ops::Range<usize>, b: &std::ops::Range<usize>| a.start < b.end && b.start < a.end;
+    // A number glued to the letters of a name before it is part of a code ("AV-221",
+    // "Form EX-9"), and a plain number after a name's words part of a model's or a
+    // version's name ("Aurelle 900", "Brackenfold 3.0"); a year or a date is not.
+    let numbers: Vec<std::ops::Range<usize>> = numeric_spans(text, tokens, range.clone())
+        .into_iter()
+        .filter(|n| {
+            !out.iter().any(|(r, _): &(std::ops::Range<usize>, Name)| {
+                r.start < n.start
+                    && n.start < r.end
+                    && n.end <= r.end
+                    && (glued(&tokens[n.start - 1], &tokens[n.start])
+                        || answer_type::form_type(&slice(text, tokens, n.clone()), "")
+                            == AnswerType::Number)
+            })
+        })
+        .collect();
     out.retain(|(r, name)| names_topic(name, topic) || !numbers.iter().any(|n| overlaps(n, r)));
     for number in numbers {
         if !out.iter().any(|(r, _)| overlaps(r, &number)) {
@@ -1369,6 +1685,7 @@ fn names_in(
     }
     out.sort_by_key(|(r, _)| r.start);
     for i in 0..out.len() {
+        out[i].1.position = i;
         out[i].1.list = if i > 0 && in_a_list(text, tokens, &out[i - 1].0, &out[i].0) {
             out[i - 1].1.list
         } else {
@@ -1376,28 +1693,153 @@ fn names_in(
         };
     }
     for (r, name) in &mut out {
-        name.previous = match r.start.checked_sub(1) {
-            Some(t) if t >= range.start => token_text(text, &tokens[t]).to_lowercase(),
-            _ => String::new(),
-        };
-        let before = r.start.saturating_sub(NEAR_TOKENS).max(range.start)..r.start;
-        let after = r.end..(r.end + NEAR_TOKENS).min(range.end);
-        let distance = |t: usize| {
-            if t < r.start {
-                r.start - t
-            } else {
-                t + 1 - r.end
-            }
-        };
-        name.near = before
-            .chain(after)
-            .map(|t| (token_text(text, &tokens[t]).to_lowercase(), distance(t)))
-            .filter(|(w, _)| {
-                w.chars().next().is_some_and(char::is_alphanumeric) && !is_stop_word(w)
-            })
-            .collect();
+        describe(text, tokens, &range, r, name);
     }
     out
+}
+
+/// Prepositions at which a name is also read as its parts.
+const PART_JOINERS: &[&str] = &["of", "in", "at", "for", "from", "with", "on"];
+
+/// The longest run of lower-case words read as one candidate ([`phrases`]).
+const PHRASE_WORDS: usize = 3;
+
+/// Other spans a sentence's name, written at tokens `r`, may answer with: the parts of
+/// a name joined by a preposition ("Saskia Brenninkmolen of Ironbark Assurance": both),
+/// and a number with the lower-case word after it, which says what it counts ("40,000
+/// crowns", "5 seconds").
+fn name_variants(
+    text: &str,
+    tokens: &[Token],
+    sentence: &std::ops::Range<usize>,
+    r: &std::ops::Range<usize>,
+    name: &Name,
+    common: &HashSet<String>,
+) -> Vec<Name> {
+    let t = |i: usize| token_text(text, &tokens[i]);
+    let mut ranges: Vec<(std::ops::Range<usize>, Variant)> = Vec::new();
+    // A first word the passages also write in lower case may be a common word that
+    // opens the sentence or a list item ("When Elsbeth Marrow …", "Dropped the …").
+    let first = t(r.start).to_lowercase();
+    if r.end - r.start > 1 && (is_stop_word(&first) || common.contains(&first)) {
+        let mut start = r.start + 1;
+        while start < r.end && NAME_JOINERS.contains(&t(start)) {
+            start += 1;
+        }
+        ranges.push((start..r.end, Variant::Part));
+    }
+    let mut start = r.start;
+    for j in r.start..r.end {
+        if j > start && PART_JOINERS.contains(&t(j)) {
+            ranges.push((start..j, Variant::Part));
+            start = j + 1;
+            while start < r.end && NAME_JOINERS.contains(&t(start)) {
+                start += 1;
+            }
+        }
+    }
+    if start > r.start && start < r.end {
+        ranges.push((start..r.end, Variant::Part));
+    }
+    let numeric = answer_type::form_type(&name.text, "").is_numeric();
+    if numeric && r.end < sentence.end {
+        let unit = t(r.end);
+        if unit.chars().all(|c| c.is_alphabetic() && c.is_lowercase()) && !is_stop_word(unit) {
+            ranges.push((r.start..r.end + 1, Variant::WithUnit));
+        }
+    }
+    ranges
+        .into_iter()
+        .filter(|(range, _)| !range.is_empty())
+        .map(|(range, variant)| {
+            let mut v = Name::new(slice(text, tokens, range.clone()), false);
+            v.position = name.position;
+            v.list = name.list;
+            v.topic_distance = name.topic_distance;
+            v.variant = variant;
+            describe(text, tokens, sentence, &range, &mut v);
+            v
+        })
+        .filter(|v| !v.words.is_empty())
+        .collect()
+}
+
+/// The runs of lower-case content words of a sentence outside its names (at most
+/// [`PHRASE_WORDS`]), each also with the article before it: what a "what" question
+/// may be answered with ("a failed transformer", "repeatable migrations").
+fn phrases(
+    text: &str,
+    tokens: &[Token],
+    sentence: &std::ops::Range<usize>,
+    names: &[(std::ops::Range<usize>, Name)],
+) -> Vec<Name> {
+    let t = |i: usize| token_text(text, &tokens[i]);
+    let in_name = |i: usize| names.iter().any(|(r, _)| r.contains(&i));
+    let content = |i: usize| {
+        let w = t(i);
+        !in_name(i) && w.chars().all(|c| c.is_alphabetic() && c.is_lowercase()) && !is_stop_word(w)
+    };
+    let mut out = Vec::new();
+    let mut i = sentence.start;
+    while i < sentence.end {
+        if !content(i) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < sentence.end
+            && content(i)
+            && i - start < PHRASE_WORDS
+            && (i == start
+                || !text[tokens[i - 1].end as usize..tokens[i].start as usize].contains('\n'))
+        {
+            i += 1;
+        }
+        let mut ranges = vec![(start..i, Variant::Phrase)];
+        if start > sentence.start
+            && matches!(t(start - 1).to_lowercase().as_str(), "a" | "an" | "the")
+        {
+            ranges.push((start - 1..i, Variant::PhraseWithArticle));
+        }
+        for (range, variant) in ranges {
+            let mut v = Name::new(slice(text, tokens, range.clone()), false);
+            v.position = usize::MAX;
+            v.list = usize::MAX;
+            v.variant = variant;
+            describe(text, tokens, sentence, &range, &mut v);
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Fills in what `name`, written at tokens `r` of the sentence `sentence`, has around
+/// it: the word before it and the content words near it.
+fn describe(
+    text: &str,
+    tokens: &[Token],
+    sentence: &std::ops::Range<usize>,
+    r: &std::ops::Range<usize>,
+    name: &mut Name,
+) {
+    name.previous = match r.start.checked_sub(1) {
+        Some(t) if t >= sentence.start => token_text(text, &tokens[t]).to_lowercase(),
+        _ => String::new(),
+    };
+    let before = r.start.saturating_sub(NEAR_TOKENS).max(sentence.start)..r.start;
+    let after = r.end..(r.end + NEAR_TOKENS).min(sentence.end);
+    let distance = |t: usize| {
+        if t < r.start {
+            r.start - t
+        } else {
+            t + 1 - r.end
+        }
+    };
+    name.near = before
+        .chain(after)
+        .map(|t| (token_text(text, &tokens[t]).to_lowercase(), distance(t)))
+        .filter(|(w, _)| w.chars().next().is_some_and(char::is_alphanumeric) && !is_stop_word(w))
+        .collect();
 }
 
 /// The numbers, amounts and dates of a sentence, as token ranges: "$349", "€1.2
@@ -1808,6 +2250,80 @@ mod tests {
             reply.explanation.starts_with("I don't know"),
             "{}",
             reply.explanation
+        );
+    }
+
+    /// The spans offered for `question` over one passage.
+    fn offered(question: &str, text: &str) -> Vec<String> {
+        Reading::new(&request(question, vec![passage(0, text)]))
+            .expect("statements")
+            .spans(None)
+            .rows
+            .into_iter()
+            .map(|r| r.text)
+            .collect()
+    }
+
+    #[test]
+    fn codes_are_read_whole_and_a_line_break_or_a_column_gap_ends_a_name() {
+        let text = "Replace the valve with part AV-221 for the Aurelle 900.\n\nSUMMARY \
+            NOTES\nThe Aurelle 900 ships from Port Casimir.\nTicket BK-131552    Product Aurelle 900";
+        let spans = offered("what part fixes the Aurelle 900", text);
+        assert!(spans.iter().any(|s| s == "AV-221"), "{spans:?}");
+        assert!(!spans.iter().any(|s| s == "221"), "{spans:?}");
+        assert!(!spans.iter().any(|s| s.contains('\n')), "{spans:?}");
+        assert!(!spans.iter().any(|s| s.contains("  ")), "{spans:?}");
+    }
+
+    #[test]
+    fn a_name_joined_by_a_preposition_offers_its_parts_and_a_number_its_unit() {
+        let text = "The leak in Quillmoth was found by Saskia Brenninkmolen of Ironbark \
+            Assurance. Quillmoth paid a bounty of 40,000 crowns. When Elsbeth Marrow \
+            founded Quillmoth it had two staff.";
+        let spans = offered("who found the leak in Quillmoth", text);
+        for part in ["Saskia Brenninkmolen", "Ironbark Assurance"] {
+            assert!(spans.iter().any(|s| s == part), "{part}: {spans:?}");
+        }
+        let spans = offered("how big was the bounty Quillmoth paid", text);
+        assert!(spans.iter().any(|s| s == "40,000 crowns"), "{spans:?}");
+        let spans = offered("who founded Quillmoth", text);
+        assert!(spans.iter().any(|s| s == "Elsbeth Marrow"), "{spans:?}");
+    }
+
+    #[test]
+    fn runs_of_lower_case_words_answer_only_what_questions() {
+        let text = "The Kestle Farm array stopped in January because of a failed transformer.";
+        let spans = offered("why did the Kestle Farm array stop in January", text);
+        assert!(
+            spans.iter().any(|s| s == "a failed transformer"),
+            "{spans:?}"
+        );
+        assert!(spans.iter().any(|s| s == "failed transformer"), "{spans:?}");
+        let spans = offered("who stopped the Kestle Farm array in January", text);
+        assert!(
+            !spans.iter().any(|s| s.contains("transformer")),
+            "{spans:?}"
+        );
+    }
+
+    #[test]
+    fn the_span_scorer_in_use_chooses_among_the_spans() {
+        let request = request("who directed [Harbour Lights]", vec![passage(0, HARBOUR)]);
+        let reading = Reading::new(&request).expect("statements");
+        let (reply, support) =
+            reading.answer_with(&SpanModel::bundled(), &SummaryRule::default(), 10, None);
+        assert_eq!(texts(&reply)[0], "Ingrid Solberg", "{reply:?}");
+        assert!(support > 0.0);
+        // The answer's score is its share among the spans.
+        assert!(reply.answers[0].score > 0.0 && reply.answers[0].score <= 1.0);
+        // Weights that prefer a name standing in a list take the cast instead.
+        let mut listed = SpanModel::bundled().as_ref().clone();
+        listed.weights = vec![0.0; SPAN_FEATURES.len()];
+        listed.weights[spans::feature("listed")] = 100.0;
+        let (reply, _) = reading.answer_with(&listed, &SummaryRule::default(), 10, None);
+        assert!(
+            ["Anna Lind", "Samuel L. Jackson", "Tomas Berg"].contains(&texts(&reply)[0]),
+            "{reply:?}"
         );
     }
 

@@ -152,6 +152,12 @@ struct RunArgs {
     /// skeleton, both).
     #[arg(long, value_delimiter = ',', default_value = "keyword,skeleton,both")]
     channels: Vec<kgmesh_agents::text_retriever::retrieve::Channels>,
+
+    /// With --text-index and no model: also write every question's candidate spans,
+    /// with the passage reader's features and whether each is right, as JSON lines
+    /// (what `kgmesh reader passages` trains the span scorer on).
+    #[arg(long, value_name = "FILE", requires = "text_index")]
+    span_examples: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -518,6 +524,7 @@ fn run_text(config: Config, args: RunArgs, kind: DatasetKind) -> anyhow::Result<
                 rule: config.summarizer,
                 progress: !args.no_progress,
                 selection,
+                span_examples: args.span_examples.clone(),
             },
             questions,
         )

@@ -104,6 +104,11 @@ pub fn init_logging(config: &Config, interactive: bool, service: &str) -> Teleme
 /// bundled ones. A weights file that cannot be used is an error, not a silent fallback.
 pub fn install_reader(config: &crate::config::Config) -> anyhow::Result<()> {
     use kgmesh_agents::reader::{install, ReaderModel, Readers};
+    // The passage reader's span weights, read here first so that a file that cannot be
+    // used stops the command instead of being passed over.
+    if let Some(path) = std::env::var_os("KGMESH_PASSAGE_WEIGHTS") {
+        kgmesh_agents::summarizer::spans::SpanModel::load(std::path::Path::new(&path))?;
+    }
     let weights: Option<std::path::PathBuf> = config
         .reader
         .weights

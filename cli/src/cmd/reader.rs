@@ -20,6 +20,7 @@ use kgmesh_agents::{
 };
 
 use crate::config::Config;
+use kgmesh_agents::summarizer::spans::{SpanExample, SpanModel, SPAN_FEATURES};
 use kgmesh_eval::{
     calibration::Calibration,
     qa::{read_lines, QaFormat},
@@ -42,6 +43,28 @@ enum ReaderCommand {
     /// Fit how the first stage's plan confidence maps to its answers' chance of being
     /// right, from `kgmesh eval` reports, and write the weights with it.
     Calibrate(CalibrateArgs),
+    /// Fit the passage reader's span scorer from the candidate spans `kgmesh eval
+    /// --text-index --span-examples` wrote, and write its weights as JSON
+    /// (`KGMESH_PASSAGE_WEIGHTS=FILE` uses them; the repository's are bundled).
+    Passages(PassagesArgs),
+}
+
+#[derive(Debug, Args)]
+struct PassagesArgs {
+    /// Span examples (JSON lines from `kgmesh eval --span-examples`), one file or more;
+    /// each question's corpus is its `source`.
+    #[arg(long = "examples", value_name = "FILE", required = true, num_args = 1..)]
+    examples: Vec<PathBuf>,
+    /// A corpus to leave out of training (repeat); it is scored as held out.
+    #[arg(long, value_name = "CORPUS")]
+    exclude: Vec<String>,
+    /// Also score each training corpus with weights trained on the others: how the
+    /// scorer reads a corpus it has not seen.
+    #[arg(long)]
+    leave_one_out: bool,
+    /// Where to write the weights (trained on every corpus not excluded).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +189,155 @@ pub fn run(config: Config, args: ReaderArgs) -> anyhow::Result<()> {
         ReaderCommand::Train(args) => runtime.block_on(train(config, args)),
         ReaderCommand::Explain(args) => runtime.block_on(explain(config, args)),
         ReaderCommand::Calibrate(args) => calibrate(args),
+        ReaderCommand::Passages(args) => passages(args),
+    }
+}
+
+/// Trains the span scorer (see `kgmesh_agents::summarizer::spans`).
+fn passages(args: PassagesArgs) -> anyhow::Result<()> {
+    let mut examples: Vec<SpanExample> = Vec::new();
+    for path in &args.examples {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read span examples {}", path.display()))?;
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let example: SpanExample = serde_json::from_str(line)
+                .with_context(|| format!("{}:{}: not a span example", path.display(), n + 1))?;
+            if example
+                .rows
+                .iter()
+                .any(|r| r.features.len() != SPAN_FEATURES.len())
+            {
+                bail!(
+                    "{}:{}: written for other span features; write the examples again with \
+                     this kgmesh (`kgmesh eval --span-examples`)",
+                    path.display(),
+                    n + 1
+                );
+            }
+            examples.push(example);
+        }
+    }
+    if examples.is_empty() {
+        bail!("no span examples in {}", args.examples.len());
+    }
+    let mut corpora: Vec<String> = examples.iter().map(|e| e.source.clone()).collect();
+    corpora.sort();
+    corpora.dedup();
+    for name in &args.exclude {
+        if !corpora.contains(name) {
+            bail!(
+                "--exclude {name}: no such corpus among the examples ({})",
+                corpora.join(", ")
+            );
+        }
+    }
+    let settings = TrainSettings::default();
+    let training: Vec<SpanExample> = examples
+        .iter()
+        .filter(|e| !args.exclude.contains(&e.source))
+        .cloned()
+        .collect();
+    println!(
+        "span scorer: {} features, {} questions from {} corpora for training ({} teach: a span \
+         is right); {} iterations, learning rate {}, L2 {}",
+        SPAN_FEATURES.len(),
+        training.len(),
+        corpora.len() - args.exclude.len(),
+        training.iter().filter(|e| e.teaches()).count(),
+        settings.iterations,
+        settings.learning_rate,
+        settings.l2
+    );
+    let model = SpanModel::train(&training, settings);
+    println!("| corpus | how | answerable | Hits@1 | right span offered | unanswerable declined | answerable declined |");
+    println!("|---|---|---:|---:|---:|---:|---:|");
+    let mut pooled = SpanScore::default();
+    for corpus in &corpora {
+        let held_out = args.exclude.contains(corpus);
+        let (how, scorer) = if held_out {
+            ("held out", model.clone())
+        } else if args.leave_one_out {
+            let others: Vec<SpanExample> = training
+                .iter()
+                .filter(|e| e.source != *corpus)
+                .cloned()
+                .collect();
+            ("left out", SpanModel::train(&others, settings))
+        } else {
+            ("trained on", model.clone())
+        };
+        let score = SpanScore::of(&scorer, examples.iter().filter(|e| e.source == *corpus));
+        if held_out || args.leave_one_out {
+            pooled.add(&score);
+        }
+        score.print(corpus, how);
+    }
+    if pooled.answerable + pooled.unanswerable > 0 {
+        pooled.print("all not trained on", "pooled");
+    }
+    if let Some(out) = &args.out {
+        let text = serde_json::to_string_pretty(&model)?;
+        std::fs::write(out, text + "\n")
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        println!("weights written to {}", out.display());
+    }
+    Ok(())
+}
+
+/// How a span scorer reads one corpus's examples.
+#[derive(Debug, Default)]
+struct SpanScore {
+    answerable: usize,
+    hits: usize,
+    offered: usize,
+    answerable_declined: usize,
+    unanswerable: usize,
+    declined: usize,
+}
+
+impl SpanScore {
+    fn of<'a>(model: &SpanModel, examples: impl Iterator<Item = &'a SpanExample>) -> Self {
+        let mut s = Self::default();
+        for e in examples {
+            // Without a statement that says enough of the question, the reader declines.
+            let first = model.first(&e.rows).filter(|_| e.gated);
+            if e.answerable {
+                s.answerable += 1;
+                s.offered += usize::from(e.teaches());
+                s.hits += usize::from(first.is_some_and(|i| e.rows[i].right));
+                s.answerable_declined += usize::from(first.is_none());
+            } else {
+                s.unanswerable += 1;
+                s.declined += usize::from(first.is_none());
+            }
+        }
+        s
+    }
+
+    fn add(&mut self, o: &Self) {
+        self.answerable += o.answerable;
+        self.hits += o.hits;
+        self.offered += o.offered;
+        self.answerable_declined += o.answerable_declined;
+        self.unanswerable += o.unanswerable;
+        self.declined += o.declined;
+    }
+
+    fn print(&self, corpus: &str, how: &str) {
+        let pct = |a: usize, b: usize| 100.0 * a as f64 / b.max(1) as f64;
+        println!(
+            "| {corpus} | {how} | {} | {:.1} % | {:.1} % | {} of {} | {} |",
+            self.answerable,
+            pct(self.hits, self.answerable),
+            pct(self.offered, self.answerable),
+            self.declined,
+            self.unanswerable,
+            self.answerable_declined
+        );
     }
 }
 

@@ -297,6 +297,66 @@ impl Example {
     }
 }
 
+/// A linear scorer fitted listwise: per list, the softmax over its rows' scores is
+/// fitted to its targets' shares (full-batch Adam, L2, no randomness). Features are
+/// standardized with the rows' mean and spread, which come back with the weights:
+/// `(mean, scale, weights)`. Lists whose targets are all zero teach nothing; pass only
+/// lists with a target above zero. Both of kgmesh's learned scorers use it (the graph
+/// reader's plans and the passage reader's spans).
+pub fn fit_listwise(
+    lists: &[(&[Vec<f32>], &[f32])],
+    n: usize,
+    settings: TrainSettings,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let rows: Vec<&[f32]> = lists
+        .iter()
+        .flat_map(|(features, _)| features.iter().map(Vec::as_slice))
+        .collect();
+    let (mean, scale) = standardization(&rows, n);
+    let standardized: Vec<(Vec<Vec<f64>>, Vec<f64>)> = lists
+        .iter()
+        .map(|(features, targets)| {
+            let total: f32 = targets.iter().map(|t| t.max(0.0)).sum();
+            let xs = features
+                .iter()
+                .map(|r| {
+                    (0..n)
+                        .map(|j| ((r[j] - mean[j]) / scale[j]) as f64)
+                        .collect()
+                })
+                .collect();
+            let ps = targets
+                .iter()
+                .map(|t| (t.max(0.0) / total) as f64)
+                .collect();
+            (xs, ps)
+        })
+        .collect();
+    let mut w = vec![0.0f64; n];
+    let mut adam = Adam::new(n);
+    let count = standardized.len().max(1) as f64;
+    for _ in 0..settings.iterations {
+        let mut grad: Vec<f64> = w.iter().map(|wj| settings.l2 as f64 * wj).collect();
+        for (xs, ps) in &standardized {
+            let logits: Vec<f64> = xs
+                .iter()
+                .map(|x| x.iter().zip(&w).map(|(a, b)| a * b).sum())
+                .collect();
+            let top = logits.iter().copied().fold(f64::MIN, f64::max);
+            let exps: Vec<f64> = logits.iter().map(|l| (l - top).exp()).collect();
+            let z: f64 = exps.iter().sum();
+            for ((x, e), p) in xs.iter().zip(&exps).zip(ps) {
+                let q = e / z;
+                for j in 0..n {
+                    grad[j] += (q - p) * x[j] / count;
+                }
+            }
+        }
+        adam.step(&mut w, &grad, settings.learning_rate);
+    }
+    (mean, scale, w.into_iter().map(|x| x as f32).collect())
+}
+
 impl ReaderModel {
     /// The weights shipped with kgmesh, for reading with words only or with an
     /// embedder.
@@ -389,65 +449,18 @@ impl ReaderModel {
         settings: TrainSettings,
         trained_on: Vec<String>,
     ) -> Self {
-        let n = FEATURES.len();
-        let useful: Vec<&Example> = examples
+        let useful: Vec<(&[Vec<f32>], &[f32])> = examples
             .iter()
             .filter(|e| e.has_right_plan() && e.features.len() > 1)
+            .map(|e| (e.features.as_slice(), e.targets.as_slice()))
             .collect();
-        let rows: Vec<&[f32]> = useful
-            .iter()
-            .flat_map(|e| e.features.iter().map(Vec::as_slice))
-            .collect();
-        let (mean, scale) = standardization(&rows, n);
-        let standardized: Vec<(Vec<Vec<f64>>, Vec<f64>)> = useful
-            .iter()
-            .map(|e| {
-                let total: f32 = e.targets.iter().map(|t| t.max(0.0)).sum();
-                let xs = e
-                    .features
-                    .iter()
-                    .map(|r| {
-                        (0..n)
-                            .map(|j| ((r[j] - mean[j]) / scale[j]) as f64)
-                            .collect()
-                    })
-                    .collect();
-                let ps = e
-                    .targets
-                    .iter()
-                    .map(|t| (t.max(0.0) / total) as f64)
-                    .collect();
-                (xs, ps)
-            })
-            .collect();
-        let mut w = vec![0.0f64; n];
-        let mut adam = Adam::new(n);
-        let count = standardized.len().max(1) as f64;
-        for _ in 0..settings.iterations {
-            let mut grad: Vec<f64> = w.iter().map(|wj| settings.l2 as f64 * wj).collect();
-            for (xs, ps) in &standardized {
-                let logits: Vec<f64> = xs
-                    .iter()
-                    .map(|x| x.iter().zip(&w).map(|(a, b)| a * b).sum())
-                    .collect();
-                let top = logits.iter().copied().fold(f64::MIN, f64::max);
-                let exps: Vec<f64> = logits.iter().map(|l| (l - top).exp()).collect();
-                let z: f64 = exps.iter().sum();
-                for ((x, e), p) in xs.iter().zip(&exps).zip(ps) {
-                    let q = e / z;
-                    for j in 0..n {
-                        grad[j] += (q - p) * x[j] / count;
-                    }
-                }
-            }
-            adam.step(&mut w, &grad, settings.learning_rate);
-        }
+        let (mean, scale, w) = fit_listwise(&useful, FEATURES.len(), settings);
         Self {
             format: FORMAT,
             features: FEATURES.iter().map(|f| (*f).to_owned()).collect(),
             mean,
             scale,
-            weights: w.into_iter().map(|x| x as f32).collect(),
+            weights: w,
             candidates,
             trained_on,
             training: settings,

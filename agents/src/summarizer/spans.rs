@@ -1,0 +1,357 @@
+//! The passage reader's span scorer: which candidate span of the passages answers the
+//! question.
+//!
+//! The reader ([`super::reader`]) lists, per question, every span a sentence about the
+//! entity offers (its names, numbers and dates, their parts, a number with its unit,
+//! runs of lower-case words for a "what" question, and the names a two-sentence chain
+//! reaches), each with the domain-independent [`SPAN_FEATURES`] below. A linear scorer
+//! ranks them. Whether to answer at all is not the scorer's: the reader answers only
+//! when some statement says enough of the question (its words or meaning gate), and
+//! "I don't know" otherwise.
+//!
+//! The bundled weights (`span-weights.json`) are hand-set, chosen on the document
+//! zoo's development corpora; they read a name's parts, a number with its unit and
+//! lower-case runs only where nothing else answers. Weights can also be learned:
+//! `kgmesh eval --span-examples` writes each question's spans with their features, and
+//! `kgmesh reader passages` fits the scorer's softmax over them listwise
+//! ([`fit_listwise`], the graph reader's trainer); `KGMESH_PASSAGE_WEIGHTS=FILE` reads
+//! with such weights. Learned on the document zoo, they read its corpora left out
+//! better than the bundled ones but the corpus written from MetaQA worse
+//! (docs/results.md), so they are not the default.
+
+use std::{path::Path, sync::Arc};
+
+use serde::{Deserialize, Serialize};
+
+use crate::kg_linker::reader::model::{fit_listwise, TrainSettings};
+
+/// What the span scorer reads of each row, in weight order.
+pub const SPAN_FEATURES: &[&str] = &[
+    // The statement's idf-weighted share of the question it (or its paragraph) writes.
+    "coverage",
+    // The share of the question's explainable words its words match (a chain: both
+    // statements').
+    "share",
+    // The statement's cosine to the question (0 with words only).
+    "cosine",
+    // The statement writes enough of the question by words (the reader's words gate).
+    "by_words",
+    // The statement reads near the question by embedding (the reader's meaning gate).
+    "by_meaning",
+    // How the statement names the entity asked about: 1 in its sentence, 0.5 in its
+    // paragraph, 0 not (or no entity).
+    "names_entity",
+    // The span's type fit to what is asked (0.5 when nothing is).
+    "type_fit",
+    // The span's type is exactly the one asked.
+    "type_exact",
+    // The question's words written near the span, nearer counting more.
+    "near",
+    // The question's class word written right beside the span.
+    "class_near",
+    // A single capitalized word opening its sentence (maybe no name).
+    "weak",
+    // The span stands in a list of names after its first.
+    "listed",
+    // The span is the name its paragraph opens with, not one of its sentence's.
+    "opener",
+    // The same, and its sentence writes the question's class word ("which films":
+    // "… star in the film").
+    "opener_by_class",
+    // ln(1 + how many rows propose the same name).
+    "repeated",
+    // 1 / (1 + the statement's rank by coverage among the question's statements).
+    "statement_rank",
+    // The span comes from a two-sentence chain.
+    "chain",
+    // How much more of the question the chain's two statements explain than its
+    // first alone (0 for one statement).
+    "chain_gain",
+    // The span is a number, amount, date or year.
+    "numeric",
+    // The span is a part of a name joined by a preposition.
+    "part",
+    // The span is a number with the word after it.
+    "with_unit",
+    // The span is a run of lower-case words, and with its article.
+    "phrase",
+    "phrase_article",
+    // 1 / (1 + tokens between the span and the entity's name / 3); 0 when the
+    // sentence does not write the entity.
+    "entity_near",
+    // The span is its sentence's first name.
+    "first_name",
+    // 1 / the number of spans its statement offers.
+    "statement_spans",
+];
+
+/// The index of a feature in [`SPAN_FEATURES`].
+pub fn feature(name: &str) -> usize {
+    SPAN_FEATURES
+        .iter()
+        .position(|f| *f == name)
+        .unwrap_or_else(|| panic!("no span feature {name}"))
+}
+
+/// The model file's format version.
+pub const FORMAT: u32 = 1;
+
+const BUNDLED: &str = include_str!("span-weights.json");
+
+/// A linear span scorer, as `kgmesh reader passages` writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpanModel {
+    pub format: u32,
+    /// Feature names, in weight order: a file written for other features is refused.
+    pub features: Vec<String>,
+    pub mean: Vec<f32>,
+    pub scale: Vec<f32>,
+    pub weights: Vec<f32>,
+    /// What it was trained on: one line per corpus, with its question count.
+    #[serde(default)]
+    pub trained_on: Vec<String>,
+    #[serde(default)]
+    pub training: TrainSettings,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpanModelError {
+    #[error("cannot read passage weights {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("passage weights {path} are not a span model: {source}")]
+    Json {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error("passage weights {path} were written for other features ({found}); retrain them with `kgmesh reader passages`")]
+    Features { path: String, found: String },
+}
+
+/// One question's spans for training: each span's features and whether it is right.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpanExample {
+    /// The corpus it comes from (what leave-one-out leaves out).
+    pub source: String,
+    pub question: String,
+    pub answerable: bool,
+    /// Some statement says enough of the question for the reader to answer at all.
+    pub gated: bool,
+    pub rows: Vec<SpanExampleRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpanExampleRow {
+    pub text: String,
+    pub right: bool,
+    pub features: Vec<f32>,
+}
+
+impl SpanExample {
+    /// Whether some span is right: only such a question teaches the scorer.
+    pub fn teaches(&self) -> bool {
+        self.rows.iter().any(|r| r.right)
+    }
+}
+
+impl SpanModel {
+    /// The bundled weights, unless `KGMESH_PASSAGE_WEIGHTS` names others (read once per
+    /// process; weights that cannot be read are logged and the bundled ones used).
+    pub fn active() -> Arc<Self> {
+        static CHOSEN: std::sync::OnceLock<Arc<SpanModel>> = std::sync::OnceLock::new();
+        CHOSEN
+            .get_or_init(|| {
+                let Some(path) = std::env::var_os("KGMESH_PASSAGE_WEIGHTS") else {
+                    return Self::bundled();
+                };
+                match Self::load(Path::new(&path)) {
+                    Ok(model) => Arc::new(model),
+                    Err(error) => {
+                        tracing::error!(%error, "KGMESH_PASSAGE_WEIGHTS not used; the bundled passage weights read instead");
+                        Self::bundled()
+                    }
+                }
+            })
+            .clone()
+    }
+
+    /// The weights shipped with kgmesh (`span-weights.json`).
+    pub fn bundled() -> Arc<Self> {
+        static BUNDLED_MODEL: std::sync::OnceLock<Arc<SpanModel>> = std::sync::OnceLock::new();
+        BUNDLED_MODEL
+            .get_or_init(|| {
+                Arc::new(
+                    Self::parse(BUNDLED, "bundled").expect("the bundled passage weights are valid"),
+                )
+            })
+            .clone()
+    }
+
+    pub fn load(path: &Path) -> Result<Self, SpanModelError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| SpanModelError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::parse(&text, &shown)
+    }
+
+    fn parse(text: &str, shown: &str) -> Result<Self, SpanModelError> {
+        let model: Self = serde_json::from_str(text).map_err(|source| SpanModelError::Json {
+            path: shown.to_owned(),
+            source,
+        })?;
+        let n = SPAN_FEATURES.len();
+        if model.features != SPAN_FEATURES
+            || model.weights.len() != n
+            || model.mean.len() != n
+            || model.scale.len() != n
+        {
+            return Err(SpanModelError::Features {
+                path: shown.to_owned(),
+                found: model.features.join(", "),
+            });
+        }
+        Ok(model)
+    }
+
+    /// A row's score (only differences within a question matter).
+    pub fn score(&self, features: &[f32]) -> f32 {
+        features
+            .iter()
+            .zip(&self.mean)
+            .zip(&self.scale)
+            .zip(&self.weights)
+            .map(|(((x, m), s), w)| (x - m) / s * w)
+            .sum()
+    }
+
+    /// Fits weights on the examples that teach (some row right).
+    pub fn train(examples: &[SpanExample], settings: TrainSettings) -> Self {
+        let targets: Vec<Vec<f32>> = examples
+            .iter()
+            .map(|e| {
+                e.rows
+                    .iter()
+                    .map(|r| f32::from(u8::from(r.right)))
+                    .collect()
+            })
+            .collect();
+        let features: Vec<Vec<Vec<f32>>> = examples
+            .iter()
+            .map(|e| e.rows.iter().map(|r| r.features.clone()).collect())
+            .collect();
+        let lists: Vec<(&[Vec<f32>], &[f32])> = examples
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.teaches() && e.rows.len() > 1)
+            .map(|(i, _)| (features[i].as_slice(), targets[i].as_slice()))
+            .collect();
+        let (mean, scale, weights) = fit_listwise(&lists, SPAN_FEATURES.len(), settings);
+        let mut trained_on: Vec<String> = Vec::new();
+        for e in examples {
+            if !trained_on.contains(&e.source) {
+                trained_on.push(e.source.clone());
+            }
+        }
+        let trained_on = trained_on
+            .into_iter()
+            .map(|source| {
+                let n = examples.iter().filter(|e| e.source == source).count();
+                format!("{source}: {n} questions")
+            })
+            .collect();
+        Self {
+            format: FORMAT,
+            features: SPAN_FEATURES.iter().map(|f| (*f).to_owned()).collect(),
+            mean,
+            scale,
+            weights,
+            trained_on,
+            training: settings,
+        }
+    }
+
+    /// The span these weights rank first (ties to the earlier one).
+    pub fn first(&self, rows: &[SpanExampleRow]) -> Option<usize> {
+        let mut best: Option<(usize, f32)> = None;
+        for (i, row) in rows.iter().enumerate() {
+            let s = self.score(&row.features);
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((i, s));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+}
+
+/// Each row's softmax share of `scores`.
+pub fn shares(scores: &[f32]) -> Vec<f32> {
+    let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let exps: Vec<f32> = scores.iter().map(|s| (s - top).exp()).collect();
+    let z: f32 = exps.iter().sum();
+    exps.iter().map(|e| e / z).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(text: &str, right: bool, coverage: f32) -> SpanExampleRow {
+        let mut features = vec![0.0; SPAN_FEATURES.len()];
+        features[feature("coverage")] = coverage;
+        SpanExampleRow {
+            text: text.to_owned(),
+            right,
+            features,
+        }
+    }
+
+    #[test]
+    fn the_bundled_weights_read_the_current_features() {
+        let model = SpanModel::bundled();
+        assert_eq!(model.weights.len(), SPAN_FEATURES.len());
+        // A statement covering more of the question ranks its span higher; a run of
+        // lower-case words ranks below a name.
+        assert!(model.weights[feature("coverage")] > 0.0);
+        assert!(model.weights[feature("phrase")] < 0.0);
+    }
+
+    #[test]
+    fn training_learns_that_covering_the_question_answers_it() {
+        // The right span's statement covers more of the question; a question without a
+        // right span teaches nothing.
+        let mut examples = Vec::new();
+        for i in 0..20 {
+            let answerable = i % 4 != 0;
+            examples.push(SpanExample {
+                source: format!("c{}", i % 2),
+                question: format!("q{i}"),
+                answerable,
+                gated: true,
+                rows: vec![
+                    row("B", false, 0.3),
+                    row("A", answerable, if answerable { 0.8 } else { 0.9 }),
+                ],
+            });
+        }
+        let model = SpanModel::train(&examples, TrainSettings::default());
+        let test = [row("B", false, 0.2), row("A", true, 0.9)];
+        assert_eq!(model.first(&test), Some(1));
+        assert_eq!(
+            model.trained_on,
+            vec!["c0: 10 questions", "c1: 10 questions"]
+        );
+    }
+
+    #[test]
+    fn weights_for_other_features_are_refused() {
+        let mut model = SpanModel::bundled().as_ref().clone();
+        model.features.pop();
+        let text = serde_json::to_string(&model).expect("json");
+        let error = SpanModel::parse(&text, "x.json").expect_err("refused");
+        assert!(error.to_string().contains("retrain them"), "{error}");
+    }
+}
