@@ -278,7 +278,8 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                     }
                 }
                 None => {
-                    if let Some(out) = span_out.as_mut() {
+                    // Once per question: from the first channel setting measured.
+                    if let Some(out) = span_out.as_mut().filter(|_| rows.is_empty()) {
                         write_span_example(out, &summarizer, &request, question).await?;
                     }
                     let reply = summarizer.rule_reply(&request).await;

@@ -768,7 +768,13 @@ impl Reading {
         first.sort_by(|&a, &b| share(&lexical[b]).total_cmp(&share(&lexical[a])));
         let mut bridges: Vec<(usize, &Name)> = Vec::new();
         for &i in &first {
-            for name in &self.statements[i].candidates {
+            // Names lead on, whole or in part; a number with its unit or a run of
+            // lower-case words does not.
+            let names = self.statements[i]
+                .candidates
+                .iter()
+                .filter(|c| matches!(c.variant, Variant::Whole | Variant::Part));
+            for name in names {
                 if bridges.len() < MAX_BRIDGES
                     && !bridges.iter().any(|(_, b)| b.words == name.words)
                 {

@@ -153,9 +153,10 @@ struct RunArgs {
     #[arg(long, value_delimiter = ',', default_value = "keyword,skeleton,both")]
     channels: Vec<kgmesh_agents::text_retriever::retrieve::Channels>,
 
-    /// With --text-index and no model: also write every question's candidate spans,
-    /// with the passage reader's features and whether each is right, as JSON lines
-    /// (what `kgmesh reader passages` trains the span scorer on).
+    /// With --text-index and no model: also write every question's candidate spans
+    /// (read from the first channel setting's passages), with the passage reader's
+    /// features and whether each is right, as JSON lines (what `kgmesh reader passages`
+    /// trains the span scorer on).
     #[arg(long, value_name = "FILE", requires = "text_index")]
     span_examples: Option<PathBuf>,
 }
