@@ -352,7 +352,10 @@ const KEYS: &[(&str, &str)] = &[
         "text.index",
         "Folder of a text index (`kgmesh index --text FILES --into embedded:DIR`). Set, \
          embedded mode starts the text-retriever role, whose passages and skeleton facts \
-         join the KG evidence; in distributed mode run `kgmesh agent --role text-retriever`.",
+         join the KG evidence; in distributed mode run `kgmesh agent --role text-retriever`. \
+         Without a model the summarizer reads the passages with its bundled span weights; \
+         `KGMESH_PASSAGE_WEIGHTS=FILE` reads them with learned ones (`kgmesh reader \
+         passages`, `docs/text-retrieval.md`), and a file that cannot be used is an error.",
     ),
     (
         "text.context_tokens",
