@@ -1,5 +1,6 @@
 //! `kgmesh reader`: train the question reader's weights from QA pairs of many domains
-//! and say how well they choose plans on domains left out.
+//! and say how well they choose plans on domains left out; and the passage reader's
+//! span weights from the spans `kgmesh eval --span-examples` writes.
 
 use std::{
     path::{Path, PathBuf},
@@ -45,7 +46,8 @@ enum ReaderCommand {
     Calibrate(CalibrateArgs),
     /// Fit the passage reader's span scorer from the candidate spans `kgmesh eval
     /// --text-index --span-examples` wrote, and write its weights as JSON
-    /// (`KGMESH_PASSAGE_WEIGHTS=FILE` uses them; the repository's are bundled).
+    /// (`KGMESH_PASSAGE_WEIGHTS=FILE` reads with them instead of the bundled hand-set
+    /// ones).
     Passages(PassagesArgs),
 }
 
@@ -222,7 +224,10 @@ fn passages(args: PassagesArgs) -> anyhow::Result<()> {
         }
     }
     if examples.is_empty() {
-        bail!("no span examples in {}", args.examples.len());
+        bail!(
+            "no span examples in the {} file(s) given",
+            args.examples.len()
+        );
     }
     let mut corpora: Vec<String> = examples.iter().map(|e| e.source.clone()).collect();
     corpora.sort();
