@@ -129,8 +129,9 @@ struct Name {
 enum Variant {
     /// A name, number or date, whole.
     Whole,
-    /// A part of a name joined by a preposition ("Ironbark Assurance" of "Saskia
-    /// Brenninkmolen of Ironbark Assurance").
+    /// A part of a name: either side of a preposition joining it ("Ironbark Assurance"
+    /// of "Saskia Brenninkmolen of Ironbark Assurance"), or the name without a common
+    /// word opening it.
     Part,
     /// A number with the word after it ("40,000 crowns", "5 seconds").
     WithUnit,
@@ -1724,8 +1725,9 @@ fn name_variants(
 ) -> Vec<Name> {
     let t = |i: usize| token_text(text, &tokens[i]);
     let mut ranges: Vec<(std::ops::Range<usize>, Variant)> = Vec::new();
-    // A first word the passages also write in lower case may be a common word that
-    // opens the sentence or a list item ("When Elsbeth Marrow …", "Dropped the …").
+    // A first word that is a stop word, or that the passages also write in lower case,
+    // may be a common word capitalized where it opens a sentence or a list item ("When
+    // Elsbeth Marrow …", "Dropped the …"), wherever the name stands.
     let first = t(r.start).to_lowercase();
     if r.end - r.start > 1 && (is_stop_word(&first) || common.contains(&first)) {
         let mut start = r.start + 1;
