@@ -30,6 +30,24 @@ const NOTES: &str = "The Harbour Light premiere was held in Porto in 1987. Mara 
 directed it after years of work on documentaries.\n\nSalt Road, her second film, was shot \
 near Bergen and scored by Ivo Brandt.\n";
 
+/// `kgmesh eval` of a JSONL question file against a text index alone, keyword channel.
+fn jsonl_eval(index: &Path, questions: &str) -> std::process::Command {
+    let mut eval = lexical(kgmesh());
+    eval.args([
+        "eval",
+        "--dataset",
+        "jsonl",
+        "--no-progress",
+        "--channels",
+        "keyword",
+    ])
+    .arg("--text-index")
+    .arg(index)
+    .arg("--questions")
+    .arg(questions);
+    eval
+}
+
 /// [`NOTES`] written to a folder (the first) and indexed into another (the second).
 fn indexed_notes() -> (tempfile::TempDir, tempfile::TempDir) {
     let docs = tempfile::tempdir().expect("tempdir");
@@ -287,19 +305,7 @@ fn text_eval_scores_unanswerable_questions_and_answer_types() {
         )
         .as_bytes(),
     );
-    let mut eval = lexical(kgmesh());
-    eval.args([
-        "eval",
-        "--dataset",
-        "jsonl",
-        "--no-progress",
-        "--channels",
-        "keyword",
-    ])
-    .arg("--text-index")
-    .arg(out.path())
-    .arg("--questions")
-    .arg(&questions);
+    let eval = jsonl_eval(out.path(), &questions);
     let (code, stdout, stderr) = run(eval);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     // Hits@1 over the two answerable questions, the unanswerable one declined.
@@ -341,21 +347,8 @@ fn span_examples_are_written_by_eval_and_trained_on_by_reader_passages() {
         .as_bytes(),
     );
     let examples = docs.path().join("spans.jsonl");
-    let mut eval = lexical(kgmesh());
-    eval.args([
-        "eval",
-        "--dataset",
-        "jsonl",
-        "--no-progress",
-        "--channels",
-        "keyword",
-    ])
-    .arg("--text-index")
-    .arg(out.path())
-    .arg("--questions")
-    .arg(&questions)
-    .arg("--span-examples")
-    .arg(&examples);
+    let mut eval = jsonl_eval(out.path(), &questions);
+    eval.arg("--span-examples").arg(&examples);
     let (code, stdout, stderr) = run(eval);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&examples)
@@ -417,38 +410,14 @@ fn span_examples_are_written_by_eval_and_trained_on_by_reader_passages() {
     assert_ne!(code, 0);
     assert!(stderr.contains("no such corpus"), "{stderr}");
     // The weights are read back by eval through KGMESH_PASSAGE_WEIGHTS.
-    let mut eval = lexical(kgmesh());
-    eval.env("KGMESH_PASSAGE_WEIGHTS", &weights)
-        .args([
-            "eval",
-            "--dataset",
-            "jsonl",
-            "--no-progress",
-            "--channels",
-            "keyword",
-        ])
-        .arg("--text-index")
-        .arg(out.path())
-        .arg("--questions")
-        .arg(&questions);
+    let mut eval = jsonl_eval(out.path(), &questions);
+    eval.env("KGMESH_PASSAGE_WEIGHTS", &weights);
     let (code, stdout, stderr) = run(eval);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     // Weights that cannot be used stop the command.
     let broken = write(docs.path(), "broken.json", b"{}");
-    let mut eval = lexical(kgmesh());
-    eval.env("KGMESH_PASSAGE_WEIGHTS", &broken)
-        .args([
-            "eval",
-            "--dataset",
-            "jsonl",
-            "--no-progress",
-            "--channels",
-            "keyword",
-        ])
-        .arg("--text-index")
-        .arg(out.path())
-        .arg("--questions")
-        .arg(&questions);
+    let mut eval = jsonl_eval(out.path(), &questions);
+    eval.env("KGMESH_PASSAGE_WEIGHTS", &broken);
     let (code, _, stderr) = run(eval);
     assert_ne!(code, 0);
     assert!(stderr.contains("passage weights"), "{stderr}");

@@ -54,7 +54,7 @@
 //! The weights and bounds were chosen on the document zoo's development corpora
 //! (`minutes`, `emails`), which its measured figures leave out.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use kgmesh_models::lexical::text::{
     content_stems, delimited_names, is_stop_word, relation_stems, stem, stem_similarity, words,
@@ -371,8 +371,7 @@ impl Reading {
         for &i in &order {
             let source = spans.rows[i].source;
             let name = spans.name(self, i);
-            let listed = source.statement() == top_source.statement()
-                && source.is_chain() == top_source.is_chain()
+            let listed = source.origin() == top_source.origin()
                 && name.variant == Variant::Whole
                 && top_name.variant == Variant::Whole
                 && name.list == top_name.list
@@ -415,8 +414,7 @@ impl Reading {
                     ),
                 )
             }
-            _ => {
-                let i = top_source.statement();
+            SpanSource::One { statement: i, .. } => {
                 let first = &self.statements[i];
                 (
                     self.share(&spans.matched[i]),
@@ -578,6 +576,7 @@ impl Reading {
             row[f("statement_rank")] = 1.0 / (1.0 + rank(i));
             row
         };
+        let question_stems: HashSet<String> = self.question_words.iter().map(|q| stem(q)).collect();
         // The question's class word ("which *films*"), by stem.
         let class = self.wants.class.as_deref().map(stem);
         let mut rows: Vec<SpanRow> = Vec::new();
@@ -590,7 +589,7 @@ impl Reading {
                 .as_ref()
                 .is_some_and(|c| statement.stems.iter().any(|s| stem_similarity(s, c) >= 0.8));
             for (c, name) in statement.candidates.iter().enumerate() {
-                if let Some(fits) = self.candidate_fit(name) {
+                if let Some(fits) = self.candidate_fit(name, &question_stems) {
                     let mut row = statement_row(i, self.share(&matched[i]));
                     fits.write(&mut row, name, self.wants.kind);
                     row[f("statement_spans")] = 1.0 / offered;
@@ -608,7 +607,7 @@ impl Reading {
         }
         for (k, chain) in chains.iter().enumerate() {
             for (c, name) in chain.next.candidates.iter().enumerate() {
-                if let Some(fits) = self.candidate_fit(name) {
+                if let Some(fits) = self.candidate_fit(name, &question_stems) {
                     let mut row = statement_row(chain.first, chain.both);
                     fits.write(&mut row, name, self.wants.kind);
                     row[f("statement_spans")] = 1.0 / chain.next.candidates.len() as f32;
@@ -624,9 +623,12 @@ impl Reading {
         }
         // How many rows propose each name.
         let keys: Vec<Vec<String>> = rows.iter().map(|r| words(&r.text)).collect();
-        for i in 0..rows.len() {
-            let same = keys.iter().filter(|k| **k == keys[i]).count();
-            rows[i].features[f("repeated")] = (1.0 + same as f32).ln();
+        let mut proposed: HashMap<&[String], usize> = HashMap::new();
+        for key in &keys {
+            *proposed.entry(key.as_slice()).or_default() += 1;
+        }
+        for (row, key) in rows.iter_mut().zip(&keys) {
+            row.features[f("repeated")] = (1.0 + proposed[key.as_slice()] as f32).ln();
         }
         Spans {
             rows,
@@ -668,16 +670,12 @@ enum SpanSource {
 }
 
 impl SpanSource {
-    /// The statement it is read from (a chain: its first).
-    fn statement(self) -> usize {
+    /// What it is read from, whatever the name: a statement, or a chain.
+    fn origin(self) -> (bool, usize) {
         match self {
-            Self::One { statement, .. } => statement,
-            Self::Chain { chain, .. } => chain,
+            Self::One { statement, .. } => (false, statement),
+            Self::Chain { chain, .. } => (true, chain),
         }
-    }
-
-    fn is_chain(self) -> bool {
-        matches!(self, Self::Chain { .. })
     }
 }
 
@@ -819,7 +817,8 @@ impl Reading {
 
     /// How a candidate fits as an answer; `None` for a name the question writes itself,
     /// or one whose type cannot be what is asked (a year for "who").
-    fn candidate_fit(&self, name: &Name) -> Option<Fits> {
+    /// `question_stems`: the stems of the question's words.
+    fn candidate_fit(&self, name: &Name, question_stems: &HashSet<String>) -> Option<Fits> {
         // A run of lower-case words answers only a question that asks for a thing, and
         // not with the question's own words ("film" for "which films").
         let phrase = matches!(name.variant, Variant::Phrase | Variant::PhraseWithArticle);
@@ -827,7 +826,7 @@ impl Reading {
             && (!matches!(self.wants.kind, None | Some(AnswerType::Thing))
                 || content_stems(&name.text)
                     .iter()
-                    .all(|w| self.question_words.iter().any(|q| stem(q) == *w)))
+                    .all(|w| question_stems.contains(w)))
         {
             return None;
         }

@@ -23,7 +23,7 @@ use std::{path::Path, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
-use crate::kg_linker::reader::model::{fit_listwise, TrainSettings};
+use crate::kg_linker::reader::model::{fit_listwise, standardized_dot, TrainSettings};
 
 /// What the span scorer reads of each row, in weight order.
 pub const SPAN_FEATURES: &[&str] = &[
@@ -219,13 +219,7 @@ impl SpanModel {
 
     /// A row's score (only differences within a question matter).
     pub fn score(&self, features: &[f32]) -> f32 {
-        features
-            .iter()
-            .zip(&self.mean)
-            .zip(&self.scale)
-            .zip(&self.weights)
-            .map(|(((x, m), s), w)| (x - m) / s * w)
-            .sum()
+        standardized_dot(features, &self.mean, &self.scale, &self.weights)
     }
 
     /// Fits weights on the examples that teach (some row right).

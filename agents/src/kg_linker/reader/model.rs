@@ -161,14 +161,7 @@ impl Confidence {
     }
 
     pub fn chance(&self, inputs: &[f32]) -> f32 {
-        let logit: f32 = self.bias
-            + inputs
-                .iter()
-                .zip(&self.mean)
-                .zip(&self.scale)
-                .zip(&self.weights)
-                .map(|(((x, m), s), w)| (x - m) / s * w)
-                .sum::<f32>();
+        let logit = self.bias + standardized_dot(inputs, &self.mean, &self.scale, &self.weights);
         1.0 / (1.0 + (-logit).exp())
     }
 
@@ -295,6 +288,18 @@ impl Example {
                 .count
                 .is_some_and(|n| self.reached.get(i) == Some(&Some(n)))
     }
+}
+
+/// A linear model's score: each input standardized by `mean` and `scale`, times its
+/// weight, summed. What every learned model here reads its inputs with.
+pub fn standardized_dot(inputs: &[f32], mean: &[f32], scale: &[f32], weights: &[f32]) -> f32 {
+    inputs
+        .iter()
+        .zip(mean)
+        .zip(scale)
+        .zip(weights)
+        .map(|(((x, m), s), w)| (x - m) / s * w)
+        .sum()
 }
 
 /// A linear scorer fitted listwise: per list, the softmax over its rows' scores is
@@ -431,13 +436,7 @@ impl ReaderModel {
 
     /// The candidate's score (higher is better; only differences matter).
     pub fn score(&self, features: &[f32]) -> f32 {
-        features
-            .iter()
-            .zip(&self.mean)
-            .zip(&self.scale)
-            .zip(&self.weights)
-            .map(|(((x, m), s), w)| (x - m) / s * w)
-            .sum()
+        standardized_dot(features, &self.mean, &self.scale, &self.weights)
     }
 
     /// Trains weights from examples: questions one of whose candidates reaches the gold
