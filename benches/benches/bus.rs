@@ -144,6 +144,7 @@ fn summarizer_handler() -> Arc<dyn Handler> {
                         low_confidence: false,
                         answers: Vec::new(),
                         explanation: format!("{} lines", request.body.context.evidence.len()),
+                        confidence: None,
                     };
                     encode_reply(content_type, &WireReply::ok(reply, Cost::default()))
                 }

@@ -394,7 +394,8 @@ const KEYS: &[(&str, &str)] = &[
         "reader.confidence",
         "`true`: every answer carries the chance that it is right (0 to 1), estimated from \
          the reader's features of the plan it comes from, with re-ranking on or off \
-         (`docs/confidence.md`). `false` skips that reading and answers carry none.",
+         (`docs/confidence.md`). `false` skips that reading and graph answers carry none \
+         (answers read from documents carry the passage reader's own).",
     ),
 ];
 

@@ -267,6 +267,9 @@ fn text_index_on_ask_answers_from_the_documents_alone_without_a_graph() {
     let reply = ask("where was Salt Road shot");
     assert_eq!(reply["answers"][0]["text"], "Bergen", "{reply}");
     assert_eq!(reply["graph"], "no graph (documents only)", "{reply}");
+    // A passage answer carries the passage reader's confidence, a chance.
+    let confidence = reply["confidence"].as_f64().expect("a confidence");
+    assert!(confidence > 0.0 && confidence < 1.0, "{reply}");
     // The bundled movie graph is not consulted: Heat is in it, not in the documents.
     let reply = ask("who directed Heat");
     assert!(
@@ -351,6 +354,11 @@ fn span_examples_are_written_by_eval_and_trained_on_by_reader_passages() {
     eval.arg("--span-examples").arg(&examples);
     let (code, stdout, stderr) = run(eval);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // The bundled weights carry a confidence: eval measures it.
+    assert!(
+        stdout.contains("confidence of the answers that carry one"),
+        "{stdout}"
+    );
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&examples)
         .expect("span examples written")
         .lines()
@@ -409,11 +417,52 @@ fn span_examples_are_written_by_eval_and_trained_on_by_reader_passages() {
     let (code, _, stderr) = run(command);
     assert_ne!(code, 0);
     assert!(stderr.contains("no such corpus"), "{stderr}");
-    // The weights are read back by eval through KGMESH_PASSAGE_WEIGHTS.
+    // The weights are read back by eval through KGMESH_PASSAGE_WEIGHTS; trained
+    // weights carry no confidence until one is fitted for them.
     let mut eval = jsonl_eval(out.path(), &questions);
     eval.env("KGMESH_PASSAGE_WEIGHTS", &weights);
     let (code, stdout, stderr) = run(eval);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(!stdout.contains("confidence of the answers"), "{stdout}");
+    // --calibrate keeps the weights and fits their confidence.
+    let calibrated = docs.path().join("calibrated.json");
+    let mut command = kgmesh();
+    command
+        .args(["reader", "passages", "--calibrate", "--weights"])
+        .arg(&weights)
+        .arg("--examples")
+        .arg(&examples)
+        .arg("--out")
+        .arg(&calibrated);
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("passage confidence: 6 signals"), "{stdout}");
+    let read = |path: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(path).expect("weights")).expect("JSON weights")
+    };
+    let (trained, fitted) = (read(&weights), read(&calibrated));
+    assert_eq!(
+        trained["weights"], fitted["weights"],
+        "the weights are kept"
+    );
+    assert_eq!(
+        fitted["confidence"]["signals"].as_array().map(Vec::len),
+        Some(6),
+        "{fitted}"
+    );
+    let mut eval = jsonl_eval(out.path(), &questions);
+    eval.env("KGMESH_PASSAGE_WEIGHTS", &calibrated);
+    let (code, stdout, stderr) = run(eval);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("confidence of the answers"), "{stdout}");
+    // Which weights to calibrate is a --calibrate option only.
+    let mut command = kgmesh();
+    command
+        .args(["reader", "passages", "--weights"])
+        .arg(&weights)
+        .arg("--examples")
+        .arg(&examples);
+    assert_ne!(run(command).0, 0);
     // Weights that cannot be used stop the command.
     let broken = write(docs.path(), "broken.json", b"{}");
     let mut eval = jsonl_eval(out.path(), &questions);

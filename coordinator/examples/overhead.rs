@@ -265,6 +265,7 @@ async fn start_stand_ins(bus: &Arc<dyn Bus>) -> Vec<Box<dyn ServiceHandle>> {
                     low_confidence: false,
                     answers,
                     explanation: "bench".into(),
+                    confidence: None,
                 },
                 Cost::default(),
             )

@@ -222,6 +222,7 @@ impl<'a> Run<'a> {
         let confidence = reply::confidence(
             &self.cx,
             ConfidenceInput {
+                summarized: summary.confidence,
                 plan: self.plan_confidence,
                 reranked: self.plan_reranked,
                 replayed: self.plan_replayed,

@@ -125,6 +125,7 @@ async fn director_summarizer(bus: &Arc<LocalBus>) -> Box<dyn kgmesh_bus::Service
                 low_confidence: false,
                 answers,
                 explanation: "test".into(),
+                confidence: None,
             },
             Cost::default(),
         )
@@ -205,6 +206,7 @@ async fn an_answer_citing_no_tried_piece_stores_nothing() {
                         evidence: vec![7],
                     }],
                     explanation: "test".into(),
+                    confidence: None,
                 },
                 Cost::default(),
             )

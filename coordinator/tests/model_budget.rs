@@ -17,6 +17,7 @@ use kgmesh_schemas::{
         cache::Plan,
         judge::{JudgeReply, JudgeRequest, Verdict},
         kg_linker::{KgLinkReply, KgLinkRequest},
+        summarizer::{Answer, SummarizeReply, SummarizeRequest},
     },
     Reply, Role, RoleKind,
 };
@@ -404,5 +405,50 @@ async fn the_cascade_asks_the_model_only_below_its_threshold() {
         };
         assert!(said.contains(expected), "{said}");
         assert!(reply.degraded.is_empty(), "{:?}", reply.degraded);
+    }
+}
+
+/// A summarizer that answers "Michael Mann" with its own confidence, as the passage
+/// reader does.
+async fn passage_summarizer(
+    bus: &Arc<LocalBus>,
+    confidence: f32,
+) -> Box<dyn kgmesh_bus::ServiceHandle> {
+    serve::<SummarizeRequest, _, _>(bus, Role::SUMMARIZER, RoleKind::Core, move |_| async move {
+        Reply::ok(
+            SummarizeReply {
+                low_confidence: false,
+                answers: vec![Answer {
+                    text: "Michael Mann".into(),
+                    entity: None,
+                    score: 1.0,
+                    evidence: Vec::new(),
+                }],
+                explanation: "read from a passage".into(),
+                confidence: Some(confidence),
+            },
+            Cost::default(),
+        )
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_summarizers_own_confidence_stands_and_one_outside_0_to_1_is_ignored() {
+    // The plan's chance is 0.9; the summarizer read the answer from passages and says
+    // 0.3. A summarizer's 1.7 is no chance: the plan's estimate stands then.
+    for (said, expected) in [(0.3, 0.3), (1.7, 0.9)] {
+        let bus = Arc::new(LocalBus::new());
+        let _handles = (
+            confident_linker(&bus, 0.9, Arc::new(Mutex::new(Vec::new()))).await,
+            path_retriever(&bus, "paths").await,
+            passage_summarizer(&bus, said).await,
+            cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
+        );
+        let reply = bounded(coordinator(&bus, test_config()).ask(question()))
+            .await
+            .expect("answered");
+        assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
+        assert_eq!(reply.confidence, Some(expected), "{said}: {reply:?}");
     }
 }

@@ -28,6 +28,7 @@ use kgmesh_models::{parse, prompts, Embedder, LanguageModel};
 use kgmesh_schemas::messages::{context::Context, summarizer::SummarizeRequest};
 
 use super::{
+    calibration::Calibration,
     dataset::Question,
     normalize::{contains_phrase, normalize},
 };
@@ -69,6 +70,9 @@ struct Scores {
     latencies_ms: Vec<f64>,
     reader_ms: Vec<f64>,
     tokens: usize,
+    /// Each answer's confidence, when it carries one, and whether it is right (an
+    /// answer to an unanswerable question is wrong).
+    confidences: Vec<(f32, bool)>,
 }
 
 /// Answer-typing figures for one asked type.
@@ -251,6 +255,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             };
             let started = Instant::now();
             let mut first_text: Option<String> = None;
+            let mut confidence: Option<f32> = None;
             let first = match &run.llm {
                 Some(llm) => {
                     let prompt = prompts::summarizer::build(&request, settings.context_tokens * 2);
@@ -284,11 +289,15 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                     }
                     let reply = summarizer.rule_reply(&request).await;
                     first_text = reply.answers.first().map(|a| a.text.clone());
+                    confidence = reply.confidence.filter(|_| first_text.is_some());
                     first_text.as_deref().map(normalize)
                 }
             };
             scores.reader_ms.push(started.elapsed().as_secs_f64() * 1e3);
             let hit = matches!(&first, Some(given) if question.answers.iter().any(|a| normalize(a) == *given));
+            if let Some(chance) = confidence {
+                scores.confidences.push((chance, hit));
+            }
             if question.answers.is_empty() {
                 scores.unanswerable += 1;
                 scores.declined += usize::from(first.is_none());
@@ -349,6 +358,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
     println!("| channels | questions | n | coverage | Hits@1 | no answer | unanswerable declined | context tokens (mean) | retrieval p50 | p99 | reader p50 |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut typing: Vec<(Channels, std::collections::BTreeMap<String, AsksScores>)> = Vec::new();
+    let mut calibrated: Vec<Calibrated> = Vec::new();
     let mut kinds: Vec<(
         Channels,
         String,
@@ -378,6 +388,13 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             percentile(&scores.latencies_ms, 50.0),
             percentile(&scores.latencies_ms, 99.0),
         );
+        if !scores.confidences.is_empty() {
+            calibrated.push((
+                channels,
+                source.clone(),
+                std::mem::take(&mut scores.confidences),
+            ));
+        }
         if !scores.by_kind.is_empty() {
             kinds.push((
                 channels,
@@ -418,6 +435,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             }
         }
     }
+    print_confidence(&calibrated);
     for (channels, by_asks) in typing.iter().filter(|(_, b)| !b.is_empty()) {
         println!();
         println!("answer types, channels {channels} (all question files together; the reader's own typing against the `asks` the files give):");
@@ -463,6 +481,42 @@ async fn write_span_example(
     serde_json::to_writer(&mut *out, &example)?;
     out.write_all(b"\n")?;
     Ok(())
+}
+
+/// One question file's answers with a confidence: (channels, file, (confidence, right)).
+type Calibrated = (Channels, String, Vec<(f32, bool)>);
+
+/// How well the passage answers' confidence means what it says, per question file and
+/// pooled per channel setting ([`Calibration`]).
+fn print_confidence(calibrated: &[Calibrated]) {
+    if calibrated.is_empty() {
+        return;
+    }
+    println!();
+    println!("confidence of the answers that carry one (an answer to an unanswerable question is wrong):");
+    println!("| channels | questions | {} |", Calibration::CELLS);
+    println!(
+        "|---|---|{}",
+        "---|".repeat(Calibration::CELLS.split('|').count())
+    );
+    let mut pooled: Vec<(Channels, Vec<(f32, bool)>)> = Vec::new();
+    for (channels, source, pairs) in calibrated {
+        if let Some(calibration) = Calibration::of(pairs) {
+            println!("| {channels} | {source} | {} |", calibration.cells());
+        }
+        match pooled.iter_mut().find(|(c, _)| c == channels) {
+            Some((_, all)) => all.extend_from_slice(pairs),
+            None => pooled.push((*channels, pairs.clone())),
+        }
+    }
+    for (channels, pairs) in pooled {
+        let files = calibrated.iter().filter(|(c, ..)| *c == channels).count();
+        if files > 1 {
+            if let Some(calibration) = Calibration::of(&pairs) {
+                println!("| {channels} | all | {} |", calibration.cells());
+            }
+        }
+    }
 }
 
 fn merge_asks(

@@ -190,6 +190,7 @@ pub fn summarize_scored(
             low_confidence: false,
             answers: Vec::new(),
             explanation: explanation.to_owned(),
+            confidence: None,
         };
     }
     let best = candidates[0].strength();
@@ -255,6 +256,7 @@ pub fn summarize_scored(
             low_confidence: false,
             answers,
             explanation,
+            confidence: None,
         };
     }
     // Cut answers are said plainly: "34 answers from the graph (showing 10)".
@@ -272,6 +274,7 @@ pub fn summarize_scored(
         low_confidence: false,
         answers,
         explanation,
+        confidence: None,
     }
 }
 
@@ -329,6 +332,7 @@ fn grounded_answers(request: &SummarizeRequest, max_answers: usize) -> Option<Su
             line + 1
         ),
         answers,
+        confidence: None,
     })
 }
 

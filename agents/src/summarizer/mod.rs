@@ -244,6 +244,7 @@ impl Summarizer {
                                 .strip_prefix("I don't know: ")
                                 .unwrap_or(&read.explanation)
                         ),
+                        confidence: None,
                     },
                     None => reply,
                 },
@@ -277,6 +278,7 @@ impl Summarizer {
                     low_confidence: false,
                     answers: Vec::new(),
                     explanation: format!("I don't know: {why}."),
+                    confidence: None,
                 };
                 return (reply, None);
             }
@@ -429,6 +431,7 @@ impl Summarizer {
                 low_confidence: false,
                 answers: Vec::new(),
                 explanation: format!("I don't know: {far}."),
+                confidence: None,
             };
         }
         let mut reply = summarize_scored(request, &self.rule, Some(&scores));

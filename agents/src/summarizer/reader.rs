@@ -430,10 +430,13 @@ impl Reading {
                 )
             }
         };
+        let texts: Vec<&str> = spans.rows.iter().map(|r| r.text.as_str()).collect();
+        let features: Vec<&[f32]> = spans.rows.iter().map(|r| r.features.as_slice()).collect();
         let reply = SummarizeReply {
             low_confidence: false,
             answers,
             explanation,
+            confidence: model.chance(&scores, &texts, &features),
         };
         (reply, support)
     }
@@ -481,6 +484,7 @@ impl Reading {
             low_confidence: false,
             answers: Vec::new(),
             explanation,
+            confidence: None,
         }
     }
 

@@ -18,12 +18,18 @@
 //! with such weights. Learned on the document zoo, they read its corpora left out
 //! better than the bundled ones but the corpus written from MetaQA worse
 //! (docs/results.md), so they are not the default.
+//!
+//! The weights file may also carry a [`PassageConfidence`]: the chance that the first
+//! answer is right, from how the scorer ranked the spans ([`passage_signals`]), fitted
+//! by `kgmesh reader passages --calibrate`. The bundled weights carry one.
 
 use std::{path::Path, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
-use crate::kg_linker::reader::model::{fit_listwise, standardized_dot, TrainSettings};
+use crate::kg_linker::reader::model::{
+    fit_listwise, standardized_dot, Confidence, Ranked, TrainSettings,
+};
 
 /// What the span scorer reads of each row, in weight order.
 pub const SPAN_FEATURES: &[&str] = &[
@@ -93,6 +99,66 @@ pub fn feature(name: &str) -> usize {
         .unwrap_or_else(|| panic!("no span feature {name}"))
 }
 
+/// What a passage answer's confidence reads of the scorer's ranking, in order
+/// ([`passage_signals`]): the first span's softmax share, the share of every span with
+/// its text, its score's margin over the best span with another text, and the first
+/// span's statement coverage, cosine to the question and type fit. Chosen among three
+/// sets by the zoo's corpora left out; the corpus written from MetaQA, never fitted on,
+/// was looked at too (docs/results.md).
+pub const PASSAGE_SIGNALS: &[&str] = &[
+    "share",
+    "name_share",
+    "margin",
+    "coverage",
+    "cosine",
+    "type_fit",
+];
+
+/// The largest margin [`passage_signals`] reads (a lone text's margin).
+const MAX_MARGIN: f32 = 10.0;
+
+/// [`PASSAGE_SIGNALS`] for one question's spans (`texts` and `features` by row) as
+/// `scores` rank them; `None` without spans. The first span is the best scored, ties
+/// to the earlier, as the reader answers.
+pub fn passage_signals(scores: &[f32], texts: &[&str], features: &[&[f32]]) -> Option<Vec<f32>> {
+    let top = (0..scores.len()).fold(None, |best: Option<usize>, i| match best {
+        Some(b) if scores[b] >= scores[i] => Some(b),
+        _ => Some(i),
+    })?;
+    let shares = shares(scores);
+    let same = |i: usize| texts[i].to_lowercase() == texts[top].to_lowercase();
+    let name_share: f32 = (0..scores.len())
+        .filter(|&i| same(i))
+        .map(|i| shares[i])
+        .sum();
+    let margin = (0..scores.len())
+        .filter(|&i| !same(i))
+        .map(|i| scores[top] - scores[i])
+        .fold(MAX_MARGIN, f32::min);
+    let first = features[top];
+    Some(vec![
+        shares[top],
+        name_share,
+        margin,
+        first[feature("coverage")],
+        first[feature("cosine")],
+        first[feature("type_fit")],
+    ])
+}
+
+/// The chance that a passage answer is right, from [`passage_signals`]: a logistic
+/// model fitted by `kgmesh reader passages --calibrate` on the first answers the
+/// scorer gives to questions of many corpora.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassageConfidence {
+    /// Signal names, in weight order: a file written for other signals is refused.
+    pub signals: Vec<String>,
+    pub model: Confidence,
+    /// What it was fitted on: one line per corpus, with its answer count.
+    #[serde(default)]
+    pub fitted_on: Vec<String>,
+}
+
 /// The model file's format version.
 pub const FORMAT: u32 = 1;
 
@@ -112,6 +178,10 @@ pub struct SpanModel {
     pub trained_on: Vec<String>,
     #[serde(default)]
     pub training: TrainSettings,
+    /// The chance that a first answer of these weights is right; without it, passage
+    /// answers carry no confidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<PassageConfidence>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +198,8 @@ pub enum SpanModelError {
     },
     #[error("passage weights {path} were written for other features ({found}); retrain them with `kgmesh reader passages`")]
     Features { path: String, found: String },
+    #[error("passage weights {path} carry a confidence for other signals ({found}); fit it again with `kgmesh reader passages --calibrate`")]
+    Signals { path: String, found: String },
 }
 
 /// One question's spans for training: each span's features and whether it is right.
@@ -214,12 +286,73 @@ impl SpanModel {
                 found: model.features.join(", "),
             });
         }
+        if let Some(confidence) = &model.confidence {
+            let n = PASSAGE_SIGNALS.len();
+            let fitted = &confidence.model;
+            if confidence.signals != PASSAGE_SIGNALS
+                || fitted.weights.len() != n
+                || fitted.mean.len() != n
+                || fitted.scale.len() != n
+            {
+                return Err(SpanModelError::Signals {
+                    path: shown.to_owned(),
+                    found: confidence.signals.join(", "),
+                });
+            }
+        }
         Ok(model)
     }
 
     /// A row's score (only differences within a question matter).
     pub fn score(&self, features: &[f32]) -> f32 {
         standardized_dot(features, &self.mean, &self.scale, &self.weights)
+    }
+
+    /// The chance that the first of these spans is right, when the weights carry a
+    /// confidence.
+    pub fn chance(&self, scores: &[f32], texts: &[&str], features: &[&[f32]]) -> Option<f32> {
+        let confidence = self.confidence.as_ref()?;
+        let signals = passage_signals(scores, texts, features)?;
+        Some(confidence.model.chance(&signals))
+    }
+
+    /// What the confidence is fitted on for one question: its signals under these
+    /// weights and whether their first span is right; `None` when the reader declines
+    /// it (no statement says enough of the question, or no span).
+    pub fn answered(&self, example: &SpanExample) -> Option<Ranked> {
+        if !example.gated {
+            return None;
+        }
+        let scores: Vec<f32> = example
+            .rows
+            .iter()
+            .map(|r| self.score(&r.features))
+            .collect();
+        let texts: Vec<&str> = example.rows.iter().map(|r| r.text.as_str()).collect();
+        let features: Vec<&[f32]> = example.rows.iter().map(|r| r.features.as_slice()).collect();
+        let inputs = passage_signals(&scores, &texts, &features)?;
+        let top = self.first(&example.rows)?;
+        Some(Ranked {
+            inputs,
+            right: example.rows[top].right,
+            answerable: example.answerable,
+        })
+    }
+
+    /// Fits the confidence of these weights on the questions of `examples` they answer.
+    /// Returns how many answers it was fitted on (0: none, and no confidence).
+    pub fn calibrate(&mut self, examples: &[SpanExample], settings: TrainSettings) -> usize {
+        let answered: Vec<(&str, Ranked)> = examples
+            .iter()
+            .filter_map(|e| Some((e.source.as_str(), self.answered(e)?)))
+            .collect();
+        let data: Vec<Ranked> = answered.iter().map(|(_, r)| r.clone()).collect();
+        self.confidence = Confidence::fit(&data, settings).map(|model| PassageConfidence {
+            signals: PASSAGE_SIGNALS.iter().map(|s| (*s).to_owned()).collect(),
+            model,
+            fitted_on: counted(answered.iter().map(|(s, _)| *s), "answers"),
+        });
+        data.len()
     }
 
     /// Fits weights on the examples that teach (some row right).
@@ -244,19 +377,7 @@ impl SpanModel {
             .map(|(i, _)| (features[i].as_slice(), targets[i].as_slice()))
             .collect();
         let (mean, scale, weights) = fit_listwise(&lists, SPAN_FEATURES.len(), settings);
-        let mut trained_on: Vec<String> = Vec::new();
-        for e in examples {
-            if !trained_on.contains(&e.source) {
-                trained_on.push(e.source.clone());
-            }
-        }
-        let trained_on = trained_on
-            .into_iter()
-            .map(|source| {
-                let n = examples.iter().filter(|e| e.source == source).count();
-                format!("{source}: {n} questions")
-            })
-            .collect();
+        let trained_on = counted(examples.iter().map(|e| e.source.as_str()), "questions");
         Self {
             format: FORMAT,
             features: SPAN_FEATURES.iter().map(|f| (*f).to_owned()).collect(),
@@ -265,6 +386,7 @@ impl SpanModel {
             weights,
             trained_on,
             training: settings,
+            confidence: None,
         }
     }
 
@@ -279,6 +401,21 @@ impl SpanModel {
         }
         best.map(|(i, _)| i)
     }
+}
+
+/// "corpus: N what" per corpus, in order of first appearance.
+fn counted<'a>(sources: impl Iterator<Item = &'a str>, what: &str) -> Vec<String> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for source in sources {
+        match counts.iter_mut().find(|(s, _)| *s == source) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((source, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(source, n)| format!("{source}: {n} {what}"))
+        .collect()
 }
 
 /// Each row's softmax share of `scores`.
@@ -338,6 +475,92 @@ mod tests {
             model.trained_on,
             vec!["c0: 10 questions", "c1: 10 questions"]
         );
+    }
+
+    #[test]
+    fn the_passage_signals_read_the_ranking() {
+        let f = |coverage: f32| {
+            let mut features = vec![0.0; SPAN_FEATURES.len()];
+            features[feature("coverage")] = coverage;
+            features[feature("type_fit")] = 1.0;
+            features
+        };
+        let (a, b) = (f(0.8), f(0.3));
+        // Two rows propose "Ann" (the second ranked lower), one "Bo".
+        let scores = [2.0, 1.0, 0.0];
+        let texts = ["Ann", "Bo", "ann"];
+        let signals = passage_signals(&scores, &texts, &[&a, &b, &b]).expect("spans give signals");
+        assert_eq!(signals.len(), PASSAGE_SIGNALS.len());
+        let z = 1.0 + (-1f32).exp() + (-2f32).exp();
+        assert!((signals[0] - 1.0 / z).abs() < 1e-6, "{signals:?}");
+        assert!((signals[1] - (1.0 + (-2f32).exp()) / z).abs() < 1e-6);
+        assert!((signals[2] - 1.0).abs() < 1e-6, "the margin over Bo");
+        assert_eq!(&signals[3..], &[0.8, 0.0, 1.0]);
+        // A lone text has the largest margin; no spans, no signals.
+        let lone = passage_signals(&[1.0, 0.5], &["Ann", "Ann"], &[&a, &b]).expect("signals");
+        assert_eq!(lone[2], MAX_MARGIN);
+        assert!(passage_signals(&[], &[], &[]).is_none());
+    }
+
+    #[test]
+    fn a_calibrated_confidence_rises_with_what_tells_right_from_wrong() {
+        // First spans with a statement covering more of the question are right more
+        // often; a question the reader declines (not gated) is not fitted on.
+        let mut examples = Vec::new();
+        for i in 0..40 {
+            let right = i % 2 == 0;
+            let coverage = if right { 0.9 } else { 0.4 };
+            examples.push(SpanExample {
+                source: format!("c{}", i % 3),
+                question: format!("q{i}"),
+                answerable: true,
+                gated: i != 39,
+                rows: vec![row("A", right, coverage), row("B", false, 0.1)],
+            });
+        }
+        let mut model = SpanModel::bundled().as_ref().clone();
+        model.confidence = None;
+        assert_eq!(model.chance(&[1.0], &["A"], &[&[0.0; 26]]), None);
+        assert_eq!(model.calibrate(&examples, TrainSettings::default()), 39);
+        let confidence = model.confidence.as_ref().expect("fitted");
+        assert_eq!(confidence.signals, PASSAGE_SIGNALS);
+        assert_eq!(confidence.fitted_on[0], "c0: 13 answers");
+        let chance = |coverage: f32| {
+            let rows = [row("A", true, coverage), row("B", false, 0.1)];
+            let scores: Vec<f32> = rows.iter().map(|r| model.score(&r.features)).collect();
+            let features: Vec<&[f32]> = rows.iter().map(|r| r.features.as_slice()).collect();
+            model
+                .chance(&scores, &["A", "B"], &features)
+                .expect("a chance")
+        };
+        assert!(
+            chance(0.9) > 0.7 && chance(0.4) < 0.3,
+            "{} {}",
+            chance(0.9),
+            chance(0.4)
+        );
+        // Written and read back whole.
+        let text = serde_json::to_string(&model).expect("json");
+        assert_eq!(SpanModel::parse(&text, "x.json").expect("valid"), model);
+    }
+
+    #[test]
+    fn the_bundled_weights_carry_a_confidence_for_the_current_signals() {
+        let model = SpanModel::bundled();
+        let confidence = model.confidence.as_ref().expect("a bundled confidence");
+        assert_eq!(confidence.signals, PASSAGE_SIGNALS);
+        assert!(!confidence.fitted_on.is_empty());
+    }
+
+    #[test]
+    fn a_confidence_for_other_signals_is_refused() {
+        let mut model = SpanModel::bundled().as_ref().clone();
+        if let Some(confidence) = model.confidence.as_mut() {
+            confidence.signals.pop();
+        }
+        let text = serde_json::to_string(&model).expect("json");
+        let error = SpanModel::parse(&text, "x.json").expect_err("refused");
+        assert!(error.to_string().contains("--calibrate"), "{error}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use kgmesh_agents::{
 };
 
 use crate::config::Config;
-use kgmesh_agents::summarizer::spans::{SpanExample, SpanModel, SPAN_FEATURES};
+use kgmesh_agents::summarizer::spans::{SpanExample, SpanModel, PASSAGE_SIGNALS, SPAN_FEATURES};
 use kgmesh_eval::{
     calibration::Calibration,
     qa::{read_lines, QaFormat},
@@ -47,7 +47,7 @@ enum ReaderCommand {
     /// Fit the passage reader's span scorer from the candidate spans `kgmesh eval
     /// --text-index --span-examples` wrote, and write its weights as JSON
     /// (`KGMESH_PASSAGE_WEIGHTS=FILE` reads with them instead of the bundled hand-set
-    /// ones).
+    /// ones); with `--calibrate`, fit only the confidence of given weights.
     Passages(PassagesArgs),
 }
 
@@ -67,6 +67,14 @@ struct PassagesArgs {
     /// Where to write the weights (trained on every corpus not excluded).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Keep the scorer's weights and fit only its confidence (the chance that a first
+    /// answer is right) on the questions it answers, printing each corpus as the
+    /// confidence fitted on the others reads it.
+    #[arg(long)]
+    calibrate: bool,
+    /// With `--calibrate`: the weights to calibrate (default: the bundled ones).
+    #[arg(long, value_name = "FILE", requires = "calibrate")]
+    weights: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -246,6 +254,9 @@ fn passages(args: PassagesArgs) -> anyhow::Result<()> {
         .filter(|e| !args.exclude.contains(&e.source))
         .cloned()
         .collect();
+    if args.calibrate {
+        return calibrate_passages(&args, &examples, &training, &corpora, settings);
+    }
     println!(
         "span scorer: {} features, {} questions from {} corpora for training ({} teach: a span \
          is right); {} iterations, learning rate {}, L2 {}",
@@ -288,7 +299,91 @@ fn passages(args: PassagesArgs) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(&model)?;
         std::fs::write(out, text + "\n")
             .with_context(|| format!("cannot write {}", out.display()))?;
-        println!("weights written to {}", out.display());
+        println!(
+            "weights written to {} (without a confidence: their answers carry none until \
+             `kgmesh reader passages --calibrate --weights {}` fits one)",
+            out.display(),
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// `kgmesh reader passages --calibrate`: the confidence of fixed span weights, fitted
+/// on every corpus not excluded, each corpus also read by the confidence fitted without
+/// it.
+fn calibrate_passages(
+    args: &PassagesArgs,
+    examples: &[SpanExample],
+    training: &[SpanExample],
+    corpora: &[String],
+    settings: TrainSettings,
+) -> anyhow::Result<()> {
+    let mut model = match &args.weights {
+        Some(path) => SpanModel::load(path)?,
+        None => SpanModel::bundled().as_ref().clone(),
+    };
+    let fitted = model.calibrate(training, settings);
+    if fitted == 0 {
+        bail!("the scorer answers none of the training questions: nothing to fit a confidence on");
+    }
+    println!(
+        "passage confidence: {} signals ({}), {fitted} answers from {} corpora; {} \
+         iterations, learning rate {}, L2 {}",
+        PASSAGE_SIGNALS.len(),
+        PASSAGE_SIGNALS.join(", "),
+        corpora.len() - args.exclude.len(),
+        settings.iterations,
+        settings.learning_rate,
+        settings.l2
+    );
+    println!("| corpus | how | {} |", Calibration::CELLS);
+    println!(
+        "|---|---|{}",
+        "---|".repeat(Calibration::CELLS.split('|').count())
+    );
+    let mut pooled: Vec<(f32, bool)> = Vec::new();
+    for corpus in corpora {
+        let held_out = args.exclude.contains(corpus);
+        let (how, reader) = if held_out {
+            ("held out", model.clone())
+        } else {
+            let others: Vec<SpanExample> = training
+                .iter()
+                .filter(|e| e.source != *corpus)
+                .cloned()
+                .collect();
+            let mut reader = model.clone();
+            reader.calibrate(&others, settings);
+            ("left out", reader)
+        };
+        let Some(confidence) = &reader.confidence else {
+            continue;
+        };
+        let pairs: Vec<(f32, bool)> = examples
+            .iter()
+            .filter(|e| e.source == *corpus)
+            .filter_map(|e| model.answered(e))
+            .map(|r| (confidence.model.chance(&r.inputs), r.right))
+            .collect();
+        if let Some(calibration) = Calibration::of(&pairs) {
+            println!("| {corpus} | {how} | {} |", calibration.cells());
+        }
+        pooled.extend(pairs);
+    }
+    if let Some(calibration) = Calibration::of(&pooled) {
+        println!("| all | not fitted on | {} |", calibration.cells());
+    }
+    if let Some(confidence) = &model.confidence {
+        for (signal, weight) in PASSAGE_SIGNALS.iter().zip(&confidence.model.weights) {
+            println!("  {signal:<12} {weight:>8.3}");
+        }
+    }
+    if let Some(out) = &args.out {
+        let text = serde_json::to_string_pretty(&model)?;
+        std::fs::write(out, text + "\n")
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        println!("weights with their confidence written to {}", out.display());
     }
     Ok(())
 }

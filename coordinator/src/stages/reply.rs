@@ -30,6 +30,9 @@ pub(crate) fn cut_short(record: &mut RunRecord) -> bool {
 
 /// What the answer's confidence is read from.
 pub(crate) struct ConfidenceInput<'a> {
+    /// The summarizer's own estimate for its answers (read from document passages):
+    /// it stands, the plan's does not apply.
+    pub summarized: Option<f32>,
     /// The reader's chance that its first plan is right.
     pub plan: Option<f32>,
     /// That plan is a re-ranking reader's (not calibrated to answers).
@@ -43,9 +46,16 @@ pub(crate) struct ConfidenceInput<'a> {
     pub linked: usize,
 }
 
-/// The chance that the answers are right: the plan's, turned into the answer's by the
-/// answer calibration when there is one ([`crate::confidence`]).
+/// The chance that the answers are right: the summarizer's own estimate when it made
+/// one, else the plan's, turned into the answer's by the answer calibration when there
+/// is one ([`crate::confidence`]).
 pub(crate) fn confidence(cx: &RunContext<'_>, input: ConfidenceInput<'_>) -> Option<f32> {
+    if input.answers.is_empty() {
+        return None;
+    }
+    if input.summarized.is_some() {
+        return input.summarized;
+    }
     input
         .plan
         .filter(|_| !input.replayed && !input.answers.is_empty())

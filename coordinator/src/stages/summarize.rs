@@ -81,6 +81,14 @@ pub(crate) async fn summarize(
                         .collect();
                 }
             }
+            // A chance outside 0..1 is no chance: the coordinator estimates its own.
+            if let Some(chance) = reply.confidence.filter(|c| !(0.0..=1.0).contains(c)) {
+                tracing::warn!(
+                    chance,
+                    "the summarizer's confidence is not a chance; ignored"
+                );
+                reply.confidence = None;
+            }
             reply
         }
         Err(error) => {
@@ -89,6 +97,7 @@ pub(crate) async fn summarize(
                 low_confidence: false,
                 answers: Vec::new(),
                 explanation: "no answer: the summarizer failed".to_owned(),
+                confidence: None,
             }
         }
     }

@@ -246,6 +246,7 @@ pub async fn ends_summarizer(bus: &Arc<LocalBus>) -> Box<dyn ServiceHandle> {
                     low_confidence: false,
                     answers,
                     explanation: explanation.into(),
+                    confidence: None,
                 },
                 Cost::default(),
             )

@@ -60,6 +60,7 @@ pub fn parse(reply: &str, evidence_count: usize, max_answers: usize) -> Summariz
             .unwrap_or_default()
             .trim()
             .to_owned(),
+        confidence: None,
     }
 }
 

@@ -50,6 +50,11 @@ pub struct SummarizeReply {
     /// worth checking before use. The explanation says which path.
     #[serde(default)]
     pub low_confidence: bool,
+    /// The summarizer's own estimate of the chance that the first answer is right, when
+    /// it made one (answers read from document passages); `None` leaves the estimate to
+    /// the coordinator (answers from the graph's paths).
+    #[serde(default)]
+    pub confidence: Option<f32>,
 }
 
 impl Rpc for SummarizeRequest {
