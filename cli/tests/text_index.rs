@@ -356,7 +356,8 @@ fn span_examples_are_written_by_eval_and_trained_on_by_reader_passages() {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     // The bundled weights carry a confidence: eval measures it.
     assert!(
-        stdout.contains("confidence of the answers that carry one"),
+        stdout.contains("confidence of the answers that carry one")
+            && stdout.contains("answers withheld below a confidence"),
         "{stdout}"
     );
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&examples)
@@ -437,6 +438,10 @@ fn span_examples_are_written_by_eval_and_trained_on_by_reader_passages() {
     let (code, stdout, stderr) = run(command);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("passage confidence: 6 signals"), "{stdout}");
+    assert!(
+        stdout.contains("| min confidence | Hits@1 (answers kept) | unanswerable declined |"),
+        "{stdout}"
+    );
     let read = |path: &Path| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(path).expect("weights")).expect("JSON weights")
     };

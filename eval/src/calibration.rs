@@ -225,6 +225,73 @@ pub fn auroc(pairs: &[(f32, bool)]) -> Option<f64> {
     Some(wins / (right.len() * wrong.len()) as f64)
 }
 
+/// One question's reply as `--min-confidence` would treat it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Replied {
+    /// The question has gold answers.
+    pub answerable: bool,
+    /// It was answered (not "I don't know").
+    pub answered: bool,
+    /// The answer's confidence; an answer without one is never withheld.
+    pub confidence: Option<f32>,
+    /// The first answer is a gold one.
+    pub right: bool,
+}
+
+/// What withholding answers below a threshold leaves ([`withholding`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Withheld {
+    pub threshold: f32,
+    /// Answerable questions whose first answer is right and kept.
+    pub hits: usize,
+    pub answerable: usize,
+    /// Unanswerable questions with no answer, or one withheld.
+    pub declined: usize,
+    pub unanswerable: usize,
+}
+
+/// The thresholds [`withholding`] is read at by `kgmesh eval`.
+pub const WITHHOLDING_THRESHOLDS: [f32; 6] = [0.0, 0.2, 0.3, 0.4, 0.5, 0.6];
+
+/// At each threshold, Hits@1 counting only the answers kept (confidence at least the
+/// threshold) and how many unanswerable questions end in "I don't know": the trade a
+/// user makes with `--min-confidence`.
+pub fn withholding(replies: &[Replied], thresholds: &[f32]) -> Vec<Withheld> {
+    thresholds
+        .iter()
+        .map(|&threshold| {
+            let kept = |r: &Replied| r.answered && r.confidence.is_none_or(|c| c >= threshold);
+            Withheld {
+                threshold,
+                hits: replies
+                    .iter()
+                    .filter(|r| r.answerable && r.right && kept(r))
+                    .count(),
+                answerable: replies.iter().filter(|r| r.answerable).count(),
+                declined: replies.iter().filter(|r| !r.answerable && !kept(r)).count(),
+                unanswerable: replies.iter().filter(|r| !r.answerable).count(),
+            }
+        })
+        .collect()
+}
+
+/// [`withholding`] as a Markdown table, one row per threshold.
+pub fn withholding_table(rows: &[Withheld]) -> String {
+    let mut out = String::from(
+        "| min confidence | Hits@1 (answers kept) | unanswerable declined |\n|---|---|---|\n",
+    );
+    for row in rows {
+        out.push_str(&format!(
+            "| {:.1} | {:.1} % | {} of {} |\n",
+            row.threshold,
+            100.0 * row.hits as f64 / row.answerable.max(1) as f64,
+            row.declined,
+            row.unanswerable
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,5 +358,32 @@ mod tests {
         let c = Calibration::of(&[(1.0, true)]).unwrap();
         assert_eq!(c.bins[0].lower, 0.9);
         assert!(Calibration::of(&[]).is_none());
+    }
+
+    #[test]
+    fn withholding_trades_answers_for_declines() {
+        let reply = |answerable, answered, confidence, right| Replied {
+            answerable,
+            answered,
+            confidence,
+            right,
+        };
+        let replies = [
+            reply(true, true, Some(0.9), true),
+            reply(true, true, Some(0.3), true),
+            reply(true, true, Some(0.5), false),
+            reply(true, false, None, false),
+            reply(false, true, Some(0.25), false),
+            reply(false, false, None, false),
+            reply(true, true, None, true),
+        ];
+        let rows = withholding(&replies, &[0.0, 0.4]);
+        let read = |w: &Withheld| (w.hits, w.answerable, w.declined, w.unanswerable);
+        assert_eq!(read(&rows[0]), (3, 5, 1, 2));
+        // At 0.4 the right answer at 0.3 is withheld, and so is the answer to the
+        // unanswerable question; an answer without a confidence stays.
+        assert_eq!(read(&rows[1]), (2, 5, 2, 2));
+        let table = withholding_table(&rows);
+        assert!(table.contains("| 0.4 | 40.0 % | 2 of 2 |"), "{table}");
     }
 }

@@ -28,7 +28,7 @@ use kgmesh_models::{parse, prompts, Embedder, LanguageModel};
 use kgmesh_schemas::messages::{context::Context, summarizer::SummarizeRequest};
 
 use super::{
-    calibration::Calibration,
+    calibration::{withholding, withholding_table, Calibration, Replied, WITHHOLDING_THRESHOLDS},
     dataset::Question,
     normalize::{contains_phrase, normalize},
 };
@@ -73,6 +73,8 @@ struct Scores {
     /// Each answer's confidence, when it carries one, and whether it is right (an
     /// answer to an unanswerable question is wrong).
     confidences: Vec<(f32, bool)>,
+    /// Every question's reply, for what `--min-confidence` would withhold.
+    replies: Vec<Replied>,
 }
 
 /// Answer-typing figures for one asked type.
@@ -298,6 +300,12 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             if let Some(chance) = confidence {
                 scores.confidences.push((chance, hit));
             }
+            scores.replies.push(Replied {
+                answerable: !question.answers.is_empty(),
+                answered: first.is_some(),
+                confidence,
+                right: hit,
+            });
             if question.answers.is_empty() {
                 scores.unanswerable += 1;
                 scores.declined += usize::from(first.is_none());
@@ -359,6 +367,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut typing: Vec<(Channels, std::collections::BTreeMap<String, AsksScores>)> = Vec::new();
     let mut calibrated: Vec<Calibrated> = Vec::new();
+    let mut withheld: Vec<(Channels, Vec<Replied>)> = Vec::new();
     let mut kinds: Vec<(
         Channels,
         String,
@@ -394,6 +403,10 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                 source.clone(),
                 std::mem::take(&mut scores.confidences),
             ));
+        }
+        match withheld.iter_mut().find(|(c, _)| *c == channels) {
+            Some((_, all)) => all.append(&mut scores.replies),
+            None => withheld.push((channels, std::mem::take(&mut scores.replies))),
         }
         if !scores.by_kind.is_empty() {
             kinds.push((
@@ -436,6 +449,18 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         }
     }
     print_confidence(&calibrated);
+    if !calibrated.is_empty() {
+        for (channels, replies) in &withheld {
+            println!();
+            println!(
+                "answers withheld below a confidence (`--min-confidence`), channels {channels}, all question files together:"
+            );
+            print!(
+                "{}",
+                withholding_table(&withholding(replies, &WITHHOLDING_THRESHOLDS))
+            );
+        }
+    }
     for (channels, by_asks) in typing.iter().filter(|(_, b)| !b.is_empty()) {
         println!();
         println!("answer types, channels {channels} (all question files together; the reader's own typing against the `asks` the files give):");

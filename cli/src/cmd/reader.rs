@@ -23,7 +23,7 @@ use kgmesh_agents::{
 use crate::config::Config;
 use kgmesh_agents::summarizer::spans::{SpanExample, SpanModel, PASSAGE_SIGNALS, SPAN_FEATURES};
 use kgmesh_eval::{
-    calibration::Calibration,
+    calibration::{withholding, withholding_table, Calibration, Replied, WITHHOLDING_THRESHOLDS},
     qa::{read_lines, QaFormat},
 };
 
@@ -343,6 +343,7 @@ fn calibrate_passages(
         "---|".repeat(Calibration::CELLS.split('|').count())
     );
     let mut pooled: Vec<(f32, bool)> = Vec::new();
+    let mut replies: Vec<Replied> = Vec::new();
     for corpus in corpora {
         let held_out = args.exclude.contains(corpus);
         let (how, reader) = if held_out {
@@ -360,12 +361,22 @@ fn calibrate_passages(
         let Some(confidence) = &reader.confidence else {
             continue;
         };
-        let pairs: Vec<(f32, bool)> = examples
-            .iter()
-            .filter(|e| e.source == *corpus)
-            .filter_map(|e| model.answered(e))
-            .map(|r| (confidence.model.chance(&r.inputs), r.right))
-            .collect();
+        let mut pairs: Vec<(f32, bool)> = Vec::new();
+        for example in examples.iter().filter(|e| e.source == *corpus) {
+            let answered = model.answered(example);
+            let chance = answered
+                .as_ref()
+                .map(|r| confidence.model.chance(&r.inputs));
+            if let (Some(answered), Some(chance)) = (&answered, chance) {
+                pairs.push((chance, answered.right));
+            }
+            replies.push(Replied {
+                answerable: example.answerable,
+                answered: answered.is_some(),
+                confidence: chance,
+                right: answered.is_some_and(|r| r.right),
+            });
+        }
         if let Some(calibration) = Calibration::of(&pairs) {
             println!("| {corpus} | {how} | {} |", calibration.cells());
         }
@@ -374,6 +385,11 @@ fn calibrate_passages(
     if let Some(calibration) = Calibration::of(&pooled) {
         println!("| all | not fitted on | {} |", calibration.cells());
     }
+    println!("answers withheld below a confidence (`--min-confidence`), each corpus read by the fit without it:");
+    print!(
+        "{}",
+        withholding_table(&withholding(&replies, &WITHHOLDING_THRESHOLDS))
+    );
     if let Some(confidence) = &model.confidence {
         for (signal, weight) in PASSAGE_SIGNALS.iter().zip(&confidence.model.weights) {
             println!("  {signal:<12} {weight:>8.3}");
