@@ -443,3 +443,49 @@ fn role_knobs_in_the_configuration_reach_the_roles() {
         "{stderr}"
     );
 }
+
+/// With MiniLM and re-ranking off (the default), the answer's confidence is read by
+/// words alone: it asks MiniLM for no text beyond what answering does.
+#[test]
+fn with_minilm_the_confidence_embeds_nothing_more() {
+    let minilm = repo_root().join("models-cache/all-MiniLM-L6-v2");
+    assert!(
+        minilm.join("model.safetensors").is_file(),
+        "all-MiniLM-L6-v2 not found in {}: run scripts/fetch-minilm",
+        minilm.display()
+    );
+    let kg = sample_kg();
+    let ask = |confidence: &str| {
+        let mut command = kgmesh();
+        command
+            .args(["ask", "--json", "who directed Heat", "--kg"])
+            .arg(&kg)
+            .env("KGMESH_MINILM_DIR", &minilm)
+            .env("KGMESH__EMBEDDER__KIND", "auto")
+            .env("KGMESH__READER__CONFIDENCE", confidence)
+            .env("RUST_LOG", "kgmesh_models=debug");
+        let (code, stdout, stderr) = run(command);
+        assert_eq!(code, 0, "{stderr}");
+        let reply: serde_json::Value = serde_json::from_str(&stdout).expect("a JSON reply");
+        // Each call into MiniLM logs how many texts it embedded.
+        let texts: usize = stderr
+            .lines()
+            .filter(|l| l.contains("minilm forward"))
+            .filter_map(|l| {
+                l.split("texts=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .parse::<usize>()
+                    .ok()
+            })
+            .sum();
+        (reply, texts)
+    };
+    let (with, texts_with) = ask("true");
+    let (without, texts_without) = ask("false");
+    assert!(with["confidence"].is_number(), "{with}");
+    assert!(without["confidence"].is_null(), "{without}");
+    assert!(texts_without > 0, "MiniLM was used");
+    assert_eq!(texts_with, texts_without);
+}

@@ -339,7 +339,6 @@ pub async fn rank_metapaths_with_confidence(
         first_stage(store, relevance, &ids, limits, readers.is_some()).await?;
     let mut confidence = None;
     if let Some(readers) = readers.filter(|_| !reaching.is_empty()) {
-        let model = readers.for_reading(relevance.word_vectors().is_some());
         let first = crate::reader::FirstStage {
             reaching: &reaching,
             fits: &fits,
@@ -348,6 +347,7 @@ pub async fn rank_metapaths_with_confidence(
         };
         let vectors = relevance.word_vectors().map(|v| v.as_ref());
         if rerank {
+            let model = readers.for_reading(vectors.is_some());
             (order, confidence) = crate::reader::rerank(
                 store,
                 model,
@@ -358,20 +358,26 @@ pub async fn rank_metapaths_with_confidence(
                 &first,
             )
             .await?;
-        } else if model.first_stage_confidence.is_some() {
-            let rows = crate::reader::candidate_features(
-                store,
-                relevance.question(),
-                relevance.terms(),
-                vectors,
-                &ids,
-                &first,
-                model.candidates,
-                Some(&model.lexicon),
-            )
-            .await?
-            .rows;
-            confidence = model.first_stage_chance(&rows);
+        } else {
+            // The first stage's order stands; its chance is read by words alone, with
+            // an embedder too: reading by meaning would cost a call into the embedder
+            // per question for no better estimate (docs/confidence.md).
+            let model = readers.for_reading(false);
+            if model.first_stage_confidence.is_some() {
+                let rows = crate::reader::candidate_features(
+                    store,
+                    relevance.question(),
+                    relevance.terms(),
+                    None,
+                    &ids,
+                    &first,
+                    model.candidates,
+                    Some(&model.lexicon),
+                )
+                .await?
+                .rows;
+                confidence = model.first_stage_chance(&rows);
+            }
         }
     }
     let scores: Vec<f32> = fits.iter().map(|fit| fit.score).collect();
@@ -632,7 +638,8 @@ fn cypher_string(text: &str) -> String {
 }
 
 /// Embeds at once the texts a question is read by: its words one by one (the relations
-/// they name), what it asks (the reader's features, when a reader is installed) and its
+/// they name), what it asks (the reader's features, when a re-ranking reader is
+/// installed: the confidence alone reads by words) and its
 /// words outside the entities' names (the summarizer's reading). The roles that read
 /// them then find them in the shared cache. Each call into the embedder streams all of
 /// its weights whatever the texts, so one call with a few short texts costs about what
@@ -645,7 +652,7 @@ async fn embed_question_texts(
     entity_names: &[&str],
 ) {
     let mut texts: Vec<String> = terms.raw_words().to_vec();
-    if crate::reader::active().is_some() {
+    if crate::reader::active().is_some_and(|readers| readers.rerank) {
         let ask = crate::reader::features::AnswerAsk::read(question, terms);
         texts.extend(ask.relation_raw.iter().cloned());
         texts.extend(ask.class_raw.iter().cloned());
