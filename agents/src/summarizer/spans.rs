@@ -126,7 +126,8 @@ pub fn passage_signals(scores: &[f32], texts: &[&str], features: &[&[f32]]) -> O
         _ => Some(i),
     })?;
     let shares = shares(scores);
-    let same = |i: usize| texts[i].to_lowercase() == texts[top].to_lowercase();
+    let first_text = texts[top].to_lowercase();
+    let same = |i: usize| texts[i].to_lowercase() == first_text;
     let name_share: f32 = (0..scores.len())
         .filter(|&i| same(i))
         .map(|i| shares[i])
