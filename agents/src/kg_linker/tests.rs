@@ -599,4 +599,23 @@ async fn a_misspelled_name_is_read_as_the_closest_one_below_an_exact_link() {
         "{:?}",
         exact.linked
     );
+    // A single lower-case word near a name is read as a word, not as that name (the
+    // question may be about something the graph does not hold); written as a name, it
+    // is read as the name.
+    for (question, linked) in [
+        ("which country does Paul_AGUILAR play colateral in", false),
+        ("which country does Paul_AGUILAR play Colateral in", true),
+    ] {
+        let reply = link_without_llm(
+            &graph,
+            &index,
+            None,
+            question,
+            &[],
+            &LinkerConfig::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(!reply.linked.is_empty(), linked, "{question}: {reply:?}");
+    }
 }
