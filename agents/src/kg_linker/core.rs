@@ -361,7 +361,7 @@ pub async fn rank_metapaths_with_confidence(
         } else {
             // The first stage's order stands; its chance is read by words alone, with
             // an embedder too: reading by meaning would cost a call into the embedder
-            // per question for no better estimate (docs/confidence.md).
+            // per question for an estimate no better overall (docs/confidence.md).
             let model = readers.for_reading(false);
             if model.first_stage_confidence.is_some() {
                 let rows = crate::reader::candidate_features(
