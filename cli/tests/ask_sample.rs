@@ -308,13 +308,7 @@ fn the_auto_embedder_uses_minilm_where_its_files_are_and_says_lexical_elsewhere(
         stdout.contains("embedder: none (lexical scoring)"),
         "no MiniLM files, lexical scoring said: {stdout}"
     );
-    // The files scripts/setup.d/30-minilm.sh fetches (as models/tests/minilm.rs needs).
-    let minilm = repo_root().join("models-cache/all-MiniLM-L6-v2");
-    assert!(
-        minilm.join("model.safetensors").is_file(),
-        "all-MiniLM-L6-v2 not found in {}: run scripts/fetch-minilm",
-        minilm.display()
-    );
+    let minilm = minilm_dir();
     let (code, stdout, stderr) = ask(&minilm);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("Michael Mann"), "{stdout}");
@@ -331,12 +325,7 @@ fn the_auto_embedder_uses_minilm_where_its_files_are_and_says_lexical_elsewhere(
 /// confidence, and "I don't know" with the path it would have followed.
 #[test]
 fn with_minilm_what_the_paths_found_is_read_against_the_question() {
-    let minilm = repo_root().join("models-cache/all-MiniLM-L6-v2");
-    assert!(
-        minilm.join("model.safetensors").is_file(),
-        "all-MiniLM-L6-v2 not found in {}: run scripts/fetch-minilm",
-        minilm.display()
-    );
+    let minilm = minilm_dir();
     let kg = sample_kg();
     let ask = |question: &str, embedder: &str| {
         let mut command = kgmesh();
@@ -448,12 +437,7 @@ fn role_knobs_in_the_configuration_reach_the_roles() {
 /// words alone: it asks MiniLM for no text beyond what answering does.
 #[test]
 fn with_minilm_the_confidence_embeds_nothing_more() {
-    let minilm = repo_root().join("models-cache/all-MiniLM-L6-v2");
-    assert!(
-        minilm.join("model.safetensors").is_file(),
-        "all-MiniLM-L6-v2 not found in {}: run scripts/fetch-minilm",
-        minilm.display()
-    );
+    let minilm = minilm_dir();
     let kg = sample_kg();
     let ask = |confidence: &str| {
         let mut command = kgmesh();

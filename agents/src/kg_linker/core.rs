@@ -450,16 +450,12 @@ pub fn link_question_entities(
     if linked.is_empty() {
         // No name of the graph is written as such: the closest names the question
         // nearly writes (a misspelling, a dropped letter), each scored below an exact
-        // link so that the reply can say it was read as that name. Only a span written
-        // as a name is read so (capitalized, bracketed, or more than one content
-        // word): a single lower-case word near a name ("professional" for "The
-        // Professionals") is an ordinary word, and a question about something the
-        // graph does not hold must not be answered about that name.
+        // link so that the reply can say it was read as that name (only spans the
+        // question writes as names, `find_misspelled_mentions`).
         let mut fuzzy: Vec<_> = index
             .find_misspelled_mentions(question)
             .into_iter()
             .filter(|m| !m.exact && !m.candidates.is_empty())
-            .filter(|m| kgmesh_models::lexical::text::marked_as_name(question, &m.text))
             .collect();
         fuzzy.sort_by(|a, b| b.candidates[0].score.total_cmp(&a.candidates[0].score));
         let mut mentions = Vec::new();

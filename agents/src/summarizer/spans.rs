@@ -28,7 +28,7 @@ use std::{path::Path, sync::Arc};
 use serde::{Deserialize, Serialize};
 
 use crate::kg_linker::reader::model::{
-    fit_listwise, standardized_dot, Confidence, Ranked, TrainSettings,
+    fit_listwise, reads, standardized_dot, Confidence, Ranked, TrainSettings, MAX_MARGIN,
 };
 
 /// What the span scorer reads of each row, in weight order.
@@ -113,9 +113,6 @@ pub const PASSAGE_SIGNALS: &[&str] = &[
     "cosine",
     "type_fit",
 ];
-
-/// The largest margin [`passage_signals`] reads (a lone text's margin).
-const MAX_MARGIN: f32 = 10.0;
 
 /// [`PASSAGE_SIGNALS`] for one question's spans (`texts` and `features` by row) as
 /// `scores` rank them; `None` without spans. The first span is the best scored, ties
@@ -276,25 +273,27 @@ impl SpanModel {
             path: shown.to_owned(),
             source,
         })?;
-        let n = SPAN_FEATURES.len();
-        if model.features != SPAN_FEATURES
-            || model.weights.len() != n
-            || model.mean.len() != n
-            || model.scale.len() != n
-        {
+        if !reads(
+            &model.features,
+            SPAN_FEATURES,
+            &model.mean,
+            &model.scale,
+            &model.weights,
+        ) {
             return Err(SpanModelError::Features {
                 path: shown.to_owned(),
                 found: model.features.join(", "),
             });
         }
         if let Some(confidence) = &model.confidence {
-            let n = PASSAGE_SIGNALS.len();
             let fitted = &confidence.model;
-            if confidence.signals != PASSAGE_SIGNALS
-                || fitted.weights.len() != n
-                || fitted.mean.len() != n
-                || fitted.scale.len() != n
-            {
+            if !reads(
+                &confidence.signals,
+                PASSAGE_SIGNALS,
+                &fitted.mean,
+                &fitted.scale,
+                &fitted.weights,
+            ) {
                 return Err(SpanModelError::Signals {
                     path: shown.to_owned(),
                     found: confidence.signals.join(", "),

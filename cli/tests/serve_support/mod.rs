@@ -35,6 +35,18 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The MiniLM files `scripts/setup.d/30-minilm.sh` fetches (as models/tests/minilm.rs
+/// needs them); a test that reads with MiniLM fails without them.
+pub fn minilm_dir() -> PathBuf {
+    let minilm = repo_root().join("models-cache/all-MiniLM-L6-v2");
+    assert!(
+        minilm.join("model.safetensors").is_file(),
+        "all-MiniLM-L6-v2 not found in {}: run scripts/fetch-minilm",
+        minilm.display()
+    );
+    minilm
+}
+
 pub fn sample_kg() -> PathBuf {
     repo_root().join("examples/movies/kg.tsv")
 }

@@ -20,8 +20,7 @@ use kgmesh_schemas::{
 
 use super::{
     normalize::{glued, is_apostrophe, is_stopword, normalize, tokens},
-    text::is_stop_word,
-    text::{delimited_names, edit_distance},
+    text::{delimited_names, edit_distance, is_stop_word, marked_as_name},
 };
 
 /// Names longer than this (in words) are matched only through [`Gazetteer::lookup`].
@@ -206,9 +205,15 @@ impl Gazetteer {
     /// [`Self::find_mentions`], also taking a span for a name it misspells by a typing
     /// slip ([`is_typo_of`]: "Marta Okonkow", "peat cuters" for "The Peat Cutters"),
     /// which trigram similarity alone misses. For a question none of whose names is
-    /// written as the graph spells it.
+    /// written as the graph spells it. An inexact span counts only where the question
+    /// writes it as a name ([`marked_as_name`]: capitalized, bracketed, or more than
+    /// one content word): a single lower-case word near a name ("professional" for
+    /// "The Professionals") is an ordinary word, and a question about something the
+    /// graph does not hold must not be answered about that name.
     pub fn find_misspelled_mentions(&self, question: &str) -> Vec<Mention> {
-        self.find_mentions_with(question, true)
+        let mut mentions = self.find_mentions_with(question, true);
+        mentions.retain(|m| m.exact || marked_as_name(question, &m.text));
+        mentions
     }
 
     fn find_mentions_with(&self, question: &str, typos: bool) -> Vec<Mention> {

@@ -154,7 +154,9 @@ impl Confidence {
         order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
         let top = scores[order[0]];
         let z: f32 = scores.iter().map(|s| (s - top).exp()).sum();
-        let margin = order.get(1).map_or(10.0, |&j| (top - scores[j]).min(10.0));
+        let margin = order
+            .get(1)
+            .map_or(MAX_MARGIN, |&j| (top - scores[j]).min(MAX_MARGIN));
         let mut inputs = vec![1.0 / z, margin];
         inputs.extend_from_slice(&features[order[0]]);
         inputs
@@ -290,6 +292,23 @@ impl Example {
     }
 }
 
+/// The largest margin a confidence reads between the first candidate's score and the
+/// next one's (a lone candidate's margin).
+pub const MAX_MARGIN: f32 = 10.0;
+
+/// Whether a stored linear model reads `expected` (its `names`, in order) with a mean,
+/// a scale and a weight for each: what every weights file is checked for on loading.
+pub fn reads(
+    names: &[String],
+    expected: &[&str],
+    mean: &[f32],
+    scale: &[f32],
+    weights: &[f32],
+) -> bool {
+    let n = expected.len();
+    names == expected && mean.len() == n && scale.len() == n && weights.len() == n
+}
+
 /// A linear model's score: each input standardized by `mean` and `scale`, times its
 /// weight, summed. What every learned model here reads its inputs with.
 pub fn standardized_dot(inputs: &[f32], mean: &[f32], scale: &[f32], weights: &[f32]) -> f32 {
@@ -393,13 +412,13 @@ impl ReaderModel {
             path: shown.to_owned(),
             source,
         })?;
-        let expected: Vec<&str> = FEATURES.to_vec();
-        let n = FEATURES.len();
-        if model.features != expected
-            || model.weights.len() != n
-            || model.mean.len() != n
-            || model.scale.len() != n
-        {
+        if !reads(
+            &model.features,
+            FEATURES,
+            &model.mean,
+            &model.scale,
+            &model.weights,
+        ) {
             return Err(ModelError::Features {
                 path: shown.to_owned(),
                 found: model.features.join(", "),
