@@ -197,6 +197,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
         partial: false,
         low_confidence: false,
         confidence: None,
+        plan_followed: None,
         cache_hit: false,
         cache_use: None,
         cache_examples: 0,

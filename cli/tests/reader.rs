@@ -187,7 +187,15 @@ fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
         .as_f64()
         .expect("a confidence by default");
     assert!((0.0..=1.0).contains(&chance), "{default}");
-    assert!(default_run("false")["confidence"].is_null());
+    // "Which books are set in Port Kell?" is answered by the plan ranked first.
+    assert_eq!(
+        default["plan_followed"],
+        serde_json::json!(true),
+        "{default}"
+    );
+    let off = default_run("false");
+    assert!(off["confidence"].is_null(), "{off}");
+    assert!(off["plan_followed"].is_null(), "no plan estimated: {off}");
 
     let (code, _, stderr) = kgmesh_run(&["ask", "who directed Heat", "--min-confidence", "1.5"]);
     assert_eq!(code, 2, "{stderr}");

@@ -3,28 +3,35 @@
 //! first reaches exactly the right answers; the answer calibration turns that into the
 //! chance that the *answer* is right, with what came after the plan (whether a word of
 //! the question names the path answered from, how many answers, whether the answer is a
-//! number, whether a second round was needed). It is a logistic model fitted on whole
+//! number, whether a second round was needed, whether the answer lies at the end of
+//! that plan at all: the summarizer may answer from another path, and the plan's chance
+//! then says little about it). It is a logistic model fitted on whole
 //! runs' answers (`kgmesh reader calibrate`), given to the coordinator as a function so
 //! the coordinator needs no model code.
 
 use std::{fmt, sync::Arc};
 
 /// What the answer calibration reads, in order.
-pub const SIGNALS: [&str; 6] = [
+pub const SIGNALS: [&str; 8] = [
     "plan_log_odds",
     "low_confidence",
     "log_answers",
     "numeric_answer",
     "more_rounds",
     "log_topic_entities",
+    "off_plan",
+    "plan_log_odds_on_plan",
 ];
 
-/// The calibration's inputs for one reply: the plan's chance, whether the answers rest
-/// on a path no word of the question names, the answers (best first), the rounds run
-/// and the graph nodes the question's names were linked to (several for one name when
-/// nodes share it).
+/// The calibration's inputs for one reply: the plan's chance, whether the first answer
+/// lies at that plan's end, whether the answers rest on a path no word of the question
+/// names, the answers (best first), the rounds run and the graph nodes the question's
+/// names were linked to (several for one name when nodes share it). The plan's chance
+/// is read twice, once for every answer and once for those on the plan, so that the
+/// fit can weigh it less where the summarizer answered from another path.
 pub fn signals(
     plan_chance: f32,
+    plan_followed: bool,
     low_confidence: bool,
     answers: &[&str],
     rounds: u8,
@@ -34,13 +41,16 @@ pub fn signals(
     let numeric = answers
         .first()
         .is_some_and(|a| a.trim().replace(',', "").parse::<f64>().is_ok());
+    let plan = log_odds(plan_chance);
     vec![
-        log_odds(plan_chance),
+        plan,
         flag(low_confidence),
         (1.0 + answers.len() as f32).ln(),
         flag(numeric),
         flag(rounds > 1),
         (1.0 + topic_entities as f32).ln(),
+        flag(!plan_followed),
+        if plan_followed { plan } else { 0.0 },
     ]
 }
 
@@ -79,13 +89,24 @@ mod tests {
 
     #[test]
     fn signals_read_the_reply() {
-        let s = signals(0.5, true, &["12"], 2, 1);
+        let s = signals(0.5, true, true, &["12"], 2, 1);
         assert_eq!(s.len(), SIGNALS.len());
         assert!(s[0].abs() < 1e-6);
-        assert_eq!(&s[1..], &[1.0, 2f32.ln(), 1.0, 1.0, 2f32.ln()]);
-        let s = signals(0.9, false, &["Michael Mann", "Ann Roth"], 1, 2);
+        assert_eq!(&s[1..], &[1.0, 2f32.ln(), 1.0, 1.0, 2f32.ln(), 0.0, 0.0]);
+        let s = signals(0.9, true, false, &["Michael Mann", "Ann Roth"], 1, 2);
         assert!(s[0] > 2.0);
-        assert_eq!(&s[1..], &[0.0, 3f32.ln(), 0.0, 0.0, 3f32.ln()]);
+        assert_eq!(&s[1..6], &[0.0, 3f32.ln(), 0.0, 0.0, 3f32.ln()]);
+        assert_eq!(
+            (s[6], s[7]),
+            (0.0, s[0]),
+            "on the plan: its chance read again"
+        );
+        let s = signals(0.9, false, false, &["Ann Roth"], 1, 1);
+        assert_eq!(
+            (s[6], s[7]),
+            (1.0, 0.0),
+            "off the plan: its chance not read again"
+        );
         assert!(log_odds(1.0).is_finite() && log_odds(0.0).is_finite());
     }
 }

@@ -16,7 +16,10 @@
 
 use std::time::Instant;
 
-use kgmesh_schemas::messages::{ask::AskReply, cache::Plan};
+use kgmesh_schemas::{
+    graph::Metapath,
+    messages::{ask::AskReply, cache::Plan},
+};
 use tracing::Instrument;
 
 use crate::{
@@ -53,6 +56,8 @@ pub(crate) struct Run<'a> {
     /// The reader's chance that its first plan is right (the first LLM-free plan that
     /// came with one).
     plan_confidence: Option<f32>,
+    /// The plan that chance is for (the first stage's, or the reader's, first plan).
+    plan_first: Option<Metapath>,
     /// The plan the confidence is for is a re-ranking reader's (not calibrated).
     plan_reranked: bool,
 }
@@ -70,6 +75,7 @@ impl<'a> Run<'a> {
             complete: false,
             model_verified: false,
             plan_confidence: None,
+            plan_first: None,
             plan_reranked: false,
         }
     }
@@ -127,6 +133,7 @@ impl<'a> Run<'a> {
         };
         if self.plan_confidence.is_none() && !link.model_plan {
             self.plan_confidence = link.confidence;
+            self.plan_first = link.metapaths.first().cloned();
             self.plan_reranked = link.reader_plan;
         }
         let finish = link.finish;
@@ -219,6 +226,14 @@ impl<'a> Run<'a> {
         let mut answers = summary.answers;
         answers.truncate(usize::from(self.cx.max_answers));
         let partial = reply::cut_short(&mut self.record);
+        let plan_followed = self
+            .plan_confidence
+            .and(reply::plan_followed(
+                &self.record,
+                self.plan_first.as_ref(),
+                &answers,
+            ))
+            .filter(|_| summary.confidence.is_none() && !self.plan_replayed);
         let confidence = reply::confidence(
             &self.cx,
             ConfidenceInput {
@@ -228,6 +243,7 @@ impl<'a> Run<'a> {
                 replayed: self.plan_replayed,
                 answers: &answers,
                 low_confidence: summary.low_confidence,
+                plan_followed,
                 rounds: self.rounds_run,
                 linked: self.found.topic.len(),
             },
@@ -258,6 +274,7 @@ impl<'a> Run<'a> {
             low_confidence: summary.low_confidence,
             partial,
             confidence,
+            plan_followed,
             rounds: self.rounds_run,
             topic: &self.found.topic,
             cache: &self.cache,

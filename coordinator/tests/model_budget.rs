@@ -348,13 +348,23 @@ async fn confident_linker(
     confidence: f32,
     budgets: Arc<Mutex<Vec<u32>>>,
 ) -> Box<dyn kgmesh_bus::ServiceHandle> {
+    planning_linker(bus, "directed_by", confidence, budgets).await
+}
+
+/// A KG-Linker that links Heat and plans `relation` with the given confidence.
+async fn planning_linker(
+    bus: &Arc<LocalBus>,
+    relation: &'static str,
+    confidence: f32,
+    budgets: Arc<Mutex<Vec<u32>>>,
+) -> Box<dyn kgmesh_bus::ServiceHandle> {
     serve::<KgLinkRequest, _, _>(bus, Role::KG_LINKER, RoleKind::Core, move |request| {
         budgets.lock().unwrap().push(request.meta.budget.llm_calls);
         async move {
             Reply::ok(
                 KgLinkReply {
                     linked: vec![scored(1, "Heat")],
-                    metapaths: vec![metapath("directed_by")],
+                    metapaths: vec![metapath(relation)],
                     confidence: Some(confidence),
                     ..KgLinkReply::default()
                 },
@@ -450,5 +460,37 @@ async fn the_summarizers_own_confidence_stands_and_one_outside_0_to_1_is_ignored
             .expect("answered");
         assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
         assert_eq!(reply.confidence, Some(expected), "{said}: {reply:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_calibration_reads_whether_the_answer_lies_on_the_plan_it_estimated() {
+    // The retriever finds `Heat -directed_by-> Michael Mann` whatever is planned: the
+    // answer follows a `directed_by` plan and not a `written_by` one. The calibration
+    // here says 0.9 on the plan and 0.2 off it, so the reply shows that it read so.
+    for (relation, followed, expected) in [("directed_by", true, 0.9), ("written_by", false, 0.2)] {
+        let bus = Arc::new(LocalBus::new());
+        let _handles = (
+            planning_linker(&bus, relation, 0.7, Arc::new(Mutex::new(Vec::new()))).await,
+            path_retriever(&bus, "paths").await,
+            ends_summarizer(&bus).await,
+            cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
+        );
+        let off_plan = kgmesh_coordinator::confidence::SIGNALS
+            .iter()
+            .position(|s| *s == "off_plan")
+            .expect("a signal says whether the answer is off the plan");
+        let config = CoordinatorConfig {
+            answer_calibration: Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
+                move |signals| if signals[off_plan] > 0.5 { 0.2 } else { 0.9 },
+            )),
+            ..test_config()
+        };
+        let reply = bounded(coordinator(&bus, config).ask(question()))
+            .await
+            .expect("answered");
+        assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
+        assert_eq!(reply.plan_followed, Some(followed), "{relation}: {reply:?}");
+        assert_eq!(reply.confidence, Some(expected), "{relation}: {reply:?}");
     }
 }

@@ -191,6 +191,10 @@ pub struct QuestionResult {
     /// nothing estimated it).
     #[serde(default)]
     pub confidence: Option<f32>,
+    /// Whether the first answer lies at the end of the plan the confidence starts from
+    /// (the reply's `plan_followed`).
+    #[serde(default)]
+    pub plan_followed: Option<bool>,
     /// Graph nodes the question's names were linked to (the reply's `topic_entities`).
     #[serde(default)]
     pub topic_entities: usize,
@@ -614,6 +618,7 @@ mod tests {
             notes: vec![],
             degraded: vec![],
             confidence: None,
+            plan_followed: None,
             topic_entities: 0,
             error: error.then(|| "timed out".to_owned()),
         }

@@ -142,6 +142,7 @@ fn unanswered(question: Question, latency_ms: f64) -> QuestionResult {
         notes: Vec::new(),
         degraded: Vec::new(),
         confidence: None,
+        plan_followed: None,
         topic_entities: 0,
         error: None,
     }
@@ -190,6 +191,7 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
             .map(|d| format!("{} {}", d.role, d.reason))
             .collect(),
         confidence: reply.confidence,
+        plan_followed: reply.plan_followed,
         topic_entities: reply.topic_entities.len(),
         ..unanswered(question, latency_ms)
     }
@@ -342,6 +344,7 @@ mod tests {
                 partial: false,
                 low_confidence: false,
                 confidence: None,
+                plan_followed: None,
                 cache_hit: false,
                 cache_use: None,
                 cache_examples: 0,

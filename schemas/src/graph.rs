@@ -87,6 +87,20 @@ impl Path {
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
     }
+
+    /// Whether this path walks `metapath`: the same relations in the same order, each
+    /// in the direction it names (either way for [`Direction::Both`]).
+    pub fn follows(&self, metapath: &Metapath) -> bool {
+        self.steps.len() == metapath.steps.len()
+            && self.steps.iter().zip(&metapath.steps).all(|(step, want)| {
+                step.relation == want.relation
+                    && match want.direction {
+                        Direction::Out => !step.inverse,
+                        Direction::In => step.inverse,
+                        Direction::Both => true,
+                    }
+            })
+    }
 }
 
 /// A typed value in a query result (openCypher's value model).
@@ -353,5 +367,79 @@ mod json_tests {
             node.to_json(),
             serde_json::json!({"id": 7, "labels": ["Film"], "properties": {"name": "Heat"}})
         );
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    fn node(id: u64, name: &str) -> Entity {
+        Entity {
+            id: NodeId(id),
+            name: name.into(),
+        }
+    }
+
+    fn step(relation: &str, direction: Direction) -> RelationStep {
+        RelationStep {
+            relation: relation.into(),
+            direction,
+        }
+    }
+
+    #[test]
+    fn a_path_follows_the_metapath_it_walks_and_no_other() {
+        // Al Pacino <-starred_actors- Heat -directed_by-> Michael Mann
+        let path = Path {
+            start: node(1, "Al Pacino"),
+            steps: vec![
+                PathStep {
+                    relation: "starred_actors".into(),
+                    inverse: true,
+                    node: node(2, "Heat"),
+                },
+                PathStep {
+                    relation: "directed_by".into(),
+                    inverse: false,
+                    node: node(3, "Michael Mann"),
+                },
+            ],
+        };
+        let walked = Metapath {
+            steps: vec![
+                step("starred_actors", Direction::In),
+                step("directed_by", Direction::Out),
+            ],
+        };
+        assert!(path.follows(&walked));
+        let either = Metapath {
+            steps: vec![
+                step("starred_actors", Direction::Both),
+                step("directed_by", Direction::Both),
+            ],
+        };
+        assert!(path.follows(&either));
+        let reversed = Metapath {
+            steps: vec![
+                step("starred_actors", Direction::Out),
+                step("directed_by", Direction::Out),
+            ],
+        };
+        assert!(
+            !path.follows(&reversed),
+            "the first hop is walked head to tail"
+        );
+        let shorter = Metapath {
+            steps: vec![step("starred_actors", Direction::In)],
+        };
+        assert!(!path.follows(&shorter), "one hop short");
+        let other = Metapath {
+            steps: vec![
+                step("starred_actors", Direction::In),
+                step("written_by", Direction::Out),
+            ],
+        };
+        assert!(!path.follows(&other));
     }
 }

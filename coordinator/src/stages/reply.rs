@@ -4,8 +4,8 @@
 //! closest one, what the plan cache did.
 
 use kgmesh_schemas::{
-    graph::ScoredEntity,
-    messages::{ask::AskReply, summarizer::Answer},
+    graph::{Metapath, ScoredEntity},
+    messages::{ask::AskReply, context::EvidenceItem, summarizer::Answer},
 };
 
 use super::{cache_lookup::CacheFound, replay::ReplayReport, RunContext};
@@ -28,6 +28,24 @@ pub(crate) fn cut_short(record: &mut RunRecord) -> bool {
     partial
 }
 
+/// Whether the first answer cites a path that walks `plan`, the plan whose chance the
+/// confidence starts from (`AskReply::plan_followed`); `None` without a plan or an
+/// answer.
+pub(crate) fn plan_followed(
+    record: &RunRecord,
+    plan: Option<&Metapath>,
+    answers: &[Answer],
+) -> Option<bool> {
+    let (plan, first) = (plan?, answers.first()?);
+    let evidence = &record.context.context().evidence;
+    Some(first.evidence.iter().any(|&line| {
+        matches!(
+            evidence.get(line as usize).map(|e| &e.item),
+            Some(EvidenceItem::Path(path)) if path.follows(plan)
+        )
+    }))
+}
+
 /// What the answer's confidence is read from.
 pub(crate) struct ConfidenceInput<'a> {
     /// The summarizer's own estimate for its answers (read from document passages):
@@ -42,6 +60,8 @@ pub(crate) struct ConfidenceInput<'a> {
     pub replayed: bool,
     pub answers: &'a [Answer],
     pub low_confidence: bool,
+    /// The first answer follows the plan (see [`plan_followed`]).
+    pub plan_followed: Option<bool>,
     pub rounds: u8,
     pub linked: usize,
 }
@@ -64,6 +84,7 @@ pub(crate) fn confidence(cx: &RunContext<'_>, input: ConfidenceInput<'_>) -> Opt
                 let texts: Vec<&str> = input.answers.iter().map(|a| a.text.as_str()).collect();
                 calibration.chance(&crate::confidence::signals(
                     plan,
+                    input.plan_followed.unwrap_or(true),
                     input.low_confidence,
                     &texts,
                     input.rounds,
@@ -81,6 +102,7 @@ pub(crate) struct ReplyInput<'a> {
     pub low_confidence: bool,
     pub partial: bool,
     pub confidence: Option<f32>,
+    pub plan_followed: Option<bool>,
     pub rounds: u8,
     pub topic: &'a [ScoredEntity],
     pub cache: &'a CacheFound,
@@ -141,6 +163,7 @@ pub(crate) fn assemble(
         partial: input.partial,
         low_confidence,
         confidence: input.confidence,
+        plan_followed: input.plan_followed,
         cache_hit: input.cache.hit,
         cache_use,
         cache_examples: input.cache.examples.len().min(usize::from(u16::MAX)) as u16,

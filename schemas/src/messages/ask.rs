@@ -110,6 +110,14 @@ pub struct AskReply {
     /// the explanation names them as possibilities).
     #[serde(default)]
     pub confidence: Option<f32>,
+    /// Whether the first answer lies at the end of the plan whose chance the
+    /// confidence starts from (the first stage's first plan); `None` when no such plan
+    /// was estimated or nothing was answered. The summarizer may answer from another
+    /// of the paths retrieved (where the plan's ends cannot be what is asked): that
+    /// plan's chance then says little about the answer, and the answer calibration
+    /// reads so.
+    #[serde(default)]
+    pub plan_followed: Option<bool>,
     /// The plan cache supplied examples or a replayed plan.
     pub cache_hit: bool,
     /// What the plan cache did for this question, in a sentence for people: the past
