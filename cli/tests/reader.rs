@@ -257,6 +257,23 @@ fn calibrate_fits_the_answer_calibration_from_eval_reports() {
         // The report says how well the answers' confidences tell right from wrong.
         assert!(stdout.contains("## Confidence"), "{stdout}");
         assert!(stdout.contains("Risk–coverage"), "{stdout}");
+        assert!(
+            stdout.contains("Answers at the end of the plan their confidence starts from"),
+            "{stdout}"
+        );
+        // Library's questions include six unanswerable ones: what withholding trades.
+        if domain == "library" {
+            let declined: Vec<usize> = stdout
+                .lines()
+                .filter(|l| l.starts_with("| 0.") && l.ends_with(" of 6 |"))
+                .filter_map(|l| l.split('|').nth(3)?.split_whitespace().next()?.parse().ok())
+                .collect();
+            assert_eq!(declined.len(), 6, "a row per threshold: {stdout}");
+            assert!(
+                declined.windows(2).all(|w| w[0] <= w[1]) && declined[5] <= 6,
+                "a higher threshold declines no fewer: {declined:?}"
+            );
+        }
     }
     let weights = dir.path().join("weights.json");
     let mut command = kgmesh();

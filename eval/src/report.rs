@@ -312,6 +312,8 @@ impl Report {
         let a = &self.aggregate;
         out.push_str(&confidence_section(a, &self.breakdown.by_source));
         out.push_str(&confidence_bands(&self.results));
+        out.push_str(&plan_section(&self.results));
+        out.push_str(&withholding_section(&self.results));
         let _ = writeln!(out, "\n## Cost and latency\n");
         let _ = writeln!(out, "| measure | value |\n|---|---|");
         let _ = writeln!(out, "| rounds (mean) | {:.2} |", a.rounds_mean);
@@ -464,6 +466,67 @@ fn confidence_section(a: &Aggregate, by_source: &BTreeMap<String, Aggregate>) ->
         );
     }
     out
+}
+
+/// How many answers lie at the end of the plan their confidence starts from, and how
+/// many of those and of the others are right (the answer calibration reads which it
+/// was); nothing when no reply said.
+fn plan_section(results: &[QuestionResult]) -> String {
+    let mut on = (0usize, 0usize);
+    let mut off = (0usize, 0usize);
+    for r in results {
+        let tally = match r.plan_followed {
+            Some(true) => &mut on,
+            Some(false) => &mut off,
+            None => continue,
+        };
+        tally.0 += 1;
+        tally.1 += usize::from(r.score.hits_at_1);
+    }
+    if on.0 + off.0 == 0 {
+        return String::new();
+    }
+    let share = |(n, right): (usize, usize)| {
+        if n == 0 {
+            "–".to_owned()
+        } else {
+            format!("{:.1} %", 100.0 * right as f64 / n as f64)
+        }
+    };
+    format!(
+        "\nAnswers at the end of the plan their confidence starts from: {} (right {}); \
+         from another path: {} (right {}).\n",
+        on.0,
+        share(on),
+        off.0,
+        share(off)
+    )
+}
+
+/// What `--min-confidence` trades on questions that include unanswerable ones (no gold
+/// answers): Hits@1 of the answers kept against the unanswerable questions declined,
+/// at each threshold; nothing without unanswerable questions or confidences.
+fn withholding_section(results: &[QuestionResult]) -> String {
+    use super::calibration::{withholding, withholding_table, Replied, WITHHOLDING_THRESHOLDS};
+    let replies: Vec<Replied> = results
+        .iter()
+        .filter(|r| r.error.is_none())
+        .map(|r| Replied {
+            answerable: !r.gold.is_empty(),
+            answered: !r.predictions.is_empty(),
+            confidence: r.confidence,
+            right: r.score.hits_at_1,
+        })
+        .collect();
+    if replies.iter().all(|r| r.answerable) || replies.iter().all(|r| r.confidence.is_none()) {
+        return String::new();
+    }
+    format!(
+        "\nAnswers withheld below a confidence (`--min-confidence`): Hits@1 of the answerable \
+         questions counting only the answers kept, and the unanswerable questions that end in \
+         \"I don't know\":\n\n{}",
+        withholding_table(&withholding(&replies, &WITHHOLDING_THRESHOLDS))
+    )
 }
 
 /// Questions by the confidence of their reply: how many, how many right, the model
