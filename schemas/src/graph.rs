@@ -57,6 +57,27 @@ pub struct Metapath {
     pub steps: Vec<RelationStep>,
 }
 
+impl Metapath {
+    /// Whether walking `steps` (each a relation and whether it was walked tail to head)
+    /// follows this metapath: the same relations in the same order, each in the
+    /// direction it names (either way for [`Direction::Both`]).
+    pub fn walked_by<'a>(&self, steps: impl ExactSizeIterator<Item = (&'a str, bool)>) -> bool {
+        self.steps.len() == steps.len()
+            && self
+                .steps
+                .iter()
+                .zip(steps)
+                .all(|(want, (relation, inverse))| {
+                    want.relation == relation
+                        && match want.direction {
+                            Direction::Out => !inverse,
+                            Direction::In => inverse,
+                            Direction::Both => true,
+                        }
+                })
+    }
+}
+
 /// One hop of a concrete path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
@@ -88,18 +109,9 @@ impl Path {
         self.steps.is_empty()
     }
 
-    /// Whether this path walks `metapath`: the same relations in the same order, each
-    /// in the direction it names (either way for [`Direction::Both`]).
+    /// Whether this path walks `metapath` ([`Metapath::walked_by`]).
     pub fn follows(&self, metapath: &Metapath) -> bool {
-        self.steps.len() == metapath.steps.len()
-            && self.steps.iter().zip(&metapath.steps).all(|(step, want)| {
-                step.relation == want.relation
-                    && match want.direction {
-                        Direction::Out => !step.inverse,
-                        Direction::In => step.inverse,
-                        Direction::Both => true,
-                    }
-            })
+        metapath.walked_by(self.steps.iter().map(|s| (s.relation.as_str(), s.inverse)))
     }
 }
 

@@ -80,21 +80,6 @@ fn answering_plan(
         messages::context::EvidenceItem,
     };
     let is_topic = |entity: &Entity| topic.iter().any(|t| t.id == entity.id);
-    let follows = |metapath: &Metapath, steps: &[(String, bool)]| {
-        metapath.steps.len() == steps.len()
-            && metapath
-                .steps
-                .iter()
-                .zip(steps)
-                .all(|(step, (relation, inverse))| {
-                    step.relation == *relation
-                        && match step.direction {
-                            Direction::Both => true,
-                            Direction::Out => !inverse,
-                            Direction::In => *inverse,
-                        }
-                })
-    };
     let mut used_metapaths = vec![false; plan.metapaths.len()];
     let mut used_cypher = vec![false; plan.cypher.len()];
     let mut derived: Vec<Metapath> = Vec::new();
@@ -130,7 +115,7 @@ fn answering_plan(
         }
         let mut matched = false;
         for (used, metapath) in used_metapaths.iter_mut().zip(&plan.metapaths) {
-            if follows(metapath, &steps) {
+            if metapath.walked_by(steps.iter().map(|(r, inverse)| (r.as_str(), *inverse))) {
                 *used = true;
                 matched = true;
             }
