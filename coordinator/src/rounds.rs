@@ -232,6 +232,7 @@ impl<'a> Run<'a> {
                 &self.record,
                 self.plan_first.as_ref(),
                 &answers,
+                &self.found.topic,
             ))
             .filter(|_| summary.confidence.is_none() && !self.plan_replayed);
         let confidence = reply::confidence(

@@ -494,3 +494,100 @@ async fn the_calibration_reads_whether_the_answer_lies_on_the_plan_it_estimated(
         assert_eq!(reply.confidence, Some(expected), "{relation}: {reply:?}");
     }
 }
+
+#[tokio::test]
+async fn an_answer_from_rows_is_neither_on_nor_off_the_plan_and_one_from_an_edge_is_read_from_the_question(
+) {
+    // An answer on a query's rows rests on no path: the plan's chance says nothing about
+    // it either way, so it is read as before the signal (on the plan). A lone edge
+    // `Heat -directed_by-> Michael Mann` is walked from Heat, the question's entity:
+    // on a `directed_by` plan, off a `written_by` one.
+    use kgmesh_schemas::{
+        graph::{Rows, Triple, Value},
+        messages::{
+            context::{Evidence, EvidenceItem},
+            retrieve::{RetrieveReply, RetrieveRequest},
+        },
+    };
+    let rows = EvidenceItem::Query {
+        cypher: "MATCH (m {name: 'Heat'}) RETURN m.director".into(),
+        rows: Rows {
+            columns: vec!["m.director".into()],
+            rows: vec![vec![Value::String("Michael Mann".into())]],
+            truncated: false,
+        },
+        grounded: true,
+    };
+    let edge = EvidenceItem::Triple(Triple {
+        head: entity(1, "Heat"),
+        relation: "directed_by".into(),
+        tail: entity(2, "Michael Mann"),
+    });
+    let cases = [
+        (rows, "written_by", None, 0.9),
+        (edge.clone(), "directed_by", Some(true), 0.9),
+        (edge, "written_by", Some(false), 0.2),
+    ];
+    for (item, planned, followed, expected) in cases {
+        let bus = Arc::new(LocalBus::new());
+        let _handles = (
+            planning_linker(&bus, planned, 0.7, Arc::new(Mutex::new(Vec::new()))).await,
+            serve::<RetrieveRequest, _, _>(&bus, "paths", RoleKind::Retriever, move |_| {
+                let item = item.clone();
+                async move {
+                    Reply::ok(
+                        RetrieveReply {
+                            evidence: vec![Evidence {
+                                source: "paths".into(),
+                                score: 1.0,
+                                item,
+                            }],
+                            ..RetrieveReply::default()
+                        },
+                        Cost::default(),
+                    )
+                }
+            })
+            .await,
+            row_summarizer(&bus).await,
+            cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
+        );
+        let off_plan = kgmesh_coordinator::confidence::SIGNALS
+            .iter()
+            .position(|s| *s == "off_plan")
+            .expect("a signal says whether the answer is off the plan");
+        let config = CoordinatorConfig {
+            answer_calibration: Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
+                move |signals| if signals[off_plan] > 0.5 { 0.2 } else { 0.9 },
+            )),
+            ..test_config()
+        };
+        let reply = bounded(coordinator(&bus, config).ask(question()))
+            .await
+            .expect("answered");
+        assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
+        assert_eq!(reply.plan_followed, followed, "{planned}: {reply:?}");
+        assert_eq!(reply.confidence, Some(expected), "{planned}: {reply:?}");
+    }
+}
+
+/// A summarizer answering "Michael Mann" from the first evidence line, whatever it is.
+async fn row_summarizer(bus: &Arc<LocalBus>) -> Box<dyn kgmesh_bus::ServiceHandle> {
+    serve::<SummarizeRequest, _, _>(bus, Role::SUMMARIZER, RoleKind::Core, |_| async {
+        Reply::ok(
+            SummarizeReply {
+                low_confidence: false,
+                answers: vec![Answer {
+                    text: "Michael Mann".into(),
+                    entity: None,
+                    score: 1.0,
+                    evidence: vec![0],
+                }],
+                explanation: "from the query's rows".into(),
+                confidence: None,
+            },
+            Cost::default(),
+        )
+    })
+    .await
+}

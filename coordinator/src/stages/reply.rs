@@ -4,7 +4,7 @@
 //! closest one, what the plan cache did.
 
 use kgmesh_schemas::{
-    graph::{Metapath, ScoredEntity},
+    graph::{Entity, Metapath, ScoredEntity},
     messages::{ask::AskReply, context::EvidenceItem, summarizer::Answer},
 };
 
@@ -29,21 +29,37 @@ pub(crate) fn cut_short(record: &mut RunRecord) -> bool {
 }
 
 /// Whether the first answer cites a path that walks `plan`, the plan whose chance the
-/// confidence starts from (`AskReply::plan_followed`); `None` without a plan or an
-/// answer.
+/// confidence starts from (`AskReply::plan_followed`): `Some(false)` when it cites only
+/// other graph paths or edges; `None` without a plan or an answer, or when the answer
+/// rests on no path at all (a query's rows, a passage), which the plan's chance says
+/// nothing about either way.
 pub(crate) fn plan_followed(
     record: &RunRecord,
     plan: Option<&Metapath>,
     answers: &[Answer],
+    topic: &[ScoredEntity],
 ) -> Option<bool> {
     let (plan, first) = (plan?, answers.first()?);
     let evidence = &record.context.context().evidence;
-    Some(first.evidence.iter().any(|&line| {
-        matches!(
-            evidence.get(line as usize).map(|e| &e.item),
-            Some(EvidenceItem::Path(path)) if path.follows(plan)
-        )
-    }))
+    let is_topic = |entity: &Entity| topic.iter().any(|t| t.entity.id == entity.id);
+    let mut on_a_path = false;
+    for &line in &first.evidence {
+        let follows = match evidence.get(line as usize).map(|e| &e.item) {
+            Some(EvidenceItem::Path(path)) => path.follows(plan),
+            // A lone edge is walked from the question's entity at its end.
+            Some(EvidenceItem::Triple(triple)) => {
+                let relation = triple.relation.as_str();
+                (is_topic(&triple.head) && plan.walked_by([(relation, false)].into_iter()))
+                    || (is_topic(&triple.tail) && plan.walked_by([(relation, true)].into_iter()))
+            }
+            _ => continue,
+        };
+        if follows {
+            return Some(true);
+        }
+        on_a_path = true;
+    }
+    on_a_path.then_some(false)
 }
 
 /// What the answer's confidence is read from.
