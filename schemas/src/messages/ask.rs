@@ -112,7 +112,8 @@ pub struct AskReply {
     pub confidence: Option<f32>,
     /// Whether the first answer lies at the end of the plan whose chance the
     /// confidence starts from (the first stage's first plan); `None` when no such plan
-    /// was estimated or nothing was answered. The summarizer may answer from another
+    /// was estimated, nothing was answered, or the answer rests on no graph path (a
+    /// query's rows). The summarizer may answer from another
     /// of the paths retrieved (where the plan's ends cannot be what is asked): that
     /// plan's chance then says little about the answer, and the answer calibration
     /// reads so.
