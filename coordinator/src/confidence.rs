@@ -28,10 +28,12 @@ pub const SIGNALS: [&str; 8] = [
 /// names, the answers (best first), the rounds run and the graph nodes the question's
 /// names were linked to (several for one name when nodes share it). The plan's chance
 /// is read twice, once for every answer and once for those on the plan, so that the
-/// fit can weigh it less where the summarizer answered from another path.
+/// fit can weigh it less where the summarizer answered from another path. An answer
+/// neither on nor off the plan (`None`: it rests on no graph path) is read as on it,
+/// as answers were before the calibration knew.
 pub fn signals(
     plan_chance: f32,
-    plan_followed: bool,
+    plan_followed: Option<bool>,
     low_confidence: bool,
     answers: &[&str],
     rounds: u8,
@@ -42,6 +44,7 @@ pub fn signals(
         .first()
         .is_some_and(|a| a.trim().replace(',', "").parse::<f64>().is_ok());
     let plan = log_odds(plan_chance);
+    let plan_followed = plan_followed.unwrap_or(true);
     vec![
         plan,
         flag(low_confidence),
@@ -89,11 +92,11 @@ mod tests {
 
     #[test]
     fn signals_read_the_reply() {
-        let s = signals(0.5, true, true, &["12"], 2, 1);
+        let s = signals(0.5, Some(true), true, &["12"], 2, 1);
         assert_eq!(s.len(), SIGNALS.len());
         assert!(s[0].abs() < 1e-6);
         assert_eq!(&s[1..], &[1.0, 2f32.ln(), 1.0, 1.0, 2f32.ln(), 0.0, 0.0]);
-        let s = signals(0.9, true, false, &["Michael Mann", "Ann Roth"], 1, 2);
+        let s = signals(0.9, Some(true), false, &["Michael Mann", "Ann Roth"], 1, 2);
         assert!(s[0] > 2.0);
         assert_eq!(&s[1..6], &[0.0, 3f32.ln(), 0.0, 0.0, 3f32.ln()]);
         assert_eq!(
@@ -101,11 +104,16 @@ mod tests {
             (0.0, s[0]),
             "on the plan: its chance read again"
         );
-        let s = signals(0.9, false, false, &["Ann Roth"], 1, 1);
+        let s = signals(0.9, Some(false), false, &["Ann Roth"], 1, 1);
         assert_eq!(
             (s[6], s[7]),
             (1.0, 0.0),
             "off the plan: its chance not read again"
+        );
+        assert_eq!(
+            signals(0.9, None, false, &["Ann Roth"], 1, 1),
+            signals(0.9, Some(true), false, &["Ann Roth"], 1, 1),
+            "on no path: read as on the plan"
         );
         assert!(log_odds(1.0).is_finite() && log_odds(0.0).is_finite());
     }

@@ -899,7 +899,7 @@ fn read_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)
                 let texts: Vec<&str> = r.predictions.iter().map(String::as_str).collect();
                 let inputs = signals(
                     chance,
-                    r.plan_followed.unwrap_or(true),
+                    r.plan_followed,
                     r.cost.low_confidence,
                     &texts,
                     r.cost.rounds,

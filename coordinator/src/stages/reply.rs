@@ -100,7 +100,7 @@ pub(crate) fn confidence(cx: &RunContext<'_>, input: ConfidenceInput<'_>) -> Opt
                 let texts: Vec<&str> = input.answers.iter().map(|a| a.text.as_str()).collect();
                 calibration.chance(&crate::confidence::signals(
                     plan,
-                    input.plan_followed.unwrap_or(true),
+                    input.plan_followed,
                     input.low_confidence,
                     &texts,
                     input.rounds,
