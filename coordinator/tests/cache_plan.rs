@@ -194,24 +194,7 @@ async fn an_answer_citing_no_tried_piece_stores_nothing() {
     }];
     let _roles = roles(&bus, (tried, false), None, stored.clone()).await;
     let _retriever = retriever(&bus).await;
-    let _summarizer =
-        serve::<SummarizeRequest, _, _>(&bus, Role::SUMMARIZER, RoleKind::Core, |_| async move {
-            Reply::ok(
-                SummarizeReply {
-                    low_confidence: false,
-                    answers: vec![Answer {
-                        text: "Michael Mann".into(),
-                        entity: None,
-                        score: 1.0,
-                        evidence: vec![7],
-                    }],
-                    explanation: "test".into(),
-                    confidence: None,
-                },
-                Cost::default(),
-            )
-        })
-        .await;
+    let _summarizer = mann_summarizer(&bus, vec![7], None).await;
 
     let reply = bounded(coordinator(&bus, test_config()).ask(ask("who directed Heat")))
         .await

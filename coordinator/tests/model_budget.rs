@@ -17,7 +17,6 @@ use kgmesh_schemas::{
         cache::Plan,
         judge::{JudgeReply, JudgeRequest, Verdict},
         kg_linker::{KgLinkReply, KgLinkRequest},
-        summarizer::{Answer, SummarizeReply, SummarizeRequest},
     },
     Reply, Role, RoleKind,
 };
@@ -418,31 +417,6 @@ async fn the_cascade_asks_the_model_only_below_its_threshold() {
     }
 }
 
-/// A summarizer that answers "Michael Mann" with its own confidence, as the passage
-/// reader does.
-async fn passage_summarizer(
-    bus: &Arc<LocalBus>,
-    confidence: f32,
-) -> Box<dyn kgmesh_bus::ServiceHandle> {
-    serve::<SummarizeRequest, _, _>(bus, Role::SUMMARIZER, RoleKind::Core, move |_| async move {
-        Reply::ok(
-            SummarizeReply {
-                low_confidence: false,
-                answers: vec![Answer {
-                    text: "Michael Mann".into(),
-                    entity: None,
-                    score: 1.0,
-                    evidence: Vec::new(),
-                }],
-                explanation: "read from a passage".into(),
-                confidence: Some(confidence),
-            },
-            Cost::default(),
-        )
-    })
-    .await
-}
-
 #[tokio::test]
 async fn the_summarizers_own_confidence_stands_and_one_outside_0_to_1_is_ignored() {
     // The plan's chance is 0.9; the summarizer read the answer from passages and says
@@ -452,7 +426,7 @@ async fn the_summarizers_own_confidence_stands_and_one_outside_0_to_1_is_ignored
         let _handles = (
             confident_linker(&bus, 0.9, Arc::new(Mutex::new(Vec::new()))).await,
             path_retriever(&bus, "paths").await,
-            passage_summarizer(&bus, said).await,
+            mann_summarizer(&bus, Vec::new(), Some(said)).await,
             cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
         );
         let reply = bounded(coordinator(&bus, test_config()).ask(question()))
@@ -460,6 +434,21 @@ async fn the_summarizers_own_confidence_stands_and_one_outside_0_to_1_is_ignored
             .expect("answered");
         assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
         assert_eq!(reply.confidence, Some(expected), "{said}: {reply:?}");
+    }
+}
+
+/// The test configuration with an answer calibration that says 0.9 for an answer on
+/// the plan and 0.2 for one off it.
+fn on_plan_or_not() -> CoordinatorConfig {
+    let off_plan = kgmesh_coordinator::confidence::SIGNALS
+        .iter()
+        .position(|s| *s == "off_plan")
+        .expect("a signal says whether the answer is off the plan");
+    CoordinatorConfig {
+        answer_calibration: Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
+            move |signals| if signals[off_plan] > 0.5 { 0.2 } else { 0.9 },
+        )),
+        ..test_config()
     }
 }
 
@@ -476,17 +465,7 @@ async fn the_calibration_reads_whether_the_answer_lies_on_the_plan_it_estimated(
             ends_summarizer(&bus).await,
             cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
         );
-        let off_plan = kgmesh_coordinator::confidence::SIGNALS
-            .iter()
-            .position(|s| *s == "off_plan")
-            .expect("a signal says whether the answer is off the plan");
-        let config = CoordinatorConfig {
-            answer_calibration: Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
-                move |signals| if signals[off_plan] > 0.5 { 0.2 } else { 0.9 },
-            )),
-            ..test_config()
-        };
-        let reply = bounded(coordinator(&bus, config).ask(question()))
+        let reply = bounded(coordinator(&bus, on_plan_or_not()).ask(question()))
             .await
             .expect("answered");
         assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
@@ -549,45 +528,14 @@ async fn an_answer_from_rows_is_neither_on_nor_off_the_plan_and_one_from_an_edge
                 }
             })
             .await,
-            row_summarizer(&bus).await,
+            mann_summarizer(&bus, vec![0], None).await,
             cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
         );
-        let off_plan = kgmesh_coordinator::confidence::SIGNALS
-            .iter()
-            .position(|s| *s == "off_plan")
-            .expect("a signal says whether the answer is off the plan");
-        let config = CoordinatorConfig {
-            answer_calibration: Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
-                move |signals| if signals[off_plan] > 0.5 { 0.2 } else { 0.9 },
-            )),
-            ..test_config()
-        };
-        let reply = bounded(coordinator(&bus, config).ask(question()))
+        let reply = bounded(coordinator(&bus, on_plan_or_not()).ask(question()))
             .await
             .expect("answered");
         assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
         assert_eq!(reply.plan_followed, followed, "{planned}: {reply:?}");
         assert_eq!(reply.confidence, Some(expected), "{planned}: {reply:?}");
     }
-}
-
-/// A summarizer answering "Michael Mann" from the first evidence line, whatever it is.
-async fn row_summarizer(bus: &Arc<LocalBus>) -> Box<dyn kgmesh_bus::ServiceHandle> {
-    serve::<SummarizeRequest, _, _>(bus, Role::SUMMARIZER, RoleKind::Core, |_| async {
-        Reply::ok(
-            SummarizeReply {
-                low_confidence: false,
-                answers: vec![Answer {
-                    text: "Michael Mann".into(),
-                    entity: None,
-                    score: 1.0,
-                    evidence: vec![0],
-                }],
-                explanation: "from the query's rows".into(),
-                confidence: None,
-            },
-            Cost::default(),
-        )
-    })
-    .await
 }

@@ -11,6 +11,18 @@ use crate::{
     },
 };
 
+/// The LLM-free linker's reply to `question`, read by words (no embedder, no cues,
+/// the default settings).
+async fn link_by_words(
+    graph: &dyn kgmesh_stores::GraphStore,
+    index: &kgmesh_models::lexical::Gazetteer,
+    question: &str,
+) -> kgmesh_schemas::messages::kg_linker::KgLinkReply {
+    link_without_llm(graph, index, None, question, &[], &LinkerConfig::default())
+        .await
+        .unwrap()
+}
+
 fn step(relation: &str, direction: Direction) -> RelationStep {
     RelationStep {
         relation: relation.to_owned(),
@@ -64,16 +76,7 @@ async fn the_sequence_the_question_describes_ranks_first() {
 async fn the_llm_free_linker_links_entities_and_proposes_metapaths() {
     let graph = movies();
     let index = build_name_index(&graph).await.unwrap();
-    let reply = link_without_llm(
-        &graph,
-        &index,
-        None,
-        "Who starred in the films of Michael Mann?",
-        &[],
-        &LinkerConfig::default(),
-    )
-    .await
-    .unwrap();
+    let reply = link_by_words(&graph, &index, "Who starred in the films of Michael Mann?").await;
     assert_eq!(reply.mentions, vec!["michael mann".to_owned()]);
     assert_eq!(reply.linked[0].entity.name, "Michael Mann");
     assert_eq!(
@@ -90,16 +93,7 @@ async fn the_llm_free_linker_links_entities_and_proposes_metapaths() {
 async fn a_question_naming_no_entity_links_nothing() {
     let graph = movies();
     let index = build_name_index(&graph).await.unwrap();
-    let reply = link_without_llm(
-        &graph,
-        &index,
-        None,
-        "what is the meaning of life",
-        &[],
-        &LinkerConfig::default(),
-    )
-    .await
-    .unwrap();
+    let reply = link_by_words(&graph, &index, "what is the meaning of life").await;
     assert!(reply.linked.is_empty());
     assert!(reply.metapaths.is_empty());
 }
@@ -111,11 +105,7 @@ async fn a_named_entity_absent_from_the_graph_is_not_replaced_by_plain_words() {
     let index = build_name_index(&graph).await.unwrap();
     let link = |question: &'static str| {
         let (graph, index) = (&graph, &index);
-        async move {
-            link_without_llm(graph, index, None, question, &[], &LinkerConfig::default())
-                .await
-                .unwrap()
-        }
+        async move { link_by_words(graph, index, question).await }
     };
     let names = |reply: &kgmesh_schemas::messages::kg_linker::KgLinkReply| -> Vec<String> {
         reply.linked.iter().map(|e| e.entity.name.clone()).collect()
@@ -426,12 +416,7 @@ async fn a_property_the_question_names_is_looked_up_for_its_entity() {
     let index = build_name_index(&graph).await.unwrap();
     let link = |question: &'static str| {
         let (graph, index) = (&graph, &index);
-        async move {
-            link_without_llm(graph, index, None, question, &[], &LinkerConfig::default())
-                .await
-                .unwrap()
-                .cypher
-        }
+        async move { link_by_words(graph, index, question).await.cypher }
     };
     // Both words of `unitPrice` beat the one of `unitsInStock`.
     assert_eq!(
@@ -530,16 +515,7 @@ async fn a_class_named_in_the_question_is_what_is_asked_not_where_to_start() {
     assert_eq!(mentions, ["kestrel moon"], "{linked:?}");
     let names: Vec<&str> = linked.iter().map(|s| s.entity.name.as_str()).collect();
     assert_eq!(names, ["Kestrel Moon"]);
-    let reply = link_without_llm(
-        &graph,
-        &index,
-        None,
-        question,
-        &[],
-        &LinkerConfig::default(),
-    )
-    .await
-    .unwrap();
+    let reply = link_by_words(&graph, &index, question).await;
     assert_eq!(
         reply.metapaths[0].steps,
         vec![step("record label", Direction::Out)],
@@ -562,16 +538,7 @@ async fn a_class_named_in_the_question_is_what_is_asked_not_where_to_start() {
 async fn a_misspelled_name_is_read_as_the_closest_one_below_an_exact_link() {
     let graph = movies();
     let index = build_name_index(&graph).await.unwrap();
-    let reply = link_without_llm(
-        &graph,
-        &index,
-        None,
-        "who directed Colateral",
-        &[],
-        &LinkerConfig::default(),
-    )
-    .await
-    .unwrap();
+    let reply = link_by_words(&graph, &index, "who directed Colateral").await;
     let linked: Vec<(&str, f32)> = reply
         .linked
         .iter()
@@ -584,16 +551,7 @@ async fn a_misspelled_name_is_read_as_the_closest_one_below_an_exact_link() {
         "a fuzzy link scores below an exact one: {linked:?}"
     );
     // A name written right is linked exactly, with no fuzzy neighbour.
-    let exact = link_without_llm(
-        &graph,
-        &index,
-        None,
-        "who directed Collateral",
-        &[],
-        &LinkerConfig::default(),
-    )
-    .await
-    .unwrap();
+    let exact = link_by_words(&graph, &index, "who directed Collateral").await;
     assert!(
         exact.linked.iter().all(|s| s.score >= 1.0),
         "{:?}",
@@ -606,16 +564,7 @@ async fn a_misspelled_name_is_read_as_the_closest_one_below_an_exact_link() {
         ("which country does Paul_AGUILAR play colateral in", false),
         ("which country does Paul_AGUILAR play Colateral in", true),
     ] {
-        let reply = link_without_llm(
-            &graph,
-            &index,
-            None,
-            question,
-            &[],
-            &LinkerConfig::default(),
-        )
-        .await
-        .unwrap();
+        let reply = link_by_words(&graph, &index, question).await;
         assert_eq!(!reply.linked.is_empty(), linked, "{question}: {reply:?}");
     }
 }
