@@ -25,6 +25,7 @@ use crate::{
         relevance::{Relevance, TextVectors},
         text::SequenceFit,
     },
+    summarizer::answer_type,
 };
 
 /// Bounds of metapath enumeration.
@@ -292,7 +293,70 @@ pub async fn first_stage(
             .then(a_path.steps.len().cmp(&b_path.steps.len()))
             .then(a_path.cmp(b_path))
     });
+    misfits_last(store, relevance.asking(), &reaching, &fits, &mut order).await?;
     Ok((reaching, fits, lexical, order))
+}
+
+/// Reached nodes read per metapath to tell whether what it reaches can answer.
+const FORM_SAMPLE: usize = 5;
+
+/// When the first of `order` reaches only what cannot answer the question by its form
+/// (numbers where a person or place is asked, names where a date or year is,
+/// [`answer_type::form_misfits`]) and another metapath reaches something that can
+/// while leaving at most one more of its hops unexplained by the question's words
+/// (`fits`; the asking word explains that one by its end's form), those metapaths go
+/// first, in their order: "when did X come out" over a graph where no
+/// relation is named like "come out" is planned along the relation that reaches a
+/// year, not one that reaches a person. A longer walk to some year ("when was X born"
+/// → where X was born → a publisher based there → the year it was founded) explains
+/// no more of the question than the form of its end, and stays where it was. The
+/// summarizer sets aside such evidence paths the same way; planning by it brings the
+/// path that can answer into the evidence at all. `asking`: the question's words
+/// outside its entities' names.
+async fn misfits_last(
+    store: &dyn GraphStore,
+    asking: &str,
+    reaching: &[Reaching],
+    fits: &[SequenceFit],
+    order: &mut [usize],
+) -> StoreResult<()> {
+    let Some(asked) = answer_type::asked_by_form(asking) else {
+        return Ok(());
+    };
+    let mut sample: Vec<NodeId> = reaching
+        .iter()
+        .flat_map(|r| r.reached.iter().take(FORM_SAMPLE).copied())
+        .collect();
+    sample.sort_unstable();
+    sample.dedup();
+    let names: HashMap<NodeId, String> = store
+        .entities(&sample)
+        .await?
+        .into_iter()
+        .map(|e| (e.id, e.name))
+        .collect();
+    let misfit: Vec<bool> = reaching
+        .iter()
+        .map(|r| {
+            let mut forms = r
+                .reached
+                .iter()
+                .take(FORM_SAMPLE)
+                .filter_map(|id| names.get(id))
+                .peekable();
+            forms.peek().is_some() && forms.all(|name| answer_type::form_misfits(asked, name))
+        })
+        .collect();
+    let Some(&first) = order.first().filter(|&&i| misfit[i]) else {
+        return Ok(());
+    };
+    let unexplained = fits[first].unexplained_hops;
+    // The asking word explains one hop by the form of its end.
+    let answers = |i: usize| !misfit[i] && fits[i].unexplained_hops <= unexplained + 1;
+    if order.iter().any(|&i| answers(i)) {
+        order.sort_by_key(|&i| !answers(i));
+    }
+    Ok(())
 }
 
 /// Metapaths around `entities`, ranked against the question, best first: the first

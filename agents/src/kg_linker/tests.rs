@@ -568,3 +568,37 @@ async fn a_misspelled_name_is_read_as_the_closest_one_below_an_exact_link() {
         assert_eq!(!reply.linked.is_empty(), linked, "{question}: {reply:?}");
     }
 }
+
+#[tokio::test]
+async fn a_plan_reaching_what_cannot_answer_by_its_form_goes_after_one_that_can() {
+    use crate::scoring::fixtures::graph;
+
+    // No relation is named like "come out": by words the metapaths tie, and the
+    // first in their order reaches a name where "when" asks for a date.
+    let graph = graph(&[
+        ("Human Error", "performer", "Kestrel Moon"),
+        ("Human Error", "producer", "Ada Quennell"),
+        ("Human Error", "publication_date", "2009"),
+        ("Place of Birth", "part_of", "Human Error"),
+    ]);
+    let album = entity(&graph, "Human Error");
+    let first = |question: &'static str| {
+        let graph = &graph;
+        let album = album.clone();
+        async move {
+            let relevance = Relevance::lexical(question, &["Human Error"]);
+            rank_metapaths(graph, &relevance, &[album], &EnumerateLimits::default(), 3)
+                .await
+                .unwrap()[0]
+                .metapath
+                .steps
+                .clone()
+        }
+    };
+    let dated = vec![step("publication_date", Direction::Out)];
+    assert_eq!(first("when did Human Error come out").await, dated);
+    // "who" asks for a name: the year goes after the names.
+    assert_ne!(first("who did Human Error come out with").await, dated);
+    // Nothing asked that a form rules out: the order by words stands.
+    assert_ne!(first("what about Human Error").await, dated);
+}

@@ -99,6 +99,8 @@ pub use kgmesh_models::cosine;
 /// A question, ready to score texts against.
 pub struct Relevance {
     question: Arc<str>,
+    /// The question's words outside its entities' names.
+    asking: Arc<str>,
     terms: QuestionTerms,
     embedded: Option<(Arc<TextVectors>, Arc<[f32]>)>,
     /// Word embeddings for relation-sequence scoring, and the cosine from which a
@@ -198,6 +200,23 @@ pub fn standing_out(cosines: &[f32]) -> impl Iterator<Item = bool> + '_ {
 /// focus bonus).
 const EMBEDDED_SYNONYM: f32 = 0.8;
 
+/// Marks the token standing for a whole relation ([`RELATION_TOKEN`]) on a hop that walks
+/// the relation from its object to its subject.
+const AGAINST_TOKEN: char = '\u{2190}';
+
+/// Per hop: whether the hop walks its relation from object to subject.
+fn against_steps(metapaths: &[&Metapath]) -> Vec<Vec<bool>> {
+    metapaths
+        .iter()
+        .map(|m| {
+            m.steps
+                .iter()
+                .map(|s| s.direction == Direction::In)
+                .collect()
+        })
+        .collect()
+}
+
 /// Per hop: whether the hop follows the previous hop's relation back (the round trip of
 /// a shared value, "the films with the same director as X").
 pub(crate) fn returning_steps(metapath: &Metapath) -> Vec<bool> {
@@ -236,6 +255,9 @@ impl Relevance {
     pub fn lexical(question: &str, entity_names: &[&str]) -> Self {
         Self {
             question: Arc::from(question),
+            asking: Arc::from(
+                kgmesh_models::lexical::text::words_asking(question, entity_names).join(" "),
+            ),
             terms: QuestionTerms::new(question, entity_names),
             embedded: None,
             words_opt: None,
@@ -367,6 +389,12 @@ impl Relevance {
     }
 
     /// The question as asked.
+    /// The question's words outside its entities' names, as text: what it asks, not
+    /// what it is about.
+    pub fn asking(&self) -> &str {
+        &self.asking
+    }
+
     pub fn question(&self) -> &str {
         &self.question
     }
@@ -389,7 +417,11 @@ impl Relevance {
     /// Relevance of relation sequences; `verbalized[i]` is sequence `i` as text (what the
     /// embedder reads).
     pub async fn sequences(&self, sequences: &[Vec<String>], verbalized: &[String]) -> Vec<f32> {
-        fit_scores(&self.score_sequences(sequences, &[], verbalized, None).await)
+        fit_scores(
+            &self
+                .score_sequences(sequences, &[], &[], verbalized, None)
+                .await,
+        )
     }
 
     /// Relevance of metapaths; like [`Self::sequences`], and with the learned cues of
@@ -406,8 +438,15 @@ impl Relevance {
     ) -> Vec<SequenceFit> {
         let (sequences, learned) = self.sequences_of(metapaths);
         let returns = returning_hops(metapaths);
-        self.score_sequences(&sequences, &returns, verbalized, learned.as_deref())
-            .await
+        let against = against_steps(metapaths);
+        self.score_sequences(
+            &sequences,
+            &returns,
+            &against,
+            verbalized,
+            learned.as_deref(),
+        )
+        .await
     }
 
     /// [`Self::metapaths`] by the words of relation names and the learned cues only (no
@@ -467,18 +506,20 @@ impl Relevance {
         })
     }
 
-    /// `returns[i][h]`: hop `h` of sequence `i` walks hop `h - 1`'s relation back (empty
-    /// when directions are unknown).
+    /// `returns[i][h]`: hop `h` of sequence `i` walks hop `h - 1`'s relation back;
+    /// `against[i][h]`: it walks its relation from object to subject (both empty when
+    /// directions are unknown).
     async fn score_sequences(
         &self,
         sequences: &[Vec<String>],
         returns: &[Vec<bool>],
+        against: &[Vec<bool>],
         verbalized: &[String],
         hop_words: Option<&[Vec<Vec<f32>>]>,
     ) -> Vec<SequenceFit> {
         if let Some((vectors, cosine)) = &self.words_opt {
             match self
-                .sequences_with_words(sequences, returns, vectors, *cosine, hop_words)
+                .sequences_with_words(sequences, returns, against, vectors, *cosine, hop_words)
                 .await
             {
                 Ok(scores) => return scores,
@@ -627,9 +668,10 @@ impl Relevance {
             .collect())
     }
 
-    /// Whether question word `index` is a plural noun right after "which" ("which *books*
-    /// did X write"): it names the kind of entity the answers are, which a relation near
-    /// it by meaning ("books" reads near `held at` and `home library`) does not explain.
+    /// Whether question word `index` is a plural noun right after "which" or "how many"
+    /// ("which *books* did X write", "how many *books* …"): it names the kind of entity
+    /// the answers are (or that is counted), which a relation near it by meaning
+    /// ("books" reads near `held at` and `home library`) does not explain.
     /// After "what" a word may name an attribute the answer is a value of ("what *sex*" is
     /// `gender`, "what *types* are the films" is `has_genre`), and so may a singular one
     /// after "which" ("which *faith*"): those keep their nearest relation.
@@ -642,17 +684,22 @@ impl Relevance {
             && super::text::looks_plural(word)
             && super::text::words(&self.question)
                 .windows(2)
-                .any(|pair| pair[0] == "which" && pair[1] == *word)
+                .any(|pair| matches!(pair[0].as_str(), "which" | "many") && pair[1] == *word)
     }
 
     /// Sequences scored by the words of their relation names, plus, for each question
     /// word no name matches, the relation nearest to it by embedding
     /// ([`Self::nearest_relations`]): a hop along that relation may claim the word as
     /// if a stem matched ("sex" names `gender`, "mom" `parents`, "faith" `religion`).
+    /// A wh-word asking for a kind of answer ("*where*", "*when*") names what its
+    /// nearest relation points to, so only a hop walking that relation from subject to
+    /// object may claim it: `located in` walked back from a city reaches what is in the
+    /// city, not a place (`against` as in [`Self::score_sequences`]).
     async fn sequences_with_words(
         &self,
         sequences: &[Vec<String>],
         returns: &[Vec<bool>],
+        against: &[Vec<bool>],
         vectors: &TextVectors,
         min_cosine: f32,
         hop_words: Option<&[Vec<Vec<f32>>]>,
@@ -679,15 +726,25 @@ impl Relevance {
             .nearest_relations(sequences, vectors, min_cosine, &matched)
             .await?;
         let named: Vec<bool> = nearest.iter().map(Option::is_some).collect();
+        let asked_relation: Option<&str> = nearest
+            .iter()
+            .enumerate()
+            .find(|(index, _)| self.terms.asks_a_kind(*index))
+            .and_then(|(_, relation)| relation.as_deref());
         let unknown = self.unknown_words(sequences, &named);
         let extra = |token: &str, index: usize| -> f32 {
-            match token.strip_prefix(RELATION_TOKEN) {
-                Some(relation)
-                    if nearest.get(index).and_then(Option::as_deref) == Some(relation) =>
-                {
-                    EMBEDDED_SYNONYM
-                }
-                _ => 0.0,
+            let Some(relation) = token.strip_prefix(RELATION_TOKEN) else {
+                return 0.0;
+            };
+            let (relation, walked_back) = match relation.strip_suffix(AGAINST_TOKEN) {
+                Some(relation) => (relation, true),
+                None => (relation, false),
+            };
+            let names = nearest.get(index).and_then(Option::as_deref) == Some(relation);
+            if names && !(walked_back && self.terms.asks_a_kind(index)) {
+                EMBEDDED_SYNONYM
+            } else {
+                0.0
             }
         };
         Ok(sequences
@@ -696,9 +753,21 @@ impl Relevance {
             .map(|(index, sequence)| {
                 let relations: Vec<Vec<String>> = sequence
                     .iter()
-                    .map(|relation| {
+                    .enumerate()
+                    .map(|(hop, relation)| {
                         let mut tokens = stems.get(relation.as_str()).cloned().unwrap_or_default();
-                        tokens.push(format!("{RELATION_TOKEN}{relation}"));
+                        // Marked only where it matters, so that a hop's tokens
+                        // otherwise read as they did without directions.
+                        let back = asked_relation == Some(relation.as_str())
+                            && against
+                                .get(index)
+                                .and_then(|hops| hops.get(hop))
+                                .is_some_and(|&back| back);
+                        tokens.push(if back {
+                            format!("{RELATION_TOKEN}{relation}{AGAINST_TOKEN}")
+                        } else {
+                            format!("{RELATION_TOKEN}{relation}")
+                        });
                         tokens
                     })
                     .collect();

@@ -125,6 +125,19 @@ async fn a_word_near_every_relation_names_none_a_word_near_one_names_it() {
     assert_eq!(class[0], class[1], "{class:?}");
     let distinct = scores(MOVIES_MEAN_ACTORS).await;
     assert!(distinct[0] > distinct[1], "{distinct:?}");
+    // A plural after "which" or "how many" names the kind of the answers (or of what
+    // is counted), even where it reads near one relation alone.
+    for question in [
+        "which movies did Michael Mann direct",
+        "how many movies did Michael Mann direct",
+    ] {
+        let relevance = Relevance::lexical(question, &["Michael Mann"]).with_word_vectors(
+            Arc::new(TextVectors::new(Arc::new(MOVIES_MEAN_ACTORS), 100)),
+            SYNONYM_COSINE,
+        );
+        let class = relevance.sequences(&sequences, &texts).await;
+        assert_eq!(class[0], class[1], "{question}: {class:?}");
+    }
 }
 
 #[tokio::test]
@@ -217,7 +230,12 @@ async fn an_opening_where_names_the_relation_it_stands_out_for() {
         ("is_in_country", Direction::In),
     ]);
     let club = metapath(&[("plays_in_club", Direction::Out)]);
-    let texts = vec![String::new(); 3];
+    // The nearest relation walked from object to subject: what is in the country.
+    let back = metapath(&[
+        ("plays_in_club", Direction::Out),
+        ("is_in_country", Direction::In),
+    ]);
+    let texts = vec![String::new(); 4];
     let scores = |question: &'static str| {
         let relevance = Relevance::lexical(question, &["Saphir_TAIDER"])
             .with_graph_relations(relations.clone())
@@ -225,15 +243,21 @@ async fn an_opening_where_names_the_relation_it_stands_out_for() {
                 Arc::new(TextVectors::new(Arc::new(WHERE_MEANS_COUNTRY), 100)),
                 SYNONYM_COSINE,
             );
-        let (right, wrong, club) = (right.clone(), wrong.clone(), club.clone());
+        let (right, wrong, club, back) = (right.clone(), wrong.clone(), club.clone(), back.clone());
         let texts = texts.clone();
-        async move { relevance.metapaths(&[&right, &wrong, &club], &texts).await }
+        async move {
+            relevance
+                .metapaths(&[&right, &wrong, &club, &back], &texts)
+                .await
+        }
     };
     // "where" asks for a place and stands out for `is_in_country` (0.45, apart from the
     // rest); `plays_in_club` explains "plays" and the clause's "club" as well.
     let asked = scores("where is the football club that Saphir_TAIDER plays for").await;
     assert!(asked[0] > asked[1], "{asked:?}");
     assert!(asked[0] > asked[2], "{asked:?}");
+    // "where" names what `is_in_country` points to: walked back, it explains nothing.
+    assert!(asked[3] < asked[2], "{asked:?}");
     // A content word at the same cosine is below the floor of content words: it names
     // no relation, and the sequences score as for a word no embedding places near any.
     // (Both are links of an "of" chain, "the *whereabouts* of the club", which no

@@ -49,6 +49,15 @@ pub const RELATION_TOKEN: &str = "\u{2261}";
 /// [`SHARED_VALUE_WORDS`]); no relation name stems to it.
 pub const RETURN_TOKEN: &str = "\u{21a9}";
 
+/// Whether question word `at` of `all` names the kind of thing asked for: it follows
+/// "what" / "which" ("which *ships*", "what *sex*") or "how many" / "how much" ("how
+/// many *captains*"), where it is the class of what is counted.
+fn asks_for_kind_at(all: &[String], at: usize) -> bool {
+    let before = |back: usize| at.checked_sub(back).map_or("", |i| all[i].as_str());
+    matches!(before(1), "what" | "which")
+        || (before(2) == "how" && matches!(before(1), "many" | "much"))
+}
+
 /// A question's content words, ready to be matched against relation names and entity
 /// names.
 #[derive(Debug, Clone, Default)]
@@ -67,8 +76,8 @@ pub struct QuestionTerms {
     /// follows "what"/"which" ("which films", "what sex"), or a named entity's when it
     /// stands in apposition before the name ("the film Heat").
     determined: Vec<bool>,
-    /// Per stem: the word directly follows "what"/"which" (the answer's class, one of
-    /// the cases of `determined`).
+    /// Per stem: the word directly follows "what"/"which" or "how many" (the answer's
+    /// class, one of the cases of `determined`).
     answers_class: Vec<bool>,
     /// Per stem: the word names the class of a node the question's other words reach
     /// by a relation: it heads a relative clause ("the *director* that directed X") or
@@ -271,9 +280,7 @@ impl QuestionTerms {
         };
         let answers_class: Vec<bool> = content
             .iter()
-            .map(|&(i, _)| {
-                asks_a_kind(i) || (i > 0 && matches!(all[i - 1].as_str(), "what" | "which"))
-            })
+            .map(|&(i, _)| asks_a_kind(i) || asks_for_kind_at(&all, i))
             .collect();
         let asked = content.iter().position(|&(i, _)| asks_a_kind(i));
         // The answer's class word ("which *screenwriter*", not an asking wh-word) or
@@ -311,7 +318,7 @@ impl QuestionTerms {
                 let next = all.get(i + 1).map_or("", String::as_str);
                 let after_next = all.get(i + 2).map_or("", String::as_str);
                 asks_a_kind(i)
-                    || matches!(previous, "what" | "which")
+                    || asks_for_kind_at(&all, i)
                     || (matches!(previous, "the" | "a" | "an") && names_entity_at(i + 1))
                     // The head noun of a relative clause: "the movies *that* share
                     // actors with X", "films *whose* directors …", "the movies
@@ -390,9 +397,10 @@ impl QuestionTerms {
         self.determined.get(index).copied().unwrap_or(false)
     }
 
-    /// Whether question word `index` directly follows "what" or "which" ("what *sex*",
-    /// "which *team*") or is an opening wh-word asking for a kind of answer ("*where*
-    /// is …"): the answer's class, which a relation may be named after.
+    /// Whether question word `index` directly follows "what", "which" or "how many"
+    /// ("what *sex*", "which *team*", "how many *films*") or is an opening wh-word
+    /// asking for a kind of answer ("*where* is …"): the answer's class (for a count,
+    /// the class of what is counted), which a relation may be named after.
     pub fn names_the_answers_class(&self, index: usize) -> bool {
         self.answers_class.get(index).copied().unwrap_or(false)
     }
@@ -984,6 +992,15 @@ mod tests {
         );
         assert_eq!(class("who directed Heat", "Heat"), None);
         assert_eq!(class("where is Heat set", "Heat"), None);
+        // What a count counts is the class of the answers it counts.
+        assert_eq!(
+            class("how many books did Marta Okonkwo write", "Marta Okonkwo").as_deref(),
+            Some("books")
+        );
+        assert_eq!(
+            class("how many did Marta Okonkwo write", "Marta Okonkwo"),
+            None
+        );
     }
 
     #[test]

@@ -81,6 +81,23 @@ impl std::fmt::Display for AnswerType {
     }
 }
 
+/// Whether `name`, by its form alone, cannot answer a question asking for `asked`: a
+/// number, year, date or amount where a name is asked (a person, a place), or a name
+/// where a date or year is asked. Only numbers are told from names by form.
+pub fn form_misfits(asked: AnswerType, name: &str) -> bool {
+    form_type(name, "").is_numeric() != asked.is_numeric()
+}
+
+/// What a question asks for, when the form of an answer can rule one out
+/// ([`form_misfits`]): a person, a place, a date or a year. `asking`: the question's
+/// words outside its entities' names.
+pub fn asked_by_form(asking: &str) -> Option<AnswerType> {
+    use AnswerType::{Date, Person, Place, Year};
+    asked(asking)
+        .kind
+        .filter(|kind| matches!(kind, Person | Place | Date | Year))
+}
+
 /// How well a span of type `span` answers a question asking for `asked`, in `[0, 1]`:
 /// 1 for the type asked, less for a near one (an organization for "who", a year for
 /// "when"), 0 for a numeric span where a name is asked or the reverse.

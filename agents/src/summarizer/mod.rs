@@ -18,7 +18,11 @@ pub mod reader;
 pub mod spans;
 
 use kgmesh_schemas::{text::contains_phrase, NodeId};
-use std::{collections::HashMap, sync::Arc, time::Instant};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Instant,
+};
 
 use kgmesh_models::{
     lexical::{gazetteer::spelled_as, text::words_asking},
@@ -382,6 +386,11 @@ impl Summarizer {
             .map(|path| path.map_or_else(String::new, |p| p.end().name.clone()))
             .collect();
         let asking = words_asking(&request.question, &names).join(" ");
+        if !chosen_elsewhere {
+            if let Some(reply) = nothing_of_the_form_asked(request, &asking, &ends) {
+                return reply;
+            }
+        }
         let Some(vectors) = &self.vectors_opt else {
             if chosen_elsewhere {
                 return summarize(request, &self.rule);
@@ -686,18 +695,15 @@ fn class_lines(
 /// by the size of a set of names. `asking`: the question's words outside its entities'
 /// names.
 fn misfit_lines(asking: &str, ends: &[String]) -> Option<(SetAside, Vec<bool>)> {
-    use answer_type::AnswerType::{Date, Person, Place, Year};
-    let asked = answer_type::asked(asking)
-        .kind
-        .filter(|kind| matches!(kind, Person | Place | Date | Year))?;
+    let asked = answer_type::asked_by_form(asking)?;
     let forms: Vec<Option<answer_type::AnswerType>> = ends
         .iter()
         .map(|end| (!end.is_empty()).then(|| answer_type::form_type(end, "")))
         .collect();
     // A name's form tells a person from a place poorly: only numbers against names.
-    let aside: Vec<bool> = forms
+    let aside: Vec<bool> = ends
         .iter()
-        .map(|form| form.is_some_and(|form| form.is_numeric() != asked.is_numeric()))
+        .map(|end| !end.is_empty() && answer_type::form_misfits(asked, end))
         .collect();
     // Named by the first line set aside's form.
     let form = forms
@@ -706,6 +712,49 @@ fn misfit_lines(asking: &str, ends: &[String]) -> Option<(SetAside, Vec<bool>)> 
         .find(|(_, a)| **a)
         .and_then(|(form, _)| *form)?;
     Some((SetAside::Form { asked, form }, aside))
+}
+
+/// "I don't know" when the question asks for what a name's form can rule out (a date or
+/// year, a person or place: [`answer_type::asked_by_form`]) and nothing the evidence
+/// holds can be one: every path ends ([`path_evidence`]'s `ends`, as names) at the other
+/// form, and so does every edge's node across from one the question names. "When was X born" over a graph holding
+/// no date for anything near X is not answered with X's birthplace. The KG-Linker plans
+/// first along a metapath that reaches the asked form when one does, so a graph that
+/// holds the answer brings it into the evidence.
+fn nothing_of_the_form_asked(
+    request: &SummarizeRequest,
+    asking: &str,
+    ends: &[String],
+) -> Option<SummarizeReply> {
+    let asked = answer_type::asked_by_form(asking)?;
+    let mut found = ends.iter().filter(|end| !end.is_empty()).peekable();
+    found.peek()?;
+    // An edge answers only from a node the question names.
+    let topic: HashSet<NodeId> = request.topic_entities.iter().map(|e| e.id).collect();
+    let mut nodes = request
+        .context
+        .evidence
+        .iter()
+        .filter_map(|e| match &e.item {
+            EvidenceItem::Triple(t) if topic.contains(&t.head.id) => Some(t.tail.name.as_str()),
+            EvidenceItem::Triple(t) if topic.contains(&t.tail.id) => Some(t.head.name.as_str()),
+            _ => None,
+        });
+    if !found.all(|end| answer_type::form_misfits(asked, end))
+        || !nodes.all(|name| answer_type::form_misfits(asked, name))
+    {
+        return None;
+    }
+    let other = if asked.is_numeric() { "name" } else { "number" };
+    Some(SummarizeReply {
+        low_confidence: false,
+        answers: Vec::new(),
+        explanation: format!(
+            "I don't know: the question asks for a {asked}, and everything found is a \
+             {other}."
+        ),
+        confidence: None,
+    })
 }
 
 /// Says in `reply` what [`Summarizer::set_aside`] set aside.

@@ -1424,7 +1424,7 @@ async fn graph_and_passages_both_answering_the_one_explaining_more_wins() {
     assert!(
         reply
             .explanation
-            .contains("\"1995\" is a year, not the person"),
+            .contains("the question asks for a person, and everything found is a number"),
         "{}",
         reply.explanation
     );
@@ -1532,14 +1532,28 @@ async fn a_path_answering_with_numbers_gives_way_where_a_person_is_asked() {
         assert_eq!(reply.answers[0].text, "1995", "{reply:?}");
         assert!(!reply.explanation.contains("set aside"), "{reply:?}");
 
-        // With no path of the asked type, the best stands (its confidence says the rest).
+        // With nothing of the asked form found, no answer: a year cannot be who.
         let reply = reply_in_time(
             summarizer,
             founded_request("who founded Norrland Jet", false),
         )
         .await;
-        assert_eq!(reply.answers[0].text, "1995", "{reply:?}");
-        assert!(!reply.explanation.contains("set aside"), "{reply:?}");
+        assert!(reply.answers.is_empty(), "{reply:?}");
+        assert_eq!(
+            reply.explanation,
+            "I don't know: the question asks for a person, and everything found is a number."
+        );
+        // An edge from the airline to a person is something of the asked form.
+        let mut request = founded_request("who founded Norrland Jet", false);
+        request.context.evidence.push(triple(
+            "agentic-traverser",
+            &entity(1, "Norrland Jet"),
+            "chief_executive",
+            &entity(4, "Ola Brenne"),
+            0.5,
+        ));
+        let reply = reply_in_time(summarizer, request).await;
+        assert!(!reply.answers.is_empty(), "{reply:?}");
     }
 }
 

@@ -105,13 +105,6 @@ impl AnswerAsk {
             .map(|i| terms.stems()[i].clone())
             .collect();
         let all = words(question);
-        for (at, pair) in all.windows(2).enumerate() {
-            if pair[0] == "how" && (pair[1] == "many" || pair[1] == "much") {
-                if let Some(word) = all.get(at + 2) {
-                    class_stems.push(stem(word));
-                }
-            }
-        }
         class_stems.sort();
         class_stems.dedup();
         let asks_time = all.iter().take(3).any(|w| w == "when")
