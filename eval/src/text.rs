@@ -11,9 +11,8 @@ use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use anyhow::Context as _;
 use kgmesh_agents::{
-    scoring::{relevance::TextVectors, TEXT_VECTOR_CACHE},
+    scoring::{answer_type, relevance::TextVectors, TEXT_VECTOR_CACHE},
     summarizer::{
-        answer_type,
         core::SummaryRule,
         reader,
         spans::{SpanExample, SpanExampleRow},

@@ -21,11 +21,11 @@ use kgmesh_stores::{GraphStore, NeighborQuery, StoreResult};
 use crate::{
     entity_linker::core::EXACT_SCORE,
     path_follower::core::stored_edge,
+    scoring::answer_type,
     scoring::{
         relevance::{Relevance, TextVectors},
         text::SequenceFit,
     },
-    summarizer::answer_type,
 };
 
 /// Bounds of metapath enumeration.

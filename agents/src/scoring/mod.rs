@@ -1,6 +1,7 @@
 //! Scoring retriever (ByoKG-RAG App. A) and the question-relevance helpers every
 //! retriever shares.
 
+pub mod answer_type;
 pub mod core;
 pub mod relevance;
 pub mod role;

@@ -11,7 +11,6 @@
 //! answers when the rule finds any. The fallback is counted in the reply's cost, so
 //! the answer says it was degraded.
 
-pub mod answer_type;
 pub mod core;
 mod profile;
 pub mod reader;
@@ -49,6 +48,7 @@ use crate::{
         AgentDeps, CallContext, ConfigSection, Need, Needs, RoleBuildError, RoleDescriptor,
         RoleSpec,
     },
+    scoring::answer_type,
     scoring::{
         relevance::{cosine, fit_scores, Relevance, TextVectors, SYNONYM_COSINE},
         text::{relation_label, QuestionTerms, SequenceFit},

@@ -66,14 +66,16 @@ use kgmesh_schemas::messages::{
 };
 
 use super::{
-    answer_type::{
-        self, AnswerType, Asked, NameTypes, CURRENCY_WORDS, MONTHS, NUMBER_WORDS, WEEKDAYS,
-    },
     core::SummaryRule,
     spans::{self, SpanModel, SPAN_FEATURES},
 };
 use crate::{
-    scoring::text::QuestionTerms,
+    scoring::{
+        answer_type::{
+            self, AnswerType, Asked, NameTypes, CURRENCY_WORDS, MONTHS, NUMBER_WORDS, WEEKDAYS,
+        },
+        text::QuestionTerms,
+    },
     text_retriever::chunk::{self, Token},
 };
 
