@@ -717,10 +717,10 @@ fn misfit_lines(asking: &str, ends: &[String]) -> Option<(SetAside, Vec<bool>)> 
 /// "I don't know" when the question asks for what a name's form can rule out (a date or
 /// year, a person or place: [`answer_type::asked_by_form`]) and nothing the evidence
 /// holds can be one: every path ends ([`path_evidence`]'s `ends`, as names) at the other
-/// form, and so does every edge's node across from one the question names. "When was X born" over a graph holding
-/// no date for anything near X is not answered with X's birthplace. The KG-Linker plans
-/// first along a metapath that reaches the asked form when one does, so a graph that
-/// holds the answer brings it into the evidence.
+/// form, and so does every edge's node across from one the question names. "When was X
+/// born" over a graph holding no date for anything near X is not answered with X's
+/// birthplace. The KG-Linker plans first along a metapath that reaches the asked form
+/// when one does, so a graph that holds the answer brings it into the evidence.
 fn nothing_of_the_form_asked(
     request: &SummarizeRequest,
     asking: &str,
