@@ -324,6 +324,11 @@ impl QuestionTerms {
                     // actors with X", "films *whose* directors …", "the movies
                     // *written by* X".
                     || matches!(next, "that" | "whose" | "which" | "who" | "whom")
+                    // A word between the article and that head noun says what kind
+                    // of it: "the *football* club that X plays for".
+                    || (matches!(previous, "the" | "a" | "an")
+                        && !is_stop_word(next)
+                        && matches!(after_next, "that" | "whose" | "which" | "who" | "whom"))
                     || (after_next == "by" && !is_stop_word(next))
                     // The class of the entity named after it: "what kind of *film* is
                     // [Heat]".
@@ -1019,6 +1024,17 @@ mod tests {
         // The subject here is the sequel, no name: the rule leaves "film" as it was.
         let terms = QuestionTerms::new("what kind of film is Heat's sequel", &["Heat"]);
         assert!(!terms.names_a_class(word(&terms, "film")));
+        // A word between the article and a relative clause's head noun says what kind
+        // of node it is ("sport" is not what "football" asks for); a word elsewhere
+        // keeps its reading.
+        let terms = QuestionTerms::new(
+            "where is the football club that Joel_MATIP plays for",
+            &["Joel_MATIP"],
+        );
+        assert!(terms.names_a_class(word(&terms, "club")));
+        assert!(terms.names_a_class(word(&terms, "football")));
+        let terms = QuestionTerms::new("where does Joel_MATIP play football", &["Joel_MATIP"]);
+        assert!(!terms.names_a_class(word(&terms, "football")));
     }
 
     #[test]
