@@ -49,6 +49,11 @@ pub const RELATION_TOKEN: &str = "\u{2261}";
 /// [`SHARED_VALUE_WORDS`]); no relation name stems to it.
 pub const RETURN_TOKEN: &str = "\u{21a9}";
 
+/// Whether `word` opens a relative clause ("the club *that* …"), after its head noun.
+fn opens_relative_clause(word: &str) -> bool {
+    matches!(word, "that" | "whose" | "which" | "who" | "whom")
+}
+
 /// Whether question word `at` of `all` names the kind of thing asked for: it follows
 /// "what" / "which" ("which *ships*", "what *sex*") or "how many" / "how much" ("how
 /// many *captains*"), where it is the class of what is counted.
@@ -290,8 +295,7 @@ impl QuestionTerms {
             .zip(&answers_class)
             .map(|(&(i, _), &class)| {
                 let next = all.get(i + 1).map_or("", String::as_str);
-                (class && !asks_a_kind(i))
-                    || matches!(next, "that" | "whose" | "which" | "who" | "whom")
+                (class && !asks_a_kind(i)) || opens_relative_clause(next)
             })
             .collect();
         // What a have-clause says its subject has, when a class word before it names
@@ -323,12 +327,12 @@ impl QuestionTerms {
                     // The head noun of a relative clause: "the movies *that* share
                     // actors with X", "films *whose* directors …", "the movies
                     // *written by* X".
-                    || matches!(next, "that" | "whose" | "which" | "who" | "whom")
+                    || opens_relative_clause(next)
                     // A word between the article and that head noun says what kind
                     // of it: "the *football* club that X plays for".
                     || (matches!(previous, "the" | "a" | "an")
                         && !is_stop_word(next)
-                        && matches!(after_next, "that" | "whose" | "which" | "who" | "whom"))
+                        && opens_relative_clause(after_next))
                     || (after_next == "by" && !is_stop_word(next))
                     // The class of the entity named after it: "what kind of *film* is
                     // [Heat]".

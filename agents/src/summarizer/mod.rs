@@ -696,21 +696,14 @@ fn class_lines(
 /// names.
 fn misfit_lines(asking: &str, ends: &[String]) -> Option<(SetAside, Vec<bool>)> {
     let asked = answer_type::asked_by_form(asking)?;
-    let forms: Vec<Option<answer_type::AnswerType>> = ends
-        .iter()
-        .map(|end| (!end.is_empty()).then(|| answer_type::form_type(end, "")))
-        .collect();
     // A name's form tells a person from a place poorly: only numbers against names.
     let aside: Vec<bool> = ends
         .iter()
         .map(|end| !end.is_empty() && answer_type::form_misfits(asked, end))
         .collect();
     // Named by the first line set aside's form.
-    let form = forms
-        .iter()
-        .zip(&aside)
-        .find(|(_, a)| **a)
-        .and_then(|(form, _)| *form)?;
+    let first = ends.iter().zip(&aside).find(|(_, a)| **a)?.0;
+    let form = answer_type::form_type(first, "");
     Some((SetAside::Form { asked, form }, aside))
 }
 
