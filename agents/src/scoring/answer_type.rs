@@ -133,7 +133,7 @@ pub struct Asked {
 
 /// Auxiliaries that may stand between "what" and the class word ("what *was* the
 /// budget").
-const AUXILIARIES: &[&str] = &[
+pub(crate) const AUXILIARIES: &[&str] = &[
     "is", "was", "are", "were", "did", "does", "do", "has", "have", "had", "will", "would", "can",
     "could", "should", "must",
 ];

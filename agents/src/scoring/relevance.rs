@@ -174,6 +174,22 @@ const NEAREST_MARGIN: f32 = 0.05;
 /// questions with MiniLM (docs/evaluation.md, "With MiniLM").
 const DISTINCT_MIN: f32 = 0.2;
 
+/// Whether the noun at `at` of `all` is followed by an inverted clause whose subject
+/// is not a determined phrase: an auxiliary, then a word that is no determiner ("what
+/// movies *did X* star in", "what films *are about* X"; not "what types *are the* films",
+/// where the noun says what is asked of the films).
+fn heads_inverted_clause(all: &[String], at: usize) -> bool {
+    const DETERMINERS: &[&str] = &[
+        "the", "a", "an", "this", "that", "these", "those", "its", "his", "her", "their", "our",
+        "my", "your",
+    ];
+    all.get(at + 1)
+        .is_some_and(|w| super::answer_type::AUXILIARIES.contains(&w.as_str()))
+        && all
+            .get(at + 2)
+            .is_some_and(|w| !DETERMINERS.contains(&w.as_str()))
+}
+
 /// Whether `cosines[index]` (a word's or phrase's cosine to one of the graph's
 /// relations, `cosines` its cosines to all of them) stands [`DISTINCT_MIN`] above its
 /// mean cosine to the others.
@@ -674,17 +690,24 @@ impl Relevance {
     /// ("books" reads near `held at` and `home library`) does not explain.
     /// After "what" a word may name an attribute the answer is a value of ("what *sex*" is
     /// `gender`, "what *types* are the films" is `has_genre`), and so may a singular one
-    /// after "which" ("which *faith*"): those keep their nearest relation.
+    /// after "which" ("which *faith*"): those keep their nearest relation. A plural after
+    /// "what" that is the object of the clause after it, whose subject is not a phrase
+    /// of its own ("what *movies* did X star in", "what *films* are about X"), is read as
+    /// after "which": it is what the answers are, not a relation of theirs ("movies"
+    /// sits near `genre`).
     fn names_answers_of_a_kind(&self, index: usize) -> bool {
         let Some(word) = self.terms.raw_words().get(index) else {
             return false;
         };
+        let all = super::text::words(&self.question);
         self.terms.names_the_answers_class(index)
             && !self.terms.asks_a_kind(index)
             && super::text::looks_plural(word)
-            && super::text::words(&self.question)
-                .windows(2)
-                .any(|pair| matches!(pair[0].as_str(), "which" | "many") && pair[1] == *word)
+            && all.windows(2).enumerate().any(|(at, pair)| {
+                pair[1] == *word
+                    && (matches!(pair[0].as_str(), "which" | "many")
+                        || (pair[0] == "what" && heads_inverted_clause(&all, at + 1)))
+            })
     }
 
     /// Sequences scored by the words of their relation names, plus, for each question

@@ -126,10 +126,13 @@ async fn a_word_near_every_relation_names_none_a_word_near_one_names_it() {
     let distinct = scores(MOVIES_MEAN_ACTORS).await;
     assert!(distinct[0] > distinct[1], "{distinct:?}");
     // A plural after "which" or "how many" names the kind of the answers (or of what
-    // is counted), even where it reads near one relation alone.
+    // is counted), even where it reads near one relation alone; so does one after
+    // "what" that is the object of the clause after it.
     for question in [
         "which movies did Michael Mann direct",
         "how many movies did Michael Mann direct",
+        "what movies did Michael Mann direct",
+        "what movies are about Michael Mann",
     ] {
         let relevance = Relevance::lexical(question, &["Michael Mann"]).with_word_vectors(
             Arc::new(TextVectors::new(Arc::new(MOVIES_MEAN_ACTORS), 100)),
@@ -138,6 +141,19 @@ async fn a_word_near_every_relation_names_none_a_word_near_one_names_it() {
         let class = relevance.sequences(&sequences, &texts).await;
         assert_eq!(class[0], class[1], "{question}: {class:?}");
     }
+    // After "what" with a determined subject past the auxiliary, the plural may say
+    // what is asked of that subject ("what *types* are the films …"): it keeps the
+    // relation it reads near.
+    let relevance = Relevance::lexical(
+        "what movies are the films Michael Mann directed",
+        &["Michael Mann"],
+    )
+    .with_word_vectors(
+        Arc::new(TextVectors::new(Arc::new(MOVIES_MEAN_ACTORS), 100)),
+        SYNONYM_COSINE,
+    );
+    let attribute = relevance.sequences(&sequences, &texts).await;
+    assert!(attribute[0] > attribute[1], "{attribute:?}");
 }
 
 #[tokio::test]
