@@ -233,6 +233,15 @@ fn against_steps(metapaths: &[&Metapath]) -> Vec<Vec<bool>> {
         .collect()
 }
 
+/// Whether hop `hop` of sequence `index` is known to walk its relation from subject to
+/// object (`against` as in [`Relevance::score_sequences`]; unknown reads as not).
+fn walks_forward(against: &[Vec<bool>], index: usize, hop: usize) -> bool {
+    against
+        .get(index)
+        .and_then(|hops| hops.get(hop))
+        .is_some_and(|&back| !back)
+}
+
 /// Per hop: whether the hop follows the previous hop's relation back (the round trip of
 /// a shared value, "the films with the same director as X").
 pub(crate) fn returning_steps(metapath: &Metapath) -> Vec<bool> {
@@ -469,7 +478,12 @@ impl Relevance {
     /// embeddings), computed at once.
     pub fn metapaths_lexically(&self, metapaths: &[&Metapath]) -> Vec<f32> {
         let (sequences, learned) = self.sequences_of(metapaths);
-        fit_scores(&self.lexical_fits(&sequences, &returning_hops(metapaths), learned.as_deref()))
+        fit_scores(&self.lexical_fits(
+            &sequences,
+            &returning_hops(metapaths),
+            &against_steps(metapaths),
+            learned.as_deref(),
+        ))
     }
 
     /// The relation names of `metapaths`, and each one's learned cues per hop.
@@ -554,17 +568,19 @@ impl Relevance {
                 })
                 .collect();
         }
-        self.lexical_fits(sequences, returns, hop_words)
+        self.lexical_fits(sequences, returns, against, hop_words)
     }
 
+    /// `against` as in [`Self::score_sequences`].
     fn lexical_fits(
         &self,
         sequences: &[Vec<String>],
         returns: &[Vec<bool>],
+        against: &[Vec<bool>],
         hop_words: Option<&[Vec<Vec<f32>>]>,
     ) -> Vec<SequenceFit> {
         // Few distinct relations, many sequences: stem each relation once.
-        let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
+        let mut stems: HashMap<(&str, bool), Vec<String>> = HashMap::new();
         let unknown = self.unknown_words(sequences, &[]);
         sequences
             .iter()
@@ -572,10 +588,12 @@ impl Relevance {
             .map(|(index, sequence)| {
                 let relations: Vec<Vec<String>> = sequence
                     .iter()
-                    .map(|relation| {
+                    .enumerate()
+                    .map(|(hop, relation)| {
+                        let forward = walks_forward(against, index, hop);
                         stems
-                            .entry(relation.as_str())
-                            .or_insert_with(|| super::text::relation_stems(relation))
+                            .entry((relation.as_str(), forward))
+                            .or_insert_with(|| super::text::relation_tokens(relation, forward))
                             .clone()
                     })
                     .collect();
@@ -727,12 +745,19 @@ impl Relevance {
         min_cosine: f32,
         hop_words: Option<&[Vec<Vec<f32>>]>,
     ) -> Result<Vec<SequenceFit>, EmbedError> {
-        use super::text::{relation_stems, stem_similarity};
+        use super::text::{relation_stems, relation_tokens, stem_similarity};
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
-        for relation in sequences.iter().flatten() {
-            stems
-                .entry(relation.as_str())
-                .or_insert_with(|| relation_stems(relation));
+        let mut hop_tokens: HashMap<(&str, bool), Vec<String>> = HashMap::new();
+        for (index, sequence) in sequences.iter().enumerate() {
+            for (hop, relation) in sequence.iter().enumerate() {
+                stems
+                    .entry(relation.as_str())
+                    .or_insert_with(|| relation_stems(relation));
+                let forward = walks_forward(against, index, hop);
+                hop_tokens
+                    .entry((relation.as_str(), forward))
+                    .or_insert_with(|| relation_tokens(relation, forward));
+            }
         }
         let matched: Vec<bool> = self
             .terms
@@ -778,7 +803,10 @@ impl Relevance {
                     .iter()
                     .enumerate()
                     .map(|(hop, relation)| {
-                        let mut tokens = stems.get(relation.as_str()).cloned().unwrap_or_default();
+                        let mut tokens = hop_tokens
+                            .get(&(relation.as_str(), walks_forward(against, index, hop)))
+                            .cloned()
+                            .unwrap_or_default();
                         // Marked only where it matters, so that a hop's tokens
                         // otherwise read as they did without directions.
                         let back = asked_relation == Some(relation.as_str())

@@ -282,3 +282,39 @@ async fn an_opening_where_names_the_relation_it_stands_out_for() {
     let unplaced = scores("history of the football club that Saphir_TAIDER plays for").await;
     assert_eq!(content, unplaced);
 }
+
+#[tokio::test]
+async fn a_class_word_is_what_a_relation_reaches_only_by_its_head() {
+    use kgmesh_schemas::graph::{Direction, Metapath, RelationStep};
+
+    let metapath = |steps: &[(&str, Direction)]| Metapath {
+        steps: steps
+            .iter()
+            .map(|(relation, direction)| RelationStep {
+                relation: (*relation).to_owned(),
+                direction: *direction,
+            })
+            .collect(),
+    };
+    // The ships an operator operates, against their types: `ship_type` is a type, and
+    // "ship" only says what has one.
+    let ships = metapath(&[("operates", Direction::Out)]);
+    let types = metapath(&[("operates", Direction::Out), ("ship_type", Direction::Out)]);
+    let operated = Relevance::lexical("which ships does Tallow Line operate", &["Tallow Line"]);
+    let scores = operated.metapaths(&[&ships, &types], &[]).await;
+    assert!(scores[0] > scores[1], "{scores:?}");
+    assert_eq!(scores, operated.metapaths_lexically(&[&ships, &types]));
+    // Walked back from a type, `ship_type` reaches ships, which "ships" may name.
+    let typed = metapath(&[("ship_type", Direction::In)]);
+    let other = metapath(&[("registered_in", Direction::In)]);
+    let of_type = Relevance::lexical("which ships are tankers", &["tankers"]);
+    let scores = of_type.metapaths(&[&typed, &other], &[]).await;
+    assert!(scores[0] > scores[1], "{scores:?}");
+    // A dotted id's type segment names what has the relation: "airlines" is not what
+    // `aviation.airline.hubs` reaches from an airline, but what it reaches from a hub.
+    let hubs = metapath(&[("aviation.airline.hubs", Direction::Out)]);
+    let founded = metapath(&[("aviation.airline.founders", Direction::In)]);
+    let asked = Relevance::lexical("which airlines did Ilse Marrow start", &["Ilse Marrow"]);
+    let scores = asked.metapaths(&[&hubs, &founded], &[]).await;
+    assert!(scores[1] > scores[0], "{scores:?}");
+}

@@ -8,8 +8,8 @@ use std::collections::HashSet;
 
 pub use kgmesh_models::lexical::text::{
     content_stems, entity_mention_mask, inside_a_longer, is_stop_word, marked_as_name,
-    name_positions, names_the_class_of_a_name, relation_label, relation_stems, relation_words,
-    stem, stem_similarity, word_spans, words, writes_a_name,
+    name_positions, names_the_class_of_a_name, relation_head_stems, relation_label, relation_stems,
+    relation_words, stem, stem_similarity, word_spans, words, writes_a_name,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the
@@ -44,6 +44,43 @@ const SHARED_VALUE_WORDS: &[&str] = &[
 /// Prefix of the token that stands for a whole relation (its label's embedding, see
 /// [`super::relevance`]).
 pub const RELATION_TOKEN: &str = "\u{2261}";
+
+/// Prefix of a relation's word that only qualifies it ([`relation_head_stems`]) on a hop
+/// walked from subject to object: it explains a question word as any of the relation's
+/// words does, but not the word naming the answers' class, for it names what has the
+/// relation, not what the hop reaches ("which *ships*" against `ship_type`, "which
+/// *orders*" against `order_date`). Walked back, the hop reaches what has the relation,
+/// and such a word may name it ("which *airlines*" over `aviation.airline.founders` from
+/// a founder, "which *ships*" over `ship_type` from a type).
+pub const MODIFIER_TOKEN: &str = "\u{2027}";
+
+/// A relation's stems as a hop's tokens; on a hop walked `forward` (subject to object),
+/// the words that only qualify the relation marked [`MODIFIER_TOKEN`].
+pub fn relation_tokens(relation: &str, forward: bool) -> Vec<String> {
+    let stems = relation_stems(relation);
+    if !forward {
+        return stems;
+    }
+    let heads = relation_head_stems(relation);
+    stems
+        .into_iter()
+        .map(|stem| {
+            if heads.contains(&stem) {
+                stem
+            } else {
+                format!("{MODIFIER_TOKEN}{stem}")
+            }
+        })
+        .collect()
+}
+
+/// A token's stem, and whether it is a relation's modifier ([`MODIFIER_TOKEN`]).
+fn token_stem(token: &str) -> (&str, bool) {
+    match token.strip_prefix(MODIFIER_TOKEN) {
+        Some(stem) => (stem, true),
+        None => (token, false),
+    }
+}
 
 /// The token a hop carries when it follows the previous hop's relation back (see
 /// [`SHARED_VALUE_WORDS`]); no relation name stems to it.
@@ -414,6 +451,19 @@ impl QuestionTerms {
         self.answers_class.get(index).copied().unwrap_or(false)
     }
 
+    /// Whether question word `index` is the one noun naming the answers' class ("which
+    /// *films*"), not the first word of a longer class phrase ("which *record* label",
+    /// "what *side* effects", where it qualifies the noun after it) nor an asking
+    /// wh-word.
+    fn is_the_answers_class_noun(&self, index: usize) -> bool {
+        self.names_the_answers_class(index)
+            && !self.asks_a_kind(index)
+            && self
+                .positions
+                .get(index + 1)
+                .is_none_or(|&next| next != self.positions[index] + 1)
+    }
+
     /// Whether question word `index` is the opening wh-word that asks for a kind of
     /// answer ("*where* is …"); it names a relation by meaning only.
     pub fn asks_a_kind(&self, index: usize) -> bool {
@@ -483,11 +533,15 @@ impl QuestionTerms {
                         0.0
                     }
                 } else {
-                    // An asking wh-word names a relation by meaning only.
-                    let lexical = if Some(index) == self.asked {
+                    // An asking wh-word names a relation by meaning only, and a class
+                    // word a relation by its head only.
+                    let (stem, modifier) = token_stem(token);
+                    let lexical = if Some(index) == self.asked
+                        || (modifier && self.is_the_answers_class_noun(index))
+                    {
                         0.0
                     } else {
-                        stem_similarity(token, question_stem)
+                        stem_similarity(stem, question_stem)
                     };
                     match extra_opt {
                         Some(extra) if !self.marks_shared_value(index) => {
@@ -732,10 +786,13 @@ impl QuestionTerms {
                 learned_focus
                     || last.iter().any(|token| {
                         let extra = extra_opt.map_or(0.0, |extra| extra(token, focus_index));
-                        let lexical = if Some(focus_index) == self.asked {
+                        let (stem, modifier) = token_stem(token);
+                        let lexical = if Some(focus_index) == self.asked
+                            || (modifier && self.is_the_answers_class_noun(focus_index))
+                        {
                             0.0
                         } else {
-                            stem_similarity(token, focus)
+                            stem_similarity(stem, focus)
                         };
                         lexical.max(extra) >= CLAIM_MIN
                     })

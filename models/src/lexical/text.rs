@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 pub use kgmesh_schemas::relation_text::{
-    learn_relation_labels, local_name, relation_label, relation_shown, words,
+    learn_relation_labels, learned_label, local_name, relation_label, relation_shown, words,
 };
 
 /// English function words that carry no relation meaning (also dropped from relation
@@ -464,6 +464,33 @@ pub fn relation_stems(relation: &str) -> Vec<String> {
     content_stems(&relation_label(relation))
 }
 
+/// The stems of the words of a relation's name that say what it reaches (its head),
+/// less those that only qualify it:
+/// - the segments of a dotted id before its last (`aviation.airline.hubs`: "aviation"
+///   and "airline" name the subject's domain and type);
+/// - in a name of content words alone, every word but the last, as English compounds
+///   end in their head ("*ship* type" is a type, "*order* date" a date).
+///
+/// Any other name's words all count ("country for sport", "place of birth", "directed
+/// by"): whether what follows "of" names what has the relation ("original language of
+/// film") or what it reaches ("part of series"), the words alone do not tell.
+pub fn relation_head_stems(relation: &str) -> Vec<String> {
+    let label = match learned_label(relation) {
+        Some(label) => label,
+        None => {
+            let local = local_name(relation);
+            local.rsplit('.').next().unwrap_or(local).to_owned()
+        }
+    };
+    let all = words(&label);
+    let kept: &[String] = if all.len() > 1 && all.iter().all(|w| !is_stop_word(w)) {
+        &all[all.len() - 1..]
+    } else {
+        &all
+    };
+    content_stems(&kept.join(" "))
+}
+
 /// How a comparative phrase bounds the number or date after it: "after 2012" is
 /// `> 2012`, "since 2012" `>= 2012`, "no more than 5" `<= 5`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -807,5 +834,30 @@ mod tests {
         assert_eq!(mask("who directed Arthur"), [true]);
         // Written whole elsewhere in the question, it is named there.
         assert_eq!(mask("is Arthur_BOKA in Arthur"), [true]);
+    }
+
+    #[test]
+    fn a_relations_head_is_its_last_segment_and_a_compounds_last_word() {
+        let heads = |relation: &str| relation_head_stems(relation);
+        // A dotted id's segments before its last name the subject's domain and type.
+        assert_eq!(heads("aviation.airline.hubs"), [stem("hubs")]);
+        assert_eq!(
+            heads("people.person.place_of_birth"),
+            relation_stems("place_of_birth")
+        );
+        // A compound of content words ends in its head.
+        assert_eq!(heads("ship_type"), [stem("type")]);
+        assert_eq!(
+            heads("http://example.org/league#homeStadium"),
+            [stem("stadium")]
+        );
+        // One word, or a name with function words: every word counts.
+        assert_eq!(heads("screenwriter"), [stem("screenwriter")]);
+        assert_eq!(
+            heads("country for sport"),
+            relation_stems("country for sport")
+        );
+        assert_eq!(heads("directed_by"), [stem("directed")]);
+        assert_eq!(heads("part of series"), relation_stems("part of series"));
     }
 }
