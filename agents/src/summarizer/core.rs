@@ -201,6 +201,10 @@ pub fn summarize_scored(
         candidates[0].reach,
         candidates[0].passed,
     );
+    // "How many …" counts the set the best explained paths reach, however many
+    // retrievers found each of its members: support says which answer to name first,
+    // not which to count.
+    let counting_reached = best_explained && asks_how_many(&request.question);
     let kept: Vec<Candidate> = candidates
         .into_iter()
         .filter(|c| {
@@ -208,7 +212,7 @@ pub fn summarize_scored(
                 && c.explained == best_explained
                 && c.reach == best_reach
                 && c.passed == best_passed
-                && c.strength() >= best - margin
+                && (counting_reached || c.strength() >= best - margin)
         })
         .collect();
     let found = kept.len();

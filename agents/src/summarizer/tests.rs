@@ -1176,6 +1176,43 @@ fn how_many_is_answered_with_the_count_then_what_was_counted() {
 }
 
 #[test]
+fn how_many_counts_every_end_of_the_explained_paths_however_supported() {
+    let mann = entity(1, "Michael Mann");
+    let films: Vec<Entity> = (0..5)
+        .map(|i| entity(10 + i, &format!("Film {i}")))
+        .collect();
+    // The path follower reaches five films over `directed_by`, scored as it ranks them;
+    // a second retriever also proposes the first two, with more support than the rest.
+    let mut evidence: Vec<Evidence> = films
+        .iter()
+        .enumerate()
+        .map(|(i, film)| {
+            walk(
+                &mann,
+                vec![step("directed_by", true, film)],
+                1.0 - 0.1 * i as f32,
+            )
+        })
+        .collect();
+    for film in &films[..2] {
+        evidence.push(triple("scoring-retriever", film, "directed_by", &mann, 1.0));
+    }
+    let mut request = request(evidence, vec![mann]);
+    request.question = "how many films did Michael Mann direct".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    assert_eq!(reply.answers[0].text, "5", "{reply:?}");
+    assert!(
+        reply.explanation.starts_with("5 counted in the graph"),
+        "{}",
+        reply.explanation
+    );
+    // Named, not counted, the best supported come first and the weakest are left out.
+    request.question = "which films did Michael Mann direct".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    assert!(reply.answers.len() < 5, "{reply:?}");
+}
+
+#[test]
 fn a_property_the_question_names_outranks_the_neighbours_a_path_reaches() {
     let chai = entity(1, "Chai");
     let orders: Vec<Evidence> = (10..13)
