@@ -669,7 +669,7 @@ impl Relevance {
         let texts: Vec<String> = labels.iter().chain(question).cloned().collect();
         let found = vectors.vectors(&texts).await?;
         let (label_vectors, question_vectors) = found.split_at(labels.len());
-        Ok(question_vectors
+        let mut nearest: Vec<Option<String>> = question_vectors
             .iter()
             .enumerate()
             .map(|(index, word)| {
@@ -699,7 +699,34 @@ impl Relevance {
                 (best >= floor && best - second >= NEAREST_MARGIN && stands_out(&cosines, 0))
                     .then(|| relation.to_owned())
             })
-            .collect())
+            .collect();
+        // "Where" asks for a place, which the relation another word of the question
+        // explains already reaches ("where was X *born*", "where is X
+        // *headquartered*"): naming a relation of its own it would add a hop, to the
+        // country the city lies in. It names one where nothing else does ("where is
+        // X"), or where the question locates a node it describes ("where is the club
+        // *that* X plays for").
+        let other_explained = |index: usize| {
+            (0..question.len()).any(|other| {
+                other != index
+                    && !self.terms.names_a_class(other)
+                    && !self.terms.marks_shared_value(other)
+                    && (matched.get(other).copied().unwrap_or(false)
+                        || self.learned_word(other)
+                        || nearest.get(other).is_some_and(Option::is_some))
+            })
+        };
+        let locates_a_described_node = (0..question.len()).any(|other| {
+            self.terms.names_a_class(other) && !self.terms.names_the_answers_class(other)
+        });
+        let asking_place = (0..question.len())
+            .find(|&index| self.terms.asks_a_kind(index) && question[index] == "where");
+        if let Some(index) = asking_place {
+            if !locates_a_described_node && other_explained(index) {
+                nearest[index] = None;
+            }
+        }
+        Ok(nearest)
     }
 
     /// Whether question word `index` is a plural noun right after "which" or "how many"

@@ -274,6 +274,10 @@ async fn an_opening_where_names_the_relation_it_stands_out_for() {
     assert!(asked[0] > asked[2], "{asked:?}");
     // "where" names what `is_in_country` points to: walked back, it explains nothing.
     assert!(asked[3] < asked[2], "{asked:?}");
+    // Where another word explains the hop that reaches a place, "where" asks for that
+    // place and names no relation of its own: not the country the club is in.
+    let played = scores("where does Saphir_TAIDER play").await;
+    assert!(played[2] > played[0], "{played:?}");
     // A content word at the same cosine is below the floor of content words: it names
     // no relation, and the sequences score as for a word no embedding places near any.
     // (Both are links of an "of" chain, "the *whereabouts* of the club", which no
