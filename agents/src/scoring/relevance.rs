@@ -652,7 +652,9 @@ impl Relevance {
     /// an entity's class or heading a relative clause (the answer's class, right after
     /// "what"/"which", may name one), and a word marking a shared value: nearest
     /// neighbours in embedding space are often merely related words ("films" sits near
-    /// `starred_actors`, `directed_by` and `has_genre` alike).
+    /// `starred_actors`, `directed_by` and `has_genre` alike). `None` too for "where"
+    /// when another word of the question is explained and the question describes no
+    /// node it locates (see the body).
     async fn nearest_relations(
         &self,
         sequences: &[Vec<String>],
