@@ -1,26 +1,14 @@
-use kgmesh_schemas::graph::{Direction, Metapath, RelationStep};
+use kgmesh_schemas::graph::Direction;
 use kgmesh_stores::GraphStore;
 
 use super::core::{expand_breadth, expand_depth, follow_metapath, shortest_paths, WalkLimits};
 use crate::{
     scoring::{
-        fixtures::{entity, graph, movies},
+        fixtures::{entity, graph, metapath, movies},
         relevance::Relevance,
     },
     verbalize::verbalize_paths,
 };
-
-fn metapath(steps: &[(&str, Direction)]) -> Metapath {
-    Metapath {
-        steps: steps
-            .iter()
-            .map(|(r, d)| RelationStep {
-                relation: (*r).to_owned(),
-                direction: *d,
-            })
-            .collect(),
-    }
-}
 
 #[tokio::test]
 async fn a_metapath_is_followed_with_inverse_steps_and_intermediates() {

@@ -1,7 +1,7 @@
 //! A small movie graph on the real embedded store, shared by the retrieval cores' unit
 //! tests.
 
-use kgmesh_schemas::graph::Entity;
+use kgmesh_schemas::graph::{Direction, Entity, Metapath, RelationStep};
 use kgmesh_stores::{embedded::GraphBuilder, EmbeddedGraph};
 
 pub const MOVIES: &[(&str, &str, &str)] = &[
@@ -210,5 +210,18 @@ impl kgmesh_models::Embedder for WordTable {
                 vector
             })
             .collect())
+    }
+}
+
+/// A metapath of `(relation, direction)` steps.
+pub fn metapath(steps: &[(&str, Direction)]) -> Metapath {
+    Metapath {
+        steps: steps
+            .iter()
+            .map(|&(relation, direction)| RelationStep {
+                relation: relation.to_owned(),
+                direction,
+            })
+            .collect(),
     }
 }

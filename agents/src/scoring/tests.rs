@@ -1,6 +1,6 @@
 use super::{
     core::{score_triples, ScoringConfig},
-    fixtures::{entity, movies},
+    fixtures::{entity, metapath, movies},
     relevance::Relevance,
 };
 
@@ -160,10 +160,7 @@ async fn a_word_near_every_relation_names_none_a_word_near_one_names_it() {
 async fn what_verified_plans_taught_about_a_word_outranks_its_embedding() {
     use std::sync::Arc;
 
-    use kgmesh_schemas::{
-        graph::{Direction, Metapath, RelationStep},
-        messages::cache::RelationCue,
-    };
+    use kgmesh_schemas::{graph::Direction, messages::cache::RelationCue};
 
     use super::{
         fixtures::MOVIES_MEAN_ACTORS,
@@ -171,17 +168,14 @@ async fn what_verified_plans_taught_about_a_word_outranks_its_embedding() {
         text::stem,
     };
 
-    let metapath = |relations: &[&str]| Metapath {
-        steps: relations
-            .iter()
-            .map(|r| RelationStep {
-                relation: (*r).to_owned(),
-                direction: Direction::Out,
-            })
-            .collect(),
-    };
-    let actors = metapath(&["directed_by", "starred_actors"]);
-    let genre = metapath(&["directed_by", "has_genre"]);
+    let actors = metapath(&[
+        ("directed_by", Direction::Out),
+        ("starred_actors", Direction::Out),
+    ]);
+    let genre = metapath(&[
+        ("directed_by", Direction::Out),
+        ("has_genre", Direction::Out),
+    ]);
     let texts = vec![String::new(), String::new()];
     let question = "Michael Mann directed movies with whom";
     let relevance = || {
@@ -211,22 +205,13 @@ async fn what_verified_plans_taught_about_a_word_outranks_its_embedding() {
 async fn an_opening_where_names_the_relation_it_stands_out_for() {
     use std::sync::Arc;
 
-    use kgmesh_schemas::graph::{Direction, Metapath, RelationStep};
+    use kgmesh_schemas::graph::Direction;
 
     use super::{
         fixtures::WHERE_MEANS_COUNTRY,
         relevance::{TextVectors, SYNONYM_COSINE},
     };
 
-    let metapath = |steps: &[(&str, Direction)]| Metapath {
-        steps: steps
-            .iter()
-            .map(|&(relation, direction)| RelationStep {
-                relation: relation.to_owned(),
-                direction,
-            })
-            .collect(),
-    };
     let relations: Arc<[String]> = [
         "is_in_country",
         "plays_for_country",
@@ -289,17 +274,8 @@ async fn an_opening_where_names_the_relation_it_stands_out_for() {
 
 #[tokio::test]
 async fn a_class_word_is_what_a_relation_reaches_only_by_its_head() {
-    use kgmesh_schemas::graph::{Direction, Metapath, RelationStep};
+    use kgmesh_schemas::graph::Direction;
 
-    let metapath = |steps: &[(&str, Direction)]| Metapath {
-        steps: steps
-            .iter()
-            .map(|(relation, direction)| RelationStep {
-                relation: (*relation).to_owned(),
-                direction: *direction,
-            })
-            .collect(),
-    };
     // The ships an operator operates, against their types: `ship_type` is a type, and
     // "ship" only says what has one.
     let ships = metapath(&[("operates", Direction::Out)]);
