@@ -288,7 +288,7 @@ impl Summarizer {
             }
         };
         let max_answers = usize::from(request.max_answers.max(1));
-        let (cosines, failed) = self.statement_cosines(&reading).await;
+        let (reading, cosines, failed) = self.embedded(reading).await;
         let (mut reply, support) =
             reading.answer_supported(&self.rule, max_answers, cosines.as_deref());
         if let Some(error) = failed {
@@ -317,25 +317,45 @@ impl Summarizer {
         (reply, graph_support.map(|graph| (support, graph)))
     }
 
-    /// Each passage statement's cosine to the question, when the process has an
-    /// embedder; with the embedder's error when it failed (read by words only then).
-    async fn statement_cosines(&self, reading: &Reading) -> (Option<Vec<f32>>, Option<String>) {
+    /// The reading with what the process's embedder adds, when it has one: each
+    /// passage statement's cosine to the question, and the passages' words that read
+    /// like a question word ([`Reading::with_synonyms`]); with the embedder's error
+    /// when it failed (read by words only then).
+    async fn embedded(&self, reading: Reading) -> (Reading, Option<Vec<f32>>, Option<String>) {
         let Some(vectors) = &self.vectors_opt else {
-            return (None, None);
+            return (reading, None, None);
         };
         if reading.question.is_empty() {
-            return (None, None);
+            return (reading, None, None);
         }
+        let (question_words, passage_words) = reading.synonym_words();
         let mut texts = vec![reading.question.clone()];
         texts.extend(reading.statements.iter().map(|s| s.relation.clone()));
+        let words_at = texts.len();
+        texts.extend(question_words.iter().cloned());
+        texts.extend(passage_words.iter().cloned());
         match vectors.vectors(&texts).await {
-            Ok(found) => (
-                Some(found[1..].iter().map(|v| cosine(&found[0], v)).collect()),
-                None,
-            ),
+            Ok(found) => {
+                let cosines = found[1..words_at]
+                    .iter()
+                    .map(|v| cosine(&found[0], v))
+                    .collect();
+                let (asked, written) = found[words_at..].split_at(question_words.len());
+                let mut synonyms = Vec::new();
+                for (q, qv) in question_words.iter().zip(asked) {
+                    for (p, pv) in passage_words.iter().zip(written) {
+                        synonyms.push(reader::Synonym {
+                            question: q.clone(),
+                            passage: p.clone(),
+                            cosine: cosine(qv, pv),
+                        });
+                    }
+                }
+                (reading.with_synonyms(synonyms), Some(cosines), None)
+            }
             Err(error) => {
                 tracing::warn!(%error, "passage statements not embedded; read by words only");
-                (None, Some(error.to_string()))
+                (reading, None, Some(error.to_string()))
             }
         }
     }
@@ -345,7 +365,7 @@ impl Summarizer {
     /// For training the span scorer (`kgmesh eval --span-examples`).
     pub async fn passage_spans(&self, request: &SummarizeRequest) -> Option<reader::Spans> {
         let reading = Reading::new(request).ok()?;
-        let (cosines, _) = self.statement_cosines(&reading).await;
+        let (reading, cosines, _) = self.embedded(reading).await;
         Some(reading.spans(cosines.as_deref()))
     }
 

@@ -74,6 +74,7 @@ use crate::{
         answer_type::{
             self, AnswerType, Asked, NameTypes, CURRENCY_WORDS, MONTHS, NUMBER_WORDS, WEEKDAYS,
         },
+        relevance::SYNONYM_COSINE,
         text::QuestionTerms,
     },
     text_retriever::chunk::{self, Token},
@@ -216,6 +217,8 @@ pub(crate) struct Reading {
     types: NameTypes,
     /// The words the passages also write in lower case.
     common: HashSet<String>,
+    /// The names the passages write ([`PassageNames::written`]).
+    written: HashSet<Vec<String>>,
     /// Whether some passage names the entity asked about.
     names_topic: bool,
     /// The files whose passages name it.
@@ -225,6 +228,16 @@ pub(crate) struct Reading {
     question_stems: Vec<(String, f32)>,
     /// The weight of each of the entity's names (its words' together).
     topic_weights: Vec<f32>,
+    /// Per question stem, the passages' stems that read near it by embedding, with
+    /// their cosine ([`Reading::with_synonyms`]); empty with words only.
+    synonyms: HashMap<String, Vec<(String, f32)>>,
+}
+
+/// A question word and a passage word the embedder reads alike: their stems and cosine.
+pub struct Synonym {
+    pub question: String,
+    pub passage: String,
+    pub cosine: f32,
 }
 
 /// Whether the context holds document text (passages or skeleton facts).
@@ -258,9 +271,13 @@ impl Reading {
         let names = PassageNames::read(passages.iter().copied());
         let topic = topic_names(request, &names);
         let topic_words: Vec<Vec<String>> = topic.iter().map(|t| words(t)).collect();
-        let (types, common) = (names.types, names.common);
-        let mut statements =
-            statements_about(excerpts.iter().copied(), &topic_words, true, &common);
+        let PassageNames {
+            types,
+            common,
+            written,
+        } = names;
+        let forms = Topic::new(topic_words.clone(), &passages, &common, &written);
+        let mut statements = statements_about(excerpts.iter().copied(), &forms, true, &common);
         for statement in &mut statements {
             for name in &mut statement.candidates {
                 name.kind = name_type(&types, name);
@@ -282,21 +299,10 @@ impl Reading {
         let (question_stems, topic_weights) =
             weighted_question(&request.question, &wants, &statements, &topic_words);
         let names_topic = !topic.is_empty()
-            && !statements_about(excerpts.iter().copied(), &topic_words, false, &common).is_empty();
-        // The files of the passages that write the entity's words, in any case.
-        let topic_files: HashSet<String> = passages
-            .iter()
-            .filter(|(_, x)| {
-                let all = words(&x.text);
-                topic_words
-                    .iter()
-                    .any(|t| !t.is_empty() && all.windows(t.len()).any(|w| w == t.as_slice()))
-            })
-            .map(|(_, x)| x.file.clone())
-            .collect();
+            && !statements_about(excerpts.iter().copied(), &forms, false, &common).is_empty();
         Ok(Self {
             names_topic,
-            topic_files,
+            topic_files: forms.files,
             question_stems,
             topic_weights,
             topic,
@@ -314,7 +320,73 @@ impl Reading {
             question_words: words(&request.question),
             types,
             common,
+            written,
+            synonyms: HashMap::new(),
         })
+    }
+
+    /// The question's content words a statement can explain and the content words of
+    /// the statements, each once, as written (lower case): what to look up synonyms
+    /// among ([`Self::with_synonyms`]).
+    pub fn synonym_words(&self) -> (Vec<String>, Vec<String>) {
+        let wanted: HashSet<&String> = self
+            .question_stems
+            .iter()
+            .map(|(s, _)| s)
+            .chain(&self.asked)
+            .collect();
+        let mut seen = HashSet::new();
+        let question: Vec<String> = self
+            .question_words
+            .iter()
+            .filter(|w| !is_stop_word(w) && wanted.contains(&stem(w)) && seen.insert((*w).clone()))
+            .cloned()
+            .collect();
+        let mut seen = HashSet::new();
+        let passage: Vec<String> = self
+            .statements
+            .iter()
+            .flat_map(|s| words(&s.relation))
+            .filter(|w| {
+                !is_stop_word(w)
+                    && w.chars().all(char::is_alphabetic)
+                    && !wanted.contains(&stem(w))
+                    && seen.insert(w.clone())
+            })
+            .collect();
+        (question, passage)
+    }
+
+    /// Reads a question word as written by a statement that writes a word the embedder
+    /// reads alike (cosine from [`SYNONYM_COSINE`], the graph reader's bound): "ceo"
+    /// by "chief executive", "opposed" by "against". Such a match counts its cosine
+    /// where a written word counts 1.
+    pub fn with_synonyms(mut self, found: impl IntoIterator<Item = Synonym>) -> Self {
+        for synonym in found {
+            if synonym.cosine >= SYNONYM_COSINE {
+                self.synonyms
+                    .entry(stem(&synonym.question))
+                    .or_default()
+                    .push((stem(&synonym.passage), synonym.cosine));
+            }
+        }
+        self
+    }
+
+    /// How well `stems` write the question stem `q`: the toolkit's stem similarity, or
+    /// a synonym's cosine.
+    fn best_match(&self, q: &str, stems: &[String]) -> f32 {
+        let written = stems
+            .iter()
+            .map(|s| stem_similarity(s, q))
+            .fold(0.0, f32::max);
+        let alike = self.synonyms.get(q).map_or(0.0, |near| {
+            near.iter()
+                .filter(|(p, _)| stems.contains(p))
+                .map(|(_, c)| *c)
+                .fold(0.0, f32::max)
+        });
+        written.max(alike)
     }
 
     /// The answers, each statement scored by its word match plus `cosines[i]` (its
@@ -789,12 +861,17 @@ impl Reading {
         }
         let mut chains: Vec<Chain> = Vec::new();
         for (i, bridge) in bridges {
-            let about = statements_about(
-                self.excerpts.iter().map(|(line, x)| (*line, x)),
-                std::slice::from_ref(&bridge.words),
-                false,
+            let excerpts = || self.excerpts.iter().map(|(line, x)| (*line, x));
+            let passages: Vec<(u32, &Excerpt)> = excerpts()
+                .filter(|(_, x)| x.channel != SKELETON_CHANNEL)
+                .collect();
+            let bridge = Topic::new(
+                vec![bridge.words.clone()],
+                &passages,
                 &self.common,
+                &self.written,
             );
+            let about = statements_about(excerpts(), &bridge, false, &self.common);
             for mut next in about {
                 next.candidates
                     .retain(|c| !self.topic_words.contains(&c.words));
@@ -878,12 +955,7 @@ impl Reading {
     fn coverage(&self, statement: &Statement) -> f32 {
         let sentence = statement.stems.as_slice();
         let passage = statement.paragraph.as_slice();
-        let best = |q: &str, stems: &[String]| {
-            stems
-                .iter()
-                .map(|s| stem_similarity(s, q))
-                .fold(0.0, f32::max)
-        };
+        let best = |q: &str, stems: &[String]| self.best_match(q, stems);
         let total: f32 = self.question_stems.iter().map(|(_, w)| w).sum::<f32>()
             + self.topic_weights.iter().sum::<f32>();
         if total <= 0.0 {
@@ -920,12 +992,7 @@ impl Reading {
         let stems: Vec<String> = relations.iter().flat_map(|r| relation_stems(r)).collect();
         self.asked
             .iter()
-            .map(|q| {
-                stems
-                    .iter()
-                    .map(|s| stem_similarity(s, q))
-                    .fold(0.0, f32::max)
-            })
+            .map(|q| self.best_match(q, &stems))
             .collect()
     }
 }
@@ -1200,14 +1267,14 @@ fn topic_names(request: &SummarizeRequest, names: &PassageNames) -> Vec<String> 
 /// every other sentence too.
 fn statements_about<'a>(
     excerpts: impl IntoIterator<Item = (u32, &'a Excerpt)>,
-    topic: &[Vec<String>],
+    topic: &Topic,
     every_sentence: bool,
     common: &HashSet<String>,
 ) -> Vec<Statement> {
     let mut statements = Vec::new();
     for (line, excerpt) in excerpts {
         if excerpt.channel == SKELETON_CHANNEL {
-            statements.extend(fact_statement(line, excerpt, topic));
+            statements.extend(fact_statement(line, excerpt, &topic.names));
         } else {
             statements.extend(passage_statements(
                 line,
@@ -1224,6 +1291,120 @@ fn statements_about<'a>(
 /// Whether `name` is one of the `topic` names, word for word.
 fn names_topic(name: &Name, topic: &[Vec<String>]) -> bool {
     topic.iter().any(|t| !t.is_empty() && name.words == *t)
+}
+
+/// The entity a reading is about, as passages write it: its names whole, and, in a
+/// file that writes one of them whole, the short forms a text refers back to it with
+/// ("Coldwater Semiconductors has agreed …" then "Coldwater's chief executive";
+/// "Renata Osei-Vail" then "Osei-Vail was born in …").
+struct Topic {
+    names: Vec<Vec<String>>,
+    /// Per name, its short forms: each run of its first or of its last words that is
+    /// no stop word, not only words the passages also write in lower case (common
+    /// words: "Optics" of "Ferrisline Optics" when they write "optics"), no other
+    /// name's short form, and in no other name the passages write ("Aerolith" of
+    /// "Aerolith S2" where they also write "Aerolith Console").
+    short: Vec<Vec<Vec<String>>>,
+    /// The files whose passages write one of its names whole, in any case.
+    files: HashSet<String>,
+}
+
+impl Topic {
+    fn new(
+        names: Vec<Vec<String>>,
+        passages: &[(u32, &Excerpt)],
+        common: &HashSet<String>,
+        written: &HashSet<Vec<String>>,
+    ) -> Self {
+        let files: HashSet<String> = passages
+            .iter()
+            .filter(|(_, x)| {
+                let all = words(&x.text);
+                names
+                    .iter()
+                    .any(|t| !t.is_empty() && all.windows(t.len()).any(|w| w == t.as_slice()))
+            })
+            .map(|(_, x)| x.file.clone())
+            .collect();
+        let runs = |name: &Vec<String>| -> Vec<Vec<String>> {
+            // Without the stop words around it ("the Aerolith S2"): the name itself,
+            // then the runs of its first or last words.
+            let first = name.iter().position(|w| !is_stop_word(w)).unwrap_or(0);
+            let last = name
+                .iter()
+                .rposition(|w| !is_stop_word(w))
+                .map_or(0, |l| l + 1);
+            let core = &name[first..last.max(first)];
+            let bare = (core.len() < name.len()).then(|| core.to_vec());
+            bare.into_iter()
+                .chain((1..core.len()).flat_map(|k| [core[..k].to_vec(), core[k..].to_vec()]))
+                .filter(|run| {
+                    !run.iter().all(|w| is_stop_word(w))
+                        && !run.iter().all(|w| common.contains(w))
+                        && !answer_type::form_type(&run.join(" "), "").is_numeric()
+                })
+                .collect()
+        };
+        let all: Vec<Vec<Vec<String>>> = names.iter().map(runs).collect();
+        let short = all
+            .iter()
+            .enumerate()
+            .map(|(i, forms)| {
+                forms
+                    .iter()
+                    .filter(|f| {
+                        let in_another = |n: &Vec<String>| {
+                            n != *f
+                                && n.windows(f.len()).any(|w| w == f.as_slice())
+                                && !writes_form(n, &names)
+                        };
+                        !names.contains(f)
+                            && !all
+                                .iter()
+                                .enumerate()
+                                .any(|(j, other)| j != i && other.contains(f))
+                            && !written.iter().any(in_another)
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        Self {
+            names,
+            short,
+            files,
+        }
+    }
+
+    /// Per name, the forms a passage of `file` may write it in.
+    fn forms(&self, file: &str) -> Vec<Vec<Vec<String>>> {
+        let refers_back = self.files.contains(file);
+        self.names
+            .iter()
+            .zip(&self.short)
+            .map(|(name, short)| {
+                let mut forms = vec![name.clone()];
+                if refers_back {
+                    forms.extend(short.iter().cloned());
+                }
+                forms
+            })
+            .collect()
+    }
+}
+
+/// Whether `name` writes the entity in one of its `forms`, or with middle names or
+/// initials added ("Halvard Emil Brenning" for "Halvard Brenning").
+fn writes_form(name: &[String], forms: &[Vec<String>]) -> bool {
+    forms.iter().any(|f| {
+        !f.is_empty()
+            && (name == f.as_slice()
+                || (f.len() >= 2
+                    && name.len() > f.len()
+                    && name.len() <= f.len() + 2
+                    && name.first() == f.first()
+                    && name.last() == f.last()))
+    })
 }
 
 /// A skeleton fact about the entity: its other end, what the relation says.
@@ -1271,10 +1452,16 @@ struct Sentence {
 fn passage_statements(
     line: u32,
     excerpt: &Excerpt,
-    topic: &[Vec<String>],
+    topic: &Topic,
     every_sentence: bool,
     common: &HashSet<String>,
 ) -> Vec<Statement> {
+    // Per name of the entity, the forms this passage may write it in; all of them, to
+    // find them in its sentences.
+    let forms = topic.forms(&excerpt.file);
+    let every_form: Vec<Vec<String>> = forms.iter().flatten().cloned().collect();
+    let is_topic = |name: &Name| forms.iter().any(|f| writes_form(&name.words, f));
+    let topic = every_form.as_slice();
     let text = excerpt.text.as_str();
     if text.len() >= u32::MAX as usize {
         return Vec::new();
@@ -1290,8 +1477,8 @@ fn passage_statements(
         .iter()
         .map(|sentence| names_in(text, &tokens, sentence, topic))
         .collect();
-    let writes = |names: &[(std::ops::Range<usize>, Name)], t: &Vec<String>| {
-        !t.is_empty() && names.iter().any(|(_, n)| n.words == *t)
+    let writes = |names: &[(std::ops::Range<usize>, Name)], t: &[Vec<String>]| {
+        names.iter().any(|(_, n)| writes_form(&n.words, t))
     };
     let mut paragraphs: Vec<(Vec<String>, Vec<bool>)> = Vec::with_capacity(sentences.len());
     let mut start = 0;
@@ -1300,7 +1487,7 @@ fn passage_statements(
             let first = &sentences[start].tokens;
             let last = &sentences[end - 1].tokens;
             let stems = content_stems(&slice(text, &tokens, first.start..last.end));
-            let named: Vec<bool> = topic
+            let named: Vec<bool> = forms
                 .iter()
                 .map(|t| {
                     sentence_names[start..end]
@@ -1334,11 +1521,11 @@ fn passage_statements(
         if sentence.opens_paragraph {
             named_before = false;
         }
-        let subject_is_topic = subject.as_ref().is_some_and(|s| names_topic(s, topic));
+        let subject_is_topic = subject.as_ref().is_some_and(is_topic);
         let topic_at: Vec<usize> = names
             .iter()
             .enumerate()
-            .filter(|(_, (_, name))| names_topic(name, topic))
+            .filter(|(_, (_, name))| is_topic(name))
             .map(|(i, _)| i)
             .collect();
         // A sentence about the entity names it, opens a paragraph about it, or follows
@@ -1356,7 +1543,7 @@ fn passage_statements(
                     .iter()
                     .enumerate()
                     .filter(|(i, (_, name))| {
-                        !topic_at.contains(i) && !peers.contains(i) && !names_topic(name, topic)
+                        !topic_at.contains(i) && !peers.contains(i) && !is_topic(name)
                     })
                     .map(|(_, (_, name))| name.clone()),
             );
@@ -1373,6 +1560,10 @@ fn passage_statements(
         if candidates.iter().any(|c| !c.weak) {
             candidates.retain(|c| !c.weak);
         }
+        // A lone capitalized word opening its sentence that the passages also write
+        // in lower case is a common word ("Removed: …", "**Decision:** …"), not a
+        // name. Elsewhere such a word may well be one ("its genre is Drama").
+        candidates.retain(|c| !(c.weak && c.words.len() == 1 && common.contains(&c.words[0])));
         // How far each candidate is written from the entity's name, in tokens.
         let topic_ranges: Vec<&std::ops::Range<usize>> =
             topic_at.iter().map(|&i| &names[i].0).collect();
@@ -1424,14 +1615,17 @@ fn passage_statements(
             relation: relation.join(" "),
             candidates,
             paragraph: paragraphs[n].0.clone(),
-            names: topic
+            names: forms
                 .iter()
                 .zip(&paragraphs[n].1)
                 .map(|(t, in_paragraph)| {
                     if writes(&names, t) {
                         2
                     } else {
-                        u8::from(*in_paragraph || subject.as_ref().is_some_and(|s| s.words == *t))
+                        u8::from(
+                            *in_paragraph
+                                || subject.as_ref().is_some_and(|s| writes_form(&s.words, t)),
+                        )
                     }
                 })
                 .collect(),
@@ -1655,7 +1849,15 @@ fn names_in(
         }
         let name_text = slice(text, tokens, start..end);
         let name_words = words(&name_text);
-        let opens = start == range.start;
+        // A name opens its sentence when only markup stands before it, or when it
+        // opens a line ("## New", "- **Fixed:** …", a table's first cell).
+        let opens = tokens[range.start..start]
+            .iter()
+            .rposition(|t| token_text(text, t).starts_with(char::is_alphanumeric))
+            .is_none_or(|k| {
+                text[tokens[range.start + k].end as usize..tokens[start].start as usize]
+                    .contains('\n')
+            });
         // A sentence's opening stop word is no name, nor a contraction of one ("They'd").
         let stop_opener = opens
             && name_words.first().is_some_and(|w| is_stop_word(w))
@@ -2077,6 +2279,67 @@ mod tests {
             ["Tomas Berg", "Anna Lind", "Samuel L. Jackson"],
             "{reply:?}"
         );
+    }
+
+    #[test]
+    fn a_file_that_names_the_entity_whole_may_refer_back_to_it_by_a_short_form() {
+        let text = "Renata Osei-Vail is a chemist. She studied at Tallmark University.\n\n\
+            Osei-Vail was born in Velmora, a river town.";
+        let reply = answer_to("where was Renata Osei-Vail born", text);
+        assert_eq!(texts(&reply), ["Velmora"], "{reply:?}");
+        // Middle names do not hide the entity: the dates beside it are about it.
+        let text = "Halvard Brenning\n\nInes Brenning was born on 2 May 1960. \
+            Halvard Emil Brenning (born 4 June 1931) was a marine biologist.";
+        let reply = answer_to("when was Halvard Brenning born", text);
+        assert_eq!(texts(&reply), ["4 June 1931"], "{reply:?}");
+        // A short form another name of the passages shares refers to no one in
+        // particular: "Aerolith" of "Aerolith S2" where they also write "Aerolith Hub".
+        let text = "The Aerolith S2 is a sensor. The Aerolith Hub was designed in Vessbridge.\n\n\
+            Aerolith devices were designed in Carrow.";
+        let reply = answer_to("where was the Aerolith S2 designed", text);
+        assert!(!texts(&reply).contains(&"Carrow"), "{reply:?}");
+    }
+
+    #[test]
+    fn a_lone_capitalized_common_word_is_no_name() {
+        // "New" opens its line, and the passages write "new" too: a heading's word,
+        // not who made the command.
+        let text =
+            "Changes in 5.0\n- **New:** the plan command, created for the migration step.\n\n\
+            Ilse Varga made the plan command. Everything new is listed here.";
+        let reply = answer_to("who created the plan command for the migration step", text);
+        assert_eq!(texts(&reply), ["Ilse Varga"], "{reply:?}");
+    }
+
+    #[test]
+    fn a_word_read_alike_by_the_embedder_explains_a_question_word() {
+        let text = "Rafael Ostrander is the chief executive of Coldwater. \
+            Greta Holmqvist is the founder of Coldwater.";
+        let asked = request("who is the ceo of [Coldwater]", vec![passage(0, text)]);
+        let reading = Reading::new(&asked).expect("statements");
+        let (question, passage) = reading.synonym_words();
+        assert_eq!(question, ["ceo"]);
+        assert!(passage.contains(&"executive".to_owned()), "{passage:?}");
+        // By words alone "ceo" is written nowhere: each sentence explains as much.
+        let plain = reading.answer(&SummaryRule::default(), 1, None);
+        let alike = |cosine: f32| {
+            Reading::new(&asked)
+                .expect("statements")
+                .with_synonyms([Synonym {
+                    question: "ceo".into(),
+                    passage: "executive".into(),
+                    cosine,
+                }])
+                .answer(&SummaryRule::default(), 1, None)
+        };
+        let near = alike(0.73);
+        assert_eq!(
+            texts(&near),
+            ["Rafael Ostrander"],
+            "{near:?} (by words: {plain:?})"
+        );
+        // Under the synonym bound the embedder says nothing.
+        assert_eq!(texts(&alike(0.3)), texts(&plain));
     }
 
     #[test]
