@@ -12,7 +12,8 @@
 //!    quotes, else the entities linked in it, else every run of its words that the
 //!    passages write as a name (longest first, whatever case the question writes it
 //!    in; a date or number is a constraint, not an entity; a single lower-case word
-//!    only when the passages never write it in lower case). It may be none.
+//!    only when the passages never write it in lower case). It may be none. A file
+//!    that writes its name whole may refer back to it by a short form ([`Topic`]).
 //! 3. **Sentences and spans.** Each passage is cut into paragraphs (blank lines) and
 //!    sentences with the tokenizer documents are indexed with. A *name* is a run of
 //!    words that begin with a capital letter or a digit, joined by what joins names
@@ -36,7 +37,9 @@
 //!    its names, or, with an embedder, reads within cosine [`MIN_COSINE`] of it. The
 //!    reader answers only when some sentence about the entity (it, its paragraph or
 //!    its file names it) says enough; then every sentence about it that says enough,
-//!    or whose sentence or paragraph names the entity, offers its spans.
+//!    or whose sentence or paragraph names the entity, offers its spans. With an
+//!    embedder, a passage word read alike explains a question word
+//!    ([`Reading::with_synonyms`]).
 //! 5. **Span scores** ([`Reading::spans`], [`super::spans`]): a linear scorer over each
 //!    span's features: its statement's coverage and cosine, its type's fit to what is
 //!    asked ([`answer_type::fit`]; a year never answers "who", and is not offered),
@@ -607,7 +610,10 @@ impl Reading {
                 }
             })
             .collect();
-        let gated = gate.iter().any(|s| s.is_finite());
+        // A question about an entity no passage names reads nothing, not even a chain
+        // from sentences about something else.
+        let unnamed = !self.topic.is_empty() && !self.names_topic;
+        let gated = !unnamed && gate.iter().any(|s| s.is_finite());
         let chains = if gated {
             self.chains(&gate, &matched)
         } else {
@@ -618,7 +624,7 @@ impl Reading {
         // say enough of it (by words or meaning), and those whose sentence or paragraph
         // names the entity; a sentence that does neither, in a file that names it, is
         // not read as saying anything of it.
-        let readable: Vec<usize> = if !self.topic.is_empty() && !self.names_topic {
+        let readable: Vec<usize> = if unnamed {
             Vec::new()
         } else {
             (0..n)
@@ -2460,6 +2466,20 @@ mod tests {
         assert!(reply.answers.is_empty(), "{reply:?}");
         assert!(
             reply.explanation.contains("no passage names \"Blue Hour\""),
+            "{}",
+            reply.explanation
+        );
+        // Not even through a chain: sentences that say all of the question's other
+        // words lead from the team to its head, but none names Ashes.
+        let team = "The Harbour team built the Tern engine. The Harbour team is led by \
+            Ines Castellane.";
+        let reply = answer_to(
+            "who leads the team that built the Tern engine for [Ashes]",
+            team,
+        );
+        assert!(reply.answers.is_empty(), "{reply:?}");
+        assert!(
+            reply.explanation.contains("no passage names \"Ashes\""),
             "{}",
             reply.explanation
         );
