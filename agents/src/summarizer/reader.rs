@@ -866,11 +866,11 @@ impl Reading {
             }
         }
         let mut chains: Vec<Chain> = Vec::new();
+        let excerpts = || self.excerpts.iter().map(|(line, x)| (*line, x));
+        let passages: Vec<(u32, &Excerpt)> = excerpts()
+            .filter(|(_, x)| x.channel != SKELETON_CHANNEL)
+            .collect();
         for (i, bridge) in bridges {
-            let excerpts = || self.excerpts.iter().map(|(line, x)| (*line, x));
-            let passages: Vec<(u32, &Excerpt)> = excerpts()
-                .filter(|(_, x)| x.channel != SKELETON_CHANNEL)
-                .collect();
             let bridge = Topic::new(
                 vec![bridge.words.clone()],
                 &passages,
@@ -1301,8 +1301,8 @@ fn names_topic(name: &Name, topic: &[Vec<String>]) -> bool {
 
 /// The entity a reading is about, as passages write it: its names whole, and, in a
 /// file that writes one of them whole, the short forms a text refers back to it with
-/// ("Coldwater Semiconductors has agreed …" then "Coldwater's chief executive";
-/// "Renata Osei-Vail" then "Osei-Vail was born in …").
+/// ("Halvard Brenning" then "Brenning returned to Tallmark"; "Renata Osei-Vail" then
+/// "Osei-Vail was born in …").
 struct Topic {
     names: Vec<Vec<String>>,
     /// Per name, its short forms: each run of its first or of its last words that is
