@@ -22,7 +22,8 @@ use std::{
 use kgmesh_models::parse::pattern::{is_unknown, PatternTriple};
 
 use crate::scoring::text::{
-    inside_a_longer, name_positions, names_the_class_of_a_name, word_spans, words, QuestionTerms,
+    inside_a_longer, is_article, name_positions, names_the_class_of_a_name, word_spans, words,
+    QuestionTerms,
 };
 
 /// A pattern node.
@@ -352,7 +353,7 @@ fn chain_order(
     let governor = all[..at]
         .iter()
         .rev()
-        .find(|w| !matches!(w.as_str(), "the" | "a" | "an") && !is_class_word(terms, all, w))
+        .find(|w| !is_article(w) && !is_class_word(terms, all, w))
         .map(String::as_str);
     let after_object = governor.is_some_and(|w| PREPOSITIONS.contains(&w));
     let asks = |run: &Run| {

@@ -21,7 +21,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kgmesh_models::lexical::text::{is_stop_word, stem, words};
+use kgmesh_models::lexical::text::{is_article, is_stop_word, stem, words};
 
 /// What an answer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -517,7 +517,7 @@ fn class_word(all: &[String], at: usize) -> Option<usize> {
     } else if AUXILIARIES.contains(&word(i)) {
         i += 1;
         let noun = |j: usize| content(j) || TRANSPARENT.contains(&word(j));
-        if matches!(word(i), "the" | "a" | "an") && noun(i + 1) {
+        if is_article(word(i)) && noun(i + 1) {
             // A compound's head is its last noun, before the next function word ("the
             // generating *capacity* of the turbine").
             let mut head = i + 1;
@@ -537,7 +537,7 @@ fn class_word(all: &[String], at: usize) -> Option<usize> {
     // "the name of the company" → "company".
     if TRANSPARENT.contains(&word(found)) && word(found + 1) == "of" {
         let mut next = found + 2;
-        if matches!(word(next), "the" | "a" | "an" | "this" | "that") {
+        if is_article(word(next)) || matches!(word(next), "this" | "that") {
             next += 1;
         }
         if content(next) {

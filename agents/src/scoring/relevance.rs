@@ -16,7 +16,7 @@ use kgmesh_schemas::{
 };
 
 use super::text::{
-    LearnedCues, QuestionTerms, SequenceFit, CLAIM_MIN, RELATION_TOKEN, RETURN_TOKEN,
+    is_determiner, LearnedCues, QuestionTerms, SequenceFit, CLAIM_MIN, RELATION_TOKEN, RETURN_TOKEN,
 };
 
 /// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
@@ -179,15 +179,9 @@ const DISTINCT_MIN: f32 = 0.2;
 /// movies *did X* star in", "what films *are about* X"; not "what types *are the* films",
 /// where the noun says what is asked of the films).
 fn heads_inverted_clause(all: &[String], at: usize) -> bool {
-    const DETERMINERS: &[&str] = &[
-        "the", "a", "an", "this", "that", "these", "those", "its", "his", "her", "their", "our",
-        "my", "your",
-    ];
     all.get(at + 1)
         .is_some_and(|w| super::answer_type::AUXILIARIES.contains(&w.as_str()))
-        && all
-            .get(at + 2)
-            .is_some_and(|w| !DETERMINERS.contains(&w.as_str()))
+        && all.get(at + 2).is_some_and(|w| !is_determiner(w))
 }
 
 /// Whether `cosines[index]` (a word's or phrase's cosine to one of the graph's

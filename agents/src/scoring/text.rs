@@ -7,9 +7,9 @@
 use std::collections::HashSet;
 
 pub use kgmesh_models::lexical::text::{
-    content_stems, entity_mention_mask, inside_a_longer, is_stop_word, marked_as_name,
-    name_positions, names_the_class_of_a_name, relation_head_stems, relation_label, relation_stems,
-    relation_words, stem, stem_similarity, word_spans, words, writes_a_name,
+    content_stems, entity_mention_mask, inside_a_longer, is_article, is_determiner, is_stop_word,
+    marked_as_name, name_positions, names_the_class_of_a_name, relation_head_stems, relation_label,
+    relation_stems, relation_words, stem, stem_similarity, word_spans, words, writes_a_name,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the
@@ -360,14 +360,14 @@ impl QuestionTerms {
                 let after_next = all.get(i + 2).map_or("", String::as_str);
                 asks_a_kind(i)
                     || asks_for_kind_at(&all, i)
-                    || (matches!(previous, "the" | "a" | "an") && names_entity_at(i + 1))
+                    || (is_article(previous) && names_entity_at(i + 1))
                     // The head noun of a relative clause: "the movies *that* share
                     // actors with X", "films *whose* directors …", "the movies
                     // *written by* X".
                     || opens_relative_clause(next)
                     // A word between the article and that head noun says what kind
                     // of it: "the *football* club that X plays for".
-                    || (matches!(previous, "the" | "a" | "an")
+                    || (is_article(previous)
                         && !is_stop_word(next)
                         && opens_relative_clause(after_next))
                     || (after_next == "by" && !is_stop_word(next))

@@ -60,8 +60,8 @@
 use std::collections::{HashMap, HashSet};
 
 use kgmesh_models::lexical::text::{
-    content_stems, delimited_names, is_stop_word, relation_stems, stem, stem_similarity, words,
-    words_outside,
+    content_stems, delimited_names, is_article, is_stop_word, relation_stems, stem,
+    stem_similarity, words, words_outside,
 };
 use kgmesh_schemas::messages::{
     context::{EvidenceItem, Excerpt},
@@ -2017,9 +2017,7 @@ fn phrases(
             i += 1;
         }
         let mut ranges = vec![(start..i, Variant::Phrase)];
-        if start > sentence.start
-            && matches!(t(start - 1).to_lowercase().as_str(), "a" | "an" | "the")
-        {
+        if start > sentence.start && is_article(&t(start - 1).to_lowercase()) {
             ranges.push((start - 1..i, Variant::PhraseWithArticle));
         }
         for (range, variant) in ranges {

@@ -104,6 +104,32 @@ pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
+/// Whether a lower-case word is an article: "the", "a", "an".
+pub fn is_article(word: &str) -> bool {
+    matches!(word, "the" | "a" | "an")
+}
+
+/// Whether a lower-case word determines the noun phrase it opens: an article, a
+/// demonstrative or a possessive pronoun ("*the* films", "*those* films", "*its*
+/// director").
+pub fn is_determiner(word: &str) -> bool {
+    is_article(word)
+        || matches!(
+            word,
+            "this"
+                | "that"
+                | "these"
+                | "those"
+                | "its"
+                | "his"
+                | "her"
+                | "their"
+                | "our"
+                | "my"
+                | "your"
+        )
+}
+
 /// A crude suffix-stripping stemmer: enough to meet `directed`/`director`/`directs`.
 pub fn stem(word: &str) -> String {
     if let Some((_, base)) = IRREGULAR.iter().find(|(form, _)| *form == word) {
@@ -667,6 +693,16 @@ mod tests {
         // Where no character changes length, the spelling is read as before.
         assert!(!marked_as_name("who directed heat", "heat"));
         assert!(marked_as_name("who directed Heat", "heat"));
+    }
+
+    #[test]
+    fn articles_are_determiners_and_a_noun_is_neither() {
+        for article in ["the", "a", "an"] {
+            assert!(is_article(article) && is_determiner(article), "{article}");
+        }
+        assert!(is_determiner("those") && !is_article("those"));
+        assert!(is_determiner("its") && !is_article("its"));
+        assert!(!is_determiner("film") && !is_article("The"));
     }
 
     #[test]
