@@ -20,7 +20,7 @@ use kgmesh_schemas::{
 
 use super::{
     normalize::{glued, is_apostrophe, is_stopword, normalize, tokens},
-    text::{delimited_names, edit_distance, is_stop_word, marked_as_name},
+    text::{delimited_names, edit_distance, is_article, is_stop_word, marked_as_name},
 };
 
 /// Names longer than this (in words) are matched only through [`Gazetteer::lookup`].
@@ -236,10 +236,13 @@ impl Gazetteer {
                     found.push((start, length, index, EXACT_SCORE, true));
                     continue;
                 }
-                // Fuzzy candidates: short spans that neither start nor end on a stop-word.
+                // Fuzzy candidates: short spans that neither start nor end on a stop-word,
+                // but for a misspelt name's article ("The Matrx" for "The Matrix": the
+                // word alone shares too few trigrams with the name to be compared).
                 let last = &words[start + length - 1].0;
+                let first = &words[start].0;
                 if length <= 6
-                    && !is_stopword(&words[start].0)
+                    && (!is_stopword(first) || (typos && length > 1 && is_article(first)))
                     && !is_stopword(last)
                     && key.chars().count() >= 5
                 {
@@ -824,6 +827,22 @@ mod tests {
         assert!(near.iter().any(|c| c.entity.id == NodeId(4711)), "{near:?}");
         assert!(near.iter().all(|c| c.score < EXACT_SCORE));
         assert_eq!(g.lookup("Entity Framwork", 1)[0].entity.id, NodeId(70_001));
+    }
+
+    #[test]
+    fn a_misspelt_name_is_found_with_its_article() {
+        let g = Gazetteer::build(vec![
+            (NodeId(1), "The Matrix".to_string()),
+            (NodeId(2), "Heat".to_string()),
+        ]);
+        let found = g.find_misspelled_mentions("who directed The Matrx");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].candidates[0].entity.name, "The Matrix");
+        assert!(!found[0].exact);
+        // Written in lower case, one content word is an ordinary word, not a name.
+        assert!(g
+            .find_misspelled_mentions("who directed the matrx")
+            .is_empty());
     }
 
     #[test]
