@@ -848,6 +848,12 @@ pub fn form_type(span: &str, previous: &str) -> AnswerType {
     if is_iso_date(span) {
         return AnswerType::Date;
     }
+    // A day of the week alone is a date too ("said on Monday").
+    if let [only] = span_words.as_slice() {
+        if WEEKDAYS.contains(&only.as_str()) {
+            return AnswerType::Date;
+        }
+    }
     if let [only] = span_words.as_slice() {
         if only.len() == 4 && only.chars().all(|c| c.is_ascii_digit()) {
             let year: u32 = only.parse().unwrap_or(0);
@@ -1036,6 +1042,7 @@ mod tests {
         assert_eq!(form_type("€1.2 million", ""), Amount);
         assert_eq!(form_type("12 March 2024", ""), Date);
         assert_eq!(form_type("March 2024", ""), Date);
+        assert_eq!(form_type("Monday", "on"), Date);
         assert_eq!(form_type("2024-03-12", ""), Date);
         assert_eq!(form_type("1994", ""), Year);
         assert_eq!(form_type("4,500", ""), Number);
