@@ -464,6 +464,18 @@ impl QuestionTerms {
                 .is_none_or(|&next| next != self.positions[index] + 1)
     }
 
+    /// How alike a hop's token and question word `index` are by their letters: an
+    /// asking wh-word names a relation by meaning only (0), and a class word a relation
+    /// by its head only (0 against a modifier, [`MODIFIER_TOKEN`]).
+    fn token_similarity(&self, token: &str, index: usize) -> f32 {
+        let (stem, modifier) = token_stem(token);
+        if Some(index) == self.asked || (modifier && self.is_the_answers_class_noun(index)) {
+            0.0
+        } else {
+            stem_similarity(stem, &self.stems[index])
+        }
+    }
+
     /// Whether question word `index` is the opening wh-word that asks for a kind of
     /// answer ("*where* is …"); it names a relation by meaning only.
     pub fn asks_a_kind(&self, index: usize) -> bool {
@@ -522,7 +534,7 @@ impl QuestionTerms {
     ) -> Option<(f32, usize, usize)> {
         let mut best: Option<(f32, usize, usize)> = None;
         for (token_index, token) in tokens.iter().enumerate() {
-            for (index, question_stem) in self.stems.iter().enumerate() {
+            for index in 0..self.stems.len() {
                 if used.get(index).copied().unwrap_or(false) {
                     continue;
                 }
@@ -533,16 +545,7 @@ impl QuestionTerms {
                         0.0
                     }
                 } else {
-                    // An asking wh-word names a relation by meaning only, and a class
-                    // word a relation by its head only.
-                    let (stem, modifier) = token_stem(token);
-                    let lexical = if Some(index) == self.asked
-                        || (modifier && self.is_the_answers_class_noun(index))
-                    {
-                        0.0
-                    } else {
-                        stem_similarity(stem, question_stem)
-                    };
+                    let lexical = self.token_similarity(token, index);
                     match extra_opt {
                         Some(extra) if !self.marks_shared_value(index) => {
                             lexical.max(extra(token, index))
@@ -778,7 +781,6 @@ impl QuestionTerms {
         if let Some(last) = relations.last() {
             // The word naming the answer, or the wh-word asking for its kind.
             let reaches = |focus_index: usize| {
-                let focus = &self.stems[focus_index];
                 let learned_focus = learned_opt
                     .and_then(|learned| learned.hop_word.get(relations.len() - 1))
                     .and_then(|row| row.get(focus_index))
@@ -786,15 +788,7 @@ impl QuestionTerms {
                 learned_focus
                     || last.iter().any(|token| {
                         let extra = extra_opt.map_or(0.0, |extra| extra(token, focus_index));
-                        let (stem, modifier) = token_stem(token);
-                        let lexical = if Some(focus_index) == self.asked
-                            || (modifier && self.is_the_answers_class_noun(focus_index))
-                        {
-                            0.0
-                        } else {
-                            stem_similarity(stem, focus)
-                        };
-                        lexical.max(extra) >= CLAIM_MIN
+                        self.token_similarity(token, focus_index).max(extra) >= CLAIM_MIN
                     })
             };
             if self.focus.into_iter().chain(self.asked).any(reaches) {

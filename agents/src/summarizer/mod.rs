@@ -341,17 +341,17 @@ impl Summarizer {
                     .map(|v| cosine(&found[0], v))
                     .collect();
                 let (asked, written) = found[words_at..].split_at(question_words.len());
-                let mut synonyms = Vec::new();
-                for (q, qv) in question_words.iter().zip(asked) {
-                    for (p, pv) in passage_words.iter().zip(written) {
-                        synonyms.push(reader::Synonym {
-                            question: q.clone(),
-                            passage: p.clone(),
+                let pairs = question_words.iter().zip(asked).flat_map(|(q, qv)| {
+                    passage_words
+                        .iter()
+                        .zip(written)
+                        .map(move |(p, pv)| reader::Synonym {
+                            question: q,
+                            passage: p,
                             cosine: cosine(qv, pv),
-                        });
-                    }
-                }
-                (reading.with_synonyms(synonyms), Some(cosines), None)
+                        })
+                });
+                (reading.with_synonyms(pairs), Some(cosines), None)
             }
             Err(error) => {
                 tracing::warn!(%error, "passage statements not embedded; read by words only");

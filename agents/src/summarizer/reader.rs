@@ -236,10 +236,10 @@ pub(crate) struct Reading {
     synonyms: HashMap<String, Vec<(String, f32)>>,
 }
 
-/// A question word and a passage word the embedder reads alike: their stems and cosine.
-pub struct Synonym {
-    pub question: String,
-    pub passage: String,
+/// A question word and a passage word, as written, and their embeddings' cosine.
+pub struct Synonym<'a> {
+    pub question: &'a str,
+    pub passage: &'a str,
     pub cosine: f32,
 }
 
@@ -364,13 +364,13 @@ impl Reading {
     /// reads alike (cosine from [`SYNONYM_COSINE`], the graph reader's bound): "ceo"
     /// by "chief executive", "opposed" by "against". Such a match counts its cosine
     /// where a written word counts 1.
-    pub fn with_synonyms(mut self, found: impl IntoIterator<Item = Synonym>) -> Self {
-        for synonym in found {
+    pub fn with_synonyms<'a>(mut self, pairs: impl IntoIterator<Item = Synonym<'a>>) -> Self {
+        for synonym in pairs {
             if synonym.cosine >= SYNONYM_COSINE {
                 self.synonyms
-                    .entry(stem(&synonym.question))
+                    .entry(stem(synonym.question))
                     .or_default()
-                    .push((stem(&synonym.passage), synonym.cosine));
+                    .push((stem(synonym.passage), synonym.cosine));
             }
         }
         self
@@ -2330,8 +2330,8 @@ mod tests {
             Reading::new(&asked)
                 .expect("statements")
                 .with_synonyms([Synonym {
-                    question: "ceo".into(),
-                    passage: "executive".into(),
+                    question: "ceo",
+                    passage: "executive",
                     cosine,
                 }])
                 .answer(&SummaryRule::default(), 1, None)
