@@ -198,6 +198,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
         low_confidence: false,
         confidence: None,
         plan_followed: None,
+        readings_agree: None,
         cache_hit: false,
         cache_use: None,
         cache_examples: 0,

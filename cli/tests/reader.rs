@@ -170,7 +170,7 @@ fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
 
     // With re-ranking off (the default) the answer still carries a confidence: the
     // first stage's plan's; `reader.confidence = false` turns it off.
-    let default_run = |confidence_on: &str| {
+    let asked = |question: &str, confidence_on: &str| {
         let mut command = kgmesh();
         command
             .env("KGMESH__EMBEDDER__KIND", "none")
@@ -182,6 +182,7 @@ fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
         assert_eq!(code, 0, "{stderr}");
         serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
     };
+    let default_run = |confidence_on: &str| asked(question, confidence_on);
     let default = default_run("true");
     let chance = default["confidence"]
         .as_f64()
@@ -193,9 +194,30 @@ fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
         serde_json::json!(true),
         "{default}"
     );
+    // The learned reader, a second reading of the same candidates, reaches that answer
+    // too. Not so for "Which authors were born in Port Kell?", where the first stage
+    // answers a book ("The Copper Lighthouse", wrong) and the reader's plan does not
+    // reach it: the calibration reads the disagreement and says so.
+    assert_eq!(
+        default["readings_agree"],
+        serde_json::json!(true),
+        "{default}"
+    );
+    let disputed = asked("Which authors were born in Port Kell?", "true");
+    assert_eq!(
+        disputed["readings_agree"],
+        serde_json::json!(false),
+        "{disputed}"
+    );
+    let doubted = disputed["confidence"].as_f64().expect("a confidence");
+    assert!(
+        doubted < 0.5 && doubted < chance,
+        "{doubted} against {chance}: {disputed}"
+    );
     let off = default_run("false");
     assert!(off["confidence"].is_null(), "{off}");
     assert!(off["plan_followed"].is_null(), "no plan estimated: {off}");
+    assert!(off["readings_agree"].is_null(), "no second reading: {off}");
 
     let (code, _, stderr) = kgmesh_run(&["ask", "who directed Heat", "--min-confidence", "1.5"]);
     assert_eq!(code, 2, "{stderr}");

@@ -5,14 +5,16 @@
 //! the question names the path answered from, how many answers, whether the answer is a
 //! number, whether a second round was needed, whether the answer lies at the end of
 //! that plan at all: the summarizer may answer from another path, and the plan's chance
-//! then says little about it). It is a logistic model fitted on whole
+//! then says little about it; whether a second reading of the question, the learned
+//! reader scoring the same candidate plans, puts that plan first too). It is a
+//! logistic model fitted on whole
 //! runs' answers (`kgmesh reader calibrate`), given to the coordinator as a function so
 //! the coordinator needs no model code.
 
 use std::{fmt, sync::Arc};
 
 /// What the answer calibration reads, in order.
-pub const SIGNALS: [&str; 8] = [
+pub const SIGNALS: [&str; 9] = [
     "plan_log_odds",
     "low_confidence",
     "log_answers",
@@ -21,12 +23,15 @@ pub const SIGNALS: [&str; 8] = [
     "log_topic_entities",
     "off_plan",
     "plan_log_odds_on_plan",
+    "readings_disagree",
 ];
 
 /// The calibration's inputs for one reply: the plan's chance, whether the first answer
 /// lies at that plan's end, whether the answers rest on a path no word of the question
 /// names, the answers (best first), the rounds run and the graph nodes the question's
-/// names were linked to (several for one name when nodes share it). The plan's chance
+/// names were linked to (several for one name when nodes share it), and whether the
+/// learned reader ranks the plan first too (`None`, not asked, reads as agreeing: the
+/// calibration only ever learned from disagreements it saw). The plan's chance
 /// is read twice, once for every answer and once for those on the plan, so that the
 /// fit can weigh it less where the summarizer answered from another path. An answer
 /// neither on nor off the plan (`None`: it rests on no graph path) is read as on it,
@@ -34,6 +39,7 @@ pub const SIGNALS: [&str; 8] = [
 pub fn signals(
     plan_chance: f32,
     plan_followed: Option<bool>,
+    readings_agree: Option<bool>,
     low_confidence: bool,
     answers: &[&str],
     rounds: u8,
@@ -54,6 +60,7 @@ pub fn signals(
         (1.0 + topic_entities as f32).ln(),
         flag(!plan_followed),
         if plan_followed { plan } else { 0.0 },
+        flag(readings_agree == Some(false)),
     ]
 }
 
@@ -92,11 +99,22 @@ mod tests {
 
     #[test]
     fn signals_read_the_reply() {
-        let s = signals(0.5, Some(true), true, &["12"], 2, 1);
+        let s = signals(0.5, Some(true), Some(false), true, &["12"], 2, 1);
         assert_eq!(s.len(), SIGNALS.len());
         assert!(s[0].abs() < 1e-6);
-        assert_eq!(&s[1..], &[1.0, 2f32.ln(), 1.0, 1.0, 2f32.ln(), 0.0, 0.0]);
-        let s = signals(0.9, Some(true), false, &["Michael Mann", "Ann Roth"], 1, 2);
+        assert_eq!(
+            &s[1..],
+            &[1.0, 2f32.ln(), 1.0, 1.0, 2f32.ln(), 0.0, 0.0, 1.0]
+        );
+        let s = signals(
+            0.9,
+            Some(true),
+            Some(true),
+            false,
+            &["Michael Mann", "Ann Roth"],
+            1,
+            2,
+        );
         assert!(s[0] > 2.0);
         assert_eq!(&s[1..6], &[0.0, 3f32.ln(), 0.0, 0.0, 3f32.ln()]);
         assert_eq!(
@@ -104,15 +122,17 @@ mod tests {
             (0.0, s[0]),
             "on the plan: its chance read again"
         );
-        let s = signals(0.9, Some(false), false, &["Ann Roth"], 1, 1);
+        assert_eq!(s[8], 0.0, "the readings agree");
+        let s = signals(0.9, Some(false), None, false, &["Ann Roth"], 1, 1);
         assert_eq!(
             (s[6], s[7]),
             (1.0, 0.0),
             "off the plan: its chance not read again"
         );
+        assert_eq!(s[8], 0.0, "not asked: read as agreeing");
         assert_eq!(
-            signals(0.9, None, false, &["Ann Roth"], 1, 1),
-            signals(0.9, Some(true), false, &["Ann Roth"], 1, 1),
+            signals(0.9, None, None, false, &["Ann Roth"], 1, 1),
+            signals(0.9, Some(true), None, false, &["Ann Roth"], 1, 1),
             "on no path: read as on the plan"
         );
         assert!(log_odds(1.0).is_finite() && log_odds(0.0).is_finite());

@@ -19,6 +19,7 @@ use std::time::Instant;
 use kgmesh_schemas::{
     graph::Metapath,
     messages::{ask::AskReply, cache::Plan},
+    NodeId,
 };
 use tracing::Instrument;
 
@@ -60,6 +61,9 @@ pub(crate) struct Run<'a> {
     plan_first: Option<Metapath>,
     /// The plan the confidence is for is a re-ranking reader's (not calibrated).
     plan_reranked: bool,
+    /// What the plan the learned reader ranks first reaches (a second reading of the
+    /// question, `KgLinkReply::reader_reaches`).
+    reader_reaches: Option<Vec<NodeId>>,
 }
 
 impl<'a> Run<'a> {
@@ -77,6 +81,7 @@ impl<'a> Run<'a> {
             plan_confidence: None,
             plan_first: None,
             plan_reranked: false,
+            reader_reaches: None,
         }
     }
 
@@ -135,6 +140,10 @@ impl<'a> Run<'a> {
             self.plan_confidence = link.confidence;
             self.plan_first = link.metapaths.first().cloned();
             self.plan_reranked = link.reader_plan;
+            self.reader_reaches = link
+                .reader_reaches
+                .clone()
+                .filter(|_| link.confidence.is_some());
         }
         let finish = link.finish;
         let work = link::adopt(&self.cx, &mut self.record, round, &mut self.found, link).await;
@@ -235,6 +244,8 @@ impl<'a> Run<'a> {
                 &self.found.topic,
             ))
             .filter(|_| summary.confidence.is_none() && !self.plan_replayed);
+        let readings_agree = reply::readings_agree(self.reader_reaches.as_deref(), &answers)
+            .filter(|_| summary.confidence.is_none() && !self.plan_replayed);
         let confidence = reply::confidence(
             &self.cx,
             ConfidenceInput {
@@ -245,6 +256,7 @@ impl<'a> Run<'a> {
                 answers: &answers,
                 low_confidence: summary.low_confidence,
                 plan_followed,
+                readings_agree,
                 rounds: self.rounds_run,
                 linked: self.found.topic.len(),
             },
@@ -276,6 +288,7 @@ impl<'a> Run<'a> {
             partial,
             confidence,
             plan_followed,
+            readings_agree,
             rounds: self.rounds_run,
             topic: &self.found.topic,
             cache: &self.cache,

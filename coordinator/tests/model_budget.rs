@@ -475,6 +475,60 @@ async fn the_calibration_reads_whether_the_answer_lies_on_the_plan_it_estimated(
 }
 
 #[tokio::test]
+async fn the_calibration_reads_whether_a_second_reading_reaches_the_answer() {
+    // The KG-Linker plans `directed_by` and says what the learned reader's own first
+    // plan reaches: Michael Mann (node 2), another node, or nothing it could list. The
+    // calibration here says 0.2 when the readings disagree and 0.9 otherwise.
+    use kgmesh_schemas::NodeId;
+    let disagree = kgmesh_coordinator::confidence::SIGNALS
+        .iter()
+        .position(|s| *s == "readings_disagree")
+        .expect("a signal says whether the readings disagree");
+    let config = || CoordinatorConfig {
+        answer_calibration: Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
+            move |signals| if signals[disagree] > 0.5 { 0.2 } else { 0.9 },
+        )),
+        ..test_config()
+    };
+    let cases = [
+        (Some(vec![NodeId(2), NodeId(5)]), Some(true), 0.9),
+        (Some(vec![NodeId(5)]), Some(false), 0.2),
+        (None, None, 0.9),
+    ];
+    for (reaches, agree, expected) in cases {
+        let bus = Arc::new(LocalBus::new());
+        let linker_reaches = reaches.clone();
+        let _handles = (
+            serve::<KgLinkRequest, _, _>(&bus, Role::KG_LINKER, RoleKind::Core, move |_| {
+                let reader_reaches = linker_reaches.clone();
+                async move {
+                    Reply::ok(
+                        KgLinkReply {
+                            linked: vec![scored(1, "Heat")],
+                            metapaths: vec![metapath("directed_by")],
+                            confidence: Some(0.7),
+                            reader_reaches,
+                            ..KgLinkReply::default()
+                        },
+                        Cost::default(),
+                    )
+                }
+            })
+            .await,
+            path_retriever(&bus, "paths").await,
+            ends_summarizer(&bus).await,
+            cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
+        );
+        let reply = bounded(coordinator(&bus, config()).ask(question()))
+            .await
+            .expect("answered");
+        assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
+        assert_eq!(reply.readings_agree, agree, "{reaches:?}: {reply:?}");
+        assert_eq!(reply.confidence, Some(expected), "{reaches:?}: {reply:?}");
+    }
+}
+
+#[tokio::test]
 async fn an_answer_from_rows_is_neither_on_nor_off_the_plan_and_one_from_an_edge_is_read_from_the_question(
 ) {
     // An answer on a query's rows rests on no path: the plan's chance says nothing about

@@ -195,6 +195,10 @@ pub struct QuestionResult {
     /// (the reply's `plan_followed`).
     #[serde(default)]
     pub plan_followed: Option<bool>,
+    /// Whether the learned reader ranks the plan first too (the reply's
+    /// `readings_agree`).
+    #[serde(default)]
+    pub readings_agree: Option<bool>,
     /// Graph nodes the question's names were linked to (the reply's `topic_entities`).
     #[serde(default)]
     pub topic_entities: usize,
@@ -619,6 +623,7 @@ mod tests {
             degraded: vec![],
             confidence: None,
             plan_followed: None,
+            readings_agree: None,
             topic_entities: 0,
             error: error.then(|| "timed out".to_owned()),
         }

@@ -143,6 +143,7 @@ fn unanswered(question: Question, latency_ms: f64) -> QuestionResult {
         degraded: Vec::new(),
         confidence: None,
         plan_followed: None,
+        readings_agree: None,
         topic_entities: 0,
         error: None,
     }
@@ -192,6 +193,7 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
             .collect(),
         confidence: reply.confidence,
         plan_followed: reply.plan_followed,
+        readings_agree: reply.readings_agree,
         topic_entities: reply.topic_entities.len(),
         ..unanswered(question, latency_ms)
     }
@@ -345,6 +347,7 @@ mod tests {
                 low_confidence: false,
                 confidence: None,
                 plan_followed: None,
+                readings_agree: None,
                 cache_hit: false,
                 cache_use: None,
                 cache_examples: 0,

@@ -290,6 +290,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             model_plan: true,
             confidence: Some(0.75),
             reader_plan: false,
+            reader_reaches: Some(vec![NodeId(4), NodeId(9)]),
         },
     );
     for mode in [LinkMode::Fuzzy, LinkMode::Embedding, LinkMode::Both] {
@@ -552,6 +553,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             low_confidence: false,
             confidence: Some(0.75),
             plan_followed: Some(true),
+            readings_agree: Some(false),
             cache_hit: true,
             cache_use: Some("plan cache: 2 past questions offered as examples".into()),
             cache_examples: 2,

@@ -13,7 +13,10 @@ use kgmesh_models::lexical::Gazetteer;
 use kgmesh_schemas::{
     budget::MAX_DEPTH,
     graph::{Direction, Entity, Metapath, RelationStep, ScoredEntity},
-    messages::{cache::RelationCue, kg_linker::KgLinkReply},
+    messages::{
+        cache::RelationCue,
+        kg_linker::{KgLinkReply, MAX_READER_REACHES},
+    },
     NodeId,
 };
 use kgmesh_stores::{GraphStore, NeighborQuery, StoreResult};
@@ -385,6 +388,9 @@ pub struct Ranking {
     pub confidence: Option<f32>,
     /// The reader re-ranked the first stage's order (its first plan is the reader's).
     pub reranked: bool,
+    /// With the first stage's order standing: the nodes the plan the reader's weights
+    /// rank first reaches, when all are known (`KgLinkReply::reader_reaches`).
+    pub reader_reaches: Option<Vec<NodeId>>,
 }
 
 /// [`rank_metapaths`], with the reader's chance that the first is right: for its own
@@ -402,6 +408,7 @@ pub async fn rank_metapaths_with_confidence(
     let (reaching, fits, lexical, mut order) =
         first_stage(store, relevance, &ids, limits, readers.is_some()).await?;
     let mut confidence = None;
+    let mut reader_reaches = None;
     if let Some(readers) = readers.filter(|_| !reaching.is_empty()) {
         let first = crate::reader::FirstStage {
             reaching: &reaching,
@@ -441,6 +448,12 @@ pub async fn rank_metapaths_with_confidence(
                 .await?
                 .rows;
                 confidence = model.first_stage_chance(&rows);
+                reader_reaches = model
+                    .first_choice(&rows)
+                    .and_then(|row| order.get(row))
+                    .map(|&index| &reaching[index])
+                    .filter(|r| r.complete && r.reached.len() <= MAX_READER_REACHES)
+                    .map(|r| r.reached.clone());
             }
         }
     }
@@ -470,6 +483,7 @@ pub async fn rank_metapaths_with_confidence(
         metapaths: kept,
         confidence,
         reranked: rerank,
+        reader_reaches: reader_reaches.filter(|_| confidence.is_some()),
     })
 }
 
@@ -773,5 +787,6 @@ pub async fn link_without_llm(
         model_plan: false,
         confidence: ranking.confidence,
         reader_plan: ranking.reranked && ranking.confidence.is_some(),
+        reader_reaches: ranking.reader_reaches,
     })
 }

@@ -231,6 +231,11 @@ fn merge(
         model_plan,
         confidence: if model_plan { None } else { free.confidence },
         reader_plan: !model_plan && free.reader_plan,
+        reader_reaches: if model_plan {
+            None
+        } else {
+            free.reader_reaches
+        },
     })
 }
 

@@ -900,6 +900,7 @@ fn read_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)
                 let inputs = signals(
                     chance,
                     r.plan_followed,
+                    r.readings_agree,
                     r.cost.low_confidence,
                     &texts,
                     r.cost.rounds,

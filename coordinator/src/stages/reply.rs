@@ -6,6 +6,7 @@
 use kgmesh_schemas::{
     graph::{Entity, Metapath, ScoredEntity},
     messages::{ask::AskReply, context::EvidenceItem, summarizer::Answer},
+    NodeId,
 };
 
 use super::{cache_lookup::CacheFound, replay::ReplayReport, RunContext};
@@ -62,6 +63,18 @@ pub(crate) fn plan_followed(
     on_a_path.then_some(false)
 }
 
+/// Whether the first answer is among the nodes the learned reader's first plan
+/// reaches (`AskReply::readings_agree`); `None` without that reading or without a first
+/// answer that is a graph node.
+pub(crate) fn readings_agree(
+    reader_reaches: Option<&[NodeId]>,
+    answers: &[Answer],
+) -> Option<bool> {
+    let reaches = reader_reaches?;
+    let first = answers.first()?.entity.as_ref()?;
+    Some(reaches.contains(&first.id))
+}
+
 /// What the answer's confidence is read from.
 pub(crate) struct ConfidenceInput<'a> {
     /// The summarizer's own estimate for its answers (read from document passages):
@@ -78,6 +91,8 @@ pub(crate) struct ConfidenceInput<'a> {
     pub low_confidence: bool,
     /// The first answer follows the plan (see [`plan_followed`]).
     pub plan_followed: Option<bool>,
+    /// The learned reader ranks that plan first too (`AskReply::readings_agree`).
+    pub readings_agree: Option<bool>,
     pub rounds: u8,
     pub linked: usize,
 }
@@ -101,6 +116,7 @@ pub(crate) fn confidence(cx: &RunContext<'_>, input: ConfidenceInput<'_>) -> Opt
                 calibration.chance(&crate::confidence::signals(
                     plan,
                     input.plan_followed,
+                    input.readings_agree,
                     input.low_confidence,
                     &texts,
                     input.rounds,
@@ -119,6 +135,7 @@ pub(crate) struct ReplyInput<'a> {
     pub partial: bool,
     pub confidence: Option<f32>,
     pub plan_followed: Option<bool>,
+    pub readings_agree: Option<bool>,
     pub rounds: u8,
     pub topic: &'a [ScoredEntity],
     pub cache: &'a CacheFound,
@@ -180,6 +197,7 @@ pub(crate) fn assemble(
         low_confidence,
         confidence: input.confidence,
         plan_followed: input.plan_followed,
+        readings_agree: input.readings_agree,
         cache_hit: input.cache.hit,
         cache_use,
         cache_examples: input.cache.examples.len().min(usize::from(u16::MAX)) as u16,

@@ -102,6 +102,7 @@ pub fn parse(reply: &str, relation_names: &[String]) -> KgLinkReply {
         model_plan: false,
         confidence: None,
         reader_plan: false,
+        reader_reaches: None,
     }
 }
 

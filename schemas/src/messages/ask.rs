@@ -119,6 +119,12 @@ pub struct AskReply {
     /// reads so.
     #[serde(default)]
     pub plan_followed: Option<bool>,
+    /// Whether a second reading of the question, the learned reader scoring the same
+    /// candidate plans, ranks that plan first too; the answer calibration reads a
+    /// disagreement as a warning. `None` when it was not asked (no plan's chance was
+    /// estimated, or the reader re-ranked the plans itself).
+    #[serde(default)]
+    pub readings_agree: Option<bool>,
     /// The plan cache supplied examples or a replayed plan.
     pub cache_hit: bool,
     /// What the plan cache did for this question, in a sentence for people: the past

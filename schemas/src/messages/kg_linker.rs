@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     graph::{Metapath, ScoredEntity},
-    Role,
+    NodeId, Role,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,6 +26,9 @@ pub struct KgLinkRequest {
     /// Learned word → relation associations for this question (from the plan cache).
     pub cues: Vec<RelationCue>,
 }
+
+/// The most nodes `KgLinkReply::reader_reaches` lists.
+pub const MAX_READER_REACHES: usize = 1000;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
@@ -54,6 +57,14 @@ pub struct KgLinkReply {
     /// first stage's plans), not the first stage's word match.
     #[serde(default)]
     pub reader_plan: bool,
+    /// A second reading of the question: the graph nodes the plan reaches that the
+    /// learned reader ranks first among the same candidates, every one of them (at
+    /// most [`MAX_READER_REACHES`]), so that the answer can be checked against it.
+    /// `None` when it was not read (the reader re-ranked the plans itself, or estimated
+    /// no `confidence`), or when that plan reaches more nodes, or only a sample of them
+    /// is known.
+    #[serde(default)]
+    pub reader_reaches: Option<Vec<NodeId>>,
 }
 
 impl Rpc for KgLinkRequest {

@@ -516,6 +516,14 @@ impl ReaderModel {
         Some(confidence.chance(&Self::first_stage_inputs(features)))
     }
 
+    /// The candidate these weights rank first (an index into `features`; ties keep
+    /// the earlier): with `features` in the first stage's order, a second reading of
+    /// the question beside the first stage's. `None` without candidates.
+    pub fn first_choice(&self, features: &[Vec<f32>]) -> Option<usize> {
+        let scores: Vec<f32> = features.iter().map(|f| self.score(f)).collect();
+        (0..scores.len()).max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)))
+    }
+
     /// Whether the first candidate by these weights is right (an exact one).
     pub fn first_is_right(&self, example: &Example) -> bool {
         let scores: Vec<f32> = example.features.iter().map(|f| self.score(f)).collect();
@@ -659,6 +667,24 @@ mod tests {
         assert_eq!(model.accuracy(&examples), 1.0);
         let again = ReaderModel::train(&examples, 10, TrainSettings::default(), vec![]);
         assert_eq!(model, again, "training is deterministic");
+    }
+
+    #[test]
+    fn the_first_choice_is_the_best_scored_candidate_and_a_tie_keeps_the_earlier() {
+        let examples = vec![
+            example(&[(1.0, 0.2), (0.0, 0.9), (0.0, 0.1)]),
+            example(&[(0.0, 0.7), (1.0, 0.3)]),
+        ];
+        let model = ReaderModel::train(&examples, 10, TrainSettings::default(), vec![]);
+        assert_eq!(model.first_choice(&examples[0].features), Some(0));
+        assert_eq!(model.first_choice(&examples[1].features), Some(1));
+        let twice = vec![examples[1].features[1].clone(); 2];
+        assert_eq!(
+            model.first_choice(&twice),
+            Some(0),
+            "a tie keeps the earlier"
+        );
+        assert_eq!(model.first_choice(&[]), None);
     }
 
     #[test]
