@@ -214,6 +214,22 @@ fn answers_carry_a_confidence_and_min_confidence_declines_low_ones() {
         doubted < 0.5 && doubted < chance,
         "{doubted} against {chance}: {disputed}"
     );
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .env_remove("KGMESH_READER")
+        .args(["ask", "Which authors were born in Port Kell?", "--kg"])
+        .arg(zoo().join("library/kg.tsv"));
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    let answer_line = stdout
+        .lines()
+        .find(|l| l.starts_with("A:"))
+        .unwrap_or_default();
+    assert!(
+        answer_line.contains("a second reading of the question reaches other answers"),
+        "{stdout}"
+    );
     let off = default_run("false");
     assert!(off["confidence"].is_null(), "{off}");
     assert!(off["plan_followed"].is_null(), "no plan estimated: {off}");

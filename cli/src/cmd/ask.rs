@@ -617,11 +617,16 @@ fn print_text(
         println!("A: (no answer) {}", reply.explanation);
     } else {
         println!(
-            "A:{}{}",
+            "A:{}{}{}",
             reply
                 .confidence
                 .map(|c| format!(" (confidence {c:.2})"))
                 .unwrap_or_default(),
+            if reply.readings_agree == Some(false) {
+                " (a second reading of the question reaches other answers)"
+            } else {
+                ""
+            },
             if reply.low_confidence {
                 " (low confidence: check the evidence)"
             } else {
