@@ -194,6 +194,10 @@ fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
             || dom.contains("this answer is more likely wrong than right"),
         "the confidence is not said in words:\n{dom}"
     );
+    assert!(
+        !dom.contains("A second reading of the question reaches other answers"),
+        "{dom}"
+    );
     // The graph view drew the cited edge between the question's entity and the answer,
     // and says which retrievers found it.
     let heat = element_with(&dom, &[r#"class="node topic""#, r#"data-name="Heat""#])
@@ -254,6 +258,19 @@ fn the_console_answers_draws_the_cited_edges_and_shows_errors() {
     assert!(
         element_with(&dom, &[r#"id="error""#, "hidden"]).is_some(),
         "an error is shown:\n{dom}"
+    );
+
+    // "what is Heat": the learned reader's own reading of the question reaches other
+    // answers than the one given, and the page says so beside the confidence.
+    let dom = rendered(address, "what is Heat", token);
+    let said = dom
+        .split(r#"id="confidence""#)
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .unwrap_or_else(|| panic!("no confidence on the page:\n{dom}"));
+    assert!(
+        said.contains("A second reading of the question reaches other answers"),
+        "{said}"
     );
 
     // A question the server refuses (too long): its reason is shown, not a broken page.

@@ -317,6 +317,11 @@
       } else {
         confidence.textContent = `Confidence ${shown}: the estimated chance that this answer is right.`;
       }
+      // The learned reader, ranking the same candidate paths, reaches other answers:
+      // the confidence above already reads it; say why it is low.
+      if (reply.readings_agree === false) {
+        confidence.textContent += " A second reading of the question reaches other answers.";
+      }
     }
     answers.forEach((answer, position) => {
       const lines = answer.evidence || [];
