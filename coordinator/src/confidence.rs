@@ -5,9 +5,9 @@
 //! the question names the path answered from, how many answers, whether the answer is a
 //! number, whether a second round was needed, whether the answer lies at the end of
 //! that plan at all: the summarizer may answer from another path, and the plan's chance
-//! then says little about it; whether a second reading of the question, the learned
-//! reader scoring the same candidate plans, puts that plan first too). It is a
-//! logistic model fitted on whole
+//! then says little about it; whether a second reading of the question, the plan the
+//! learned reader ranks first among the same candidates, reaches the answer too). It is
+//! a logistic model fitted on whole
 //! runs' answers (`kgmesh reader calibrate`), given to the coordinator as a function so
 //! the coordinator needs no model code.
 
@@ -30,8 +30,9 @@ pub const SIGNALS: [&str; 9] = [
 /// lies at that plan's end, whether the answers rest on a path no word of the question
 /// names, the answers (best first), the rounds run and the graph nodes the question's
 /// names were linked to (several for one name when nodes share it), and whether the
-/// learned reader ranks the plan first too (`None`, not asked, reads as agreeing: the
-/// calibration only ever learned from disagreements it saw). The plan's chance
+/// plan the learned reader ranks first reaches the answer too (`None`, not read, reads
+/// as agreeing: the calibration only ever learned from disagreements it saw). The
+/// plan's chance
 /// is read twice, once for every answer and once for those on the plan, so that the
 /// fit can weigh it less where the summarizer answered from another path. An answer
 /// neither on nor off the plan (`None`: it rests on no graph path) is read as on it,

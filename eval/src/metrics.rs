@@ -195,8 +195,8 @@ pub struct QuestionResult {
     /// (the reply's `plan_followed`).
     #[serde(default)]
     pub plan_followed: Option<bool>,
-    /// Whether the learned reader ranks the plan first too (the reply's
-    /// `readings_agree`).
+    /// Whether the plan the learned reader ranks first reaches the first answer too
+    /// (the reply's `readings_agree`).
     #[serde(default)]
     pub readings_agree: Option<bool>,
     /// Graph nodes the question's names were linked to (the reply's `topic_entities`).

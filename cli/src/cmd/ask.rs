@@ -224,17 +224,11 @@ fn answer_calibration(
         return None;
     }
     let embedded = config.embedder.kind != EmbedderKind::None;
-    let calibration = readers.for_reading(embedded).answer_calibration.clone()?;
-    if calibration.signals != kgmesh_coordinator::confidence::SIGNALS {
-        // Weights calibrated for other signals (an older `kgmesh reader calibrate`):
-        // the plan's chance stands alone rather than a fit read in the wrong order.
-        tracing::warn!(
-            signals = ?calibration.signals,
-            "the reader's answer calibration reads other signals than this version gives;              answers carry the plan's chance uncalibrated (rerun `kgmesh reader calibrate`)"
-        );
-        return None;
-    }
-    let model = calibration.model;
+    let model = readers
+        .for_reading(embedded)
+        .answer_calibration
+        .clone()?
+        .model;
     Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
         move |signals| model.chance(signals),
     ))

@@ -91,7 +91,8 @@ pub(crate) struct ConfidenceInput<'a> {
     pub low_confidence: bool,
     /// The first answer follows the plan (see [`plan_followed`]).
     pub plan_followed: Option<bool>,
-    /// The learned reader ranks that plan first too (`AskReply::readings_agree`).
+    /// The plan the learned reader ranks first reaches the first answer too
+    /// (`AskReply::readings_agree`).
     pub readings_agree: Option<bool>,
     pub rounds: u8,
     pub linked: usize,

@@ -119,10 +119,11 @@ pub struct AskReply {
     /// reads so.
     #[serde(default)]
     pub plan_followed: Option<bool>,
-    /// Whether a second reading of the question, the learned reader scoring the same
-    /// candidate plans, ranks that plan first too; the answer calibration reads a
-    /// disagreement as a warning. `None` when it was not asked (no plan's chance was
-    /// estimated, or the reader re-ranked the plans itself).
+    /// Whether a second reading of the question reaches the first answer too: the
+    /// plan the learned reader ranks first, scoring the same candidate plans. The answer
+    /// calibration reads a disagreement as a warning. `None` when it was not read (no
+    /// plan's chance was estimated, the reader re-ranked the plans itself, the answer
+    /// is no graph node, or that plan reaches too many nodes to list).
     #[serde(default)]
     pub readings_agree: Option<bool>,
     /// The plan cache supplied examples or a replayed plan.
