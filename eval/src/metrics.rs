@@ -473,7 +473,7 @@ impl Breakdown {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn strings(items: &[&str]) -> Vec<String> {
@@ -592,7 +592,13 @@ mod tests {
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.0);
     }
 
-    fn result(id: &str, hops: u8, hit: bool, error: bool, latency: f64) -> QuestionResult {
+    pub(crate) fn result(
+        id: &str,
+        hops: u8,
+        hit: bool,
+        error: bool,
+        latency: f64,
+    ) -> QuestionResult {
         QuestionResult {
             id: id.into(),
             question: "q".into(),

@@ -468,24 +468,25 @@ fn confidence_section(a: &Aggregate, by_source: &BTreeMap<String, Aggregate>) ->
     out
 }
 
-/// How many answers lie at the end of the plan their confidence starts from, and how
-/// many of those and of the others are right (the answer calibration reads which it
-/// was); nothing when no reply said.
+/// Two things the answer calibration reads, with how often the answers are right
+/// either way: whether the first answer lies at the end of the plan its confidence
+/// starts from, and whether a second reading of the question (the plan the learned
+/// reader ranks first) reaches it too. Each sentence only when some reply said.
 fn plan_section(results: &[QuestionResult]) -> String {
-    let mut on = (0usize, 0usize);
-    let mut off = (0usize, 0usize);
-    for r in results {
-        let tally = match r.plan_followed {
-            Some(true) => &mut on,
-            Some(false) => &mut off,
-            None => continue,
-        };
-        tally.0 += 1;
-        tally.1 += usize::from(r.score.hits_at_1);
-    }
-    if on.0 + off.0 == 0 {
-        return String::new();
-    }
+    // (yes, no): each (answers, right).
+    let tally = |said: fn(&QuestionResult) -> Option<bool>| {
+        let mut counts = ((0usize, 0usize), (0usize, 0usize));
+        for r in results {
+            let slot = match said(r) {
+                Some(true) => &mut counts.0,
+                Some(false) => &mut counts.1,
+                None => continue,
+            };
+            slot.0 += 1;
+            slot.1 += usize::from(r.score.hits_at_1);
+        }
+        counts
+    };
     let share = |(n, right): (usize, usize)| {
         if n == 0 {
             "–".to_owned()
@@ -493,14 +494,30 @@ fn plan_section(results: &[QuestionResult]) -> String {
             format!("{:.1} %", 100.0 * right as f64 / n as f64)
         }
     };
-    format!(
-        "\nAnswers at the end of the plan their confidence starts from: {} (right {}); \
-         from another path: {} (right {}).\n",
-        on.0,
-        share(on),
-        off.0,
-        share(off)
-    )
+    let mut out = String::new();
+    let (on, off) = tally(|r| r.plan_followed);
+    if on.0 + off.0 > 0 {
+        out.push_str(&format!(
+            "\nAnswers at the end of the plan their confidence starts from: {} (right {}); \
+             from another path: {} (right {}).\n",
+            on.0,
+            share(on),
+            off.0,
+            share(off)
+        ));
+    }
+    let (agree, disagree) = tally(|r| r.readings_agree);
+    if agree.0 + disagree.0 > 0 {
+        out.push_str(&format!(
+            "\nAnswers a second reading of the question reaches too: {} (right {}); \
+             answers it does not reach: {} (right {}).\n",
+            agree.0,
+            share(agree),
+            disagree.0,
+            share(disagree)
+        ));
+    }
+    out
 }
 
 /// What `--min-confidence` trades on questions that include unanswerable ones (no gold
@@ -711,5 +728,29 @@ mod tests {
             "abstain_relations_cosine 0.1, keep_within 0.05, max_citations 5"
         );
         assert_eq!(compact_json(&serde_json::json!(1e-9)), "0.000000001");
+    }
+
+    #[test]
+    fn the_plan_section_says_how_often_answers_are_right_by_what_the_calibration_reads() {
+        use crate::metrics::tests::result;
+        let mut results: Vec<QuestionResult> = (0..4)
+            .map(|i| result(&format!("q{i}"), 1, i < 3, false, 1.0))
+            .collect();
+        assert_eq!(plan_section(&results), "", "no reply said either");
+        for (r, agree) in results.iter_mut().zip([true, true, false, false]) {
+            r.readings_agree = Some(agree);
+        }
+        results[0].plan_followed = Some(true);
+        let said = plan_section(&results);
+        assert!(
+            said.contains("at the end of the plan their confidence starts from: 1 (right 100.0 %); from another path: 0 (right –)"),
+            "{said}"
+        );
+        assert!(
+            said.contains(
+                "reaches too: 2 (right 100.0 %); answers it does not reach: 2 (right 50.0 %)"
+            ),
+            "{said}"
+        );
     }
 }
