@@ -223,6 +223,17 @@ fn serve_metrics_move_after_a_question() {
     assert_eq!(moved("kgmesh_round_duration_seconds_count", &[]), rounds);
     assert!(moved("kgmesh_question_duration_seconds_sum", &[]) > 0.0);
     assert!(after.sum("kgmesh_questions_in_flight", &[]) == 0.0);
+    // The answer's second reading is counted by whether it reaches the answer.
+    let reaches = match reply["readings_agree"].as_bool() {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => panic!("no second reading was read: {body}"),
+    };
+    assert_eq!(
+        moved("kgmesh_second_readings_total", &[("reaches", reaches)]),
+        1.0
+    );
+    assert_eq!(moved("kgmesh_second_readings_total", &[]), 1.0);
 
     // Every role the coordinator called served and timed the request in this process.
     for role in ["kg-linker", "summarizer"] {

@@ -1,6 +1,7 @@
 //! What the coordinator counts: questions by outcome, their latency and rounds, round
-//! latency, questions in flight, exhausted budgets, calls to each role as the coordinator
-//! saw them, the replicas discovery sees, and feedback on answers by outcome. The
+//! latency, answers' confidence and second readings, questions in flight, exhausted
+//! budgets, calls to each role as the coordinator saw them, the replicas discovery sees,
+//! and feedback on answers by outcome. The
 //! recorder and the descriptions live in `kgmesh_telemetry::metrics`; without a recorder
 //! these calls do nothing.
 
@@ -13,6 +14,7 @@ pub(crate) const QUESTIONS_TOTAL: &str = "kgmesh_questions_total";
 pub(crate) const QUESTION_DURATION_SECONDS: &str = "kgmesh_question_duration_seconds";
 pub(crate) const QUESTION_ROUNDS: &str = "kgmesh_question_rounds";
 pub(crate) const ANSWER_CONFIDENCE: &str = "kgmesh_answer_confidence";
+pub(crate) const SECOND_READINGS_TOTAL: &str = "kgmesh_second_readings_total";
 pub(crate) const ROUND_DURATION_SECONDS: &str = "kgmesh_round_duration_seconds";
 pub(crate) const QUESTIONS_IN_FLIGHT: &str = "kgmesh_questions_in_flight";
 pub(crate) const BUDGET_EXHAUSTED_TOTAL: &str = "kgmesh_budget_exhausted_total";
@@ -93,6 +95,10 @@ pub(crate) fn record_question(reply: Option<&AskReply>, elapsed: Duration) {
                 "yes"
             };
             metrics::histogram!(ANSWER_CONFIDENCE, "kept" => kept).record(f64::from(confidence));
+        }
+        if let Some(agree) = reply.readings_agree {
+            let reaches = if agree { "yes" } else { "no" };
+            metrics::counter!(SECOND_READINGS_TOTAL, "reaches" => reaches).increment(1);
         }
     }
 }

@@ -26,6 +26,9 @@ pub const QUESTION_DURATION_SECONDS: &str = "kgmesh_question_duration_seconds";
 pub const QUESTION_ROUNDS: &str = "kgmesh_question_rounds";
 /// The confidence of each answered question (the estimated chance its answer is right).
 pub const ANSWER_CONFIDENCE: &str = "kgmesh_answer_confidence";
+/// Counter: answers a second reading of the question was read for, by whether it
+/// reaches them (`reaches`: `yes` or `no`).
+pub const SECOND_READINGS_TOTAL: &str = "kgmesh_second_readings_total";
 /// Wall-clock time of one refinement round, by `round` (1, 2, …).
 pub const ROUND_DURATION_SECONDS: &str = "kgmesh_round_duration_seconds";
 /// Questions being answered right now.
@@ -184,6 +187,11 @@ pub fn describe() {
         ANSWER_CONFIDENCE,
         Unit::Count,
         "Confidence of each answer given (the estimated chance that it is right), by kept: yes, or no when it fell below min_confidence and was withheld"
+    );
+    describe_counter!(
+        SECOND_READINGS_TOTAL,
+        Unit::Count,
+        "Answers a second reading of the question (the learned reader's first plan) was read for, by reaches: yes, or no when it reaches other answers (their confidence is lowered)"
     );
     describe_histogram!(
         ROUND_DURATION_SECONDS,
