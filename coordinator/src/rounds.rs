@@ -235,6 +235,9 @@ impl<'a> Run<'a> {
         let mut answers = summary.answers;
         answers.truncate(usize::from(self.cx.max_answers));
         let partial = reply::cut_short(&mut self.record);
+        // The plan's chance and what is read beside it apply to a fresh graph reading,
+        // not to a passage answer with its own estimate or a replayed plan.
+        let plan_estimated = summary.confidence.is_none() && !self.plan_replayed;
         let plan_followed = self
             .plan_confidence
             .and(reply::plan_followed(
@@ -243,9 +246,9 @@ impl<'a> Run<'a> {
                 &answers,
                 &self.found.topic,
             ))
-            .filter(|_| summary.confidence.is_none() && !self.plan_replayed);
+            .filter(|_| plan_estimated);
         let readings_agree = reply::readings_agree(self.reader_reaches.as_deref(), &answers)
-            .filter(|_| summary.confidence.is_none() && !self.plan_replayed);
+            .filter(|_| plan_estimated);
         let confidence = reply::confidence(
             &self.cx,
             ConfidenceInput {

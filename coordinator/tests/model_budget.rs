@@ -357,19 +357,26 @@ async fn planning_linker(
     confidence: f32,
     budgets: Arc<Mutex<Vec<u32>>>,
 ) -> Box<dyn kgmesh_bus::ServiceHandle> {
+    let reply = KgLinkReply {
+        linked: vec![scored(1, "Heat")],
+        metapaths: vec![metapath(relation)],
+        confidence: Some(confidence),
+        ..KgLinkReply::default()
+    };
+    replying_linker(bus, reply, budgets).await
+}
+
+/// A KG-Linker that gives `reply` to every request, and records the model calls each
+/// request may make.
+async fn replying_linker(
+    bus: &Arc<LocalBus>,
+    reply: KgLinkReply,
+    budgets: Arc<Mutex<Vec<u32>>>,
+) -> Box<dyn kgmesh_bus::ServiceHandle> {
     serve::<KgLinkRequest, _, _>(bus, Role::KG_LINKER, RoleKind::Core, move |request| {
         budgets.lock().unwrap().push(request.meta.budget.llm_calls);
-        async move {
-            Reply::ok(
-                KgLinkReply {
-                    linked: vec![scored(1, "Heat")],
-                    metapaths: vec![metapath(relation)],
-                    confidence: Some(confidence),
-                    ..KgLinkReply::default()
-                },
-                Cost::default(),
-            )
-        }
+        let reply = reply.clone();
+        async move { Reply::ok(reply, Cost::default()) }
     })
     .await
 }
@@ -497,24 +504,15 @@ async fn the_calibration_reads_whether_a_second_reading_reaches_the_answer() {
     ];
     for (reaches, agree, expected) in cases {
         let bus = Arc::new(LocalBus::new());
-        let linker_reaches = reaches.clone();
+        let plan = KgLinkReply {
+            linked: vec![scored(1, "Heat")],
+            metapaths: vec![metapath("directed_by")],
+            confidence: Some(0.7),
+            reader_reaches: reaches.clone(),
+            ..KgLinkReply::default()
+        };
         let _handles = (
-            serve::<KgLinkRequest, _, _>(&bus, Role::KG_LINKER, RoleKind::Core, move |_| {
-                let reader_reaches = linker_reaches.clone();
-                async move {
-                    Reply::ok(
-                        KgLinkReply {
-                            linked: vec![scored(1, "Heat")],
-                            metapaths: vec![metapath("directed_by")],
-                            confidence: Some(0.7),
-                            reader_reaches,
-                            ..KgLinkReply::default()
-                        },
-                        Cost::default(),
-                    )
-                }
-            })
-            .await,
+            replying_linker(&bus, plan, Arc::new(Mutex::new(Vec::new()))).await,
             path_retriever(&bus, "paths").await,
             ends_summarizer(&bus).await,
             cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,

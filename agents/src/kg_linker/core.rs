@@ -483,7 +483,7 @@ pub async fn rank_metapaths_with_confidence(
         metapaths: kept,
         confidence,
         reranked: rerank,
-        reader_reaches: reader_reaches.filter(|_| confidence.is_some()),
+        reader_reaches,
     })
 }
 

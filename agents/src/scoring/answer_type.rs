@@ -848,13 +848,11 @@ pub fn form_type(span: &str, previous: &str) -> AnswerType {
     if is_iso_date(span) {
         return AnswerType::Date;
     }
-    // A day of the week alone is a date too ("said on Monday").
     if let [only] = span_words.as_slice() {
+        // A day of the week alone is a date too ("said on Monday").
         if WEEKDAYS.contains(&only.as_str()) {
             return AnswerType::Date;
         }
-    }
-    if let [only] = span_words.as_slice() {
         if only.len() == 4 && only.chars().all(|c| c.is_ascii_digit()) {
             let year: u32 = only.parse().unwrap_or(0);
             if (1000..2200).contains(&year) {

@@ -222,6 +222,9 @@ pub(crate) struct Reading {
     common: HashSet<String>,
     /// The names the passages write ([`PassageNames::written`]).
     written: HashSet<Vec<String>>,
+    /// Each passage's file and words, read once for every [`Topic`] the reading looks
+    /// for (its entity, then a chain's bridges).
+    passage_words: Vec<(String, Vec<String>)>,
     /// Whether some passage names the entity asked about.
     names_topic: bool,
     /// The files whose passages name it.
@@ -279,7 +282,11 @@ impl Reading {
             common,
             written,
         } = names;
-        let forms = Topic::new(topic_words.clone(), &passages, &common, &written);
+        let passage_words: Vec<(String, Vec<String>)> = passages
+            .iter()
+            .map(|(_, x)| (x.file.clone(), words(&x.text)))
+            .collect();
+        let forms = Topic::new(topic_words.clone(), &passage_words, &common, &written);
         let mut statements = statements_about(excerpts.iter().copied(), &forms, true, &common);
         for statement in &mut statements {
             for name in &mut statement.candidates {
@@ -324,6 +331,7 @@ impl Reading {
             types,
             common,
             written,
+            passage_words,
             synonyms: HashMap::new(),
         })
     }
@@ -867,13 +875,10 @@ impl Reading {
         }
         let mut chains: Vec<Chain> = Vec::new();
         let excerpts = || self.excerpts.iter().map(|(line, x)| (*line, x));
-        let passages: Vec<(u32, &Excerpt)> = excerpts()
-            .filter(|(_, x)| x.channel != SKELETON_CHANNEL)
-            .collect();
         for (i, bridge) in bridges {
             let bridge = Topic::new(
                 vec![bridge.words.clone()],
-                &passages,
+                &self.passage_words,
                 &self.common,
                 &self.written,
             );
@@ -1316,21 +1321,21 @@ struct Topic {
 }
 
 impl Topic {
+    /// `passages`: each passage's file and words.
     fn new(
         names: Vec<Vec<String>>,
-        passages: &[(u32, &Excerpt)],
+        passages: &[(String, Vec<String>)],
         common: &HashSet<String>,
         written: &HashSet<Vec<String>>,
     ) -> Self {
         let files: HashSet<String> = passages
             .iter()
-            .filter(|(_, x)| {
-                let all = words(&x.text);
+            .filter(|(_, all)| {
                 names
                     .iter()
                     .any(|t| !t.is_empty() && all.windows(t.len()).any(|w| w == t.as_slice()))
             })
-            .map(|(_, x)| x.file.clone())
+            .map(|(file, _)| file.clone())
             .collect();
         let runs = |name: &Vec<String>| -> Vec<Vec<String>> {
             // Without the stop words around it ("the Aerolith S2"): the name itself,
