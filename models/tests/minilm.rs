@@ -67,20 +67,79 @@ async fn similar_sentences_are_closer_than_unrelated_ones() {
 }
 
 #[tokio::test]
-async fn batching_and_padding_do_not_change_a_sentence_vector() {
+async fn a_sentence_vector_does_not_depend_on_its_batch() {
     let model = load().await;
     let alone = embed(&model, &["Tom Hanks starred in Big."]).await;
     let long = "a much longer sentence that forces plenty of padding onto the short one ".repeat(5);
     let together = embed(&model, &["x", "Tom Hanks starred in Big.", &long]).await;
-    let similarity = cosine(&alone[0], &together[1]);
-    assert!(
-        similarity > 0.9999,
-        "padding changed the vector: {similarity}"
-    );
+    assert_eq!(alone[0], together[1], "the batch changed the vector");
+    // Enough texts to be shared out among threads (on a machine with more than one
+    // core): each keeps the vector it has alone.
+    let many: Vec<String> = (0..70)
+        .map(|i| format!("question number {i} about films"))
+        .collect();
+    let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+    let batched = embed(&model, &refs).await;
+    for index in [0, 31, 32, 40, 69] {
+        let single = embed(&model, &[refs[index]]).await;
+        assert_eq!(
+            single[0], batched[index],
+            "text {index} changed in a batch of 70"
+        );
+    }
     assert!(embed(&model, &[]).await.is_empty());
     // Empty and very long inputs are embedded, not refused.
     let edge = embed(&model, &["", &"word ".repeat(2000)]).await;
     assert_eq!(edge.len(), 2);
+}
+
+/// The encoder against candle's BERT over the same files: the same vectors to float
+/// rounding, for a lone word piece, questions, a sentence past 100 word pieces, text
+/// the vocabulary splits into pieces, an empty text and one cut at 256 word pieces.
+#[tokio::test]
+async fn the_encoder_agrees_with_candles_bert() {
+    let model = load().await;
+    let dir = model_dir();
+    let reference = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::task::spawn_blocking(move || {
+            kgmesh_models::minilm::reference::CandleMiniLm::load(dir)
+        }),
+    )
+    .await
+    .expect("loading the reference took over 120 s")
+    .expect("loading task")
+    .expect("reference loads");
+    let texts: Vec<String> = [
+        "x",
+        "who directed Heat",
+        "the films that share actors with the film are directed by who",
+        &"the quarterly report lists revenue, costs and the outlook for next year; ".repeat(10),
+        "Zürich's Ångström-Straße 12b — naïve façade, 1994",
+        "",
+        &"word ".repeat(2000),
+    ]
+    .iter()
+    .map(|t| t.to_string())
+    .collect();
+    let ours = embed(
+        &model,
+        &texts.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
+    let theirs = reference.embed_blocking(&texts).expect("reference embeds");
+    for ((text, a), b) in texts.iter().zip(&ours).zip(&theirs) {
+        let largest = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            largest < 2e-5,
+            "{:?}: components differ by up to {largest}",
+            &text[..text.len().min(40)]
+        );
+    }
 }
 
 #[test]
