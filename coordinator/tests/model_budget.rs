@@ -444,19 +444,25 @@ async fn the_summarizers_own_confidence_stands_and_one_outside_0_to_1_is_ignored
     }
 }
 
-/// The test configuration with an answer calibration that says 0.9 for an answer on
-/// the plan and 0.2 for one off it.
-fn on_plan_or_not() -> CoordinatorConfig {
-    let off_plan = kgmesh_coordinator::confidence::SIGNALS
+/// The test configuration with an answer calibration that reads one signal only: 0.2
+/// when it is set, 0.9 otherwise.
+fn calibrated_by(signal: &str) -> CoordinatorConfig {
+    let at = kgmesh_coordinator::confidence::SIGNALS
         .iter()
-        .position(|s| *s == "off_plan")
-        .expect("a signal says whether the answer is off the plan");
+        .position(|s| *s == signal)
+        .unwrap_or_else(|| panic!("no calibration signal {signal}"));
     CoordinatorConfig {
         answer_calibration: Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
-            move |signals| if signals[off_plan] > 0.5 { 0.2 } else { 0.9 },
+            move |signals| if signals[at] > 0.5 { 0.2 } else { 0.9 },
         )),
         ..test_config()
     }
+}
+
+/// The test configuration with an answer calibration that says 0.9 for an answer on
+/// the plan and 0.2 for one off it.
+fn on_plan_or_not() -> CoordinatorConfig {
+    calibrated_by("off_plan")
 }
 
 #[tokio::test]
@@ -487,16 +493,6 @@ async fn the_calibration_reads_whether_a_second_reading_reaches_the_answer() {
     // plan reaches: Michael Mann (node 2), another node, or nothing it could list. The
     // calibration here says 0.2 when the readings disagree and 0.9 otherwise.
     use kgmesh_schemas::NodeId;
-    let disagree = kgmesh_coordinator::confidence::SIGNALS
-        .iter()
-        .position(|s| *s == "readings_disagree")
-        .expect("a signal says whether the readings disagree");
-    let config = || CoordinatorConfig {
-        answer_calibration: Some(kgmesh_coordinator::confidence::AnswerCalibration::new(
-            move |signals| if signals[disagree] > 0.5 { 0.2 } else { 0.9 },
-        )),
-        ..test_config()
-    };
     let cases = [
         (Some(vec![NodeId(2), NodeId(5)]), Some(true), 0.9),
         (Some(vec![NodeId(5)]), Some(false), 0.2),
@@ -517,7 +513,7 @@ async fn the_calibration_reads_whether_a_second_reading_reaches_the_answer() {
             ends_summarizer(&bus).await,
             cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
         );
-        let reply = bounded(coordinator(&bus, config()).ask(question()))
+        let reply = bounded(coordinator(&bus, calibrated_by("readings_disagree")).ask(question()))
             .await
             .expect("answered");
         assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
