@@ -22,8 +22,11 @@ use kgmesh_schemas::{
 };
 
 use super::template::ENTITY_SLOT;
+// A word as confident in a step as `STRONG_CUE` asks for it: a plan without the step
+// misses it.
 use crate::scoring::text::{
     chain_order, content_stems, is_stop_word, relation_stems, stem, stem_similarity, words,
+    STRONG_CUE,
 };
 
 /// Lexical similarity from which a question word spells a relation's name.
@@ -37,9 +40,6 @@ const SMOOTHING: f32 = 2.0;
 
 /// Cues below this confidence are not offered.
 const MIN_WEIGHT: f32 = 0.1;
-
-/// A word this confident in a step asks for it: a plan without the step misses it.
-const STRONG_CUE: f32 = 0.5;
 
 /// At most this many steps offered per question word, most confident first.
 const MAX_STEPS_PER_WORD: usize = 8;

@@ -16,7 +16,8 @@ use kgmesh_schemas::{
 };
 
 use super::text::{
-    is_determiner, LearnedCues, QuestionTerms, SequenceFit, CLAIM_MIN, RELATION_TOKEN, RETURN_TOKEN,
+    is_determiner, LearnedCues, QuestionTerms, SequenceFit, CLAIM_MIN, RELATION_TOKEN,
+    RETURN_TOKEN, STRONG_CUE,
 };
 
 /// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
@@ -506,15 +507,30 @@ impl Relevance {
         (sequences, learned)
     }
 
-    /// Whether the plan cache's lexicon associates question word `index` with a
-    /// relation step: what verified plans taught about a word outranks what a
-    /// general-purpose embedder guesses it means, so such a word names no relation by
-    /// embedding.
+    /// Whether the plan cache's lexicon associates question word `index` with some
+    /// relation step.
     fn learned_word(&self, index: usize) -> bool {
+        self.cue_strength(index) > 0.0
+    }
+
+    /// Whether the lexicon ties question word `index` strongly to a relation step
+    /// ([`STRONG_CUE`]): what verified plans taught about a word outranks what a
+    /// general-purpose embedder guesses it means, so such a word names no relation by
+    /// embedding. A weaker cue, a word seen in one verified plan, sits beside the
+    /// embedder's reading instead of silencing it: a cache warmed with a few dozen QA
+    /// pairs holds one for nearly every word, and letting each such cue outrank the
+    /// embedder broke questions the cold reading had right.
+    fn strongly_learned_word(&self, index: usize) -> bool {
+        self.cue_strength(index) >= STRONG_CUE
+    }
+
+    /// Question word `index`'s strongest learned association with any step (0 without).
+    fn cue_strength(&self, index: usize) -> f32 {
         self.cues_opt
             .as_ref()
             .and_then(|table| table.strength.get(index))
-            .is_some_and(|&strength| strength > 0.0)
+            .copied()
+            .unwrap_or(0.0)
     }
 
     /// The learned cues of sequence `index`, when there are any.
@@ -670,7 +686,7 @@ impl Relevance {
             .enumerate()
             .map(|(index, word)| {
                 if matched.get(index).copied().unwrap_or(true)
-                    || self.learned_word(index)
+                    || self.strongly_learned_word(index)
                     || (self.terms.names_a_class(index)
                         && !self.terms.names_the_answers_class(index))
                     || self.names_answers_of_a_kind(index)

@@ -157,7 +157,7 @@ async fn a_word_near_every_relation_names_none_a_word_near_one_names_it() {
 }
 
 #[tokio::test]
-async fn what_verified_plans_taught_about_a_word_outranks_its_embedding() {
+async fn what_verified_plans_taught_about_a_word_outranks_its_embedding_once_seen_twice() {
     use std::sync::Arc;
 
     use kgmesh_schemas::{graph::Direction, messages::cache::RelationCue};
@@ -199,6 +199,17 @@ async fn what_verified_plans_taught_about_a_word_outranks_its_embedding() {
         .metapaths(&[&actors, &genre], &texts)
         .await;
     assert!(scores[1] > scores[0], "{scores:?}");
+    // A word seen in a single verified plan (the lexicon's confidence 1/3) is weaker
+    // evidence than the embedder's reading, which it does not silence.
+    let once = [RelationCue {
+        weight: 1.0 / 3.0,
+        ..cues[0].clone()
+    }];
+    let scores = relevance()
+        .with_cues(&once)
+        .metapaths(&[&actors, &genre], &texts)
+        .await;
+    assert!(scores[0] > scores[1], "{scores:?}");
 }
 
 #[tokio::test]

@@ -155,8 +155,11 @@ pub struct LearnedCues<'a> {
 }
 
 /// A question word whose strongest learned association reaches this names a relation:
-/// a sequence that leaves it unexplained loses [`UNEXPLAINED_PENALTY`] times it.
-const STRONG_CUE: f32 = 0.5;
+/// a sequence that leaves it unexplained loses [`UNEXPLAINED_PENALTY`] times it, and the
+/// embedder's guess of what the word means no longer counts
+/// ([`super::relevance::Relevance`]). The plan cache's lexicon reaches it for a word
+/// seen at least twice, always with the same step (2 / (2 + 2)).
+pub(crate) const STRONG_CUE: f32 = 0.5;
 const UNEXPLAINED_PENALTY: f32 = 0.5;
 /// What a hop standing for a chain link no relation's name explains costs (a hop that
 /// explains nothing costs [`UNMATCHED_PENALTY`]), and what such a link that no hop

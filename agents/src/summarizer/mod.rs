@@ -379,18 +379,21 @@ impl Summarizer {
             .collect();
         let references: Vec<&Metapath> = metapaths.iter().collect();
         let texts: Vec<String> = metapaths.iter().map(metapath_text).collect();
-        // The question's words alone choose among the paths, and are read by meaning,
-        // only where nothing else chose: not over a plan the evidence follows (a
-        // model's, a replayed verified one), cues the plan cache learned for the
-        // question's words (what verified plans taught outranks the embedder), or a
-        // query written from the question.
-        let chosen_elsewhere = !request.cues.is_empty()
-            || metapaths.iter().any(|m| request.plan.contains(m))
+        // The question's words choose among the paths, read by meaning too, unless
+        // something else chose: a plan the evidence follows (a model's, a replayed
+        // verified one) or a query written from the question. What the plan cache's
+        // lexicon learned the question's words to mean (its cues) takes part in the
+        // reading and outranks the embedder's, but does not choose alone: a cache warmed
+        // with a few QA pairs holds a cue for nearly every word, each learned from one or
+        // two plans, and the paths it favours are still set aside when their ends cannot
+        // be what is asked.
+        let chosen_elsewhere = metapaths.iter().any(|m| request.plan.contains(m))
             || request
                 .context
                 .evidence
                 .iter()
                 .any(|e| matches!(e.item, EvidenceItem::Query { grounded: true, .. }));
+        let cued = !request.cues.is_empty();
         // Each line's path (a query row has none), and the name it ends at.
         let line_paths: Vec<Option<&Path>> = lines
             .iter()
@@ -415,8 +418,9 @@ impl Summarizer {
             if chosen_elsewhere {
                 return summarize(request, &self.rule);
             }
-            // The lexical scores `summarize` would rank by (no cues here), with their hops.
+            // The lexical scores `summarize` would rank by, with their hops.
             let fits = Relevance::lexical(&request.question, &names)
+                .with_cues(&request.cues)
                 .metapath_fits(&references, &texts)
                 .await;
             let mut scores = fit_scores(&fits);
@@ -448,9 +452,15 @@ impl Summarizer {
         let set_aside = self
             .set_aside(&asking, (&texts, &line_paths, &ends), &fits, &mut scores)
             .await;
-        let far = self
-            .far_from_question(vectors, &profiles, &texts, &scores)
-            .await;
+        // Verified plans taught what the cued words mean: a path they explain is not
+        // far from the question for reading far from it by meaning.
+        let far = match cued {
+            true => None,
+            false => {
+                self.far_from_question(vectors, &profiles, &texts, &scores)
+                    .await
+            }
+        };
         let asked_class = match &far {
             Some(_) => answer_class_in_graph(vectors, &request.question, &names, &relations).await,
             None => None,

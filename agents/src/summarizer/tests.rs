@@ -1594,6 +1594,47 @@ async fn a_path_answering_with_numbers_gives_way_where_a_person_is_asked() {
     }
 }
 
+#[tokio::test]
+async fn a_cue_from_the_plan_cache_does_not_keep_a_path_of_the_wrong_form() {
+    use kgmesh_schemas::messages::cache::RelationCue;
+
+    use crate::scoring::{fixtures::TYPES_MEAN_GENRE, relevance::TextVectors, text::stem};
+
+    // A cache warmed with "when was X founded" learned "founded" as `founded_year`, from
+    // one plan: the cue favours the year, which cannot be who founded the airline.
+    let cue = |weight: f32| RelationCue {
+        word: stem("founded"),
+        relation: "founded_year".into(),
+        inverse: false,
+        weight,
+    };
+    let with_vectors = Summarizer {
+        rule: SummaryRule {
+            abstain_relations_cosine: 0.0,
+            ..SummaryRule::default()
+        },
+        ..rule_only(Some(Arc::new(TextVectors::new(
+            Arc::new(TYPES_MEAN_GENRE),
+            100,
+        ))))
+    };
+    for summarizer in [&rule_only(None), &with_vectors] {
+        for weight in [1.0 / 3.0, 0.9] {
+            let mut asked = founded_request("who founded Norrland Jet", true);
+            asked.cues = vec![cue(weight)];
+            let reply = reply_in_time(summarizer, asked).await;
+            let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+            assert_eq!(texts, ["Maren Ashby"], "{reply:?}");
+            assert!(reply.explanation.contains("set aside"), "{reply:?}");
+        }
+        // Where the cue's year is what is asked, it answers.
+        let mut asked = founded_request("when was Norrland Jet founded", true);
+        asked.cues = vec![cue(1.0 / 3.0)];
+        let reply = reply_in_time(summarizer, asked).await;
+        assert_eq!(reply.answers[0].text, "1995", "{reply:?}");
+    }
+}
+
 /// Migrastat's class first in the evidence, over `type_relation`, then its manufacturer.
 fn migrastat_request(question: &str, type_relation: &str) -> SummarizeRequest {
     let drug = entity(1, "Migrastat");
