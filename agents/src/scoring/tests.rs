@@ -309,3 +309,41 @@ async fn a_class_word_is_what_a_relation_reaches_only_by_its_head() {
     let scores = asked.metapaths(&[&hubs, &founded], &[]).await;
     assert!(scores[1] > scores[0], "{scores:?}");
 }
+
+#[test]
+fn a_word_learned_from_the_other_end_of_a_relation_claims_its_first_hop() {
+    use kgmesh_schemas::{graph::Direction, messages::cache::RelationCue};
+
+    use super::text::stem;
+
+    // Verified plans taught "supervise" from the professor's end ("which students does
+    // Y supervise": `advised_by` walked back). Asked from the student's end, the one
+    // hop to the professor is what the word names, not the round trip to the
+    // professor's other students, whose second hop walks the relation the taught way.
+    let one_hop = metapath(&[("advised_by", Direction::Out)]);
+    let round_trip = metapath(&[
+        ("advised_by", Direction::Out),
+        ("advised_by", Direction::In),
+    ]);
+    let cues = [RelationCue {
+        word: stem("supervises"),
+        relation: "advised_by".to_owned(),
+        inverse: true,
+        weight: 0.5,
+    }];
+    let relevance = Relevance::lexical("which professor supervises Kofi Mensah", &["Kofi Mensah"])
+        .with_cues(&cues);
+    let scores = relevance.metapaths_lexically(&[&one_hop, &round_trip]);
+    assert!(scores[0] > scores[1], "{scores:?}");
+    // Past the first hop only the taught direction counts.
+    let taught = metapath(&[
+        ("enrolled_in", Direction::Out),
+        ("advised_by", Direction::In),
+    ]);
+    let other_way = metapath(&[
+        ("enrolled_in", Direction::Out),
+        ("advised_by", Direction::Out),
+    ]);
+    let scores = relevance.metapaths_lexically(&[&taught, &other_way]);
+    assert!(scores[0] > scores[1], "{scores:?}");
+}
