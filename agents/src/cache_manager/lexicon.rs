@@ -22,8 +22,6 @@ use kgmesh_schemas::{
 };
 
 use super::template::ENTITY_SLOT;
-// A word as confident in a step as `STRONG_CUE` asks for it: a plan without the step
-// misses it.
 use crate::scoring::text::{
     chain_order, content_stems, is_stop_word, relation_stems, stem, stem_similarity, words,
     STRONG_CUE,

@@ -454,12 +454,11 @@ impl Summarizer {
             .await;
         // Verified plans taught what the cued words mean: a path they explain is not
         // far from the question for reading far from it by meaning.
-        let far = match cued {
-            true => None,
-            false => {
-                self.far_from_question(vectors, &profiles, &texts, &scores)
-                    .await
-            }
+        let far = if cued {
+            None
+        } else {
+            self.far_from_question(vectors, &profiles, &texts, &scores)
+                .await
         };
         let asked_class = match &far {
             Some(_) => answer_class_in_graph(vectors, &request.question, &names, &relations).await,
