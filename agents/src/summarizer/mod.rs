@@ -383,10 +383,10 @@ impl Summarizer {
         // something else chose: a plan the evidence follows (a model's, a replayed
         // verified one) or a query written from the question. What the plan cache's
         // lexicon learned the question's words to mean (its cues) takes part in the
-        // reading and outranks the embedder's, but does not choose alone: a cache warmed
-        // with a few QA pairs holds a cue for nearly every word, each learned from one or
-        // two plans, and the paths it favours are still set aside when their ends cannot
-        // be what is asked.
+        // reading (a strong cue outranks the embedder's, see `Relevance`), but does not
+        // choose alone: a cache warmed with a few QA pairs holds a cue for nearly every
+        // word, each learned from one or two plans, and the paths it favours are still
+        // set aside when their ends cannot be what is asked.
         let chosen_elsewhere = metapaths.iter().any(|m| request.plan.contains(m))
             || request
                 .context
