@@ -1600,8 +1600,9 @@ async fn a_cue_from_the_plan_cache_does_not_keep_a_path_of_the_wrong_form() {
 
     use crate::scoring::{fixtures::TYPES_MEAN_GENRE, relevance::TextVectors, text::stem};
 
-    // A cache warmed with "when was X founded" learned "founded" as `founded_year`, from
-    // one plan: the cue favours the year, which cannot be who founded the airline.
+    // A cache warmed with "when was X founded" learned "founded" as `founded_year` (from
+    // one plan, 1/3, or from many): the cue favours the year, which cannot be who
+    // founded the airline.
     let cue = |weight: f32| RelationCue {
         word: stem("founded"),
         relation: "founded_year".into(),
