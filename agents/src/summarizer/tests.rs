@@ -1386,6 +1386,23 @@ fn rule_only(vectors_opt: Option<Arc<crate::scoring::relevance::TextVectors>>) -
     }
 }
 
+/// The rule with the fixtures' table embedder, which places every text apart, and no
+/// abstaining by meaning (the table would make every path far from every question).
+fn rule_with_apart_vectors() -> Summarizer {
+    use crate::scoring::{fixtures::TYPES_MEAN_GENRE, relevance::TextVectors};
+
+    Summarizer {
+        rule: SummaryRule {
+            abstain_relations_cosine: 0.0,
+            ..SummaryRule::default()
+        },
+        ..rule_only(Some(Arc::new(TextVectors::new(
+            Arc::new(TYPES_MEAN_GENRE),
+            100,
+        ))))
+    }
+}
+
 /// `summarizer`'s reply to `asked`, within 10 seconds.
 async fn reply_in_time(summarizer: &Summarizer, asked: SummarizeRequest) -> super::SummarizeReply {
     tokio::time::timeout(
@@ -1529,20 +1546,8 @@ fn founded_request(question: &str, with_founder: bool) -> SummarizeRequest {
 
 #[tokio::test]
 async fn a_path_answering_with_numbers_gives_way_where_a_person_is_asked() {
-    use crate::scoring::{fixtures::TYPES_MEAN_GENRE, relevance::TextVectors};
-
     let with_words = rule_only(None);
-    // The table places every text apart: no abstaining by meaning here.
-    let with_vectors = Summarizer {
-        rule: SummaryRule {
-            abstain_relations_cosine: 0.0,
-            ..SummaryRule::default()
-        },
-        ..rule_only(Some(Arc::new(TextVectors::new(
-            Arc::new(TYPES_MEAN_GENRE),
-            100,
-        ))))
-    };
+    let with_vectors = rule_with_apart_vectors();
     for summarizer in [&with_words, &with_vectors] {
         let reply = reply_in_time(
             summarizer,
@@ -1598,7 +1603,7 @@ async fn a_path_answering_with_numbers_gives_way_where_a_person_is_asked() {
 async fn a_cue_from_the_plan_cache_does_not_keep_a_path_of_the_wrong_form() {
     use kgmesh_schemas::messages::cache::RelationCue;
 
-    use crate::scoring::{fixtures::TYPES_MEAN_GENRE, relevance::TextVectors, text::stem};
+    use crate::scoring::text::stem;
 
     // A cache warmed with "when was X founded" learned "founded" as `founded_year` (from
     // one plan, 1/3, or from many): the cue favours the year, which cannot be who
@@ -1609,16 +1614,7 @@ async fn a_cue_from_the_plan_cache_does_not_keep_a_path_of_the_wrong_form() {
         inverse: false,
         weight,
     };
-    let with_vectors = Summarizer {
-        rule: SummaryRule {
-            abstain_relations_cosine: 0.0,
-            ..SummaryRule::default()
-        },
-        ..rule_only(Some(Arc::new(TextVectors::new(
-            Arc::new(TYPES_MEAN_GENRE),
-            100,
-        ))))
-    };
+    let with_vectors = rule_with_apart_vectors();
     for summarizer in [&rule_only(None), &with_vectors] {
         for weight in [1.0 / 3.0, 0.9] {
             let mut asked = founded_request("who founded Norrland Jet", true);
