@@ -51,6 +51,10 @@ pub struct ReaderConfig {
     /// stage's plan). `false` saves reading the best plans' classes and embedding
     /// their relation names, and answers carry no confidence.
     pub confidence: bool,
+    /// An answer calibration fitted on this graph's own QA pairs (`kgmesh reader
+    /// calibrate --reports`, on `kgmesh eval` runs over them); unset: the bundled one,
+    /// fitted on the domain zoo. It does not turn re-ranking on.
+    pub calibration: Option<PathBuf>,
 }
 
 /// Chosen on the domain zoo and the MetaQA slice, out of domain (each graph's questions
@@ -64,6 +68,7 @@ impl Default for ReaderConfig {
             min_confidence: DEFAULT_MIN_CONFIDENCE,
             enabled: false,
             confidence: true,
+            calibration: None,
         }
     }
 }

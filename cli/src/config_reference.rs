@@ -379,6 +379,15 @@ const KEYS: &[(&str, &str)] = &[
          unset: the bundled ones (`docs/reader.md`). `KGMESH_READER_WEIGHTS` does the same.",
     ),
     (
+        "reader.calibration",
+        "An answer calibration fitted on your graph's own QA pairs: `kgmesh reader \
+         calibrate --reports REPORT.json --out FILE` on `kgmesh eval` runs over them \
+         (`docs/confidence.md`). It replaces the bundled calibration, fitted on the domain \
+         zoo; it leaves re-ranking off or on as it is (with re-ranking on, answers are not \
+         answer-calibrated and it has no effect). A file without an answer calibration, \
+         or one that reads other signals, is an error.",
+    ),
+    (
         "reader.min_confidence",
         "Answers whose confidence (the reader's estimate that they are right, 0 to 1) is \
          below this are replaced by \"I don't know\" with the answers as possibilities. \

@@ -197,6 +197,7 @@ fn ask_reply(answers: &[&str], evidence: &[&str], llm_calls: u32) -> String {
         partial: false,
         low_confidence: false,
         confidence: None,
+        plan_chance: None,
         plan_followed: None,
         readings_agree: None,
         cache_hit: false,

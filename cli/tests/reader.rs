@@ -376,3 +376,142 @@ fn calibrate_fits_the_answer_calibration_from_eval_reports() {
     );
     assert!(!dir.path().join("unused.json").exists());
 }
+
+/// `kgmesh eval` of the MetaQA slice's questions (all three hop counts) into `out`,
+/// words only, default configuration but for `env`.
+fn eval_slice(out: &std::path::Path, env: &[(&str, &str)]) -> serde_json::Value {
+    let slice = metaqa_slice();
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .env_remove("KGMESH_READER")
+        .env_remove("KGMESH_READER_WEIGHTS")
+        .envs(env.iter().copied())
+        .args(["eval", "--dataset", "metaqa", "--no-cache", "--no-progress"])
+        .arg("--kg")
+        .arg(slice.join("kb.tsv"));
+    for hops in ["1-hop", "2-hop", "3-hop"] {
+        command
+            .arg("--questions")
+            .arg(slice.join(hops).join("dev.txt"));
+    }
+    command.arg("--out").arg(out);
+    let (code, _, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
+}
+
+/// Over the answers that carry a confidence: (mean confidence, share right).
+fn mean_confidence_and_right(report: &serde_json::Value) -> (f64, f64) {
+    let answered: Vec<&serde_json::Value> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["confidence"].is_number())
+        .collect();
+    assert!(
+        answered.len() >= 40,
+        "answers with a confidence: {}",
+        answered.len()
+    );
+    let n = answered.len() as f64;
+    let mean = answered
+        .iter()
+        .map(|r| r["confidence"].as_f64().unwrap())
+        .sum::<f64>()
+        / n;
+    let right = answered
+        .iter()
+        .filter(|r| r["score"]["hits_at_1"] == true)
+        .count() as f64
+        / n;
+    (mean, right)
+}
+
+#[test]
+fn a_calibration_fitted_on_a_graphs_own_answers_is_used_for_that_graph() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The bundled calibration is the domain zoo's, where about 60 % of answers are
+    // right; on the MetaQA slice nearly all are, and it says much less.
+    let bundled = eval_slice(&dir.path().join("bundled"), &[]);
+    let (mean, right) = mean_confidence_and_right(&bundled);
+    assert!(
+        right - mean > 0.1,
+        "mean confidence {mean:.3}, right {right:.3}"
+    );
+    // Each answer reports the plan's chance the calibration read.
+    let results = bundled["results"].as_array().unwrap();
+    assert!(
+        results
+            .iter()
+            .filter(|r| r["confidence"].is_number())
+            .all(|r| r["plan_chance"].is_number()),
+        "{bundled}"
+    );
+    // Fitted on that run, starting from the bundled weights (no --weights).
+    let calibration = dir.path().join("calibration.json");
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .args(["reader", "calibrate", "--reports"])
+        .arg(dir.path().join("bundled/report.json"))
+        .arg("--out")
+        .arg(&calibration);
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("the bundled weights for reading by words"),
+        "{stdout}"
+    );
+    // With it, the confidence says as much as is right on this graph, and nothing else
+    // changes: the same answers (re-ranking stays off).
+    let calibration_env = calibration.to_str().unwrap();
+    let fitted = eval_slice(
+        &dir.path().join("fitted"),
+        &[("KGMESH__READER__CALIBRATION", calibration_env)],
+    );
+    let (mean, right) = mean_confidence_and_right(&fitted);
+    assert!(
+        (right - mean).abs() < 0.05,
+        "mean confidence {mean:.3}, right {right:.3}"
+    );
+    let predictions = |report: &serde_json::Value| -> Vec<serde_json::Value> {
+        report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["predictions"].clone())
+            .collect()
+    };
+    assert_eq!(predictions(&bundled), predictions(&fitted));
+
+    // A file without an answer calibration, or none at all, is an error, not the
+    // bundled calibration in silence.
+    let bare = dir.path().join("bare.json");
+    let mut weights: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            repo_root().join("agents/src/kg_linker/reader/weights-lexical.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    weights
+        .as_object_mut()
+        .unwrap()
+        .remove("answer_calibration");
+    std::fs::write(&bare, weights.to_string()).unwrap();
+    for (file, says) in [
+        (bare, "holds no answer calibration"),
+        (dir.path().join("missing.json"), "reader.calibration"),
+    ] {
+        let mut command = kgmesh();
+        command
+            .env("KGMESH__EMBEDDER__KIND", "none")
+            .env("KGMESH__READER__CALIBRATION", &file)
+            .args(["ask", "who directed [Heat]", "--kg"])
+            .arg(metaqa_slice().join("kb.tsv"));
+        let (code, _, stderr) = run(command);
+        assert_eq!(code, 2, "a configuration that cannot be used: {stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}

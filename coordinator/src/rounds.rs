@@ -264,6 +264,12 @@ impl<'a> Run<'a> {
                 linked: self.found.topic.len(),
             },
         );
+        // What the answer calibration read, where one applies: a calibration fitted
+        // on this graph's own QA pairs starts from it.
+        let plan_chance = self
+            .plan_confidence
+            .filter(|_| plan_estimated && !self.plan_reranked && confidence.is_some())
+            .filter(|_| self.cx.config().answer_calibration.is_some());
         // The cascade's LLM-free run stores only an answer it will keep.
         let kept = self
             .cx
@@ -290,6 +296,7 @@ impl<'a> Run<'a> {
             low_confidence: summary.low_confidence,
             partial,
             confidence,
+            plan_chance,
             plan_followed,
             readings_agree,
             rounds: self.rounds_run,

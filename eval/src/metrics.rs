@@ -191,6 +191,10 @@ pub struct QuestionResult {
     /// nothing estimated it).
     #[serde(default)]
     pub confidence: Option<f32>,
+    /// The plan's chance before the answer calibration (the reply's `plan_chance`):
+    /// what `kgmesh reader calibrate` fits a calibration for this graph from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_chance: Option<f32>,
     /// Whether the first answer lies at the end of the plan the confidence starts from
     /// (the reply's `plan_followed`).
     #[serde(default)]
@@ -628,6 +632,7 @@ pub(crate) mod tests {
             notes: vec![],
             degraded: vec![],
             confidence: None,
+            plan_chance: None,
             plan_followed: None,
             readings_agree: None,
             topic_entities: 0,

@@ -142,6 +142,7 @@ fn unanswered(question: Question, latency_ms: f64) -> QuestionResult {
         notes: Vec::new(),
         degraded: Vec::new(),
         confidence: None,
+        plan_chance: None,
         plan_followed: None,
         readings_agree: None,
         topic_entities: 0,
@@ -192,6 +193,7 @@ pub fn scored(question: Question, reply: AskReply, latency_ms: f64) -> QuestionR
             .map(|d| format!("{} {}", d.role, d.reason))
             .collect(),
         confidence: reply.confidence,
+        plan_chance: reply.plan_chance,
         plan_followed: reply.plan_followed,
         readings_agree: reply.readings_agree,
         topic_entities: reply.topic_entities.len(),
@@ -346,6 +348,7 @@ mod tests {
                 partial: false,
                 low_confidence: false,
                 confidence: None,
+                plan_chance: None,
                 plan_followed: None,
                 readings_agree: None,
                 cache_hit: false,

@@ -552,6 +552,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             partial: false,
             low_confidence: false,
             confidence: Some(0.75),
+            plan_chance: Some(0.6),
             plan_followed: Some(true),
             readings_agree: Some(false),
             cache_hit: true,

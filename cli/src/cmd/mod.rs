@@ -122,23 +122,43 @@ pub fn install_reader(config: &crate::config::Config) -> anyhow::Result<()> {
         install(None);
         return Ok(());
     }
-    let readers = if let Some(path) = weights {
+    let mut readers = if let Some(path) = weights {
         let model = ReaderModel::load(&path)?;
         if let Some(calibration) = &model.answer_calibration {
-            let wanted = kgmesh_coordinator::confidence::SIGNALS;
-            anyhow::ensure!(
-                calibration.signals == wanted,
-                "{}: its answer calibration reads {:?}, this kgmesh gives {wanted:?}; \
-                 calibrate again with `kgmesh reader calibrate`",
-                path.display(),
-                calibration.signals
-            );
+            signals_read_here(&path, &calibration.signals)?;
         }
         tracing::info!(weights = %path.display(), rerank, "reader: trained weights");
         Readers::single(std::sync::Arc::new(model))
     } else {
         Readers::bundled()
     };
+    if let Some(path) = &config.reader.calibration {
+        let fitted = ReaderModel::load(path)
+            .with_context(|| format!("reader.calibration = {}", path.display()))?
+            .answer_calibration
+            .with_context(|| {
+                format!(
+                    "reader.calibration = {}: the file holds no answer calibration; fit one \
+                     with `kgmesh reader calibrate --reports REPORT.json --out FILE`",
+                    path.display()
+                )
+            })?;
+        signals_read_here(path, &fitted.signals)?;
+        tracing::info!(calibration = %path.display(), "reader: answer calibration fitted on this graph");
+        readers = readers.calibrated(fitted);
+    }
     install(Some(readers.reranking(rerank)));
+    Ok(())
+}
+
+/// A fitted answer calibration must read the signals this kgmesh gives.
+fn signals_read_here(path: &std::path::Path, signals: &[String]) -> anyhow::Result<()> {
+    let wanted = kgmesh_coordinator::confidence::SIGNALS;
+    anyhow::ensure!(
+        signals == wanted,
+        "{}: its answer calibration reads {signals:?}, this kgmesh gives {wanted:?}; \
+         calibrate again with `kgmesh reader calibrate`",
+        path.display(),
+    );
     Ok(())
 }

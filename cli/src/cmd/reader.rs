@@ -79,13 +79,16 @@ struct PassagesArgs {
 
 #[derive(Debug, Args)]
 struct CalibrateArgs {
-    /// The weights to calibrate, as `kgmesh reader train` wrote them.
+    /// The weights to calibrate, as `kgmesh reader train` wrote them (default: the
+    /// bundled ones for this configuration's way of reading, with MiniLM or by words).
     #[arg(long)]
-    weights: PathBuf,
+    weights: Option<PathBuf>,
     /// `kgmesh eval` reports (report.json) of runs with these weights' confidence and
-    /// re-ranking off, each on a graph the weights were not trained on (as
-    /// `scripts/zoo-eval` makes them with READER=confidence); their confidences must be
-    /// uncalibrated, as `reader train` writes weights.
+    /// re-ranking off: on your own graph's QA pairs, to fit a calibration for that graph
+    /// (`reader.calibration`), or each on a graph the weights were not trained on (as
+    /// `scripts/zoo-eval` makes them with READER=confidence). What is fitted is the
+    /// plan's chance each answer reports (`plan_chance`); a report without it must
+    /// carry uncalibrated confidences, as `reader train` writes weights.
     #[arg(long, required = true, num_args = 1..)]
     reports: Vec<PathBuf>,
     /// Reports only to measure the calibration on (not fitted on), each printed and
@@ -198,7 +201,7 @@ pub fn run(config: Config, args: ReaderArgs) -> anyhow::Result<()> {
     match args.command {
         ReaderCommand::Train(args) => runtime.block_on(train(config, args)),
         ReaderCommand::Explain(args) => runtime.block_on(explain(config, args)),
-        ReaderCommand::Calibrate(args) => calibrate(args),
+        ReaderCommand::Calibrate(args) => calibrate(&config, args),
         ReaderCommand::Passages(args) => passages(args),
     }
 }
@@ -791,14 +794,22 @@ fn leave_one_out(groups: &[(String, Vec<Example>)], candidates: usize, settings:
 /// The answer calibration, fitted on the answers of whole runs; reported as fitted
 /// without each report in turn (each run's answers calibrated by the others'), then
 /// written fitted on all.
-fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
+fn calibrate(config: &Config, args: CalibrateArgs) -> anyhow::Result<()> {
     use kgmesh_agents::reader::model::AnswerCalibration;
     use kgmesh_coordinator::confidence::SIGNALS;
-    let mut model = ReaderModel::load(&args.weights)?;
+    let (mut model, weights) = match &args.weights {
+        Some(path) => (ReaderModel::load(path)?, path.display().to_string()),
+        None => {
+            let embedded = config.embedder.kind != crate::config::EmbedderKind::None;
+            let model = ReaderModel::bundled(embedded).as_ref().clone();
+            let which = if embedded { "with MiniLM" } else { "by words" };
+            (model, format!("the bundled weights for reading {which}"))
+        }
+    };
+    println!("calibrating {weights}");
     if model.first_stage_confidence.is_none() {
         bail!(
-            "{} has no first-stage confidence to calibrate; write the weights with `kgmesh reader train`",
-            args.weights.display()
+            "{weights} has no first-stage confidence to calibrate; write the weights with `kgmesh reader train`",
         );
     }
     let runs = read_runs(&args.reports)?;
@@ -882,7 +893,9 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
 }
 
 /// Each report's answers that carry a confidence: (run name, (the confidence as
-/// reported, what the calibration reads and whether the first answer is right)).
+/// reported, what the calibration reads and whether the first answer is right)). The
+/// calibration reads the plan's chance where the report gives it (`plan_chance`), else
+/// the confidence itself, which must then be uncalibrated.
 #[allow(clippy::type_complexity)]
 fn read_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)>)>> {
     use kgmesh_coordinator::confidence::signals;
@@ -895,7 +908,8 @@ fn read_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)
             .iter()
             .filter(|r| r.error.is_none() && !r.predictions.is_empty())
             .filter_map(|r| {
-                let chance = r.confidence?;
+                let reported = r.confidence?;
+                let chance = r.plan_chance.unwrap_or(reported);
                 let texts: Vec<&str> = r.predictions.iter().map(String::as_str).collect();
                 let inputs = signals(
                     chance,
@@ -907,7 +921,7 @@ fn read_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)
                     r.topic_entities,
                 );
                 Some((
-                    chance,
+                    reported,
                     Ranked {
                         inputs,
                         right: r.score.hits_at_1,

@@ -135,6 +135,8 @@ pub(crate) struct ReplyInput<'a> {
     pub low_confidence: bool,
     pub partial: bool,
     pub confidence: Option<f32>,
+    /// The plan's chance the answer calibration read (`AskReply::plan_chance`).
+    pub plan_chance: Option<f32>,
     pub plan_followed: Option<bool>,
     pub readings_agree: Option<bool>,
     pub rounds: u8,
@@ -197,6 +199,7 @@ pub(crate) fn assemble(
         partial: input.partial,
         low_confidence,
         confidence: input.confidence,
+        plan_chance: input.plan_chance,
         plan_followed: input.plan_followed,
         readings_agree: input.readings_agree,
         cache_hit: input.cache.hit,

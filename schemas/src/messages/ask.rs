@@ -110,6 +110,13 @@ pub struct AskReply {
     /// the explanation names them as possibilities).
     #[serde(default)]
     pub confidence: Option<f32>,
+    /// The plan's chance as the reader estimated it, before the answer calibration
+    /// turned it into `confidence` with what came after the plan: what a calibration
+    /// fitted on this graph's own QA pairs reads (`kgmesh reader calibrate`). `None`
+    /// where no answer calibration applies (no plan estimated, a re-ranking reader, a
+    /// replayed plan, a passage answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_chance: Option<f32>,
     /// Whether the first answer lies at the end of the plan whose chance the
     /// confidence starts from (the first stage's first plan); `None` when no such plan
     /// was estimated, nothing was answered, or the answer rests on no graph path (a

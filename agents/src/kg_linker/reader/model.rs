@@ -604,6 +604,22 @@ impl Readers {
         self
     }
 
+    /// The same weights with `fitted` as the answer calibration of both ways of
+    /// reading: one fitted on a graph's own QA pairs, read with the embedder its runs
+    /// used (`reader.calibration`).
+    pub fn calibrated(self, fitted: AnswerCalibration) -> Self {
+        let with = |model: &Arc<ReaderModel>| {
+            let mut model = model.as_ref().clone();
+            model.answer_calibration = Some(fitted.clone());
+            Arc::new(model)
+        };
+        Self {
+            lexical: with(&self.lexical),
+            embedded: with(&self.embedded),
+            rerank: self.rerank,
+        }
+    }
+
     pub fn for_reading(&self, embedded: bool) -> &Arc<ReaderModel> {
         if embedded {
             &self.embedded
