@@ -311,6 +311,7 @@ impl Report {
 
         let a = &self.aggregate;
         out.push_str(&confidence_section(a, &self.breakdown.by_source));
+        out.push_str(&calibration_hint(a, &self.results));
         out.push_str(&confidence_bands(&self.results));
         out.push_str(&plan_section(&self.results));
         out.push_str(&withholding_section(&self.results));
@@ -406,6 +407,33 @@ impl Report {
         );
         out
     }
+}
+
+/// Answers before a hint is given: fewer say too little about a calibration.
+const HINT_MIN_ANSWERS: usize = 50;
+
+/// When the confidences are off on this run beyond what chance explains (ECE over
+/// 0.05 and twice the ECE by chance, on at least [`HINT_MIN_ANSWERS`] answers) and its
+/// answers report the plan's chance a calibration reads: how to fit one for the graph.
+fn calibration_hint(a: &Aggregate, results: &[QuestionResult]) -> String {
+    let Some(c) = &a.calibration else {
+        return String::new();
+    };
+    let readable = results.iter().any(|r| r.plan_chance.is_some());
+    if !readable || c.answers < HINT_MIN_ANSWERS || c.ece <= 0.05 || c.ece <= 2.0 * c.ece_by_chance
+    {
+        return String::new();
+    }
+    format!(
+        "\nThe confidences are off on these answers (ECE {:.3}, against {:.3} by chance alone; \
+         mean confidence {:.1} %, right {:.1} %). If the questions are your graph's own, \
+         `kgmesh reader calibrate --reports report.json --out FILE` fits a calibration for \
+         it from this run, used with `reader.calibration` (docs/confidence.md).\n",
+        c.ece,
+        c.ece_by_chance,
+        100.0 * c.mean_confidence,
+        100.0 * c.right as f64 / c.answers as f64
+    )
 }
 
 /// Calibration of the answers' confidences: one line per file when there are several,
@@ -728,6 +756,48 @@ mod tests {
             "abstain_relations_cosine 0.1, keep_within 0.05, max_citations 5"
         );
         assert_eq!(compact_json(&serde_json::json!(1e-9)), "0.000000001");
+    }
+
+    #[test]
+    fn a_run_whose_confidences_are_off_says_how_to_calibrate_them_to_its_graph() {
+        use crate::metrics::tests::result;
+        let answered = |confidence: f32, plan_chance: Option<f32>| -> Vec<QuestionResult> {
+            (0..60)
+                .map(|i| {
+                    let mut r = result(&format!("q{i}"), 1, i % 10 != 0, false, 1.0);
+                    r.predictions = vec!["x".into()];
+                    r.confidence = Some(confidence);
+                    r.plan_chance = plan_chance;
+                    r
+                })
+                .collect()
+        };
+        let hint = |results: &[QuestionResult]| {
+            let aggregate = Aggregate {
+                calibration: crate::calibration::Calibration::of(
+                    &results
+                        .iter()
+                        .map(|r| (r.confidence.unwrap(), r.score.hits_at_1))
+                        .collect::<Vec<_>>(),
+                ),
+                ..Aggregate::default()
+            };
+            calibration_hint(&aggregate, results)
+        };
+        // 90 % right at confidence 0.3: off.
+        let said = hint(&answered(0.3, Some(0.5)));
+        assert!(
+            said.contains("kgmesh reader calibrate --reports report.json"),
+            "{said}"
+        );
+        assert!(
+            said.contains("mean confidence 30.0 %, right 90.0 %"),
+            "{said}"
+        );
+        // Right as often as said: nothing to say.
+        assert_eq!(hint(&answered(0.9, Some(0.5))), "");
+        // A report without the plan's chance cannot be calibrated on that way.
+        assert_eq!(hint(&answered(0.3, None)), "");
     }
 
     #[test]
