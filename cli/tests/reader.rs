@@ -485,6 +485,24 @@ fn a_calibration_fitted_on_a_graphs_own_answers_is_used_for_that_graph() {
     };
     assert_eq!(predictions(&bundled), predictions(&fitted));
 
+    // Runs read with MiniLM and by words have calibrations of their own: refused
+    // together.
+    let mut with_minilm = bundled.clone();
+    with_minilm["system"]["embedder"] = "all-MiniLM-L6-v2 (local MiniLM)".into();
+    let minilm_report = dir.path().join("minilm-report.json");
+    std::fs::write(&minilm_report, with_minilm.to_string()).unwrap();
+    let mut command = kgmesh();
+    command
+        .args(["reader", "calibrate", "--reports"])
+        .arg(dir.path().join("bundled/report.json"))
+        .arg(&minilm_report)
+        .arg("--out")
+        .arg(dir.path().join("mixed.json"));
+    let (code, _, stderr) = run(command);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("calibrate each way of reading"), "{stderr}");
+    assert!(!dir.path().join("mixed.json").exists());
+
     // A file without an answer calibration, or none at all, is an error, not the
     // bundled calibration in silence.
     let bare = dir.path().join("bare.json");

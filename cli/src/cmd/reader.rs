@@ -80,7 +80,7 @@ struct PassagesArgs {
 #[derive(Debug, Args)]
 struct CalibrateArgs {
     /// The weights to calibrate, as `kgmesh reader train` wrote them (default: the
-    /// bundled ones for this configuration's way of reading, with MiniLM or by words).
+    /// bundled ones for the way the reports' runs read, with MiniLM or by words).
     #[arg(long)]
     weights: Option<PathBuf>,
     /// `kgmesh eval` reports (report.json) of runs with these weights' confidence and
@@ -800,7 +800,10 @@ fn calibrate(config: &Config, args: CalibrateArgs) -> anyhow::Result<()> {
     let (mut model, weights) = match &args.weights {
         Some(path) => (ReaderModel::load(path)?, path.display().to_string()),
         None => {
-            let embedded = config.embedder.kind != crate::config::EmbedderKind::None;
+            let embedded = match reports_read_with_an_embedder(&args.reports)? {
+                Some(embedded) => embedded,
+                None => config.embedder.kind != crate::config::EmbedderKind::None,
+            };
             let model = ReaderModel::bundled(embedded).as_ref().clone();
             let which = if embedded { "with MiniLM" } else { "by words" };
             (model, format!("the bundled weights for reading {which}"))
@@ -890,6 +893,27 @@ fn calibrate(config: &Config, args: CalibrateArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     println!("wrote {}", args.out.display());
     Ok(())
+}
+
+/// Whether the reports' runs read with an embedder (`None` when no report says): the
+/// bundled weights whose calibration they refit. Runs read both ways are an error, as
+/// each way of reading has its own calibration.
+fn reports_read_with_an_embedder(paths: &[PathBuf]) -> anyhow::Result<Option<bool>> {
+    let mut ways = std::collections::BTreeSet::new();
+    for path in paths {
+        let report = kgmesh_eval::report::Report::load(path)?;
+        let embedder = report.system.embedder.trim();
+        if !embedder.is_empty() {
+            ways.insert(!embedder.starts_with("none"));
+        }
+    }
+    if ways.len() > 1 {
+        bail!(
+            "some reports were answered with an embedder and some by words alone; calibrate \
+             each way of reading on its own runs (the calibration reads their signals apart)"
+        );
+    }
+    Ok(ways.into_iter().next())
 }
 
 /// Each report's answers that carry a confidence: (run name, (the confidence as
