@@ -1,8 +1,9 @@
 //! The learned question reader through the real binary (`KGMESH_READER=on`: it is
 //! off by default), on the domain zoo in the repository: training leaves a domain out
 //! and scores it, a misspelled name is read as the closest and the reply says so,
-//! answers carry a confidence that `--min-confidence` acts on, and weights that cannot
-//! be used are refused.
+//! answers carry a confidence that `--min-confidence` acts on, a calibration fitted on
+//! a graph's own answers is used for it, and weights or calibrations that cannot be used
+//! are refused.
 //!
 //! Expected answers come from the zoo's question files (written with their gold paths,
 //! checked by `scripts/zoo-check`), never from the code under test.
