@@ -750,11 +750,19 @@ impl QuestionTerms {
         // lost with its unknown word, and the shorter sequence wins. A word some
         // relation explains ("X 's father 's *cause* of death") is never such a link:
         // a sequence that leaves it unexplained lacks that relation.
+        // Outside such chains, where words already name two hops or more ("who *acted*
+        // in the movies directed by the director of X"), a word no relation explains
+        // stands for a hop the same way, unless it sits beside a word that names a hop:
+        // it qualifies that word then ("play *professional* in", "film *co*-writers").
+        let named_chain = explained.iter().filter(|e| **e).count() >= 2;
+        let beside_named =
+            |i: usize| (i > 0 && used[i - 1]) || used.get(i + 1).copied().unwrap_or(false);
         let mut open: Vec<usize> = (0..self.stems.len())
             .filter(|&i| {
                 !used[i]
                     && unknown.is_some_and(|unknown| unknown.get(i).copied().unwrap_or(false))
-                    && self.linked.get(i).copied().unwrap_or(false)
+                    && (self.linked.get(i).copied().unwrap_or(false)
+                        || (named_chain && !beside_named(i)))
                     && !self.names_a_class(i)
                     && !self.marks_shared_value(i)
             })
@@ -1169,6 +1177,39 @@ mod tests {
             "date",
         );
         assert!(one > twice, "{one} vs {twice}");
+    }
+
+    #[test]
+    fn a_word_no_relation_explains_stands_for_the_hop_a_named_chain_lacks() {
+        let score = |question: &str, unknown_word: &str, relations: &[&str]| {
+            let terms = QuestionTerms::new(question, &["Tern"]);
+            let unknown: Vec<bool> = terms
+                .stems()
+                .iter()
+                .map(|s| *s == stem(unknown_word))
+                .collect();
+            let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
+            (
+                terms.sequence_score_open(&relations, None, None, Some(&unknown)),
+                terms.sequence_score_open(&relations, None, None, None),
+            )
+        };
+        let three = ["founder", "written_by", "maintained_by"];
+        let two = ["founder", "written_by"];
+        // Two hops named by words ("founder", "written"), and a verb no relation of the
+        // graph explains ("looks after"): it stands for the third hop.
+        let question = "who looks after the projects written by the founder of Tern";
+        let (longer, longer_blind) = score(question, "looks", &three);
+        let (shorter, shorter_blind) = score(question, "looks", &two);
+        assert!(longer > shorter, "{longer} vs {shorter}");
+        // Without knowing which words no relation explains, the shorter chain wins.
+        assert!(shorter_blind > longer_blind);
+        // A word beside one that names a hop qualifies it ("written *professionally*",
+        // "play *professional* in"): it stands for no hop of its own.
+        let question = "which projects were written professionally by the founder of Tern";
+        let (longer, _) = score(question, "professionally", &three);
+        let (shorter, _) = score(question, "professionally", &two);
+        assert!(shorter > longer, "{shorter} vs {longer}");
     }
 
     #[test]
