@@ -249,7 +249,7 @@ impl<'a> Run<'a> {
             .filter(|_| plan_estimated);
         let readings_agree = reply::readings_agree(self.reader_reaches.as_deref(), &answers)
             .filter(|_| plan_estimated);
-        let confidence = reply::confidence(
+        let (confidence, plan_chance) = reply::confidence(
             &self.cx,
             ConfidenceInput {
                 summarized: summary.confidence,
@@ -264,12 +264,6 @@ impl<'a> Run<'a> {
                 linked: self.found.topic.len(),
             },
         );
-        // What the answer calibration read, where one applies: a calibration fitted
-        // on this graph's own QA pairs starts from it.
-        let plan_chance = self
-            .plan_confidence
-            .filter(|_| plan_estimated && !self.plan_reranked && confidence.is_some())
-            .filter(|_| self.cx.config().answer_calibration.is_some());
         // The cascade's LLM-free run stores only an answer it will keep.
         let kept = self
             .cx

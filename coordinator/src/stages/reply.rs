@@ -100,32 +100,37 @@ pub(crate) struct ConfidenceInput<'a> {
 
 /// The chance that the answers are right: the summarizer's own estimate when it made
 /// one, else the plan's, turned into the answer's by the answer calibration when there
-/// is one ([`crate::confidence`]).
-pub(crate) fn confidence(cx: &RunContext<'_>, input: ConfidenceInput<'_>) -> Option<f32> {
+/// is one ([`crate::confidence`]). Beside it, the plan's chance where the answer
+/// calibration read it (`AskReply::plan_chance`).
+pub(crate) fn confidence(
+    cx: &RunContext<'_>,
+    input: ConfidenceInput<'_>,
+) -> (Option<f32>, Option<f32>) {
     if input.answers.is_empty() {
-        return None;
+        return (None, None);
     }
     if input.summarized.is_some() {
-        return input.summarized;
+        return (input.summarized, None);
     }
-    input
-        .plan
-        .filter(|_| !input.replayed && !input.answers.is_empty())
-        .map(|plan| match &cx.config().answer_calibration {
-            Some(calibration) if !input.reranked => {
-                let texts: Vec<&str> = input.answers.iter().map(|a| a.text.as_str()).collect();
-                calibration.chance(&crate::confidence::signals(
-                    plan,
-                    input.plan_followed,
-                    input.readings_agree,
-                    input.low_confidence,
-                    &texts,
-                    input.rounds,
-                    input.linked,
-                ))
-            }
-            _ => plan,
-        })
+    let Some(plan) = input.plan.filter(|_| !input.replayed) else {
+        return (None, None);
+    };
+    match &cx.config().answer_calibration {
+        Some(calibration) if !input.reranked => {
+            let texts: Vec<&str> = input.answers.iter().map(|a| a.text.as_str()).collect();
+            let chance = calibration.chance(&crate::confidence::signals(
+                plan,
+                input.plan_followed,
+                input.readings_agree,
+                input.low_confidence,
+                &texts,
+                input.rounds,
+                input.linked,
+            ));
+            (Some(chance), Some(plan))
+        }
+        _ => (Some(plan), None),
+    }
 }
 
 /// Everything the reply says besides what the record holds.
