@@ -797,10 +797,11 @@ fn leave_one_out(groups: &[(String, Vec<Example>)], candidates: usize, settings:
 fn calibrate(config: &Config, args: CalibrateArgs) -> anyhow::Result<()> {
     use kgmesh_agents::reader::model::AnswerCalibration;
     use kgmesh_coordinator::confidence::SIGNALS;
+    let reports = load_reports(&args.reports)?;
     let (mut model, weights) = match &args.weights {
         Some(path) => (ReaderModel::load(path)?, path.display().to_string()),
         None => {
-            let embedded = match reports_read_with_an_embedder(&args.reports)? {
+            let embedded = match reports_read_with_an_embedder(&reports)? {
                 Some(embedded) => embedded,
                 None => config.embedder.kind != crate::config::EmbedderKind::None,
             };
@@ -815,8 +816,8 @@ fn calibrate(config: &Config, args: CalibrateArgs) -> anyhow::Result<()> {
             "{weights} has no first-stage confidence to calibrate; write the weights with `kgmesh reader train`",
         );
     }
-    let runs = read_runs(&args.reports)?;
-    let held_out = read_runs(&args.held_out)?;
+    let runs = read_runs(&reports)?;
+    let held_out = read_runs(&load_reports(&args.held_out)?)?;
     let settings = TrainSettings::default();
     let summary = |pairs: &[(f32, bool)]| {
         Calibration::of(pairs).map_or("no answers".to_owned(), |c| c.summary())
@@ -895,13 +896,22 @@ fn calibrate(config: &Config, args: CalibrateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `kgmesh eval` reports, each with its path, read once.
+fn load_reports(paths: &[PathBuf]) -> anyhow::Result<Vec<(&PathBuf, kgmesh_eval::report::Report)>> {
+    paths
+        .iter()
+        .map(|path| Ok((path, kgmesh_eval::report::Report::load(path)?)))
+        .collect()
+}
+
 /// Whether the reports' runs read with an embedder (`None` when no report says): the
 /// bundled weights whose calibration they refit. Runs read both ways are an error, as
 /// each way of reading has its own calibration.
-fn reports_read_with_an_embedder(paths: &[PathBuf]) -> anyhow::Result<Option<bool>> {
+fn reports_read_with_an_embedder(
+    reports: &[(&PathBuf, kgmesh_eval::report::Report)],
+) -> anyhow::Result<Option<bool>> {
     let mut ways = std::collections::BTreeSet::new();
-    for path in paths {
-        let report = kgmesh_eval::report::Report::load(path)?;
+    for (_, report) in reports {
         let embedder = report.system.embedder.trim();
         if !embedder.is_empty() {
             ways.insert(!embedder.starts_with("none"));
@@ -921,12 +931,12 @@ fn reports_read_with_an_embedder(paths: &[PathBuf]) -> anyhow::Result<Option<boo
 /// calibration reads the plan's chance where the report gives it (`plan_chance`), else
 /// the confidence itself, which must then be uncalibrated.
 #[allow(clippy::type_complexity)]
-fn read_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)>)>> {
+fn read_runs(
+    reports: &[(&PathBuf, kgmesh_eval::report::Report)],
+) -> anyhow::Result<Vec<(String, Vec<(f32, Ranked)>)>> {
     use kgmesh_coordinator::confidence::signals;
-    use kgmesh_eval::report::Report;
     let mut runs = Vec::new();
-    for path in paths {
-        let report = Report::load(path)?;
+    for (path, report) in reports {
         let answered: Vec<(f32, Ranked)> = report
             .results
             .iter()
