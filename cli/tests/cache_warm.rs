@@ -95,6 +95,31 @@ fn path_str(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
 
+/// `kgmesh cache warm` with `first` (a `--config`, say), importing fold 0/2 of
+/// `questions` over `kg` into `cache`.
+fn warm_first_half(
+    dir: &Path,
+    first: &[&str],
+    kg: &Path,
+    questions: &Path,
+    cache: &Path,
+) -> Outcome {
+    let mut args = vec!["cache", "warm"];
+    args.extend_from_slice(first);
+    args.extend([
+        "--kg",
+        path_str(kg),
+        "--import",
+        path_str(questions),
+        "--fold",
+        "0/2",
+        "--cache-file",
+        path_str(cache),
+        "--no-progress",
+    ]);
+    kgmesh(dir, &args)
+}
+
 #[test]
 fn imported_pairs_and_stars_fill_a_cache_file_once() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -312,22 +337,7 @@ fn warming_on_one_fold_and_evaluating_on_the_other_share_no_question() {
         .filter(|l| !l.trim().is_empty())
         .map(str::to_owned)
         .collect();
-    let warm = kgmesh(
-        dir.path(),
-        &[
-            "cache",
-            "warm",
-            "--kg",
-            path_str(&kg),
-            "--import",
-            path_str(&questions),
-            "--fold",
-            "0/2",
-            "--cache-file",
-            path_str(&cache),
-            "--no-progress",
-        ],
-    );
+    let warm = warm_first_half(dir.path(), &[], &kg, &questions, &cache);
     assert!(warm.success, "{}{}", warm.stdout, warm.stderr);
     let half = lines.len().div_ceil(2);
     assert_eq!(count(&warm.stdout, "checked"), half, "{}", warm.stdout);
@@ -530,23 +540,12 @@ fn warming_with_half_of_a_new_domain_breaks_none_of_the_other_half() {
     let cache = dir.path().join("plans.jsonl");
     let config = dir.path().join("words-only.toml");
     std::fs::write(&config, "[embedder]\nkind = \"none\"\n").expect("config");
-    let warm = kgmesh(
+    let warm = warm_first_half(
         dir.path(),
-        &[
-            "cache",
-            "warm",
-            "--config",
-            path_str(&config),
-            "--kg",
-            path_str(&kg),
-            "--import",
-            path_str(&questions),
-            "--fold",
-            "0/2",
-            "--cache-file",
-            path_str(&cache),
-            "--no-progress",
-        ],
+        &["--config", path_str(&config)],
+        &kg,
+        &questions,
+        &cache,
     );
     assert!(warm.success, "{}{}", warm.stdout, warm.stderr);
     assert!(count(&warm.stdout, "written") > 10, "{}", warm.stdout);

@@ -287,6 +287,27 @@ fn eval_domain(
     run(command)
 }
 
+/// The bundled reader weights for reading by words.
+fn bundled_lexical() -> PathBuf {
+    repo_root().join("agents/src/kg_linker/reader/weights-lexical.json")
+}
+
+/// `kgmesh reader calibrate` of `reports` into `out`, from `weights` (default: the
+/// bundled ones for the reports' way of reading).
+fn calibrate(
+    weights: Option<&std::path::Path>,
+    reports: &[PathBuf],
+    out: &std::path::Path,
+) -> (i32, String, String) {
+    let mut command = kgmesh();
+    command.args(["reader", "calibrate"]);
+    if let Some(weights) = weights {
+        command.arg("--weights").arg(weights);
+    }
+    command.arg("--reports").args(reports).arg("--out").arg(out);
+    run(command)
+}
+
 #[test]
 fn calibrate_fits_the_answer_calibration_from_eval_reports() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -315,16 +336,14 @@ fn calibrate_fits_the_answer_calibration_from_eval_reports() {
         }
     }
     let weights = dir.path().join("weights.json");
-    let mut command = kgmesh();
-    command
-        .args(["reader", "calibrate", "--weights"])
-        .arg(repo_root().join("agents/src/kg_linker/reader/weights-lexical.json"))
-        .arg("--reports")
-        .arg(dir.path().join("library/report.json"))
-        .arg(dir.path().join("retail/report.json"))
-        .arg("--out")
-        .arg(&weights);
-    let (code, stdout, stderr) = run(command);
+    let (code, stdout, stderr) = calibrate(
+        Some(&bundled_lexical()),
+        &[
+            dir.path().join("library/report.json"),
+            dir.path().join("retail/report.json"),
+        ],
+        &weights,
+    );
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("each calibrated by the others") && stdout.contains("ECE"),
@@ -361,15 +380,11 @@ fn calibrate_fits_the_answer_calibration_from_eval_reports() {
     let (code, _, stderr) =
         eval_domain("library", &dir.path().join("none"), &off, &["--limit", "5"]);
     assert_eq!(code, 0, "{stderr}");
-    let mut command = kgmesh();
-    command
-        .args(["reader", "calibrate", "--weights"])
-        .arg(repo_root().join("agents/src/kg_linker/reader/weights-lexical.json"))
-        .arg("--reports")
-        .arg(dir.path().join("none/report.json"))
-        .arg("--out")
-        .arg(dir.path().join("unused.json"));
-    let (code, _, stderr) = run(command);
+    let (code, _, stderr) = calibrate(
+        Some(&bundled_lexical()),
+        &[dir.path().join("none/report.json")],
+        &dir.path().join("unused.json"),
+    );
     assert_ne!(code, 0);
     assert!(
         stderr.contains("no answer carries a confidence"),
@@ -451,14 +466,11 @@ fn a_calibration_fitted_on_a_graphs_own_answers_is_used_for_that_graph() {
     );
     // Fitted on that run, starting from the bundled weights (no --weights).
     let calibration = dir.path().join("calibration.json");
-    let mut command = kgmesh();
-    command
-        .env("KGMESH__EMBEDDER__KIND", "none")
-        .args(["reader", "calibrate", "--reports"])
-        .arg(dir.path().join("bundled/report.json"))
-        .arg("--out")
-        .arg(&calibration);
-    let (code, stdout, stderr) = run(command);
+    let (code, stdout, stderr) = calibrate(
+        None,
+        &[dir.path().join("bundled/report.json")],
+        &calibration,
+    );
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("the bundled weights for reading by words"),
@@ -492,14 +504,11 @@ fn a_calibration_fitted_on_a_graphs_own_answers_is_used_for_that_graph() {
     with_minilm["system"]["embedder"] = "all-MiniLM-L6-v2 (local MiniLM)".into();
     let minilm_report = dir.path().join("minilm-report.json");
     std::fs::write(&minilm_report, with_minilm.to_string()).unwrap();
-    let mut command = kgmesh();
-    command
-        .args(["reader", "calibrate", "--reports"])
-        .arg(dir.path().join("bundled/report.json"))
-        .arg(&minilm_report)
-        .arg("--out")
-        .arg(dir.path().join("mixed.json"));
-    let (code, _, stderr) = run(command);
+    let (code, _, stderr) = calibrate(
+        None,
+        &[dir.path().join("bundled/report.json"), minilm_report],
+        &dir.path().join("mixed.json"),
+    );
     assert_ne!(code, 0);
     assert!(stderr.contains("calibrate each way of reading"), "{stderr}");
     assert!(!dir.path().join("mixed.json").exists());
@@ -507,13 +516,8 @@ fn a_calibration_fitted_on_a_graphs_own_answers_is_used_for_that_graph() {
     // A file without an answer calibration, or none at all, is an error, not the
     // bundled calibration in silence.
     let bare = dir.path().join("bare.json");
-    let mut weights: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            repo_root().join("agents/src/kg_linker/reader/weights-lexical.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let mut weights: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundled_lexical()).unwrap()).unwrap();
     weights
         .as_object_mut()
         .unwrap()
