@@ -491,6 +491,7 @@ async fn write_span_example(
             rows.push(SpanExampleRow {
                 right: gold.contains(&normalize(&row.text)),
                 text: row.text,
+                sentence: row.sentence,
                 features: row.features,
             });
         }

@@ -15,6 +15,7 @@ pub mod core;
 mod profile;
 pub mod reader;
 pub mod spans;
+pub mod typing;
 
 use kgmesh_schemas::{text::contains_phrase, NodeId};
 use std::{
@@ -41,6 +42,7 @@ use self::{
     core::{entity_named, path_evidence, summarize, summarize_scored, SummaryRule, EXPLAINED_TIE},
     profile::Profiles,
     reader::Reading,
+    spans::SpanModel,
 };
 use crate::{
     kg_linker::core::{graph_relations, metapath_text},
@@ -289,11 +291,27 @@ impl Summarizer {
         };
         let max_answers = usize::from(request.max_answers.max(1));
         let (reading, cosines, failed) = self.embedded(reading).await;
-        let (mut reply, support) =
-            reading.answer_supported(&self.rule, max_answers, cosines.as_deref());
+        let mut spans = reading.spans(cosines.as_deref());
+        let untyped = match failed {
+            None => self.typed_by_meaning(&reading, &mut spans).await,
+            Some(_) => None,
+        };
+        let (mut reply, support) = reading.answer_spans(
+            spans,
+            &SpanModel::active(),
+            &self.rule,
+            max_answers,
+            cosines.as_deref(),
+        );
         if let Some(error) = failed {
             reply.explanation = format!(
                 "{} (read by words only: the embedder failed: {error})",
+                reply.explanation
+            );
+        }
+        if let Some(error) = untyped {
+            reply.explanation = format!(
+                "{} (names typed by their form only: the embedder failed: {error})",
                 reply.explanation
             );
         }
@@ -366,7 +384,42 @@ impl Summarizer {
     pub async fn passage_spans(&self, request: &SummarizeRequest) -> Option<reader::Spans> {
         let reading = Reading::new(request).ok()?;
         let (reading, cosines, _) = self.embedded(reading).await;
-        Some(reading.spans(cosines.as_deref()))
+        let mut spans = reading.spans(cosines.as_deref());
+        self.typed_by_meaning(&reading, &mut spans).await;
+        Some(spans)
+    }
+
+    /// With an embedder, when the question asks for a person, an organization or a
+    /// place: how well each span reads as that kind by meaning ([`typing`], the span
+    /// feature `type_meaning`); the embedder's error when it failed (the feature stays 0).
+    async fn typed_by_meaning(
+        &self,
+        reading: &Reading,
+        spans: &mut reader::Spans,
+    ) -> Option<String> {
+        let vectors = self.vectors_opt.as_ref()?;
+        if !typing::typed_by_meaning(reading.wants.kind) || spans.rows.is_empty() {
+            return None;
+        }
+        let mut texts: Vec<String> = spans.rows.iter().map(|r| r.text.clone()).collect();
+        texts.sort();
+        texts.dedup();
+        match typing::shares_of_kind(vectors, reading.wants.kind, &texts).await {
+            Ok(Some(shares)) => {
+                let at = spans::feature("type_meaning");
+                for row in &mut spans.rows {
+                    if let Ok(i) = texts.binary_search(&row.text) {
+                        row.features[at] = typing::fit_of_kind(shares[i]);
+                    }
+                }
+                None
+            }
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, "spans not typed by meaning; read by their form only");
+                Some(error.to_string())
+            }
+        }
     }
 
     /// The graph rule's reply (see [`Self::rule_reply`]).

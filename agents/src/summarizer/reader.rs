@@ -44,7 +44,9 @@
 //!    span's features: its statement's coverage and cosine, its type's fit to what is
 //!    asked ([`answer_type::fit`]; a year never answers "who", and is not offered),
 //!    the question's words written near it (nearer counting more), the question's
-//!    class word beside it, and how it was read. A name the question writes is no
+//!    class word beside it, and how it was read; with an embedder, the summarizer adds
+//!    how well the span's words read as the kind of name asked ([`super::typing`]).
+//!    A name the question writes is no
 //!    answer. The best span answers, with the names listed beside it and every span
 //!    scored within [`SummaryRule::keep_within`] of it, each with its share of the
 //!    scorer's softmax as its score; the explanation quotes its sentence with its
@@ -409,23 +411,14 @@ impl Reading {
         max_answers: usize,
         cosines: Option<&[f32]>,
     ) -> SummarizeReply {
-        self.answer_supported(rule, max_answers, cosines).0
+        self.answer_with(&SpanModel::active(), rule, max_answers, cosines)
+            .0
     }
 
-    /// [`Self::answer`], with its support: the share of the question's words that the
-    /// statement(s) behind the first answer explain ([`Self::support`]), 0 without one.
-    /// The spans are ranked by the span scorer in use ([`SpanModel::active`]).
-    pub fn answer_supported(
-        &self,
-        rule: &SummaryRule,
-        max_answers: usize,
-        cosines: Option<&[f32]>,
-    ) -> (SummarizeReply, f32) {
-        let model = SpanModel::active();
-        self.answer_with(&model, rule, max_answers, cosines)
-    }
-
-    /// The answer as `model` ranks the spans.
+    /// The answer as `model` ranks the spans, with its support: the share of the
+    /// question's words that the statement(s) behind the first answer explain
+    /// ([`Self::support`]), 0 without one.
+    #[cfg(test)]
     pub fn answer_with(
         &self,
         model: &SpanModel,
@@ -433,7 +426,20 @@ impl Reading {
         max_answers: usize,
         cosines: Option<&[f32]>,
     ) -> (SummarizeReply, f32) {
-        let spans = self.spans(cosines);
+        self.answer_spans(self.spans(cosines), model, rule, max_answers, cosines)
+    }
+
+    /// The answer as `model` ranks `spans`, this reading's spans ([`Self::spans`]) with
+    /// whatever the summarizer added to their features (the kinds by meaning,
+    /// [`super::typing`]).
+    pub fn answer_spans(
+        &self,
+        spans: Spans,
+        model: &SpanModel,
+        rule: &SummaryRule,
+        max_answers: usize,
+        cosines: Option<&[f32]>,
+    ) -> (SummarizeReply, f32) {
         // Some statement must say enough of the question, by its words or its meaning,
         // for any span to answer (the scorer then ranks every statement's spans).
         if !spans.gated || spans.rows.is_empty() {
@@ -688,6 +694,7 @@ impl Reading {
                     row[f("opener_by_class")] = f32::from(u8::from(name.opener && class_written));
                     rows.push(SpanRow {
                         text: name.text.clone(),
+                        sentence: statement.sentence.clone(),
                         features: row,
                         source: SpanSource::One {
                             statement: i,
@@ -707,6 +714,7 @@ impl Reading {
                     row[f("chain_gain")] = chain.both - self.share(&matched[chain.first]);
                     rows.push(SpanRow {
                         text: name.text.clone(),
+                        sentence: chain.next.sentence.clone(),
                         features: row,
                         source: SpanSource::Chain { chain: k, name: c },
                     });
@@ -751,6 +759,8 @@ pub struct Spans {
 /// One row of [`Spans`].
 pub struct SpanRow {
     pub text: String,
+    /// The sentence it is read from (a chain's: the second statement's).
+    pub sentence: String,
     pub features: Vec<f32>,
     source: SpanSource,
 }

@@ -89,6 +89,10 @@ pub const SPAN_FEATURES: &[&str] = &[
     "first_name",
     // 1 / the number of spans its statement offers.
     "statement_spans",
+    // With an embedder, when a person, an organization or a place is asked: how well
+    // the span's words read as that kind rather than another ([`super::typing`]); 0
+    // otherwise.
+    "type_meaning",
 ];
 
 /// The index of a feature in [`SPAN_FEATURES`].
@@ -215,6 +219,9 @@ pub struct SpanExample {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpanExampleRow {
     pub text: String,
+    /// The sentence the span is read from, for reading the examples (not trained on).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sentence: String,
     pub right: bool,
     pub features: Vec<f32>,
 }
@@ -435,6 +442,7 @@ mod tests {
         features[feature("coverage")] = coverage;
         SpanExampleRow {
             text: text.to_owned(),
+            sentence: String::new(),
             right,
             features,
         }

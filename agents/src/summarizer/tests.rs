@@ -1523,6 +1523,32 @@ async fn passages_read_by_words_when_the_embedder_fails_say_so() {
     );
 }
 
+#[tokio::test]
+async fn a_name_whose_words_read_as_a_team_does_not_answer_who() {
+    // Two plain capitalized words are a person by their form, and "Customer Care"
+    // stands nearer the verb asked about than the person who did it.
+    let mut asked = request(
+        vec![passage(
+            "Beatrix Nwosu, who supervises our Customer Care agents, has approved a \
+             one-off warranty exception for your Vireo 2.",
+        )],
+        Vec::new(),
+    );
+    asked.question = "who approved the warranty exception for the Vireo 2".into();
+    let by_form = reply_in_time(&rule_only(None), asked.clone()).await;
+    assert_eq!(by_form.answers[0].text, "Customer Care", "{by_form:?}");
+    // Read by meaning, its words say a team, and the person answers.
+    let summarizer = rule_only(Some(Arc::new(crate::scoring::relevance::TextVectors::new(
+        Arc::new(crate::scoring::fixtures::PERSON_AND_TEAM),
+        64,
+    ))));
+    let by_meaning = reply_in_time(&summarizer, asked).await;
+    assert_eq!(
+        by_meaning.answers[0].text, "Beatrix Nwosu",
+        "{by_meaning:?}"
+    );
+}
+
 /// "who founded Norrland Jet" over the airline's founding year and its founder, the year
 /// first in the evidence: the question's word names both relations alike.
 fn founded_request(question: &str, with_founder: bool) -> SummarizeRequest {
