@@ -292,17 +292,13 @@ impl Summarizer {
         let max_answers = usize::from(request.max_answers.max(1));
         let (reading, cosines, failed) = self.embedded(reading).await;
         let mut spans = reading.spans(cosines.as_deref());
+        let model = SpanModel::active();
         let untyped = match failed {
-            None => self.typed_by_meaning(&reading, &mut spans).await,
+            None => self.typed_by_meaning(&reading, &model, &mut spans).await,
             Some(_) => None,
         };
-        let (mut reply, support) = reading.answer_spans(
-            spans,
-            &SpanModel::active(),
-            &self.rule,
-            max_answers,
-            cosines.as_deref(),
-        );
+        let (mut reply, support) =
+            reading.answer_spans(spans, &model, &self.rule, max_answers, cosines.as_deref());
         if let Some(error) = failed {
             reply.explanation = format!(
                 "{} (read by words only: the embedder failed: {error})",
@@ -385,28 +381,46 @@ impl Summarizer {
         let reading = Reading::new(request).ok()?;
         let (reading, cosines, _) = self.embedded(reading).await;
         let mut spans = reading.spans(cosines.as_deref());
-        self.typed_by_meaning(&reading, &mut spans).await;
+        self.typed_by_meaning(&reading, &SpanModel::active(), &mut spans)
+            .await;
         Some(spans)
     }
 
     /// With an embedder, when the question asks for a person, an organization or a
     /// place: how well each span reads as that kind by meaning ([`typing`], the span
     /// feature `type_meaning`); the embedder's error when it failed (the feature stays 0).
+    /// Only the spans `model` scores within the feature's reach of the best are typed:
+    /// the others could not come first whatever their kind, and embedding them would
+    /// triple the embedder's work on a question.
     async fn typed_by_meaning(
         &self,
         reading: &Reading,
+        model: &SpanModel,
         spans: &mut reader::Spans,
     ) -> Option<String> {
         let vectors = self.vectors_opt.as_ref()?;
         if !typing::typed_by_meaning(reading.wants.kind) || spans.rows.is_empty() {
             return None;
         }
-        let mut texts: Vec<String> = spans.rows.iter().map(|r| r.text.clone()).collect();
+        let at = spans::feature("type_meaning");
+        let scores: Vec<f32> = spans
+            .rows
+            .iter()
+            .map(|r| model.score(&r.features))
+            .collect();
+        let best = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let reach = model.reach(at);
+        let mut texts: Vec<String> = spans
+            .rows
+            .iter()
+            .zip(&scores)
+            .filter(|(_, &score)| score >= best - reach)
+            .map(|(r, _)| r.text.clone())
+            .collect();
         texts.sort();
         texts.dedup();
         match typing::shares_of_kind(vectors, reading.wants.kind, &texts).await {
             Ok(Some(shares)) => {
-                let at = spans::feature("type_meaning");
                 for row in &mut spans.rows {
                     if let Ok(i) = texts.binary_search(&row.text) {
                         row.features[at] = typing::fit_of_kind(shares[i]);

@@ -90,8 +90,9 @@ pub const SPAN_FEATURES: &[&str] = &[
     // 1 / the number of spans its statement offers.
     "statement_spans",
     // With an embedder, when a person, an organization or a place is asked: how well
-    // the span's words read as that kind rather than another ([`super::typing`]); 0
-    // otherwise.
+    // the span's words read as that kind rather than another ([`super::typing`]), for
+    // the spans it could bring first (scored within its reach of the best without it);
+    // 0 otherwise.
     "type_meaning",
 ];
 
@@ -315,6 +316,17 @@ impl SpanModel {
         standardized_dot(features, &self.mean, &self.scale, &self.weights)
     }
 
+    /// How far a feature read in `[0, 1]` can move a span's score, from 0 to 1:
+    /// spans scored further than this below the best cannot be brought first by it.
+    pub fn reach(&self, feature: usize) -> f32 {
+        let (weight, scale) = (self.weights[feature], self.scale[feature]);
+        if scale > 0.0 && scale.is_finite() {
+            (weight / scale).abs()
+        } else {
+            f32::INFINITY
+        }
+    }
+
     /// The chance that the first of these spans is right, when the weights carry a
     /// confidence.
     pub fn chance(&self, scores: &[f32], texts: &[&str], features: &[&[f32]]) -> Option<f32> {
@@ -456,6 +468,23 @@ mod tests {
         // lower-case words ranks below a name.
         assert!(model.weights[feature("coverage")] > 0.0);
         assert!(model.weights[feature("phrase")] < 0.0);
+    }
+
+    #[test]
+    fn a_features_reach_is_how_far_it_moves_a_score_from_0_to_1() {
+        let mut model = SpanModel::bundled().as_ref().clone();
+        let at = feature("type_meaning");
+        let mut row = vec![0.0; SPAN_FEATURES.len()];
+        let without = model.score(&row);
+        row[at] = 1.0;
+        let with = model.score(&row);
+        assert!(((with - without).abs() - model.reach(at)).abs() < 1e-6);
+        assert!(model.reach(at) > 0.0);
+        model.weights[at] = -2.0;
+        model.scale[at] = 4.0;
+        assert!((model.reach(at) - 0.5).abs() < 1e-6);
+        model.scale[at] = 0.0;
+        assert_eq!(model.reach(at), f32::INFINITY);
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! ([`KIND_DESCRIPTIONS`]); its nearness to a kind is its nearest description's cosine,
 //! and the span scorer reads how much of the softmax over the kinds the kind asked
 //! holds, full from half of it ([`fit_of_kind`]; [`super::spans::SPAN_FEATURES`]:
-//! `type_meaning`). Only with an embedder; nothing here knows a corpus.
+//! `type_meaning`), for the spans it could bring first (the summarizer types those
+//! scored within the feature's reach of the best). Only with an embedder; nothing here
+//! knows a corpus.
 //!
 //! The share's form and its weight in the bundled span weights (0.75) were chosen by
 //! leaving each of the document zoo's ten corpora out in turn: among the share itself,
