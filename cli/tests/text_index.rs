@@ -292,6 +292,49 @@ fn text_index_on_ask_answers_from_the_documents_alone_without_a_graph() {
 }
 
 #[test]
+fn with_minilm_a_name_whose_words_read_as_a_team_does_not_answer_who() {
+    let docs = tempfile::tempdir().expect("tempdir");
+    let out = tempfile::tempdir().expect("tempdir");
+    let ticket = write(
+        docs.path(),
+        "ticket.md",
+        b"Ticket 4471: the fan on your Vireo 2 rattles.\n\nBeatrix Nwosu, who supervises \
+          our Customer Care agents, has approved a one-off warranty exception for your \
+          Vireo 2. A replacement ships on Monday.\n",
+    );
+    let into = format!("embedded:{}", out.path().display());
+    let (code, stdout, stderr) = index(&["--text", &ticket, "--into", &into, "--no-vectors"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let answers = |embedder: &str| {
+        let mut command = kgmesh();
+        command
+            .env("KGMESH__EMBEDDER__KIND", embedder)
+            .env("KGMESH__EMBEDDER__MODEL_DIR", minilm_dir())
+            .args(["ask", "--json", "--text-index"])
+            .arg(out.path())
+            .arg("who approved the warranty exception for the Vireo 2");
+        let (code, stdout, stderr) = run(command);
+        assert_eq!(code, 0, "{stdout}\n{stderr}");
+        let reply: serde_json::Value = serde_json::from_str(&stdout).expect("JSON reply");
+        let texts: Vec<String> = reply["answers"]
+            .as_array()
+            .expect("answers")
+            .iter()
+            .map(|a| a["text"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        texts
+    };
+    // By their form alone two plain capitalized words are a person, and "Customer
+    // Care" stands nearer the verb asked about.
+    assert_eq!(
+        answers("none").first().map(String::as_str),
+        Some("Customer Care")
+    );
+    // MiniLM reads its words as a team; the person who approved it answers alone.
+    assert_eq!(answers("minilm"), ["Beatrix Nwosu"]);
+}
+
+#[test]
 fn text_eval_scores_unanswerable_questions_and_answer_types() {
     let (docs, out) = indexed_notes();
     // Two questions the notes answer, one they cannot (nobody's birthplace is written).
