@@ -86,6 +86,19 @@ fn token_stem(token: &str) -> (&str, bool) {
 /// [`SHARED_VALUE_WORDS`]); no relation name stems to it.
 pub const RETURN_TOKEN: &str = "\u{21a9}";
 
+/// Whether question word `at` of `all`, itself a [`SHARED_VALUE_WORDS`] marker, follows
+/// another one, with at most a determiner between ("*share the same*", "*also
+/// share*"): the two say once that the answer shares a node with the named entity. A
+/// word of an entity's name (`named`) is no marker ("[Two Rode Together] *also* …").
+fn continues_shared_marker(all: &[String], at: usize, named: impl Fn(usize) -> bool) -> bool {
+    let marker = |back: usize| {
+        at.checked_sub(back)
+            .is_some_and(|i| !named(i) && SHARED_VALUE_WORDS.contains(&all[i].as_str()))
+    };
+    let determiner = at.checked_sub(1).is_some_and(|i| is_determiner(&all[i]));
+    marker(1) || (determiner && marker(2))
+}
+
 /// Whether `word` opens a relative clause ("the club *that* …"), after its head noun.
 fn opens_relative_clause(word: &str) -> bool {
     matches!(word, "that" | "whose" | "which" | "who" | "whom")
@@ -281,10 +294,16 @@ impl QuestionTerms {
         let asks_a_kind = |i: usize| i == 0 && ANSWER_TYPE_WORDS.contains(&all[0].as_str());
         // (position in `all`, stem) of every content word, of every word that marks a
         // shared value (some of them are stop words elsewhere), and of an opening
-        // wh-word that asks for a kind of answer.
+        // wh-word that asks for a kind of answer. A marker that only continues the one
+        // before it ("films that *share the same* director") is that one marker: one
+        // node is shared, so one round trip.
         let content: Vec<(usize, String)> = all
             .iter()
             .enumerate()
+            .filter(|(i, w)| {
+                !(shared_word(w)
+                    && continues_shared_marker(&all, *i, |j| inside_names.contains(&j)))
+            })
             .filter(|(i, w)| !is_stop_word(w) || shared_word(w) || asks_a_kind(*i))
             .filter(|(i, _)| !inside_names.contains(i))
             .map(|(i, w)| (i, stem(w)))
@@ -973,6 +992,47 @@ mod tests {
         let border = |back| hops(&[("shares_border_with", false), ("shares_border_with", back)]);
         let one = terms.sequence_score_stems(&hops(&[("shares_border_with", false)]));
         assert!(one > terms.sequence_score_stems(&border(true)));
+    }
+
+    #[test]
+    fn markers_written_together_are_one_round_trip() {
+        let round_trip = hops(&[("directed_by", false), ("directed_by", true)]);
+        // Back to the films, then out again to their other directors.
+        let there_and_back_twice = hops(&[
+            ("directed_by", false),
+            ("directed_by", true),
+            ("directed_by", true),
+        ]);
+        for question in [
+            "which films share the same director of Heat",
+            "the director of Heat also shares directing which films",
+        ] {
+            let terms = QuestionTerms::new(question, &["Heat"]);
+            let shared = (0..terms.stems().len())
+                .filter(|&i| terms.marks_shared_value(i))
+                .count();
+            assert_eq!(shared, 1, "{question}: {:?}", terms.raw_words());
+            let (trip, twice) = (
+                terms.sequence_score_stems(&round_trip),
+                terms.sequence_score_stems(&there_and_back_twice),
+            );
+            assert!(trip > twice, "{question}: {trip} vs {twice}");
+        }
+        // Markers apart are two: "the same director as the films X also starred in".
+        let terms = QuestionTerms::new(
+            "which films have the same director as the films Pacino also starred in",
+            &["Pacino"],
+        );
+        let shared = (0..terms.stems().len())
+            .filter(|&i| terms.marks_shared_value(i))
+            .count();
+        assert_eq!(shared, 2);
+        // A marker ending the entity's name does not make the next word part of it.
+        let terms = QuestionTerms::new(
+            "the director of Two Rode Together also directed which films",
+            &["Two Rode Together"],
+        );
+        assert!(terms.raw_words().iter().any(|w| w == "also"));
     }
 
     #[test]
