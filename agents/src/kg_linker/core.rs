@@ -614,6 +614,80 @@ pub async fn graph_relations(store: &dyn GraphStore) -> Arc<[String]> {
     }
 }
 
+/// For each relation named "A of B" ([`crate::scoring::text::of_phrase`]) whose
+/// example edges the schema holds, the stems of B where the graph's names show that B
+/// calls what has the relation and A what it reaches ("original language of *film*":
+/// its heads are films, its tails languages), by embedding: A read against the tails'
+/// names and B against the heads' fits better than the other way round ("member of
+/// *sports team*": its tails are teams, so B calls what it reaches). Words alone do
+/// not tell the two readings apart; without an embedder, or where the embedder fails,
+/// every word of such a name may name what the relation reaches, as before.
+pub async fn holder_words(
+    store: &dyn GraphStore,
+    vectors: &TextVectors,
+) -> Arc<HashMap<String, Vec<String>>> {
+    use crate::scoring::text::{content_stems, of_phrase};
+    let Ok(schema) = store.schema().await else {
+        return Arc::default();
+    };
+    // (relation, A, B, [(head, tail)]) of each relation the question may be read by.
+    let mut phrased = Vec::new();
+    for relation in &schema.relations {
+        let Some((reaches, has)) = of_phrase(&relation.name) else {
+            continue;
+        };
+        let arrow = format!(" -[{}]-> ", relation.name);
+        let pairs: Vec<(String, String)> = relation
+            .examples
+            .iter()
+            .filter_map(|example| example.split_once(&arrow))
+            .map(|(head, tail)| (head.to_owned(), tail.to_owned()))
+            .filter(|(head, tail)| !head.is_empty() && !tail.is_empty())
+            .collect();
+        if !pairs.is_empty() {
+            phrased.push((relation.name.clone(), reaches, has, pairs));
+        }
+    }
+    if phrased.is_empty() {
+        return Arc::default();
+    }
+    let mut texts: Vec<String> = Vec::new();
+    for (_, reaches, has, pairs) in &phrased {
+        texts.push(reaches.clone());
+        texts.push(has.clone());
+        for (head, tail) in pairs {
+            texts.push(head.clone());
+            texts.push(tail.clone());
+        }
+    }
+    let found = match vectors.vectors(&texts).await {
+        Ok(found) => found,
+        Err(error) => {
+            tracing::warn!(%error, "relation names not read against their examples");
+            return Arc::default();
+        }
+    };
+    let vector: HashMap<&str, &[f32]> = texts
+        .iter()
+        .map(String::as_str)
+        .zip(found.iter().map(|v| &v[..]))
+        .collect();
+    let cos = |a: &str, b: &str| kgmesh_models::cosine(vector[a], vector[b]);
+    let mut holders = HashMap::new();
+    for (relation, reaches, has, pairs) in &phrased {
+        let as_written: f32 = pairs
+            .iter()
+            .map(|(head, tail)| {
+                (cos(reaches, tail) + cos(has, head)) - (cos(reaches, head) + cos(has, tail))
+            })
+            .sum();
+        if as_written > 0.0 {
+            holders.insert(relation.clone(), content_stems(has));
+        }
+    }
+    Arc::new(holders)
+}
+
 /// Named entities whose properties are looked up at most.
 const PROPERTY_ENTITIES: usize = 3;
 /// Property keys looked up per question at most.
@@ -743,6 +817,81 @@ async fn embed_question_texts(
     }
 }
 
+/// The stems of the classes the linked entities declare over a type relation (`is_a`,
+/// `rdf:type`, `instance of`, `ship_type`, …; [`crate::reader::types::is_type_relation`]):
+/// what the graph says they are. Empty where the graph declares none.
+async fn declared_class_stems(
+    store: &dyn GraphStore,
+    linked: &[ScoredEntity],
+) -> StoreResult<Vec<String>> {
+    let ids: Vec<NodeId> = linked.iter().map(|s| s.entity.id).collect();
+    let query = NeighborQuery {
+        direction: Direction::Out,
+        relations: None,
+        fanout_cap: crate::reader::TYPE_FANOUT,
+    };
+    let edges = store.neighbor_edges(&ids, &query).await?;
+    use kgmesh_models::lexical::text::{content_stems, relation_label};
+    let mut stems: Vec<String> = Vec::new();
+    for edge in &edges.edges {
+        let Some(relation) = edges.names.relation_name(edge.relation) else {
+            continue;
+        };
+        if !crate::reader::types::is_type_relation(relation) {
+            continue;
+        }
+        stems.extend(
+            edges
+                .names
+                .node_name(edge.tail)
+                .map(content_stems)
+                .into_iter()
+                .flatten(),
+        );
+        // The class word of a `*_type` relation names its subject's class too ("ship
+        // type" is had by ships), as in [`crate::reader::types::NodeTypes`].
+        stems.extend(
+            content_stems(&relation_label(relation))
+                .into_iter()
+                .filter(|s| s != "type"),
+        );
+    }
+    stems.sort_unstable();
+    stems.dedup();
+    Ok(stems)
+}
+
+/// What the graph adds to a question's reading: the entities' declared classes (a word
+/// calling an entity what the graph says it is not is no class word of it,
+/// [`Relevance::with_entity_classes_checked`]), and with an embedder the graph's
+/// relations ([`graph_relations`]) and which words of their names call what has them
+/// ([`holder_words`]).
+pub async fn read_by_the_graph(
+    store: &dyn GraphStore,
+    mut relevance: Relevance,
+    linked: &[ScoredEntity],
+    vectors_opt: Option<&TextVectors>,
+) -> StoreResult<Relevance> {
+    if !relevance.terms().entity_class_words().is_empty() {
+        let declared = declared_class_stems(store, linked).await?;
+        if !declared.is_empty() {
+            relevance = relevance.with_entity_classes_checked(|word| {
+                let word = kgmesh_models::lexical::text::stem(word);
+                declared.iter().any(|class| {
+                    kgmesh_models::lexical::text::stem_similarity(class, &word)
+                        >= crate::scoring::text::CLAIM_MIN
+                })
+            });
+        }
+    }
+    if let Some(vectors) = vectors_opt {
+        relevance = relevance
+            .with_graph_relations(graph_relations(store).await)
+            .with_holder_words(holder_words(store, vectors).await);
+    }
+    Ok(relevance)
+}
+
 /// The whole LLM-free KG-Linker step.
 pub async fn link_without_llm(
     store: &dyn GraphStore,
@@ -760,10 +909,9 @@ pub async fn link_without_llm(
         });
     }
     let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
-    let mut relevance =
-        Relevance::for_metapaths(question, &names, vectors_opt.clone()).with_cues(cues);
+    let relevance = Relevance::for_metapaths(question, &names, vectors_opt.clone()).with_cues(cues);
+    let relevance = read_by_the_graph(store, relevance, &linked, vectors_opt.as_deref()).await?;
     if let Some(vectors) = &vectors_opt {
-        relevance = relevance.with_graph_relations(graph_relations(store).await);
         let entity_names: Vec<&str> = linked.iter().map(|s| s.entity.name.as_str()).collect();
         embed_question_texts(vectors, question, relevance.terms(), &entity_names).await;
     }

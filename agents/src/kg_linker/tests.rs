@@ -602,3 +602,90 @@ async fn a_plan_reaching_what_cannot_answer_by_its_form_goes_after_one_that_can(
     // Nothing asked that a form rules out: the order by words stands.
     assert_ne!(first("what about Human Error").await, dated);
 }
+
+/// A graph whose relation names hold the words its questions call entities by.
+const CALLED: &[(&str, &str, &str)] = &[
+    ("Heat", "is_a", "film"),
+    ("Heat", "original language of film", "English"),
+    ("Heat", "publication date", "1995"),
+    ("Heat", "director", "Michael Mann"),
+    ("Heat", "screenwriter", "Michael Mann"),
+    ("Michael Mann", "is_a", "person"),
+    ("Ali", "screenwriter", "Michael Mann"),
+    ("Ali", "original language of film", "English"),
+    ("Ali", "screenwriter", "Eric Roth"),
+    ("Idris Penhallow", "is_a", "doctor"),
+    ("Idris Penhallow", "works_in", "Oncology Wing"),
+    ("Oncology Wing", "is_a", "department"),
+    ("Oncology Wing", "department_head", "Reza Castellane"),
+    ("Reza Castellane", "is_a", "doctor"),
+];
+
+#[tokio::test]
+async fn a_word_calling_the_entity_what_the_graph_says_it_is_names_no_hop() {
+    let graph = crate::scoring::fixtures::graph(CALLED);
+    let index = build_name_index(&graph).await.unwrap();
+    // "film" says what Heat is: no relation is walked for it, though one's name holds it.
+    for (question, relation) in [
+        ("when was the film Heat released", "publication date"),
+        ("who is the writer of the film Heat", "screenwriter"),
+    ] {
+        let reply = link_by_words(&graph, &index, question).await;
+        assert_eq!(
+            reply.metapaths[0].steps,
+            vec![step(relation, Direction::Out)],
+            "{question}: {:?}",
+            reply.metapaths
+        );
+    }
+    // Idris Penhallow is a doctor: "the department Idris Penhallow works in" is what
+    // Idris works in, and "department" still names the relation to its head.
+    let reply = link_by_words(
+        &graph,
+        &index,
+        "Who is the boss of the department Idris Penhallow works in?",
+    )
+    .await;
+    assert_eq!(
+        reply.metapaths[0].steps,
+        vec![
+            step("works_in", Direction::Out),
+            step("department_head", Direction::Out)
+        ],
+        "{:?}",
+        reply.metapaths
+    );
+}
+
+#[tokio::test]
+async fn the_graphs_names_tell_which_side_of_an_of_name_calls_what_has_the_relation() {
+    use std::sync::Arc;
+
+    use super::core::holder_words;
+    use crate::scoring::{fixtures::LANGUAGES_OF_FILMS, relevance::TextVectors, text};
+    let graph = crate::scoring::fixtures::graph(&[
+        ("Heat", "original language of film", "English"),
+        ("Ronin", "original language of film", "French"),
+        ("Ana Ruiz", "member of sports team", "Real Ortega"),
+        ("Heat", "part of", "Ronin"),
+    ]);
+    let vectors = TextVectors::new(Arc::new(LANGUAGES_OF_FILMS), 100);
+    let holders = holder_words(&graph, &vectors).await;
+    // Films have an original language: "film" calls what has the relation.
+    assert_eq!(
+        holders.get("original language of film"),
+        Some(&vec![text::stem("film")]),
+        "{holders:?}"
+    );
+    // A team has members: "sports team" calls what the relation reaches; "part of" has
+    // nothing after "of" to read.
+    assert_eq!(holders.len(), 1, "{holders:?}");
+    // Walked forward, the holder's words no longer name what the hop reaches.
+    let holder = &holders["original language of film"];
+    let tokens = text::relation_tokens_holding("original language of film", true, holder);
+    assert!(tokens.contains(&text::stem("language")), "{tokens:?}");
+    assert!(!tokens.contains(&text::stem("film")), "{tokens:?}");
+    // Walked back, the hop reaches films, and "film" names them.
+    let tokens = text::relation_tokens_holding("original language of film", false, holder);
+    assert!(tokens.contains(&text::stem("film")), "{tokens:?}");
+}

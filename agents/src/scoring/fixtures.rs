@@ -188,6 +188,24 @@ pub const PERSON_AND_TEAM: WordTable = WordTable {
     ],
 };
 
+/// Reads "original language" near languages' names and "film" near films' titles;
+/// "sports team" near clubs' names, "member" near nothing.
+pub const LANGUAGES_OF_FILMS: WordTable = WordTable {
+    name: "languages-of-films",
+    reserved: 3,
+    words: &[
+        ("original language", &[(0, 1.0)]),
+        ("English", &[(0, 0.8), (2, 0.6)]),
+        ("French", &[(0, 0.8), (2, 0.6)]),
+        ("film", &[(1, 1.0)]),
+        ("Heat", &[(1, 0.5), (2, 0.866)]),
+        ("Ronin", &[(1, 0.5), (2, 0.866)]),
+        ("sports team", &[(0, 0.2), (1, 0.2), (2, 0.959)]),
+        ("Real Ortega", &[(2, 1.0)]),
+        ("Ana Ruiz", &[(0, 0.8), (1, 0.6)]),
+    ],
+};
+
 type TableWord = (&'static str, &'static [(usize, f32)]);
 
 const TEAM_QUESTION: TableWord = ("which football team do players from play for", &[(0, 1.0)]);

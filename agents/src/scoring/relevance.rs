@@ -112,6 +112,9 @@ pub struct Relevance {
     /// The graph's relation names: the candidates a question word is matched against by
     /// embedding (else the relations of the sequences being scored).
     graph_relations: Option<Arc<[String]>>,
+    /// Per relation, the stems of its name that the graph's names show call what has
+    /// the relation ([`super::text::of_phrase`]).
+    holder_words: Option<Arc<HashMap<String, Vec<String>>>>,
 }
 
 /// Learned word → relation-step confidences (the plan cache's lexicon), aligned with
@@ -298,6 +301,7 @@ impl Relevance {
             words_opt: None,
             cues_opt: None,
             graph_relations: None,
+            holder_words: None,
         }
     }
 
@@ -310,6 +314,27 @@ impl Relevance {
             self.graph_relations = Some(relations);
         }
         self
+    }
+
+    /// The words of relation names that call what has the relation, as the graph's
+    /// names show them (`kg_linker::core::holder_words`): on a hop walked forward they
+    /// do not name what the hop reaches ([`super::text::relation_tokens_holding`]).
+    pub fn with_holder_words(mut self, holders: Arc<HashMap<String, Vec<String>>>) -> Self {
+        if !holders.is_empty() {
+            self.holder_words = Some(holders);
+        }
+        self
+    }
+
+    /// A hop's tokens: [`super::text::relation_tokens_holding`] with the graph's holder
+    /// words.
+    fn hop_tokens(&self, relation: &str, forward: bool) -> Vec<String> {
+        let holder = self
+            .holder_words
+            .as_ref()
+            .and_then(|holders| holders.get(relation))
+            .map_or(&[][..], Vec::as_slice);
+        super::text::relation_tokens_holding(relation, forward, holder)
     }
 
     /// Adds what the plan cache's lexicon says the question's words mean: relation
@@ -415,6 +440,23 @@ impl Relevance {
 
     pub fn terms(&self) -> &QuestionTerms {
         &self.terms
+    }
+
+    /// Keeps a word read as naming the named entity's class ("the *film* Heat") only
+    /// where `fits` says the entity may be of that class
+    /// ([`QuestionTerms::not_entity_class`]).
+    pub fn with_entity_classes_checked(mut self, fits: impl Fn(&str) -> bool) -> Self {
+        let misread: Vec<usize> = self
+            .terms
+            .entity_class_words()
+            .into_iter()
+            .filter(|(_, word)| !fits(word))
+            .map(|(index, _)| index)
+            .collect();
+        for index in misread {
+            self.terms.not_entity_class(index);
+        }
+        self
     }
 
     /// The word embeddings relation sequences are scored with, when an embedder is
@@ -618,7 +660,7 @@ impl Relevance {
                         let forward = walks_forward(against, index, hop);
                         stems
                             .entry((relation.as_str(), forward))
-                            .or_insert_with(|| super::text::relation_tokens(relation, forward))
+                            .or_insert_with(|| self.hop_tokens(relation, forward))
                             .clone()
                     })
                     .collect();
@@ -628,6 +670,7 @@ impl Relevance {
                     None,
                     self.learned(hop_words, index),
                     Some(&unknown),
+                    Some(walks_forward(against, index, 0)),
                 )
             })
             .collect()
@@ -799,7 +842,7 @@ impl Relevance {
         min_cosine: f32,
         hop_words: Option<&[Vec<Vec<f32>>]>,
     ) -> Result<Vec<SequenceFit>, EmbedError> {
-        use super::text::{relation_stems, relation_tokens, stem_similarity};
+        use super::text::{relation_stems, stem_similarity};
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
         let mut hop_tokens: HashMap<(&str, bool), Vec<String>> = HashMap::new();
         for (index, sequence) in sequences.iter().enumerate() {
@@ -810,7 +853,7 @@ impl Relevance {
                 let forward = walks_forward(against, index, hop);
                 hop_tokens
                     .entry((relation.as_str(), forward))
-                    .or_insert_with(|| relation_tokens(relation, forward));
+                    .or_insert_with(|| self.hop_tokens(relation, forward));
             }
         }
         let matched: Vec<bool> = self
@@ -882,6 +925,7 @@ impl Relevance {
                     Some(&extra),
                     self.learned(hop_words, index),
                     Some(&unknown),
+                    Some(walks_forward(against, index, 0)),
                 )
             })
             .collect())

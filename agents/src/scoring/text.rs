@@ -57,6 +57,13 @@ pub const MODIFIER_TOKEN: &str = "\u{2027}";
 /// A relation's stems as a hop's tokens; on a hop walked `forward` (subject to object),
 /// the words that only qualify the relation marked [`MODIFIER_TOKEN`].
 pub fn relation_tokens(relation: &str, forward: bool) -> Vec<String> {
+    relation_tokens_holding(relation, forward, &[])
+}
+
+/// [`relation_tokens`], where the graph has shown that `holder` (stems of the
+/// relation's name) call what has the relation, not what it reaches (see
+/// [`of_phrase`]): on a hop walked forward they qualify it too.
+pub fn relation_tokens_holding(relation: &str, forward: bool, holder: &[String]) -> Vec<String> {
     let stems = relation_stems(relation);
     if !forward {
         return stems;
@@ -65,13 +72,26 @@ pub fn relation_tokens(relation: &str, forward: bool) -> Vec<String> {
     stems
         .into_iter()
         .map(|stem| {
-            if heads.contains(&stem) {
+            if heads.contains(&stem) && !holder.contains(&stem) {
                 stem
             } else {
                 format!("{MODIFIER_TOKEN}{stem}")
             }
         })
         .collect()
+}
+
+/// A relation name of the form "A of B" ("original language of film", "member of sports
+/// team", "part of series"), as its two sides' words, when both hold a content word.
+/// One side calls what the relation reaches and the other what has it, and the words
+/// alone do not tell which ("film" has a language; a team has members): the graph's
+/// names do (`kg_linker::core::holder_words`).
+pub fn of_phrase(relation: &str) -> Option<(String, String)> {
+    let all = words(&relation_label(relation));
+    let at = all.iter().position(|w| w == "of")?;
+    let (before, after) = (all[..at].join(" "), all[at + 1..].join(" "));
+    (!content_stems(&before).is_empty() && !content_stems(&after).is_empty())
+        .then_some((before, after))
 }
 
 /// A token's stem, and whether it is a relation's modifier ([`MODIFIER_TOKEN`]).
@@ -154,6 +174,10 @@ pub struct QuestionTerms {
     /// *heir*", "the *son* of …"): each such word is one hop of the chain, whether or
     /// not a relation's name says so.
     linked: Vec<bool>,
+    /// Per stem: the word says what class the named entity is ("the *film* [Heat]",
+    /// "what kind of *film* is [Heat]"): the node the question starts from, which no
+    /// hop reaches, so no relation is claimed by it, however its name reads.
+    entity_class: Vec<bool>,
     /// Per stem: the index of its word among the question's [`words`].
     positions: Vec<usize>,
 }
@@ -374,6 +398,14 @@ impl QuestionTerms {
                         .any(|(&(at, _), &node)| node && at < i)
             })
             .collect();
+        let entity_class: Vec<bool> = content
+            .iter()
+            .map(|&(i, _)| {
+                let previous = if i > 0 { all[i - 1].as_str() } else { "" };
+                (is_article(previous) && names_entity_at(i + 1))
+                    || names_the_class_of_a_name(&all, i, &inside_names)
+            })
+            .collect();
         let determined = content
             .iter()
             .map(|&(i, _)| {
@@ -424,7 +456,7 @@ impl QuestionTerms {
                     .position(|(i, _)| *i > wh)
                     .or_else(|| content.iter().rposition(|(i, _)| *i < wh))
             })
-            .filter(|&index| Some(index) != asked);
+            .filter(|&index| Some(index) != asked && !entity_class[index]);
         Self {
             positions: content.iter().map(|(i, _)| *i).collect(),
             stems: content.into_iter().map(|(_, s)| s).collect(),
@@ -438,6 +470,7 @@ impl QuestionTerms {
             order,
             shared,
             linked,
+            entity_class,
         }
     }
 
@@ -463,6 +496,24 @@ impl QuestionTerms {
     /// right after "what"/"which" ([`Self::names_the_answers_class`]).
     pub fn names_a_class(&self, index: usize) -> bool {
         self.determined.get(index).copied().unwrap_or(false)
+    }
+
+    /// The words read as naming the named entity's class ("the *film* Heat"), each with
+    /// its index among [`Self::stems`].
+    pub fn entity_class_words(&self) -> Vec<(usize, &str)> {
+        (0..self.raw.len())
+            .filter(|&i| self.entity_class.get(i).copied().unwrap_or(false))
+            .map(|i| (i, self.raw[i].as_str()))
+            .collect()
+    }
+
+    /// Reads word `index` as not naming the entity's class after all: the graph says
+    /// the entity is of another class ("the boss of the *department* X works in", where
+    /// X is a doctor and the department is what X works in).
+    pub fn not_entity_class(&mut self, index: usize) {
+        if let Some(flag) = self.entity_class.get_mut(index) {
+            *flag = false;
+        }
     }
 
     /// Whether question word `index` directly follows "what", "which" or "how many"
@@ -656,18 +707,25 @@ impl QuestionTerms {
         learned_opt: Option<LearnedCues<'_>>,
         unknown: Option<&[bool]>,
     ) -> f32 {
-        self.sequence_fit(relations, extra_opt, learned_opt, unknown)
+        self.sequence_fit(relations, extra_opt, learned_opt, unknown, None)
             .score
     }
 
     /// [`Self::sequence_score_open`], and how many of the sequence's hops no question
-    /// word explains.
+    /// word explains. Where `first_hop_forward` says which way the first hop leaves
+    /// the named entity, a word naming the entity's class ("the *screenwriter* X") may
+    /// be claimed only by a first hop walked back from it: the entity is then what the
+    /// relation reaches, and relations are named by what they reach (`screenwriter`
+    /// from a film). Walked forward, the entity has the relation, and the words of
+    /// its name that call the entity what it is say nothing of the hop ("the *film*
+    /// X" against `original language of film`); nor does any later hop reach it.
     pub fn sequence_fit(
         &self,
         relations: &[Vec<String>],
         extra_opt: Option<ExtraSimilarity<'_>>,
         learned_opt: Option<LearnedCues<'_>>,
         unknown: Option<&[bool]>,
+        first_hop_forward: Option<bool>,
     ) -> SequenceFit {
         let mut used = vec![false; self.stems.len()];
         let mut claimed: Vec<Option<usize>> = vec![None; relations.len()];
@@ -682,29 +740,41 @@ impl QuestionTerms {
         // the answer has: "which team has a *player* from C" asks for the players'
         // teams, one hop past the players.
         for (hop, tokens) in relations.iter().enumerate() {
+            let blocks_class = first_hop_forward.is_some_and(|forward| hop > 0 || forward);
+            let unclaimable = |used: &[bool]| -> Vec<bool> {
+                used.iter()
+                    .enumerate()
+                    .map(|(i, &used)| {
+                        used || (blocks_class && self.entity_class.get(i).copied().unwrap_or(false))
+                    })
+                    .collect()
+            };
             let repeated = relations
                 .iter()
                 .enumerate()
                 .any(|(other, same)| other != hop && same_relation(same, tokens));
             let last_hop = hop + 1 == relations.len();
             let lexical = if repeated || (last_hop && self.possessed.iter().any(|&p| p)) {
-                let unclaimable: Vec<bool> = used
-                    .iter()
+                let unclaimable: Vec<bool> = unclaimable(&used)
+                    .into_iter()
                     .zip(&self.names_a_node)
                     .zip(&self.possessed)
                     .map(|((used, class), possessed)| {
-                        *used || (repeated && *class) || (last_hop && *possessed)
+                        used || (repeated && *class) || (last_hop && *possessed)
                     })
                     .collect();
                 self.best_token_match(tokens, &unclaimable, extra_opt)
             } else {
-                self.best_token_match(tokens, &used, extra_opt)
+                self.best_token_match(tokens, &unclaimable(&used), extra_opt)
             };
             let cued = learned_opt.and_then(|learned| {
                 let row = learned.hop_word.get(hop)?;
+                let blocked = unclaimable(&used);
                 row.iter()
                     .enumerate()
-                    .filter(|&(index, &weight)| weight > 0.0 && !used[index])
+                    .filter(|&(index, &weight)| {
+                        weight > 0.0 && !blocked.get(index).copied().unwrap_or(false)
+                    })
                     .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
                     .map(|(index, &weight)| (weight, index))
             });
@@ -736,21 +806,20 @@ impl QuestionTerms {
                         // link of a possessive or "of" chain than the one the hop
                         // claimed: "the *kid* of X's *children*" are two `children`
                         // hops, "the *release date* of X" one `release_year` hop.
-                        let unclaimable: Vec<bool>;
-                        let free = if token.starts_with(RELATION_TOKEN) {
-                            unclaimable = (0..used.len())
+                        let blocked = unclaimable(&used);
+                        let free: Vec<bool> = if token.starts_with(RELATION_TOKEN) {
+                            (0..used.len())
                                 .map(|i| {
-                                    used[i]
+                                    blocked[i]
                                         || (self.linked[i]
                                             && self.positions[i].abs_diff(claimed_at) != 1)
                                 })
-                                .collect();
-                            &unclaimable
+                                .collect()
                         } else {
-                            &used
+                            blocked
                         };
                         if let Some((similarity, _, index)) =
-                            self.best_token_match(std::slice::from_ref(token), free, extra_opt)
+                            self.best_token_match(std::slice::from_ref(token), &free, extra_opt)
                         {
                             if similarity >= CLAIM_MIN {
                                 used[index] = true;
@@ -995,6 +1064,55 @@ mod tests {
     }
 
     #[test]
+    fn the_named_entitys_class_word_names_only_a_relation_that_reaches_the_entity() {
+        let fit = |terms: &QuestionTerms, relations: &[(&str, bool)]| {
+            let stems: Vec<Vec<String>> = relations
+                .iter()
+                .map(|&(relation, forward)| relation_tokens(relation, forward))
+                .collect();
+            let first_forward = relations.first().map(|&(_, forward)| forward);
+            terms
+                .sequence_fit(&stems, None, None, None, first_forward)
+                .score
+        };
+        // "film" calls Heat what it is; leaving Heat forward over a relation whose
+        // name holds "film" is not what the question asks.
+        let terms = QuestionTerms::new("when was the film Heat released", &["Heat"]);
+        let released = fit(&terms, &[("publication_date_of_release", true)]);
+        let language = fit(&terms, &[("original_language_of_film", true)]);
+        assert!(released > language, "{released} vs {language}");
+        // Without directions (the old reading) the class word claims the relation.
+        let stems = |r: &str| vec![relation_tokens(r, true)];
+        assert!(
+            terms
+                .sequence_fit(&stems("original_language_of_film"), None, None, None, None)
+                .score
+                > language
+        );
+        // Walked back to the entity, the relation reaches it: "the screenwriter X" is
+        // X as the films' `screenwriter`, so the class word explains that hop.
+        let terms = QuestionTerms::new(
+            "who are the actors of the screenwriter Don MacPherson",
+            &["Don MacPherson"],
+        );
+        let through_films = fit(&terms, &[("screenwriter", false), ("cast_member", true)]);
+        let other_way = fit(&terms, &[("screenwriter", true), ("cast_member", true)]);
+        assert!(through_films > other_way, "{through_films} vs {other_way}");
+        // No hop after the first reaches the entity.
+        let terms = QuestionTerms::new("what language is the film Heat in", &["Heat"]);
+        let one = fit(&terms, &[("original_language_of_film", true)]);
+        let back_and_forth = fit(
+            &terms,
+            &[
+                ("director", true),
+                ("director", false),
+                ("original_language_of_film", true),
+            ],
+        );
+        assert!(one > back_and_forth, "{one} vs {back_and_forth}");
+    }
+
+    #[test]
     fn markers_written_together_are_one_round_trip() {
         let round_trip = hops(&[("directed_by", false), ("directed_by", true)]);
         // Back to the films, then out again to their other directors.
@@ -1040,7 +1158,7 @@ mod tests {
         let terms = QuestionTerms::new("who directed the films written by Nolan", &["Nolan"]);
         let fit = |relations: &[&str]| {
             let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
-            terms.sequence_fit(&relations, None, None, None)
+            terms.sequence_fit(&relations, None, None, None, None)
         };
         assert_eq!(fit(&["written_by", "directed_by"]).unexplained_hops, 0);
         assert_eq!(fit(&["written_by", "has_genre"]).unexplained_hops, 1);
@@ -1057,11 +1175,11 @@ mod tests {
         let terms = QuestionTerms::new("who is ada 's child 's heir", &["ada"]);
         let relations = vec![content_stems("children"), content_stems("spouse")];
         let unknown: Vec<bool> = terms.stems().iter().map(|s| *s == stem("heir")).collect();
-        let fit = terms.sequence_fit(&relations, None, None, Some(&unknown));
+        let fit = terms.sequence_fit(&relations, None, None, Some(&unknown), None);
         assert_eq!(fit.unexplained_hops, 0, "{fit:?}");
         assert_eq!(
             terms
-                .sequence_fit(&relations, None, None, None)
+                .sequence_fit(&relations, None, None, None, None)
                 .unexplained_hops,
             1
         );

@@ -16,7 +16,7 @@ use super::{
     Candidates, FirstStage,
 };
 use crate::{
-    kg_linker::core::{first_stage, graph_relations, link_entities, LinkerConfig, Reaching},
+    kg_linker::core::{first_stage, link_entities, read_by_the_graph, LinkerConfig, Reaching},
     scoring::{
         relevance::{returning_steps, Relevance, TextVectors},
         text::words,
@@ -57,10 +57,8 @@ pub async fn read_question(
         return Ok((mentions, None));
     }
     let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
-    let mut relevance = Relevance::for_metapaths(question, &names, vectors_opt.clone());
-    if vectors_opt.is_some() {
-        relevance = relevance.with_graph_relations(graph_relations(store).await);
-    }
+    let relevance = Relevance::for_metapaths(question, &names, vectors_opt.clone());
+    let relevance = read_by_the_graph(store, relevance, &linked, vectors_opt.as_deref()).await?;
     let sources: Vec<_> = linked.iter().map(|s| s.entity.id).collect();
     let (reaching, fits, lexical, order) =
         first_stage(store, &relevance, &sources, &config.enumerate, true).await?;
