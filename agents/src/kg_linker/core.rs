@@ -822,15 +822,14 @@ async fn embed_question_texts(
 /// what the graph says they are. Empty where the graph declares none.
 async fn declared_class_stems(
     store: &dyn GraphStore,
-    linked: &[ScoredEntity],
+    entities: &[NodeId],
 ) -> StoreResult<Vec<String>> {
-    let ids: Vec<NodeId> = linked.iter().map(|s| s.entity.id).collect();
     let query = NeighborQuery {
         direction: Direction::Out,
         relations: None,
         fanout_cap: crate::reader::TYPE_FANOUT,
     };
-    let edges = store.neighbor_edges(&ids, &query).await?;
+    let edges = store.neighbor_edges(entities, &query).await?;
     use kgmesh_models::lexical::text::{content_stems, relation_label};
     let mut stems: Vec<String> = Vec::new();
     for edge in &edges.edges {
@@ -865,15 +864,22 @@ async fn declared_class_stems(
 /// calling an entity what the graph says it is not is no class word of it,
 /// [`Relevance::with_entity_classes_checked`]), and with an embedder the graph's
 /// relations ([`graph_relations`]) and which words of their names call what has them
-/// ([`holder_words`]).
+/// ([`holder_words`]). Where the graph cannot be read, the question is read by its
+/// words alone, as without a graph, and the failure logged.
 pub async fn read_by_the_graph(
     store: &dyn GraphStore,
     mut relevance: Relevance,
-    linked: &[ScoredEntity],
+    entities: &[NodeId],
     vectors_opt: Option<&TextVectors>,
-) -> StoreResult<Relevance> {
+) -> Relevance {
     if !relevance.terms().entity_class_words().is_empty() {
-        let declared = declared_class_stems(store, linked).await?;
+        let declared = match declared_class_stems(store, entities).await {
+            Ok(declared) => declared,
+            Err(error) => {
+                tracing::warn!(%error, "entities' declared classes not read; the question read by its words");
+                Vec::new()
+            }
+        };
         if !declared.is_empty() {
             relevance = relevance.with_entity_classes_checked(|word| {
                 let word = kgmesh_models::lexical::text::stem(word);
@@ -889,7 +895,7 @@ pub async fn read_by_the_graph(
             .with_graph_relations(graph_relations(store).await)
             .with_holder_words(holder_words(store, vectors).await);
     }
-    Ok(relevance)
+    relevance
 }
 
 /// The whole LLM-free KG-Linker step.
@@ -910,7 +916,8 @@ pub async fn link_without_llm(
     }
     let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
     let relevance = Relevance::for_metapaths(question, &names, vectors_opt.clone()).with_cues(cues);
-    let relevance = read_by_the_graph(store, relevance, &linked, vectors_opt.as_deref()).await?;
+    let ids: Vec<NodeId> = linked.iter().map(|s| s.entity.id).collect();
+    let relevance = read_by_the_graph(store, relevance, &ids, vectors_opt.as_deref()).await;
     if let Some(vectors) = &vectors_opt {
         let entity_names: Vec<&str> = linked.iter().map(|s| s.entity.name.as_str()).collect();
         embed_question_texts(vectors, question, relevance.terms(), &entity_names).await;

@@ -437,6 +437,23 @@ impl Summarizer {
     }
 
     /// The graph rule's reply (see [`Self::rule_reply`]).
+    /// `relevance` as the KG-Linker reads the question by the graph
+    /// ([`crate::kg_linker::core::read_by_the_graph`]), so that the paths are judged as
+    /// they were planned; as it is where the process has no graph.
+    async fn read_by_the_graph(
+        &self,
+        request: &SummarizeRequest,
+        relevance: Relevance,
+        vectors_opt: Option<&TextVectors>,
+    ) -> Relevance {
+        let Some(graph) = &self.graph_opt else {
+            return relevance;
+        };
+        let ids: Vec<NodeId> = request.topic_entities.iter().map(|e| e.id).collect();
+        crate::kg_linker::core::read_by_the_graph(graph.as_ref(), relevance, &ids, vectors_opt)
+            .await
+    }
+
     async fn graph_rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
         let (_, metapaths, lines) = path_evidence(request);
         let names: Vec<&str> = request
@@ -486,8 +503,10 @@ impl Summarizer {
                 return summarize(request, &self.rule);
             }
             // The lexical scores `summarize` would rank by, with their hops.
-            let fits = Relevance::lexical(&request.question, &names)
-                .with_cues(&request.cues)
+            let relevance = Relevance::lexical(&request.question, &names).with_cues(&request.cues);
+            let fits = self
+                .read_by_the_graph(request, relevance, None)
+                .await
                 .metapath_fits(&references, &texts)
                 .await;
             let mut scores = fit_scores(&fits);
@@ -507,6 +526,9 @@ impl Summarizer {
             None => Arc::from(Vec::new()),
         };
         relevance = relevance.with_graph_relations(relations.clone());
+        let relevance = self
+            .read_by_the_graph(request, relevance, Some(vectors))
+            .await;
         let fits = relevance.metapath_fits(&references, &texts).await;
         let mut scores = fit_scores(&fits);
         if chosen_elsewhere {

@@ -1765,3 +1765,55 @@ async fn a_path_whose_answers_the_graph_declares_of_another_class_gives_way() {
     assert_eq!(reply.answers[0].text, "Dr. Ilse Varga", "{reply:?}");
     assert!(!reply.explanation.contains("set aside"), "{reply:?}");
 }
+
+#[tokio::test]
+async fn paths_are_judged_with_the_classes_the_graph_declares() {
+    use crate::scoring::fixtures;
+    // Idris is a doctor: in "the department Idris Penhallow works in", "department"
+    // does not say what Idris is, and still names `department_head`.
+    let graph = fixtures::graph(&[
+        ("Idris Penhallow", "is_a", "doctor"),
+        ("Idris Penhallow", "works_in", "Oncology Wing"),
+        ("Oncology Wing", "is_a", "department"),
+        ("Oncology Wing", "department_head", "Reza Castellane"),
+        ("Reza Castellane", "is_a", "doctor"),
+        ("Oncology Wing", "located_in", "Valmora"),
+    ]);
+    let node = |name: &str| fixtures::entity(&graph, name);
+    let (idris, wing) = (node("Idris Penhallow"), node("Oncology Wing"));
+    let evidence = vec![
+        walk(
+            &idris,
+            vec![
+                step("works_in", false, &wing),
+                step("located_in", false, &node("Valmora")),
+            ],
+            0.9,
+        ),
+        walk(
+            &idris,
+            vec![
+                step("works_in", false, &wing),
+                step("department_head", false, &node("Reza Castellane")),
+            ],
+            0.9,
+        ),
+    ];
+    let mut request = request(evidence, vec![idris.clone()]);
+    request.question = "Who is the boss of the department Idris Penhallow works in?".into();
+    let summarizer = Summarizer {
+        llm: None,
+        rule: SummaryRule::default(),
+        vectors_opt: None,
+        graph_opt: Some(Arc::new(graph)),
+    };
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        summarizer.summarize(&CallContext::for_test(Role::SUMMARIZER), request),
+    )
+    .await
+    .expect("in time")
+    .expect("a reply");
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts.first(), Some(&"Reza Castellane"), "{reply:?}");
+}
