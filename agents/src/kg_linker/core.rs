@@ -824,13 +824,13 @@ async fn declared_class_stems(
     store: &dyn GraphStore,
     entities: &[NodeId],
 ) -> StoreResult<Vec<String>> {
+    use kgmesh_models::lexical::text::{content_stems, relation_label};
     let query = NeighborQuery {
         direction: Direction::Out,
         relations: None,
         fanout_cap: crate::reader::TYPE_FANOUT,
     };
     let edges = store.neighbor_edges(entities, &query).await?;
-    use kgmesh_models::lexical::text::{content_stems, relation_label};
     let mut stems: Vec<String> = Vec::new();
     for edge in &edges.edges {
         let Some(relation) = edges.names.relation_name(edge.relation) else {

@@ -255,6 +255,15 @@ fn walks_forward(against: &[Vec<bool>], index: usize, hop: usize) -> bool {
         .is_some_and(|&back| !back)
 }
 
+/// Whether metapath `index`'s first hop leaves the named entity forward (subject to
+/// object); `None` where the directions are not known.
+fn first_hop_forward(against: &[Vec<bool>], index: usize) -> Option<bool> {
+    against
+        .get(index)
+        .and_then(|hops| hops.first())
+        .map(|&back| !back)
+}
+
 /// Per hop: whether the hop follows the previous hop's relation back (the round trip of
 /// a shared value, "the films with the same director as X").
 pub(crate) fn returning_steps(metapath: &Metapath) -> Vec<bool> {
@@ -670,7 +679,7 @@ impl Relevance {
                     None,
                     self.learned(hop_words, index),
                     Some(&unknown),
-                    Some(walks_forward(against, index, 0)),
+                    first_hop_forward(against, index),
                 )
             })
             .collect()
@@ -925,7 +934,7 @@ impl Relevance {
                     Some(&extra),
                     self.learned(hop_words, index),
                     Some(&unknown),
-                    Some(walks_forward(against, index, 0)),
+                    first_hop_forward(against, index),
                 )
             })
             .collect())

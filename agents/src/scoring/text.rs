@@ -456,7 +456,7 @@ impl QuestionTerms {
                     .position(|(i, _)| *i > wh)
                     .or_else(|| content.iter().rposition(|(i, _)| *i < wh))
             })
-            .filter(|&index| Some(index) != asked && !entity_class[index]);
+            .filter(|&index| Some(index) != asked);
         Self {
             positions: content.iter().map(|(i, _)| *i).collect(),
             stems: content.into_iter().map(|(_, s)| s).collect(),
@@ -485,7 +485,7 @@ impl QuestionTerms {
 
     /// The stem of the word naming the answer ("years" in "released in which years").
     pub fn focus(&self) -> Option<&str> {
-        self.focus.map(|i| self.stems[i].as_str())
+        self.focus_index().map(|i| self.stems[i].as_str())
     }
 
     /// Whether question word `index` names a class: it directly follows "what" or
@@ -496,6 +496,13 @@ impl QuestionTerms {
     /// right after "what"/"which" ([`Self::names_the_answers_class`]).
     pub fn names_a_class(&self, index: usize) -> bool {
         self.determined.get(index).copied().unwrap_or(false)
+    }
+
+    /// [`Self::focus`]'s index, unless the word calls the named entity what it is ("when
+    /// was the *film* X released"): then no word names the answer.
+    fn focus_index(&self) -> Option<usize> {
+        self.focus
+            .filter(|&i| !self.entity_class.get(i).copied().unwrap_or(false))
     }
 
     /// The words read as naming the named entity's class ("the *film* Heat"), each with
@@ -890,7 +897,12 @@ impl QuestionTerms {
                         self.token_similarity(token, focus_index).max(extra) >= CLAIM_MIN
                     })
             };
-            if self.focus.into_iter().chain(self.asked).any(reaches) {
+            if self
+                .focus_index()
+                .into_iter()
+                .chain(self.asked)
+                .any(reaches)
+            {
                 total += FOCUS_BONUS;
             }
         }
