@@ -436,7 +436,6 @@ impl Summarizer {
         }
     }
 
-    /// The graph rule's reply (see [`Self::rule_reply`]).
     /// `relevance` as the KG-Linker reads the question by the graph
     /// ([`crate::kg_linker::core::read_by_the_graph`]), so that the paths are judged as
     /// they were planned; as it is where the process has no graph.
@@ -454,6 +453,7 @@ impl Summarizer {
             .await
     }
 
+    /// The graph rule's reply (see [`Self::rule_reply`]).
     async fn graph_rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
         let (_, metapaths, lines) = path_evidence(request);
         let names: Vec<&str> = request

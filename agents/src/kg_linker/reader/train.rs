@@ -58,9 +58,8 @@ pub async fn read_question(
     }
     let names: Vec<&str> = mentions.iter().map(String::as_str).collect();
     let relevance = Relevance::for_metapaths(question, &names, vectors_opt.clone());
-    let ids: Vec<_> = linked.iter().map(|s| s.entity.id).collect();
-    let relevance = read_by_the_graph(store, relevance, &ids, vectors_opt.as_deref()).await;
     let sources: Vec<_> = linked.iter().map(|s| s.entity.id).collect();
+    let relevance = read_by_the_graph(store, relevance, &sources, vectors_opt.as_deref()).await;
     let (reaching, fits, lexical, order) =
         first_stage(store, &relevance, &sources, &config.enumerate, true).await?;
     if reaching.is_empty() {
