@@ -689,3 +689,48 @@ async fn the_graphs_names_tell_which_side_of_an_of_name_calls_what_has_the_relat
     let tokens = text::relation_tokens_holding("original language of film", false, holder);
     assert!(tokens.contains(&text::stem("film")), "{tokens:?}");
 }
+
+#[tokio::test]
+async fn a_word_naming_an_attribute_of_what_follows_names_its_nearest_relation() {
+    use std::sync::Arc;
+
+    use crate::scoring::{fixtures::TYPES_NEAR_GENRE, relevance::TextVectors};
+
+    let graph = movies();
+    let index = build_name_index(&graph).await.unwrap();
+    let link = |question: &'static str| {
+        let (graph, index) = (&graph, &index);
+        async move {
+            let vectors = Arc::new(TextVectors::new(Arc::new(TYPES_NEAR_GENRE), 100));
+            link_without_llm(
+                graph,
+                index,
+                Some(vectors),
+                question,
+                &[],
+                &LinkerConfig::default(),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    // "what types are the films …": the types are something the films have.
+    let reply = link("what types are the films directed by Michael Mann").await;
+    assert_eq!(
+        reply.metapaths[0].steps,
+        vec![
+            step("directed_by", Direction::In),
+            step("has_genre", Direction::Out)
+        ],
+        "{:?}",
+        reply.metapaths
+    );
+    // Elsewhere a word this far from every relation names none: the films themselves.
+    let reply = link("which types did Michael Mann direct").await;
+    assert_eq!(
+        reply.metapaths[0].steps,
+        vec![step("directed_by", Direction::In)],
+        "{:?}",
+        reply.metapaths
+    );
+}
