@@ -824,37 +824,17 @@ async fn declared_class_stems(
     store: &dyn GraphStore,
     entities: &[NodeId],
 ) -> StoreResult<Vec<String>> {
-    use kgmesh_models::lexical::text::{content_stems, relation_label};
     let query = NeighborQuery {
         direction: Direction::Out,
         relations: None,
         fanout_cap: crate::reader::TYPE_FANOUT,
     };
     let edges = store.neighbor_edges(entities, &query).await?;
-    let mut stems: Vec<String> = Vec::new();
-    for edge in &edges.edges {
-        let Some(relation) = edges.names.relation_name(edge.relation) else {
-            continue;
-        };
-        if !crate::reader::types::is_type_relation(relation) {
-            continue;
-        }
-        stems.extend(
-            edges
-                .names
-                .node_name(edge.tail)
-                .map(content_stems)
-                .into_iter()
-                .flatten(),
-        );
-        // The class word of a `*_type` relation names its subject's class too ("ship
-        // type" is had by ships), as in [`crate::reader::types::NodeTypes`].
-        stems.extend(
-            content_stems(&relation_label(relation))
-                .into_iter()
-                .filter(|s| s != "type"),
-        );
-    }
+    let types = crate::reader::types::NodeTypes::from_edges(&edges);
+    let mut stems: Vec<String> = entities
+        .iter()
+        .flat_map(|&entity| types.declared(entity).map(str::to_owned))
+        .collect();
     stems.sort_unstable();
     stems.dedup();
     Ok(stems)

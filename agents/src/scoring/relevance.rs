@@ -821,18 +821,23 @@ impl Relevance {
     /// as near ([`NEAREST_MARGIN`]): MiniLM puts "types" 0.31 from `has genre`, under
     /// [`SYNONYM_COSINE`] and not [`DISTINCT_MIN`] above the rest.
     fn names_an_attribute(&self, index: usize) -> bool {
-        let Some(word) = self.terms.raw_words().get(index) else {
+        let Some((word, all)) = self.answers_class_word(index) else {
             return false;
         };
-        let all = super::text::words(&self.question);
-        self.terms.names_the_answers_class(index)
-            && !self.terms.asks_a_kind(index)
-            && all.windows(4).any(|w| {
-                w[0] == "what"
-                    && w[1] == *word
-                    && matches!(w[2].as_str(), "is" | "are" | "was" | "were")
-                    && is_determiner(&w[3])
-            })
+        all.windows(4).any(|w| {
+            w[0] == "what"
+                && w[1] == *word
+                && matches!(w[2].as_str(), "is" | "are" | "was" | "were")
+                && is_determiner(&w[3])
+        })
+    }
+
+    /// Question word `index`, with the question's [`super::text::words`], when it names
+    /// the answers' class and is no asking wh-word ("which *books*", "what *types*").
+    fn answers_class_word(&self, index: usize) -> Option<(&String, Vec<String>)> {
+        let word = self.terms.raw_words().get(index)?;
+        (self.terms.names_the_answers_class(index) && !self.terms.asks_a_kind(index))
+            .then(|| (word, super::text::words(&self.question)))
     }
 
     /// Whether question word `index` is a plural noun right after "which" or "how many"
@@ -847,13 +852,10 @@ impl Relevance {
     /// after "which": it is what the answers are, not a relation of theirs ("movies"
     /// sits near `genre`).
     fn names_answers_of_a_kind(&self, index: usize) -> bool {
-        let Some(word) = self.terms.raw_words().get(index) else {
+        let Some((word, all)) = self.answers_class_word(index) else {
             return false;
         };
-        let all = super::text::words(&self.question);
-        self.terms.names_the_answers_class(index)
-            && !self.terms.asks_a_kind(index)
-            && super::text::looks_plural(word)
+        super::text::looks_plural(word)
             && all.windows(2).enumerate().any(|(at, pair)| {
                 pair[1] == *word
                     && (matches!(pair[0].as_str(), "which" | "many")

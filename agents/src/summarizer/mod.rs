@@ -518,14 +518,13 @@ impl Summarizer {
             say_set_aside(&mut reply, set_aside);
             return reply;
         };
-        let mut relevance =
-            Relevance::for_metapaths(&request.question, &names, Some(vectors.clone()))
-                .with_cues(&request.cues);
+        let relevance = Relevance::for_metapaths(&request.question, &names, Some(vectors.clone()))
+            .with_cues(&request.cues);
         let relations = match &self.graph_opt {
             Some(graph) => graph_relations(graph.as_ref()).await,
             None => Arc::from(Vec::new()),
         };
-        relevance = relevance.with_graph_relations(relations.clone());
+        // The graph's relations come with the graph's reading.
         let relevance = self
             .read_by_the_graph(request, relevance, Some(vectors))
             .await;
