@@ -281,9 +281,16 @@ pub async fn first_stage(
         .iter()
         .map(|r| metapath_text(&r.metapath))
         .collect();
-    let fits = relevance.metapath_fits(&metapaths, &texts).await;
+    let classes = if relevance.terms().answers_class_head().is_some() {
+        hop_classes(store, &reaching, relevance.holder_words()).await
+    } else {
+        Vec::new()
+    };
+    let fits = relevance
+        .metapath_fits_ending(&metapaths, &texts, &classes)
+        .await;
     let lexical = if words_only {
-        relevance.metapaths_lexically(&metapaths)
+        relevance.metapaths_lexically_ending(&metapaths, &classes)
     } else {
         fits.iter().map(|fit| fit.score).collect()
     };
@@ -302,6 +309,111 @@ pub async fn first_stage(
 
 /// Reached nodes read per metapath to tell whether what it reaches can answer.
 const FORM_SAMPLE: usize = 5;
+
+/// Reached nodes read per metapath to tell what class they are of ([`hop_classes`]).
+const CLASS_SAMPLE: usize = 5;
+
+/// For each metapath, per hop, the classes of the nodes its walk reaches at that hop
+/// ([`classes_held`] by a sample of [`CLASS_SAMPLE`] nodes the metapath's prefix of that
+/// length reaches; none for a prefix not enumerated).
+async fn hop_classes(
+    store: &dyn GraphStore,
+    reaching: &[Reaching],
+    holders: &HashMap<String, Vec<String>>,
+) -> Vec<Vec<Vec<String>>> {
+    let groups: Vec<&[NodeId]> = reaching
+        .iter()
+        .map(|r| &r.reached[..r.reached.len().min(CLASS_SAMPLE)])
+        .collect();
+    let nodes: Vec<NodeId> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+    let types = node_types(store, &nodes).await;
+    let classes: Vec<Vec<String>> = groups
+        .iter()
+        .map(|group| classes_held(&types, group, None, holders))
+        .collect();
+    let by_steps: HashMap<&[RelationStep], usize> = reaching
+        .iter()
+        .enumerate()
+        .map(|(index, r)| (r.metapath.steps.as_slice(), index))
+        .collect();
+    reaching
+        .iter()
+        .map(|r| {
+            (1..=r.metapath.steps.len())
+                .map(|len| {
+                    by_steps
+                        .get(&r.metapath.steps[..len])
+                        .map(|&index| classes[index].clone())
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// What the graph says of the classes of `nodes` (their edges, [`crate::reader::TYPE_FANOUT`]
+/// of them at most per node), read in one call; nothing where it cannot be read (logged).
+pub async fn node_types(
+    store: &dyn GraphStore,
+    nodes: &[NodeId],
+) -> crate::reader::types::NodeTypes {
+    let mut nodes = nodes.to_vec();
+    nodes.sort_unstable();
+    nodes.dedup();
+    if nodes.is_empty() {
+        return Default::default();
+    }
+    let query = NeighborQuery {
+        direction: Direction::Both,
+        relations: None,
+        fanout_cap: crate::reader::TYPE_FANOUT,
+    };
+    match store.neighbor_edges(&nodes, &query).await {
+        Ok(edges) => crate::reader::types::NodeTypes::from_edges(&edges),
+        Err(error) => {
+            tracing::warn!(%error, "classes of what the paths reach not read");
+            Default::default()
+        }
+    }
+}
+
+/// The stems of the classes at least half of `group` (what one relation sequence
+/// reaches at one hop) are of, as the graph says: the classes a node declares over a
+/// type relation, and what the relations pointing to it call what they reach (the
+/// `former_club` of players is a club,
+/// [`crate::reader::types::NodeTypes::reached_name_stems`]). With `own`, the classes
+/// `own` declares and those the relations pointing to the group call at least half of
+/// it: a declared class tells one node from the others reached alike (the nurses among
+/// a department's staff), the relations' names only what most of them are. What a
+/// question's class word is matched with ([`Relevance::metapath_fits_ending`]).
+pub fn classes_held(
+    types: &crate::reader::types::NodeTypes,
+    group: &[NodeId],
+    own: Option<NodeId>,
+    holders: &HashMap<String, Vec<String>>,
+) -> Vec<String> {
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for &node in group {
+        let mut stems = types.reached_name_stems(node, holders);
+        if own.is_none() {
+            stems.extend(types.declared(node).map(str::to_owned));
+        }
+        for stem in stems {
+            *count.entry(stem).or_default() += 1;
+        }
+    }
+    let mut held: Vec<String> = count
+        .into_iter()
+        .filter(|&(_, n)| 2 * n >= group.len())
+        .map(|(stem, _)| stem)
+        .collect();
+    if let Some(node) = own {
+        held.extend(types.declared(node).map(str::to_owned));
+    }
+    held.sort();
+    held.dedup();
+    held
+}
 
 /// When the first of `order` reaches only what cannot answer the question by its form
 /// (numbers where a person or place is asked, names where a date or year is,
@@ -615,12 +727,12 @@ pub async fn graph_relations(store: &dyn GraphStore) -> Arc<[String]> {
 }
 
 /// For each relation named "A of B" ([`crate::scoring::text::of_phrase`]) whose
-/// example edges the schema holds, the stems of B where the graph's names show that B
-/// calls what has the relation and A what it reaches ("original language of *film*":
-/// its heads are films, its tails languages), by embedding: A read against the tails'
-/// names and B against the heads' fits better than the other way round ("member of
-/// *sports team*": its tails are teams, so B calls what it reaches). Words alone do
-/// not tell the two readings apart; without an embedder, or where the embedder fails,
+/// example edges the schema holds, the stems of the side that calls what has the
+/// relation, as the graph's names show it by embedding: B where A read against the
+/// tails' names and B against the heads' fits better than the other way round
+/// ("original language of *film*": its heads are films, its tails languages), A where
+/// it fits worse ("*member* of sports team": its tails are teams). Words alone do not
+/// tell the two readings apart; without an embedder, or where the embedder fails,
 /// every word of such a name may name what the relation reaches, as before.
 pub async fn holder_words(
     store: &dyn GraphStore,
@@ -683,6 +795,8 @@ pub async fn holder_words(
             .sum();
         if as_written > 0.0 {
             holders.insert(relation.clone(), content_stems(has));
+        } else if as_written < 0.0 {
+            holders.insert(relation.clone(), content_stems(reaches));
         }
     }
     Arc::new(holders)

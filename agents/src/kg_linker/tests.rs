@@ -677,9 +677,14 @@ async fn the_graphs_names_tell_which_side_of_an_of_name_calls_what_has_the_relat
         Some(&vec![text::stem("film")]),
         "{holders:?}"
     );
-    // A team has members: "sports team" calls what the relation reaches; "part of" has
-    // nothing after "of" to read.
-    assert_eq!(holders.len(), 1, "{holders:?}");
+    // A team has members: "sports team" calls what the relation reaches, and "member"
+    // what has it; "part of" has nothing after "of" to read.
+    assert_eq!(
+        holders.get("member of sports team"),
+        Some(&vec![text::stem("member")]),
+        "{holders:?}"
+    );
+    assert_eq!(holders.len(), 2, "{holders:?}");
     // Walked forward, the holder's words no longer name what the hop reaches.
     let holder = &holders["original language of film"];
     let tokens = text::relation_tokens_holding("original language of film", true, holder);
@@ -730,6 +735,42 @@ async fn a_word_naming_an_attribute_of_what_follows_names_its_nearest_relation()
     assert_eq!(
         reply.metapaths[0].steps,
         vec![step("directed_by", Direction::In)],
+        "{:?}",
+        reply.metapaths
+    );
+}
+
+/// Clubs, the towns they are based in, and players who moved between them.
+const CLUBS: &[(&str, &str, &str)] = &[
+    ("Harbor Rovers", "based_in", "Tessport"),
+    ("Tessport United", "based_in", "Tessport"),
+    ("Ostby Athletic", "based_in", "Ostby"),
+    ("Mina Kael", "former_club", "Harbor Rovers"),
+    ("Mina Kael", "current_club", "Ostby Athletic"),
+    ("Jon Vell", "former_club", "Tessport United"),
+    ("Jon Vell", "current_club", "Ostby Athletic"),
+    ("Lena Morr", "born_in", "Tessport"),
+    ("Lena Morr", "current_club", "Harbor Rovers"),
+];
+
+#[tokio::test]
+async fn the_class_the_answers_are_of_is_read_from_the_graph_not_walked_to() {
+    let graph = crate::scoring::fixtures::graph(CLUBS);
+    let index = build_name_index(&graph).await.unwrap();
+    // The clubs based in Tessport are clubs by the relations that point to them: no
+    // hop to some player's other club is walked for the word "clubs".
+    let reply = link_by_words(&graph, &index, "Which clubs are from Tessport?").await;
+    assert_eq!(
+        reply.metapaths[0].steps,
+        vec![step("based_in", Direction::In)],
+        "{:?}",
+        reply.metapaths
+    );
+    // A relation named like the class still names the hop that reaches it.
+    let reply = link_by_words(&graph, &index, "Which former club did Mina Kael play for?").await;
+    assert_eq!(
+        reply.metapaths[0].steps,
+        vec![step("former_club", Direction::Out)],
         "{:?}",
         reply.metapaths
     );

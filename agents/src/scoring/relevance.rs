@@ -16,7 +16,7 @@ use kgmesh_schemas::{
 };
 
 use super::text::{
-    is_determiner, LearnedCues, QuestionTerms, SequenceFit, CLAIM_MIN, RELATION_TOKEN,
+    is_determiner, LearnedCues, QuestionTerms, SequenceFit, CLAIM_MIN, CLASS_TOKEN, RELATION_TOKEN,
     RETURN_TOKEN, STRONG_CUE,
 };
 
@@ -284,6 +284,18 @@ fn returning_hops(metapaths: &[&Metapath]) -> Vec<Vec<bool>> {
 
 /// Each relation's stems, plus [`RETURN_TOKEN`] for a hop that walks the previous one
 /// back, so that it may claim a word marking a shared value.
+/// A sequence's hop tokens, each hop's with the classes of the nodes it reaches
+/// ([`CLASS_TOKEN`]).
+fn with_end_classes(
+    mut relations: Vec<Vec<String>>,
+    classes: Option<&Vec<Vec<String>>>,
+) -> Vec<Vec<String>> {
+    for (tokens, classes) in relations.iter_mut().zip(classes.into_iter().flatten()) {
+        tokens.extend(classes.iter().map(|stem| format!("{CLASS_TOKEN}{stem}")));
+    }
+    relations
+}
+
 fn with_return_tokens(
     mut relations: Vec<Vec<String>>,
     returns: Option<&Vec<bool>>,
@@ -333,6 +345,14 @@ impl Relevance {
             self.holder_words = Some(holders);
         }
         self
+    }
+
+    /// The graph's holder words ([`Self::with_holder_words`]); none when not read.
+    pub fn holder_words(&self) -> &HashMap<String, Vec<String>> {
+        static NONE: std::sync::OnceLock<HashMap<String, Vec<String>>> = std::sync::OnceLock::new();
+        self.holder_words
+            .as_deref()
+            .unwrap_or_else(|| NONE.get_or_init(HashMap::new))
     }
 
     /// A hop's tokens: [`super::text::relation_tokens_holding`] with the graph's holder
@@ -505,7 +525,7 @@ impl Relevance {
     pub async fn sequences(&self, sequences: &[Vec<String>], verbalized: &[String]) -> Vec<f32> {
         fit_scores(
             &self
-                .score_sequences(sequences, &[], &[], verbalized, None)
+                .score_sequences(sequences, &[], &[], verbalized, None, &[])
                 .await,
         )
     }
@@ -522,6 +542,20 @@ impl Relevance {
         metapaths: &[&Metapath],
         verbalized: &[String],
     ) -> Vec<SequenceFit> {
+        self.metapath_fits_ending(metapaths, verbalized, &[]).await
+    }
+
+    /// [`Self::metapath_fits`], where `end_classes[i][h]` holds the stems of the
+    /// classes of the nodes hop `h` of metapath `i` reaches (`kg_linker::core::classes_held`;
+    /// shorter or empty where unknown): the word naming the answers' class ("which
+    /// *clubs* are from X") is explained by what the path reaches, not by a relation
+    /// named like it on a hop past nodes of that class ([`CLASS_TOKEN`]).
+    pub async fn metapath_fits_ending(
+        &self,
+        metapaths: &[&Metapath],
+        verbalized: &[String],
+        end_classes: &[Vec<Vec<String>>],
+    ) -> Vec<SequenceFit> {
         let (sequences, learned) = self.sequences_of(metapaths);
         let returns = returning_hops(metapaths);
         let against = against_steps(metapaths);
@@ -531,6 +565,7 @@ impl Relevance {
             &against,
             verbalized,
             learned.as_deref(),
+            end_classes,
         )
         .await
     }
@@ -538,12 +573,23 @@ impl Relevance {
     /// [`Self::metapaths`] by the words of relation names and the learned cues only (no
     /// embeddings), computed at once.
     pub fn metapaths_lexically(&self, metapaths: &[&Metapath]) -> Vec<f32> {
+        self.metapaths_lexically_ending(metapaths, &[])
+    }
+
+    /// [`Self::metapaths_lexically`] with the classes of what each metapath reaches, as
+    /// in [`Self::metapath_fits_ending`].
+    pub fn metapaths_lexically_ending(
+        &self,
+        metapaths: &[&Metapath],
+        end_classes: &[Vec<Vec<String>>],
+    ) -> Vec<f32> {
         let (sequences, learned) = self.sequences_of(metapaths);
         fit_scores(&self.lexical_fits(
             &sequences,
             &returning_hops(metapaths),
             &against_steps(metapaths),
             learned.as_deref(),
+            end_classes,
         ))
     }
 
@@ -622,10 +668,18 @@ impl Relevance {
         against: &[Vec<bool>],
         verbalized: &[String],
         hop_words: Option<&[Vec<Vec<f32>>]>,
+        end_classes: &[Vec<Vec<String>>],
     ) -> Vec<SequenceFit> {
         if let Some((vectors, cosine)) = &self.words_opt {
             match self
-                .sequences_with_words(sequences, returns, against, vectors, *cosine, hop_words)
+                .sequences_with_words(
+                    sequences,
+                    returns,
+                    against,
+                    (vectors, *cosine),
+                    hop_words,
+                    end_classes,
+                )
                 .await
             {
                 Ok(scores) => return scores,
@@ -644,7 +698,7 @@ impl Relevance {
                 })
                 .collect();
         }
-        self.lexical_fits(sequences, returns, against, hop_words)
+        self.lexical_fits(sequences, returns, against, hop_words, end_classes)
     }
 
     /// `against` as in [`Self::score_sequences`].
@@ -654,6 +708,7 @@ impl Relevance {
         returns: &[Vec<bool>],
         against: &[Vec<bool>],
         hop_words: Option<&[Vec<Vec<f32>>]>,
+        end_classes: &[Vec<Vec<String>>],
     ) -> Vec<SequenceFit> {
         // Few distinct relations, many sequences: stem each relation once.
         let mut stems: HashMap<(&str, bool), Vec<String>> = HashMap::new();
@@ -673,6 +728,7 @@ impl Relevance {
                             .clone()
                     })
                     .collect();
+                let relations = with_end_classes(relations, end_classes.get(index));
                 let relations = with_return_tokens(relations, returns.get(index));
                 self.terms.sequence_fit(
                     &relations,
@@ -876,9 +932,9 @@ impl Relevance {
         sequences: &[Vec<String>],
         returns: &[Vec<bool>],
         against: &[Vec<bool>],
-        vectors: &TextVectors,
-        min_cosine: f32,
+        (vectors, min_cosine): (&TextVectors, f32),
         hop_words: Option<&[Vec<Vec<f32>>]>,
+        end_classes: &[Vec<Vec<String>>],
     ) -> Result<Vec<SequenceFit>, EmbedError> {
         use super::text::{relation_stems, stem_similarity};
         let mut stems: HashMap<&str, Vec<String>> = HashMap::new();
@@ -957,6 +1013,7 @@ impl Relevance {
                         tokens
                     })
                     .collect();
+                let relations = with_end_classes(relations, end_classes.get(index));
                 let relations = with_return_tokens(relations, returns.get(index));
                 self.terms.sequence_fit(
                     &relations,

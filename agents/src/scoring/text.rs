@@ -51,7 +51,9 @@ pub const RELATION_TOKEN: &str = "\u{2261}";
 /// relation, not what the hop reaches ("which *ships*" against `ship_type`, "which
 /// *orders*" against `order_date`). Walked back, the hop reaches what has the relation,
 /// and such a word may name it ("which *airlines*" over `aviation.airline.founders` from
-/// a founder, "which *ships*" over `ship_type` from a type).
+/// a founder, "which *ships*" over `ship_type` from a type), while the words naming what
+/// the relation reaches are marked instead ("which *library*" against `home_library`
+/// walked back from a library to its readers).
 pub const MODIFIER_TOKEN: &str = "\u{2027}";
 
 /// A relation's stems as a hop's tokens; on a hop walked `forward` (subject to object),
@@ -62,13 +64,33 @@ pub fn relation_tokens(relation: &str, forward: bool) -> Vec<String> {
 
 /// [`relation_tokens`], where the graph has shown that `holder` (stems of the
 /// relation's name) call what has the relation, not what it reaches (see
-/// [`of_phrase`]): on a hop walked forward they qualify it too.
+/// [`of_phrase`]): on a hop walked forward they qualify it too, and on a hop walked back
+/// the others do.
 pub fn relation_tokens_holding(relation: &str, forward: bool, holder: &[String]) -> Vec<String> {
     let stems = relation_stems(relation);
-    if !forward {
-        return stems;
-    }
     let heads = relation_head_stems(relation);
+    if !forward {
+        // Walked back, the hop reaches what has the relation: the words naming what it
+        // reaches forward (a compound's head, the side of an "A of B" name that is not
+        // the holder's) name the node the hop leaves, not the answers.
+        let reached: Vec<&String> = if !holder.is_empty() {
+            stems.iter().filter(|s| !holder.contains(s)).collect()
+        } else if heads.len() < stems.len() {
+            heads.iter().collect()
+        } else {
+            Vec::new()
+        };
+        return stems
+            .iter()
+            .map(|stem| {
+                if reached.contains(&stem) {
+                    format!("{MODIFIER_TOKEN}{stem}")
+                } else {
+                    stem.clone()
+                }
+            })
+            .collect();
+    }
     stems
         .into_iter()
         .map(|stem| {
@@ -93,6 +115,16 @@ pub fn of_phrase(relation: &str) -> Option<(String, String)> {
     (!content_stems(&before).is_empty() && !content_stems(&after).is_empty())
         .then_some((before, after))
 }
+
+/// Prefix of a token standing for a class the nodes a hop reaches are of, read from the
+/// graph (`kg_linker::core::classes_held`). The noun naming the answers' class
+/// ([`QuestionTerms::answers_class_head`]) is read against them: it is explained by a
+/// last hop that reaches nodes of its class, as by a relation named like it ("which
+/// *clubs* are from X" over `based in` walked back to clubs), and it names no relation
+/// of a hop before the last where the graph says what the hops reach, nor of a hop past
+/// nodes of its class (a detour from the clubs based in X through their players to the
+/// players' other clubs). The tokens match no question word themselves.
+pub const CLASS_TOKEN: &str = "\u{2237}";
 
 /// A token's stem, and whether it is a relation's modifier ([`MODIFIER_TOKEN`]).
 fn token_stem(token: &str) -> (&str, bool) {
@@ -178,6 +210,8 @@ pub struct QuestionTerms {
     /// "what kind of *film* is [Heat]"): the node the question starts from, which no
     /// hop reaches, so no relation is claimed by it, however its name reads.
     entity_class: Vec<bool>,
+    /// See [`Self::answers_class_head`].
+    class_head: Option<usize>,
     /// Per stem: the index of its word among the question's [`words`].
     positions: Vec<usize>,
 }
@@ -235,9 +269,67 @@ pub fn looks_plural(word: &str) -> bool {
         && !word.ends_with("us")
 }
 
+/// Words that, right after the words naming the answers' class, say those words ended
+/// with a noun ("which record label *is* …", "which drug company *did* …").
+const AUXILIARIES: &[&str] = &[
+    "is", "are", "was", "were", "does", "do", "did", "has", "have", "had", "can", "could", "will",
+    "would",
+];
+
+/// Among the question's content words (`content`: position in `all`, stem), the one
+/// heading the run of words that name the answers' class (`answers_class`, not the
+/// asking wh-word `asked`): the first plural of the run ("which *nurses* work …", "which
+/// research *groups* are …": a compound's modifiers are singular; not a plural-looking
+/// last word before a preposition), else its one word, else its last where a copula or
+/// auxiliary follows the run ("which record *label* is …"), else its first ("which
+/// *band* plays …": a singular noun and its verb). None for an
+/// attribute ("what *types* are the films …") or a verb ("what *caused* the …").
+fn class_head(
+    all: &[String],
+    content: &[(usize, String)],
+    answers_class: &[bool],
+    asked: Option<usize>,
+) -> Option<usize> {
+    let first = (0..content.len()).find(|&k| answers_class[k] && Some(k) != asked)?;
+    let mut last = first;
+    while last + 1 < content.len() && content[last + 1].0 == content[last].0 + 1 {
+        last += 1;
+    }
+    let after = all.get(content[last].0 + 1).map(String::as_str);
+    // "what *types* are the films …": the word names an attribute of the nodes the
+    // phrase after it describes, whose values are no class of the graph's.
+    // "what *caused* the …": a verb, whose object follows it.
+    let at = content[first].0;
+    if after.is_some_and(is_determiner)
+        || (at > 0
+            && all[at - 1] == "what"
+            && matches!(after, Some("is" | "are" | "was" | "were"))
+            && all
+                .get(content[last].0 + 2)
+                .is_some_and(|w| is_determiner(w)))
+    {
+        return None;
+    }
+    // A plural is the noun unless it ends the run before another kind of word ("which
+    // band *plays* at …" is a noun and its verb).
+    let noun_plural = |k: usize| {
+        let after_word = all.get(content[k].0 + 1).map(String::as_str);
+        looks_plural(&all[content[k].0])
+            && (k == first || k < last || after_word.is_none_or(|w| AUXILIARIES.contains(&w)))
+    };
+    if let Some(plural) = (first..=last).find(|&k| noun_plural(k)) {
+        return Some(plural);
+    }
+    if first == last || after.is_none_or(|w| AUXILIARIES.contains(&w)) {
+        Some(last)
+    } else {
+        Some(first)
+    }
+}
+
 /// Whether two hops' tokens name the same relation, whichever way each walks it.
 fn same_relation(a: &[String], b: &[String]) -> bool {
-    let own = |t: &&String| *t != RETURN_TOKEN;
+    let own = |t: &&String| *t != RETURN_TOKEN && !t.starts_with(CLASS_TOKEN);
     a.iter().filter(own).eq(b.iter().filter(own))
 }
 
@@ -371,6 +463,7 @@ impl QuestionTerms {
             .map(|&(i, _)| asks_a_kind(i) || asks_for_kind_at(&all, i))
             .collect();
         let asked = content.iter().position(|&(i, _)| asks_a_kind(i));
+        let class_head = class_head(&all, &content, &answers_class, asked);
         // The answer's class word ("which *screenwriter*", not an asking wh-word) or
         // the head of a relative clause ("the *director* that …").
         let names_a_node: Vec<bool> = content
@@ -471,6 +564,7 @@ impl QuestionTerms {
             shared,
             linked,
             entity_class,
+            class_head,
         }
     }
 
@@ -532,22 +626,20 @@ impl QuestionTerms {
     }
 
     /// Whether question word `index` is the one noun naming the answers' class ("which
-    /// *films*"), not the first word of a longer class phrase ("which *record* label",
-    /// "what *side* effects", where it qualifies the noun after it) nor an asking
-    /// wh-word.
+    /// *films*", the last of a longer class phrase: "which record *label*", "what side
+    /// *effects*", where the words before it qualify it), not an asking wh-word.
     fn is_the_answers_class_noun(&self, index: usize) -> bool {
-        self.names_the_answers_class(index)
-            && !self.asks_a_kind(index)
-            && self
-                .positions
-                .get(index + 1)
-                .is_none_or(|&next| next != self.positions[index] + 1)
+        self.answers_class_head() == Some(index)
     }
 
     /// How alike a hop's token and question word `index` are by their letters: an
     /// asking wh-word names a relation by meaning only (0), and a class word a relation
     /// by its head only (0 against a modifier, [`MODIFIER_TOKEN`]).
     fn token_similarity(&self, token: &str, index: usize) -> f32 {
+        if token.starts_with(CLASS_TOKEN) {
+            // Read apart, by `sequence_fit`.
+            return 0.0;
+        }
         let (stem, modifier) = token_stem(token);
         if Some(index) == self.asked || (modifier && self.is_the_answers_class_noun(index)) {
             0.0
@@ -584,6 +676,13 @@ impl QuestionTerms {
             last += 1;
         }
         Some(self.raw[first..=last].join(" "))
+    }
+
+    /// The index of the noun that heads the words naming the answers' class ("which
+    /// *clubs*", "which research *groups*", "which record *label* is …"), if the
+    /// question names one ([`class_head`]).
+    pub fn answers_class_head(&self) -> Option<usize> {
+        self.class_head
     }
 
     /// Where question word `index` stands among the question's [`words`].
@@ -746,13 +845,59 @@ impl QuestionTerms {
         // director's other films. Nor may the last hop claim what a have-clause says
         // the answer has: "which team has a *player* from C" asks for the players'
         // teams, one hop past the players.
+        // What the graph says the nodes each hop reaches are called ([`CLASS_TOKEN`]s):
+        // whether they are what the word naming the answers' class calls them, `None`
+        // where it says nothing. That word names no relation of a hop past nodes that
+        // are: "which research *groups* are based in X" is not asking for the members
+        // of the groups based in X, over `member of group`.
+        let class_head = self.answers_class_head();
+        let of_class: Vec<Option<bool>> = relations
+            .iter()
+            .map(|tokens| {
+                let head = class_head?;
+                let mut classes = tokens
+                    .iter()
+                    .filter_map(|t| t.strip_prefix(CLASS_TOKEN))
+                    .peekable();
+                classes.peek()?;
+                Some(classes.any(|class| stem_similarity(class, &self.stems[head]) >= CLAIM_MIN))
+            })
+            .collect();
+        let classes_known = of_class.iter().any(Option::is_some);
         for (hop, tokens) in relations.iter().enumerate() {
+            let last_hop = hop + 1 == relations.len();
+            // The answers are of the class the question names: the word is explained as
+            // a relation's name explains one, before the hop claims a word of its own.
+            // The hop is explained by it only where its relation is named like it too
+            // (`genre` reaching genres for "which *genres*"), not where it merely
+            // reaches nodes of that class.
+            let names_head = |head: usize| {
+                tokens.iter().any(|token| {
+                    let extra = extra_opt.map_or(0.0, |extra| extra(token, head));
+                    self.token_similarity(token, head).max(extra) >= CLAIM_MIN
+                })
+            };
+            let mut named_by_class = false;
+            if let Some(head) =
+                class_head.filter(|&head| last_hop && of_class[hop] == Some(true) && !used[head])
+            {
+                named_by_class = names_head(head);
+                used[head] = true;
+                total += 1.0;
+                if named_by_class {
+                    explained[hop] = true;
+                    claimed[hop] = Some(head);
+                }
+            }
             let blocks_class = first_hop_forward.is_some_and(|forward| hop > 0 || forward);
+            // Nor does it name a hop before the last where the graph says what they reach.
+            let blocks_head = of_class[..hop].contains(&Some(true)) || (classes_known && !last_hop);
             let unclaimable = |used: &[bool]| -> Vec<bool> {
                 used.iter()
                     .enumerate()
                     .map(|(i, &used)| {
                         used || (blocks_class && self.entity_class.get(i).copied().unwrap_or(false))
+                            || (blocks_head && Some(i) == class_head)
                     })
                     .collect()
             };
@@ -760,7 +905,6 @@ impl QuestionTerms {
                 .iter()
                 .enumerate()
                 .any(|(other, same)| other != hop && same_relation(same, tokens));
-            let last_hop = hop + 1 == relations.len();
             let lexical = if repeated || (last_hop && self.possessed.iter().any(|&p| p)) {
                 let unclaimable: Vec<bool> = unclaimable(&used)
                     .into_iter()
@@ -797,12 +941,14 @@ impl QuestionTerms {
             match best {
                 Some((score, token_index, index)) => {
                     used[index] = true;
-                    claimed[hop] = Some(index);
+                    if !named_by_class {
+                        claimed[hop] = Some(index);
+                    }
                     total += score;
-                    if score < 0.5 {
-                        total -= UNMATCHED_PENALTY;
-                    } else {
+                    if score >= 0.5 {
                         explained[hop] = true;
+                    } else if !named_by_class {
+                        total -= UNMATCHED_PENALTY;
                     }
                     let claimed_at = self.positions[index];
                     for (other, token) in tokens.iter().enumerate() {
@@ -835,6 +981,7 @@ impl QuestionTerms {
                         }
                     }
                 }
+                None if named_by_class => {}
                 None => total -= UNMATCHED_PENALTY,
             }
         }
@@ -891,7 +1038,11 @@ impl QuestionTerms {
                     .and_then(|learned| learned.hop_word.get(relations.len() - 1))
                     .and_then(|row| row.get(focus_index))
                     .is_some_and(|&weight| weight >= STRONG_CUE);
+                // What the graph calls the answers is the word naming them.
+                let of_its_class =
+                    Some(focus_index) == class_head && of_class.last() == Some(&Some(true));
                 learned_focus
+                    || of_its_class
                     || last.iter().any(|token| {
                         let extra = extra_opt.map_or(0.0, |extra| extra(token, focus_index));
                         self.token_similarity(token, focus_index).max(extra) >= CLAIM_MIN
@@ -1262,6 +1413,122 @@ mod tests {
             class("how many did Marta Okonkwo write", "Marta Okonkwo"),
             None
         );
+    }
+
+    #[test]
+    fn the_noun_heading_the_answers_class_is_its_first_plural_or_its_last_before_a_verb() {
+        let head = |question: &str, name: &str| {
+            let terms = QuestionTerms::new(question, &[name]);
+            terms
+                .answers_class_head()
+                .map(|i| terms.raw_words()[i].clone())
+        };
+        let cases = [
+            (
+                "which nurses work in Valley Cardiology",
+                "Valley Cardiology",
+                Some("nurses"),
+            ),
+            (
+                "which research groups are based in Marlowe Tower",
+                "Marlowe Tower",
+                Some("groups"),
+            ),
+            (
+                "which record label is Ada Quennell behind",
+                "Ada Quennell",
+                Some("label"),
+            ),
+            ("which band plays at the Old Mill", "Old Mill", Some("band")),
+            (
+                "which films did Michael Mann direct",
+                "Michael Mann",
+                Some("films"),
+            ),
+            (
+                "how many books did Marta Okonkwo write",
+                "Marta Okonkwo",
+                Some("books"),
+            ),
+            // An attribute of the nodes after it, and an asking wh-word: no class.
+            (
+                "what types are the films directed by Michael Mann",
+                "Michael Mann",
+                None,
+            ),
+            ("who directed Heat", "Heat", None),
+            ("what caused the death of Ada Lind", "Ada Lind", None),
+        ];
+        for (question, name, expected) in cases {
+            assert_eq!(head(question, name).as_deref(), expected, "{question}");
+        }
+    }
+
+    #[test]
+    fn a_relations_head_walked_back_names_the_node_left_not_the_answers() {
+        // `home_library` is had by readers and reaches a library: walked back from
+        // the library it reaches readers, which "which library" does not ask for.
+        let back = relation_tokens("home_library", false);
+        assert!(
+            back.contains(&format!("{MODIFIER_TOKEN}{}", stem("library"))),
+            "{back:?}"
+        );
+        assert!(relation_tokens("home_library", true).contains(&stem("library")));
+        let terms = QuestionTerms::new("which library is in Port Kell", &["Port Kell"]);
+        let score = |relations: &[(&str, bool)]| {
+            let tokens: Vec<Vec<String>> = relations
+                .iter()
+                .map(|&(relation, forward)| relation_tokens(relation, forward))
+                .collect();
+            terms.sequence_fit(&tokens, None, None, None, None).score
+        };
+        let located = score(&[("located_in", false)]);
+        let readers = score(&[("located_in", false), ("home_library", false)]);
+        assert!(located > readers, "{located} vs {readers}");
+        // Walked forward it reaches a library, and the word names it.
+        let terms = QuestionTerms::new("which library does Marta use", &["Marta"]);
+        let tokens = vec![relation_tokens("home_library", true)];
+        assert!(
+            terms
+                .sequence_fit(&tokens, None, None, None, None)
+                .unexplained_hops
+                == 0
+        );
+    }
+
+    #[test]
+    fn the_class_of_what_a_hop_reaches_explains_the_class_word_once() {
+        let terms = QuestionTerms::new("Which clubs are from Tessport?", &["Tessport"]);
+        let with = |relations: &[(&str, bool, &[&str])]| -> f32 {
+            let tokens: Vec<Vec<String>> = relations
+                .iter()
+                .map(|&(relation, forward, classes)| {
+                    let mut tokens = relation_tokens(relation, forward);
+                    tokens.extend(classes.iter().map(|c| format!("{CLASS_TOKEN}{}", stem(c))));
+                    tokens
+                })
+                .collect();
+            terms.sequence_fit(&tokens, None, None, None, None).score
+        };
+        let club: &[&str] = &["club"];
+        let player: &[&str] = &["captain"];
+        // The clubs based in Tessport, against a detour through their players to the
+        // players' other clubs, on which "clubs" names the last hop.
+        let based = with(&[("based_in", false, club)]);
+        let detour = with(&[
+            ("based_in", false, club),
+            ("former_club", false, player),
+            ("current_club", true, club),
+        ]);
+        assert!(based > detour, "{based} vs {detour}");
+        // Without what the graph says of the nodes reached, the detour wins.
+        let based = with(&[("based_in", false, &[])]);
+        let detour = with(&[
+            ("based_in", false, &[]),
+            ("former_club", false, &[]),
+            ("current_club", true, &[]),
+        ]);
+        assert!(detour > based, "{based} vs {detour}");
     }
 
     #[test]

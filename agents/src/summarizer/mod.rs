@@ -453,6 +453,63 @@ impl Summarizer {
             .await
     }
 
+    /// For each evidence line and each of its hops, the classes the graph says the node
+    /// it reaches there is of ([`crate::kg_linker::core::classes_held`]: the node's own
+    /// declared classes, and what the relations pointing to the nodes the lines along the
+    /// same relations reach there call most of them), which the question's class word is
+    /// read against ([`Relevance::metapath_fits_ending`]). None without the process's
+    /// graph or a class word. `lines`: each line's relation sequence as text, and its
+    /// path.
+    async fn end_classes(
+        &self,
+        request: &SummarizeRequest,
+        names: &[&str],
+        (texts, line_paths): (&[String], &[Option<&Path>]),
+        relevance: &Relevance,
+    ) -> Vec<Vec<Vec<String>>> {
+        let Some(graph) = &self.graph_opt else {
+            return Vec::new();
+        };
+        if QuestionTerms::new(&request.question, names)
+            .answers_class_head()
+            .is_none()
+        {
+            return Vec::new();
+        }
+        let nodes: Vec<NodeId> = line_paths
+            .iter()
+            .flat_map(|path| path.iter().flat_map(|p| &p.steps))
+            .map(|step| step.node.id)
+            .collect();
+        let types = crate::kg_linker::core::node_types(graph.as_ref(), &nodes).await;
+        let mut alike: HashMap<(&str, usize), Vec<NodeId>> = HashMap::new();
+        for (text, path) in texts.iter().zip(line_paths) {
+            for (hop, step) in path.iter().flat_map(|p| p.steps.iter().enumerate()) {
+                alike
+                    .entry((text.as_str(), hop))
+                    .or_default()
+                    .push(step.node.id);
+            }
+        }
+        texts
+            .iter()
+            .zip(line_paths)
+            .map(|(text, path)| {
+                path.iter()
+                    .flat_map(|p| p.steps.iter().enumerate())
+                    .map(|(hop, step)| {
+                        crate::kg_linker::core::classes_held(
+                            &types,
+                            &alike[&(text.as_str(), hop)],
+                            Some(step.node.id),
+                            relevance.holder_words(),
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The graph rule's reply (see [`Self::rule_reply`]).
     async fn graph_rule_reply(&self, request: &SummarizeRequest) -> SummarizeReply {
         let (_, metapaths, lines) = path_evidence(request);
@@ -504,10 +561,12 @@ impl Summarizer {
             }
             // The lexical scores `summarize` would rank by, with their hops.
             let relevance = Relevance::lexical(&request.question, &names).with_cues(&request.cues);
-            let fits = self
-                .read_by_the_graph(request, relevance, None)
-                .await
-                .metapath_fits(&references, &texts)
+            let relevance = self.read_by_the_graph(request, relevance, None).await;
+            let end_classes = self
+                .end_classes(request, &names, (&texts, &line_paths), &relevance)
+                .await;
+            let fits = relevance
+                .metapath_fits_ending(&references, &texts, &end_classes)
                 .await;
             let mut scores = fit_scores(&fits);
             let set_aside = self
@@ -528,7 +587,12 @@ impl Summarizer {
         let relevance = self
             .read_by_the_graph(request, relevance, Some(vectors))
             .await;
-        let fits = relevance.metapath_fits(&references, &texts).await;
+        let end_classes = self
+            .end_classes(request, &names, (&texts, &line_paths), &relevance)
+            .await;
+        let fits = relevance
+            .metapath_fits_ending(&references, &texts, &end_classes)
+            .await;
         let mut scores = fit_scores(&fits);
         if chosen_elsewhere {
             return summarize_scored(request, &self.rule, Some(&scores));

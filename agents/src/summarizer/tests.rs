@@ -1715,7 +1715,7 @@ async fn a_path_whose_answers_the_graph_declares_of_another_class_gives_way() {
     use crate::scoring::fixtures::{entity as node, graph};
 
     let kg = graph(&[
-        ("Dr. Ilse Varga", "doctor_in", "Valley Cardiology"),
+        ("Dr. Ilse Varga", "works_in", "Valley Cardiology"),
         ("Valley Cardiology", "staffed_by", "Ruth Abernathy"),
         ("Dr. Ilse Varga", "is_a", "doctor"),
         ("Ruth Abernathy", "is_a", "nurse"),
@@ -1724,7 +1724,7 @@ async fn a_path_whose_answers_the_graph_declares_of_another_class_gives_way() {
     let evidence = vec![
         walk(
             &department,
-            vec![step("doctor_in", true, &node(&kg, "Dr. Ilse Varga"))],
+            vec![step("works_in", true, &node(&kg, "Dr. Ilse Varga"))],
             0.9,
         ),
         walk(
@@ -1738,7 +1738,8 @@ async fn a_path_whose_answers_the_graph_declares_of_another_class_gives_way() {
         ..rule_only(None)
     };
     let mut asked = request(evidence, vec![department]);
-    // No word names either relation; the doctor came first.
+    // "work" names the doctor's relation, not the nurse's: the graph says who is a
+    // nurse.
     asked.question = "which nurses work in Valley Cardiology".into();
     let reply = reply_in_time(&summarizer, asked.clone()).await;
     assert_eq!(reply.answers[0].text, "Ruth Abernathy", "{reply:?}");
@@ -1816,4 +1817,40 @@ async fn paths_are_judged_with_the_classes_the_graph_declares() {
     .expect("a reply");
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts.first(), Some(&"Reza Castellane"), "{reply:?}");
+}
+
+#[tokio::test]
+async fn the_answers_class_is_read_from_what_each_path_reaches() {
+    use crate::scoring::fixtures::{entity as node, graph};
+
+    let kg = graph(&[
+        ("Harbor Rovers", "based_in", "Tessport"),
+        ("Mina Kael", "former_club", "Harbor Rovers"),
+        ("Mina Kael", "current_club", "Ostby Athletic"),
+        ("Ostby Athletic", "based_in", "Ostby"),
+    ]);
+    let town = node(&kg, "Tessport");
+    let (rovers, mina) = (node(&kg, "Harbor Rovers"), node(&kg, "Mina Kael"));
+    let evidence = vec![
+        // A detour past the club to its former player's current club: "club" names its
+        // last hop.
+        walk(
+            &town,
+            vec![
+                step("based_in", true, &rovers),
+                step("former_club", true, &mina),
+                step("current_club", false, &node(&kg, "Ostby Athletic")),
+            ],
+            0.9,
+        ),
+        walk(&town, vec![step("based_in", true, &rovers)], 0.9),
+    ];
+    let summarizer = Summarizer {
+        graph_opt: Some(Arc::new(kg)),
+        ..rule_only(None)
+    };
+    let mut asked = request(evidence, vec![town]);
+    asked.question = "Which clubs are from Tessport?".into();
+    let reply = reply_in_time(&summarizer, asked).await;
+    assert_eq!(reply.answers[0].text, "Harbor Rovers", "{reply:?}");
 }

@@ -126,6 +126,27 @@ impl NodeTypes {
         labels
     }
 
+    /// Stems of what the relations pointing to the node call what they reach
+    /// ([`reached_name_stems`] with each relation's `holders`; type relations left out):
+    /// `former_club` makes a node a club, `original language of film` a language, not a
+    /// film, where the graph's names show that films have languages.
+    pub fn reached_name_stems(
+        &self,
+        node: NodeId,
+        holders: &HashMap<String, Vec<String>>,
+    ) -> HashSet<String> {
+        self.signature
+            .get(&node)
+            .into_iter()
+            .flatten()
+            .filter(|(relation, outward)| !outward && !is_type_relation(relation))
+            .flat_map(|(relation, _)| {
+                let holder = holders.get(relation).map_or(&[][..], Vec::as_slice);
+                reached_name_stems(relation, holder)
+            })
+            .collect()
+    }
+
     /// Whether the node declares a class at all.
     pub fn has_declared(&self, node: NodeId) -> bool {
         self.declared.get(&node).is_some_and(|d| !d.is_empty())
@@ -147,6 +168,16 @@ impl NodeTypes {
             .flat_map(|(relation, _)| content_stems(&relation_label(relation)))
             .collect()
     }
+}
+
+/// The stems of the words of a relation's name that call what it reaches: a compound's
+/// head (`home_library` → "library", `aviation.airline.hubs` → "hubs"), else every
+/// word, but those the graph's names show to call what has the relation (`holder`, see
+/// `kg_linker::core::holder_words`: `original language of film` → "original language",
+/// `member of sports team` → "sports team").
+pub fn reached_name_stems(relation: &str, holder: &[String]) -> Vec<String> {
+    let stems = crate::scoring::text::relation_head_stems(relation);
+    stems.into_iter().filter(|s| !holder.contains(s)).collect()
 }
 
 /// Whether a node name reads as a number, a year or a date.
