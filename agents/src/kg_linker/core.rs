@@ -378,8 +378,9 @@ pub async fn node_types(
 }
 
 /// The stems of the classes at least half of `group` (what one relation sequence
-/// reaches at one hop) are of, as the graph says: the classes a node declares over a
-/// type relation, and what the relations pointing to it call what they reach (the
+/// reaches at one hop) are of, as the graph says: the head nouns of the classes a node
+/// declares over a type relation ("music *genre*"), and what the relations pointing to
+/// it call what they reach (the
 /// `former_club` of players is a club,
 /// [`crate::reader::types::NodeTypes::reached_name_stems`]). With `own`, the classes
 /// `own` declares and those the relations pointing to the group call at least half of
@@ -396,7 +397,7 @@ pub fn classes_held(
     for &node in group {
         let mut stems = types.reached_name_stems(node, holders);
         if own.is_none() {
-            stems.extend(types.declared(node).map(str::to_owned));
+            stems.extend(types.declared_heads(node).map(str::to_owned));
         }
         for stem in stems {
             *count.entry(stem).or_default() += 1;
@@ -408,7 +409,7 @@ pub fn classes_held(
         .map(|(stem, _)| stem)
         .collect();
     if let Some(node) = own {
-        held.extend(types.declared(node).map(str::to_owned));
+        held.extend(types.declared_heads(node).map(str::to_owned));
     }
     held.sort();
     held.dedup();

@@ -775,3 +775,39 @@ async fn the_class_the_answers_are_of_is_read_from_the_graph_not_walked_to() {
         reply.metapaths
     );
 }
+
+#[tokio::test]
+async fn what_a_node_is_called_is_its_declared_class_head_and_what_points_to_it() {
+    use super::core::{classes_held, node_types};
+    use crate::scoring::text::stem;
+
+    let graph = crate::scoring::fixtures::graph(&[
+        ("Dust Folk", "instance of", "music genre"),
+        ("Saltmarsh Choir", "genre", "Dust Folk"),
+        ("Saltmarsh Choir", "instance of", "band"),
+        ("Edda Salk", "home_library", "Harbor Library"),
+    ]);
+    let node = |name: &str| entity(&graph, name).id;
+    let nodes = [
+        node("Dust Folk"),
+        node("Saltmarsh Choir"),
+        node("Harbor Library"),
+    ];
+    let types = node_types(&graph, &nodes).await;
+    let held = |name: &str| classes_held(&types, &[node(name)], None, &Default::default());
+    // A "music genre" is a genre, not music: "how many musicians …" is not answered
+    // with genres.
+    assert!(
+        held("Dust Folk").contains(&stem("genre")),
+        "{:?}",
+        held("Dust Folk")
+    );
+    assert!(
+        !held("Dust Folk").contains(&stem("music")),
+        "{:?}",
+        held("Dust Folk")
+    );
+    assert!(held("Saltmarsh Choir").contains(&stem("band")));
+    // Undeclared, a node is what the relations pointing to it call it.
+    assert_eq!(held("Harbor Library"), vec![stem("library")]);
+}

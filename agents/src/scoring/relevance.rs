@@ -282,8 +282,6 @@ fn returning_hops(metapaths: &[&Metapath]) -> Vec<Vec<bool>> {
     metapaths.iter().map(|m| returning_steps(m)).collect()
 }
 
-/// Each relation's stems, plus [`RETURN_TOKEN`] for a hop that walks the previous one
-/// back, so that it may claim a word marking a shared value.
 /// A sequence's hop tokens, each hop's with the classes of the nodes it reaches
 /// ([`CLASS_TOKEN`]).
 fn with_end_classes(
@@ -296,6 +294,8 @@ fn with_end_classes(
     relations
 }
 
+/// Each relation's stems, plus [`RETURN_TOKEN`] for a hop that walks the previous one
+/// back, so that it may claim a word marking a shared value.
 fn with_return_tokens(
     mut relations: Vec<Vec<String>>,
     returns: Option<&Vec<bool>>,

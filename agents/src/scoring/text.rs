@@ -236,6 +236,9 @@ const UNEXPLAINED_PENALTY: f32 = 0.5;
 /// explains nothing costs [`UNMATCHED_PENALTY`]), and what such a link that no hop
 /// stands for costs.
 const WILDCARD_COST: f32 = 0.25;
+/// What the word naming the answers' class adds where the graph says the answers are of
+/// that class ([`CLASS_TOKEN`]): as much as a relation's word matching it exactly.
+const CLASS_CREDIT: f32 = 1.0;
 /// What a hop that explains no question word costs.
 const UNMATCHED_PENALTY: f32 = 0.5;
 /// Credit for each further question word a relation's name explains beyond the one it
@@ -837,14 +840,6 @@ impl QuestionTerms {
         let mut claimed: Vec<Option<usize>> = vec![None; relations.len()];
         let mut explained = vec![false; relations.len()];
         let mut total = 0.0;
-        // A class word naming a node and the words of the relation that reaches it
-        // speak of one hop: "who is the director that directed X" and "which
-        // screenwriter wrote X" ask for X's director and writer. A relation the
-        // sequence walks more than once may not claim such a class word, or "director"
-        // and "directed" would each claim a `directed_by` hop of a round trip to the
-        // director's other films. Nor may the last hop claim what a have-clause says
-        // the answer has: "which team has a *player* from C" asks for the players'
-        // teams, one hop past the players.
         // What the graph says the nodes each hop reaches are called ([`CLASS_TOKEN`]s):
         // whether they are what the word naming the answers' class calls them, `None`
         // where it says nothing. That word names no relation of a hop past nodes that
@@ -864,6 +859,14 @@ impl QuestionTerms {
             })
             .collect();
         let classes_known = of_class.iter().any(Option::is_some);
+        // A class word naming a node and the words of the relation that reaches it
+        // speak of one hop: "who is the director that directed X" and "which
+        // screenwriter wrote X" ask for X's director and writer. A relation the
+        // sequence walks more than once may not claim such a class word, or "director"
+        // and "directed" would each claim a `directed_by` hop of a round trip to the
+        // director's other films. Nor may the last hop claim what a have-clause says
+        // the answer has: "which team has a *player* from C" asks for the players'
+        // teams, one hop past the players.
         for (hop, tokens) in relations.iter().enumerate() {
             let last_hop = hop + 1 == relations.len();
             // The answers are of the class the question names: the word is explained as
@@ -883,7 +886,7 @@ impl QuestionTerms {
             {
                 named_by_class = names_head(head);
                 used[head] = true;
-                total += 1.0;
+                total += CLASS_CREDIT;
                 if named_by_class {
                     explained[hop] = true;
                     claimed[hop] = Some(head);

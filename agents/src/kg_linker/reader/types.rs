@@ -39,6 +39,8 @@ pub struct NodeTypes {
     names: HashMap<NodeId, String>,
     /// Node → its declared classes' names as written.
     declared_names: HashMap<NodeId, HashSet<String>>,
+    /// Node → stems of its declared classes' head nouns ([`Self::declared_heads`]).
+    declared_heads: HashMap<NodeId, HashSet<String>>,
 }
 
 impl NodeTypes {
@@ -70,11 +72,18 @@ impl NodeTypes {
                     .extend(content_stems(tail));
                 // The class word of a `*_type` relation names its subject's class too
                 // ("ship type" is had by ships).
-                types.declared.entry(edge.head).or_default().extend(
-                    content_stems(&relation_label(relation))
-                        .into_iter()
-                        .filter(|s| s != "type"),
-                );
+                let typed: Vec<String> = content_stems(&relation_label(relation))
+                    .into_iter()
+                    .filter(|s| s != "type")
+                    .collect();
+                types
+                    .declared
+                    .entry(edge.head)
+                    .or_default()
+                    .extend(typed.iter().cloned());
+                let heads = types.declared_heads.entry(edge.head).or_default();
+                heads.extend(crate::scoring::text::relation_head_stems(tail));
+                heads.extend(typed);
             }
             types
                 .signature
@@ -97,6 +106,18 @@ impl NodeTypes {
     /// Stems of the node's declared classes.
     pub fn declared(&self, node: NodeId) -> impl Iterator<Item = &str> {
         self.declared
+            .get(&node)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+
+    /// Stems of the head nouns of the node's declared classes' names ("research
+    /// *group*", "music *genre*", `aviation.*airline*`) and of a `*_type` relation's
+    /// class word: what the node is, where [`Self::declared`] also holds what kind of
+    /// it ("music").
+    pub fn declared_heads(&self, node: NodeId) -> impl Iterator<Item = &str> {
+        self.declared_heads
             .get(&node)
             .into_iter()
             .flatten()
