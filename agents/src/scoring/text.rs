@@ -880,11 +880,18 @@ impl QuestionTerms {
                     self.token_similarity(token, head).max(extra) >= CLAIM_MIN
                 })
             };
+            // A walk past nodes of the class earns nothing for reaching more of them,
+            // and a relation walked twice is not named by the class word (see below).
+            let repeated = relations
+                .iter()
+                .enumerate()
+                .any(|(other, same)| other != hop && same_relation(same, tokens));
+            let past_class = of_class[..hop].contains(&Some(true));
             let mut named_by_class = false;
-            if let Some(head) =
-                class_head.filter(|&head| last_hop && of_class[hop] == Some(true) && !used[head])
-            {
-                named_by_class = names_head(head);
+            if let Some(head) = class_head.filter(|&head| {
+                last_hop && of_class[hop] == Some(true) && !past_class && !used[head]
+            }) {
+                named_by_class = !repeated && names_head(head);
                 used[head] = true;
                 total += CLASS_CREDIT;
                 if named_by_class {
@@ -894,7 +901,7 @@ impl QuestionTerms {
             }
             let blocks_class = first_hop_forward.is_some_and(|forward| hop > 0 || forward);
             // Nor does it name a hop before the last where the graph says what they reach.
-            let blocks_head = of_class[..hop].contains(&Some(true)) || (classes_known && !last_hop);
+            let blocks_head = past_class || (classes_known && !last_hop);
             let unclaimable = |used: &[bool]| -> Vec<bool> {
                 used.iter()
                     .enumerate()
@@ -904,10 +911,6 @@ impl QuestionTerms {
                     })
                     .collect()
             };
-            let repeated = relations
-                .iter()
-                .enumerate()
-                .any(|(other, same)| other != hop && same_relation(same, tokens));
             let lexical = if repeated || (last_hop && self.possessed.iter().any(|&p| p)) {
                 let unclaimable: Vec<bool> = unclaimable(&used)
                     .into_iter()
