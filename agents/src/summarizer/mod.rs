@@ -457,23 +457,18 @@ impl Summarizer {
     /// it reaches there is of ([`crate::kg_linker::core::classes_held`]: the node's own
     /// declared classes, and what the relations pointing to the nodes the lines along the
     /// same relations reach there call most of them), which the question's class word is
-    /// read against ([`Relevance::metapath_fits_ending`]). None without the process's
-    /// graph or a class word. `lines`: each line's relation sequence as text, and its
-    /// path.
+    /// read against ([`Relevance::metapath_fits_ending`]), given each line's relation
+    /// sequence as text and its path. None without the process's graph or a class word
+    /// in the question `relevance` reads.
     async fn end_classes(
         &self,
-        request: &SummarizeRequest,
-        names: &[&str],
         (texts, line_paths): (&[String], &[Option<&Path>]),
         relevance: &Relevance,
     ) -> Vec<Vec<Vec<String>>> {
         let Some(graph) = &self.graph_opt else {
             return Vec::new();
         };
-        if QuestionTerms::new(&request.question, names)
-            .answers_class_head()
-            .is_none()
-        {
+        if relevance.terms().answers_class_head().is_none() {
             return Vec::new();
         }
         let nodes: Vec<NodeId> = line_paths
@@ -562,9 +557,7 @@ impl Summarizer {
             // The lexical scores `summarize` would rank by, with their hops.
             let relevance = Relevance::lexical(&request.question, &names).with_cues(&request.cues);
             let relevance = self.read_by_the_graph(request, relevance, None).await;
-            let end_classes = self
-                .end_classes(request, &names, (&texts, &line_paths), &relevance)
-                .await;
+            let end_classes = self.end_classes((&texts, &line_paths), &relevance).await;
             let fits = relevance
                 .metapath_fits_ending(&references, &texts, &end_classes)
                 .await;
@@ -587,9 +580,7 @@ impl Summarizer {
         let relevance = self
             .read_by_the_graph(request, relevance, Some(vectors))
             .await;
-        let end_classes = self
-            .end_classes(request, &names, (&texts, &line_paths), &relevance)
-            .await;
+        let end_classes = self.end_classes((&texts, &line_paths), &relevance).await;
         let fits = relevance
             .metapath_fits_ending(&references, &texts, &end_classes)
             .await;
