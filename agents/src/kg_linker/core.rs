@@ -351,25 +351,14 @@ async fn hop_classes(
         .collect()
 }
 
-/// What the graph says of the classes of `nodes` (their edges, [`crate::reader::TYPE_FANOUT`]
-/// of them at most per node), read in one call; nothing where it cannot be read (logged).
+/// What the graph says of the classes of `nodes`
+/// ([`crate::reader::types::NodeTypes::read`]); nothing where it cannot be read (logged).
 pub async fn node_types(
     store: &dyn GraphStore,
     nodes: &[NodeId],
 ) -> crate::reader::types::NodeTypes {
-    let mut nodes = nodes.to_vec();
-    nodes.sort_unstable();
-    nodes.dedup();
-    if nodes.is_empty() {
-        return Default::default();
-    }
-    let query = NeighborQuery {
-        direction: Direction::Both,
-        relations: None,
-        fanout_cap: crate::reader::TYPE_FANOUT,
-    };
-    match store.neighbor_edges(&nodes, &query).await {
-        Ok(edges) => crate::reader::types::NodeTypes::from_edges(&edges),
+    match crate::reader::types::NodeTypes::read(store, nodes).await {
+        Ok(types) => types,
         Err(error) => {
             tracing::warn!(%error, "classes of what the paths reach not read");
             Default::default()

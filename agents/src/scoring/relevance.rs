@@ -114,7 +114,7 @@ pub struct Relevance {
     graph_relations: Option<Arc<[String]>>,
     /// Per relation, the stems of its name that the graph's names show call what has
     /// the relation ([`super::text::of_phrase`]).
-    holder_words: Option<Arc<HashMap<String, Vec<String>>>>,
+    holder_words: Arc<HashMap<String, Vec<String>>>,
 }
 
 /// Learned word → relation-step confidences (the plan cache's lexicon), aligned with
@@ -322,7 +322,7 @@ impl Relevance {
             words_opt: None,
             cues_opt: None,
             graph_relations: None,
-            holder_words: None,
+            holder_words: Arc::default(),
         }
     }
 
@@ -341,18 +341,13 @@ impl Relevance {
     /// names show them (`kg_linker::core::holder_words`): on a hop walked forward they
     /// do not name what the hop reaches ([`super::text::relation_tokens_holding`]).
     pub fn with_holder_words(mut self, holders: Arc<HashMap<String, Vec<String>>>) -> Self {
-        if !holders.is_empty() {
-            self.holder_words = Some(holders);
-        }
+        self.holder_words = holders;
         self
     }
 
     /// The graph's holder words ([`Self::with_holder_words`]); none when not read.
     pub fn holder_words(&self) -> &HashMap<String, Vec<String>> {
-        static NONE: std::sync::OnceLock<HashMap<String, Vec<String>>> = std::sync::OnceLock::new();
-        self.holder_words
-            .as_deref()
-            .unwrap_or_else(|| NONE.get_or_init(HashMap::new))
+        &self.holder_words
     }
 
     /// A hop's tokens: [`super::text::relation_tokens_holding`] with the graph's holder
@@ -360,8 +355,7 @@ impl Relevance {
     fn hop_tokens(&self, relation: &str, forward: bool) -> Vec<String> {
         let holder = self
             .holder_words
-            .as_ref()
-            .and_then(|holders| holders.get(relation))
+            .get(relation)
             .map_or(&[][..], Vec::as_slice);
         super::text::relation_tokens_holding(relation, forward, holder)
     }

@@ -210,6 +210,9 @@ pub struct QuestionTerms {
     /// "what kind of *film* is [Heat]"): the node the question starts from, which no
     /// hop reaches, so no relation is claimed by it, however its name reads.
     entity_class: Vec<bool>,
+    /// The first and last of the words naming the answers' class
+    /// ([`Self::answer_class_phrase`]).
+    class_run: Option<(usize, usize)>,
     /// See [`Self::answers_class_head`].
     class_head: Option<usize>,
     /// Per stem: the index of its word among the question's [`words`].
@@ -280,24 +283,18 @@ const AUXILIARIES: &[&str] = &[
 ];
 
 /// Among the question's content words (`content`: position in `all`, stem), the one
-/// heading the run of words that name the answers' class (`answers_class`, not the
-/// asking wh-word `asked`): the first plural of the run ("which *nurses* work …", "which
-/// research *groups* are …": a compound's modifiers are singular; not a plural-looking
-/// last word before a preposition), else its one word, else its last where a copula or
-/// auxiliary follows the run ("which record *label* is …"), else its first ("which
-/// *band* plays …": a singular noun and its verb). None for an
-/// attribute ("what *types* are the films …") or a verb ("what *caused* the …").
+/// heading the run of words `(first, last)` that name the answers' class: the first
+/// plural of the run ("which *nurses* work …", "which research *groups* are …": a
+/// compound's modifiers are singular; not a plural-looking last word before a
+/// preposition), else its one word, else its last where a copula or auxiliary follows
+/// the run ("which record *label* is …"), else its first ("which *band* plays …": a
+/// singular noun and its verb). None for an attribute ("what *types* are the films …")
+/// or a verb ("what *caused* the …").
 fn class_head(
     all: &[String],
     content: &[(usize, String)],
-    answers_class: &[bool],
-    asked: Option<usize>,
+    (first, last): (usize, usize),
 ) -> Option<usize> {
-    let first = (0..content.len()).find(|&k| answers_class[k] && Some(k) != asked)?;
-    let mut last = first;
-    while last + 1 < content.len() && content[last + 1].0 == content[last].0 + 1 {
-        last += 1;
-    }
     let after = all.get(content[last].0 + 1).map(String::as_str);
     // "what *types* are the films …": the word names an attribute of the nodes the
     // phrase after it describes, whose values are no class of the graph's.
@@ -466,7 +463,18 @@ impl QuestionTerms {
             .map(|&(i, _)| asks_a_kind(i) || asks_for_kind_at(&all, i))
             .collect();
         let asked = content.iter().position(|&(i, _)| asks_a_kind(i));
-        let class_head = class_head(&all, &content, &answers_class, asked);
+        // The run of words naming the answers' class: the first such word (no asking
+        // wh-word) and the words right after it.
+        let class_run = (0..content.len())
+            .find(|&k| answers_class[k] && Some(k) != asked)
+            .map(|first| {
+                let mut last = first;
+                while last + 1 < content.len() && content[last + 1].0 == content[last].0 + 1 {
+                    last += 1;
+                }
+                (first, last)
+            });
+        let class_head = class_run.and_then(|run| class_head(&all, &content, run));
         // The answer's class word ("which *screenwriter*", not an asking wh-word) or
         // the head of a relative clause ("the *director* that …").
         let names_a_node: Vec<bool> = content
@@ -567,6 +575,7 @@ impl QuestionTerms {
             shared,
             linked,
             entity_class,
+            class_run,
             class_head,
         }
     }
@@ -635,6 +644,20 @@ impl QuestionTerms {
         self.answers_class_head() == Some(index)
     }
 
+    /// Whether a token of a hop explains question word `index`, by its letters or by
+    /// `extra_opt` (an embedding), as much as a claim needs ([`CLAIM_MIN`]).
+    fn names_word(
+        &self,
+        tokens: &[String],
+        index: usize,
+        extra_opt: Option<ExtraSimilarity<'_>>,
+    ) -> bool {
+        tokens.iter().any(|token| {
+            let extra = extra_opt.map_or(0.0, |extra| extra(token, index));
+            self.token_similarity(token, index).max(extra) >= CLAIM_MIN
+        })
+    }
+
     /// How alike a hop's token and question word `index` are by their letters: an
     /// asking wh-word names a relation by meaning only (0), and a class word a relation
     /// by its head only (0 against a modifier, [`MODIFIER_TOKEN`]).
@@ -672,12 +695,7 @@ impl QuestionTerms {
     /// team* has …", "what *movies* can …"). Read whole by an embedder, the phrase
     /// means what its head noun means, not what its first modifier does.
     pub fn answer_class_phrase(&self) -> Option<String> {
-        let first = (0..self.stems.len())
-            .find(|&i| self.names_the_answers_class(i) && !self.asks_a_kind(i))?;
-        let mut last = first;
-        while last + 1 < self.stems.len() && self.positions[last + 1] == self.positions[last] + 1 {
-            last += 1;
-        }
+        let (first, last) = self.class_run?;
         Some(self.raw[first..=last].join(" "))
     }
 
@@ -874,12 +892,6 @@ impl QuestionTerms {
             // The hop is explained by it only where its relation is named like it too
             // (`genre` reaching genres for "which *genres*"), not where it merely
             // reaches nodes of that class.
-            let names_head = |head: usize| {
-                tokens.iter().any(|token| {
-                    let extra = extra_opt.map_or(0.0, |extra| extra(token, head));
-                    self.token_similarity(token, head).max(extra) >= CLAIM_MIN
-                })
-            };
             // A walk past nodes of the class earns nothing for reaching more of them,
             // and a relation walked twice is not named by the class word (see below).
             let repeated = relations
@@ -891,7 +903,7 @@ impl QuestionTerms {
             if let Some(head) = class_head.filter(|&head| {
                 last_hop && of_class[hop] == Some(true) && !past_class && !used[head]
             }) {
-                named_by_class = !repeated && names_head(head);
+                named_by_class = !repeated && self.names_word(tokens, head, extra_opt);
                 used[head] = true;
                 total += CLASS_CREDIT;
                 if named_by_class {
@@ -1047,12 +1059,7 @@ impl QuestionTerms {
                 // What the graph calls the answers is the word naming them.
                 let of_its_class =
                     Some(focus_index) == class_head && of_class.last() == Some(&Some(true));
-                learned_focus
-                    || of_its_class
-                    || last.iter().any(|token| {
-                        let extra = extra_opt.map_or(0.0, |extra| extra(token, focus_index));
-                        self.token_similarity(token, focus_index).max(extra) >= CLAIM_MIN
-                    })
+                learned_focus || of_its_class || self.names_word(last, focus_index, extra_opt)
             };
             if self
                 .focus_index()

@@ -17,7 +17,7 @@ pub mod train;
 pub mod types;
 
 use kgmesh_schemas::{graph::Direction, NodeId};
-use kgmesh_stores::{GraphStore, NeighborQuery, StoreResult};
+use kgmesh_stores::{GraphStore, StoreResult};
 
 pub use model::{active, install, Example, ReaderModel, Readers, TrainSettings};
 
@@ -72,22 +72,11 @@ pub async fn candidate_features(
     lexicon: Option<&Lexicon>,
 ) -> StoreResult<Candidates> {
     let picked: Vec<usize> = first.order.iter().take(limit).copied().collect();
-    let mut nodes: Vec<NodeId> = picked
+    let nodes: Vec<NodeId> = picked
         .iter()
         .flat_map(|&i| first.reaching[i].reached.iter().take(CLASS_SAMPLE).copied())
         .collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let types = if nodes.is_empty() {
-        NodeTypes::default()
-    } else {
-        let query = NeighborQuery {
-            direction: Direction::Both,
-            relations: None,
-            fanout_cap: TYPE_FANOUT,
-        };
-        NodeTypes::from_edges(&store.neighbor_edges(&nodes, &query).await?)
-    };
+    let types = NodeTypes::read(store, &nodes).await?;
     let ask = AnswerAsk::read(question, terms);
     let cosines = match vectors_opt {
         Some(vectors) => {

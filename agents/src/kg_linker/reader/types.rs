@@ -11,8 +11,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kgmesh_schemas::NodeId;
-use kgmesh_stores::NeighborEdges;
+use kgmesh_schemas::{graph::Direction, NodeId};
+use kgmesh_stores::{GraphStore, NeighborEdges, NeighborQuery, StoreResult};
 
 use crate::scoring::text::{content_stems, relation_label, words};
 
@@ -99,6 +99,25 @@ impl NodeTypes {
         types
     }
 
+    /// Reads the classes of `nodes` from their edges, in either direction (at most
+    /// [`super::TYPE_FANOUT`] per node), in one store call; none for no nodes.
+    pub async fn read(store: &dyn GraphStore, nodes: &[NodeId]) -> StoreResult<Self> {
+        let mut nodes = nodes.to_vec();
+        nodes.sort_unstable();
+        nodes.dedup();
+        if nodes.is_empty() {
+            return Ok(Self::default());
+        }
+        let query = NeighborQuery {
+            direction: Direction::Both,
+            relations: None,
+            fanout_cap: super::TYPE_FANOUT,
+        };
+        Ok(Self::from_edges(
+            &store.neighbor_edges(&nodes, &query).await?,
+        ))
+    }
+
     pub fn name(&self, node: NodeId) -> Option<&str> {
         self.names.get(&node).map(String::as_str)
     }
@@ -124,6 +143,23 @@ impl NodeTypes {
             .map(String::as_str)
     }
 
+    /// The relations pointing to the node (walked from their heads to it), type
+    /// relations and `except` left out: what call the node what it is.
+    fn pointing<'a>(
+        &'a self,
+        node: NodeId,
+        except: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a str> + 'a {
+        self.signature
+            .get(&node)
+            .into_iter()
+            .flatten()
+            .filter(move |(relation, outward)| {
+                !outward && Some(relation.as_str()) != except && !is_type_relation(relation)
+            })
+            .map(|(relation, _)| relation.as_str())
+    }
+
     /// What the node's class may be called: its declared classes' names, else the
     /// labels of its relations but `except` (see [`Self::signature_stems`]).
     pub fn class_texts(&self, node: NodeId, except: Option<&str>) -> Vec<String> {
@@ -132,16 +168,7 @@ impl NodeTypes {
             names.sort();
             return names;
         }
-        let mut labels: Vec<String> = self
-            .signature
-            .get(&node)
-            .into_iter()
-            .flatten()
-            .filter(|(relation, outward)| {
-                !outward && Some(relation.as_str()) != except && !is_type_relation(relation)
-            })
-            .map(|(relation, _)| relation_label(relation))
-            .collect();
+        let mut labels: Vec<String> = self.pointing(node, except).map(relation_label).collect();
         labels.sort();
         labels.dedup();
         labels
@@ -156,12 +183,8 @@ impl NodeTypes {
         node: NodeId,
         holders: &HashMap<String, Vec<String>>,
     ) -> HashSet<String> {
-        self.signature
-            .get(&node)
-            .into_iter()
-            .flatten()
-            .filter(|(relation, outward)| !outward && !is_type_relation(relation))
-            .flat_map(|(relation, _)| {
+        self.pointing(node, None)
+            .flat_map(|relation| {
                 let holder = holders.get(relation).map_or(&[][..], Vec::as_slice);
                 reached_name_stems(relation, holder)
             })
@@ -179,14 +202,8 @@ impl NodeTypes {
     /// it over, which says how it was reached, not what it is). Relations leaving the
     /// node name what it has, not what it is.
     pub fn signature_stems(&self, node: NodeId, except: Option<&str>) -> HashSet<String> {
-        self.signature
-            .get(&node)
-            .into_iter()
-            .flatten()
-            .filter(|(relation, outward)| {
-                !outward && Some(relation.as_str()) != except && !is_type_relation(relation)
-            })
-            .flat_map(|(relation, _)| content_stems(&relation_label(relation)))
+        self.pointing(node, except)
+            .flat_map(|relation| content_stems(&relation_label(relation)))
             .collect()
     }
 }
