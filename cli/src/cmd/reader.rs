@@ -144,7 +144,8 @@ struct TrainArgs {
     #[arg(long)]
     out: PathBuf,
     /// Also write every training example (question, candidates, features, targets) as
-    /// JSON lines, for analysis.
+    /// JSON lines, for analysis; the lexicon features as trained (each training graph's
+    /// from a lexicon learned without it). The file is replaced.
     #[arg(long)]
     dump: Option<PathBuf>,
 }
@@ -504,6 +505,8 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
     let mut groups: Vec<(String, Vec<Example>)> = Vec::new();
     let mut held: Vec<(String, Vec<Example>)> = Vec::new();
     let mut trained_on = Vec::new();
+    // Each domain's linked questions, in the order of its examples, for `--dump`.
+    let mut dumped: Vec<Vec<String>> = Vec::new();
     for domain in &domains {
         let (graph, _, _) = super::ask::load_kg(&domain.kg, None)
             .await
@@ -541,21 +544,7 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
                 questions.push(question.clone());
             }
         }
-        if let Some(path) = &args.dump {
-            use std::io::Write;
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            for (question, e) in questions.iter().zip(&examples) {
-                let line = serde_json::json!({
-                    "domain": domain.name, "question": question, "paths": e.paths,
-                    "features": e.features, "targets": e.targets,
-                });
-                writeln!(file, "{line}")?;
-            }
-        }
+        dumped.push(questions);
         let learnable = examples.iter().filter(|e| e.has_right_plan()).count();
         println!(
             "  {:<12} {:>4} pairs, {:>4} linked, {:>4} with a right plan among the candidates{}",
@@ -586,6 +575,10 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
         for example in examples {
             example.apply_lexicon(&lexicon);
         }
+    }
+    // Dumped as trained: with the cross-fitted lexicon features.
+    if let Some(path) = &args.dump {
+        write_dump(path, &domains, &dumped, &groups, &held)?;
     }
     let train_set: Vec<Example> = groups.iter().flat_map(|(_, e)| e.iter().cloned()).collect();
     let mut model = ReaderModel::train(&train_set, args.candidates, settings, trained_on.clone());
@@ -738,6 +731,38 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
 /// Weights trained on every graph of `groups` but `graph`, with a lexicon learned from
 /// those graphs alone (cross-fitted among them, as in training), and `graph`'s examples
 /// read with that lexicon: how the reader reads a graph it has not seen.
+/// Writes every training example (question, candidates, features, targets) as JSON
+/// lines, domain by domain: `groups` holds the trained domains' examples and `held` the
+/// held-out ones', each in `domains`' order; `questions` each domain's linked questions.
+fn write_dump(
+    path: &Path,
+    domains: &[Domain],
+    questions: &[Vec<String>],
+    groups: &[(String, Vec<Example>)],
+    held: &[(String, Vec<Example>)],
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut file =
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let (mut trained, mut held) = (groups.iter(), held.iter());
+    for (domain, questions) in domains.iter().zip(questions) {
+        let next = if domain.held_out {
+            held.next()
+        } else {
+            trained.next()
+        };
+        let (_, examples) = next.expect("one example set per domain");
+        for (question, e) in questions.iter().zip(examples) {
+            let line = serde_json::json!({
+                "domain": domain.name, "question": question, "paths": e.paths,
+                "features": e.features, "targets": e.targets,
+            });
+            writeln!(file, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
 fn fold_without(
     groups: &[(String, Vec<Example>)],
     graph: &str,
