@@ -113,6 +113,7 @@ fn summarize_request(size: usize) -> SummarizeRequest {
         max_answers: 10,
         cues: Vec::new(),
         plan: Vec::new(),
+        preferred: Vec::new(),
     };
     let mut id = 2;
     while codec::encode(ContentType::Bincode, &request)

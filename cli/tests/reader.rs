@@ -541,3 +541,37 @@ fn a_calibration_fitted_on_a_graphs_own_answers_is_used_for_that_graph() {
         assert!(stderr.contains(says), "{stderr}");
     }
 }
+
+/// A graph written here (no zoo domain), where no word of the question names the
+/// relation asked for: "who runs" a company with an `auditor`, a `ceo`, `founders` and
+/// `hubs`. The first stage's word match ranks them all alike (and `auditor` first by
+/// name); the bundled reader's lexicon, learned from other graphs' questions, knows
+/// what "runs" asks for, and breaks the tie with re-ranking off (the default).
+#[test]
+fn a_tie_the_first_stage_cannot_break_is_broken_by_the_learned_reader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kg = dir.path().join("kg.tsv");
+    std::fs::write(
+        &kg,
+        "Harbor Freight Lines\tauditor\tMina Lowe\n\
+         Harbor Freight Lines\tceo\tOtto Brandt\n\
+         Harbor Freight Lines\tfounders\tIda Rusk\n\
+         Harbor Freight Lines\thubs\tPort Elm\n\
+         Otto Brandt\temployer\tHarbor Freight Lines\n\
+         Mina Lowe\temployer\tNorth Audit\n",
+    )
+    .expect("write the graph");
+    let mut command = kgmesh();
+    command
+        .env("KGMESH__EMBEDDER__KIND", "none")
+        .env_remove("KGMESH_READER")
+        .env_remove("KGMESH_READER_WEIGHTS")
+        .args(["ask", "Who runs Harbor Freight Lines?", "--json", "--kg"])
+        .arg(&kg);
+    let (code, stdout, stderr) = run(command);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let reply: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(reply["answers"][0]["text"], "Otto Brandt", "{stdout}");
+    // The reader's choice is the plan the confidence reads: both readings agree.
+    assert_eq!(reply["readings_agree"], true, "{stdout}");
+}

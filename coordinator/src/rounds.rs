@@ -64,6 +64,10 @@ pub(crate) struct Run<'a> {
     /// What the plan the learned reader ranks first reaches (a second reading of the
     /// question, `KgLinkReply::reader_reaches`).
     reader_reaches: Option<Vec<NodeId>>,
+    /// The first LLM-free plan, when the learned reader chose it among plans the first
+    /// stage ranked equally first (`KgLinkReply::reader_tie`): the summarizer prefers it
+    /// among the paths its own reading ties.
+    preferred: Vec<Metapath>,
 }
 
 impl<'a> Run<'a> {
@@ -82,6 +86,7 @@ impl<'a> Run<'a> {
             plan_first: None,
             plan_reranked: false,
             reader_reaches: None,
+            preferred: Vec::new(),
         }
     }
 
@@ -144,6 +149,7 @@ impl<'a> Run<'a> {
                 .reader_reaches
                 .clone()
                 .filter(|_| link.confidence.is_some());
+            self.preferred = link.reader_tie.iter().cloned().collect();
         }
         let finish = link.finish;
         let work = link::adopt(&self.cx, &mut self.record, round, &mut self.found, link).await;
@@ -230,6 +236,7 @@ impl<'a> Run<'a> {
             topic: &self.found.topic,
             cues: &self.cache.cues,
             trusted: &self.found.trusted_metapaths,
+            preferred: &self.preferred,
         };
         let summary = summarize::summarize(&self.cx, &mut self.record, input).await;
         let mut answers = summary.answers;

@@ -253,6 +253,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                 max_answers: 5,
                 cues: Vec::new(),
                 plan: Vec::new(),
+                preferred: Vec::new(),
             };
             let started = Instant::now();
             let mut first_text: Option<String> = None;

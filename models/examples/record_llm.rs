@@ -178,6 +178,7 @@ fn recordings() -> Vec<Recording> {
         max_answers: 5,
         cues: vec![],
         plan: vec![],
+        preferred: Vec::new(),
     };
     let frontier_names: Vec<String> = judge.frontier.iter().map(|e| e.name.clone()).collect();
     vec![

@@ -291,6 +291,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             confidence: Some(0.75),
             reader_plan: false,
             reader_reaches: Some(vec![NodeId(4), NodeId(9)]),
+            reader_tie: Some(metapath()),
         },
     );
     for mode in [LinkMode::Fuzzy, LinkMode::Embedding, LinkMode::Both] {
@@ -409,6 +410,7 @@ fn every_rpc_round_trips_in_both_content_types() {
             max_answers: 5,
             cues: vec![],
             plan: vec![],
+            preferred: vec![metapath()],
         },
         SummarizeReply {
             low_confidence: false,

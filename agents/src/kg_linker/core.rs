@@ -493,6 +493,10 @@ pub struct Ranking {
     /// With the first stage's order standing: the nodes the plan the reader's weights
     /// rank first reaches, when all are known (`KgLinkReply::reader_reaches`).
     pub reader_reaches: Option<Vec<NodeId>>,
+    /// With the first stage's order standing: the first plan, when the reader's weights
+    /// chose it among plans the first stage ranked equally first
+    /// (`KgLinkReply::reader_tie`).
+    pub reader_tie: Option<Metapath>,
 }
 
 /// [`rank_metapaths`], with the reader's chance that the first is right: for its own
@@ -511,15 +515,16 @@ pub async fn rank_metapaths_with_confidence(
         first_stage(store, relevance, &ids, limits, readers.is_some()).await?;
     let mut confidence = None;
     let mut reader_reaches = None;
+    let mut reader_tie = None;
     if let Some(readers) = readers.filter(|_| !reaching.is_empty()) {
-        let first = crate::reader::FirstStage {
-            reaching: &reaching,
-            fits: &fits,
-            lexical: &lexical,
-            order: &order,
-        };
         let vectors = relevance.word_vectors().map(|v| v.as_ref());
         if rerank {
+            let first = crate::reader::FirstStage {
+                reaching: &reaching,
+                fits: &fits,
+                lexical: &lexical,
+                order: &order,
+            };
             let model = readers.for_reading(vectors.is_some());
             (order, confidence) = crate::reader::rerank(
                 store,
@@ -537,18 +542,61 @@ pub async fn rank_metapaths_with_confidence(
             // per question for an estimate no better overall (docs/confidence.md).
             let model = readers.for_reading(false);
             if model.first_stage_confidence.is_some() {
-                let rows = crate::reader::candidate_features(
-                    store,
-                    relevance.question(),
-                    relevance.terms(),
-                    None,
-                    &ids,
-                    &first,
-                    model.candidates,
-                    Some(&model.lexicon),
-                )
-                .await?
-                .rows;
+                let (reaching, fits, lexical, ids) = (&reaching, &fits, &lexical, &ids);
+                let read = |order: Vec<usize>| async move {
+                    let first = crate::reader::FirstStage {
+                        reaching,
+                        fits,
+                        lexical,
+                        order: &order,
+                    };
+                    crate::reader::candidate_features(
+                        store,
+                        relevance.question(),
+                        relevance.terms(),
+                        None,
+                        ids,
+                        &first,
+                        model.candidates,
+                        Some(&model.lexicon),
+                    )
+                    .await
+                    .map(|candidates| candidates.rows)
+                };
+                let mut rows = read(order.clone()).await?;
+                // Where the first stage's word match ranks several plans equally first,
+                // it cannot tell them apart: the learned reader's choice goes first
+                // when it is one of them. Read by words only: with an embedder, the
+                // summarizer breaks such ties by meaning, which chose better on the zoo
+                // (docs/reader.md).
+                let tied = if vectors.is_none() {
+                    (0..rows.len())
+                        .filter(|&row| ties_first(reaching, fits, &order, row))
+                        .count()
+                } else {
+                    0
+                };
+                // The reader's choice must also be one its lexicon knows a question word
+                // for: where it only knows words against the others, the tie stays.
+                let choice = model.first_choice(&rows).filter(|&row| {
+                    tied > 1
+                        && ties_first(reaching, fits, &order, row)
+                        && crate::reader::ReaderModel::lexicon_supports(&rows[row])
+                });
+                if let Some(row) = choice {
+                    if row > 0 {
+                        let index = order.remove(row);
+                        order.insert(0, index);
+                        rows = read(order.clone()).await?;
+                    }
+                    let chosen = &reaching[order[0]].metapath;
+                    tracing::debug!(
+                        plan = %metapath_text(chosen),
+                        tied,
+                        "the learned reader broke the first stage's tie"
+                    );
+                    reader_tie = Some(chosen.clone());
+                }
                 confidence = model.first_stage_chance(&rows);
                 reader_reaches = model
                     .first_choice(&rows)
@@ -586,7 +634,22 @@ pub async fn rank_metapaths_with_confidence(
         confidence,
         reranked: rerank,
         reader_reaches,
+        reader_tie,
     })
+}
+
+/// Whether the candidate at `row` of `order` reads the question as well as the first
+/// by the first stage's word match (the same score) and has as many hops: the first
+/// stage cannot tell them apart. (Among equal scores it puts the shorter paths first on
+/// purpose; that order is not a tie.)
+fn ties_first(reaching: &[Reaching], fits: &[SequenceFit], order: &[usize], row: usize) -> bool {
+    match (order.first(), order.get(row)) {
+        (Some(&first), Some(&other)) => {
+            fits[other].score >= fits[first].score
+                && reaching[other].metapath.steps.len() == reaching[first].metapath.steps.len()
+        }
+        _ => false,
+    }
 }
 
 /// Question entities found by the gazetteer: longest mentions first, up to
@@ -1027,5 +1090,6 @@ pub async fn link_without_llm(
         confidence: ranking.confidence,
         reader_plan: ranking.reranked && ranking.confidence.is_some(),
         reader_reaches: ranking.reader_reaches,
+        reader_tie: ranking.reader_tie,
     })
 }

@@ -236,6 +236,7 @@ fn merge(
         } else {
             free.reader_reaches
         },
+        reader_tie: if model_plan { None } else { free.reader_tie },
     })
 }
 

@@ -753,6 +753,10 @@ fn returned_property(column: &str) -> Option<&str> {
 /// Path scores this close to the best count as explaining the question as well.
 pub(crate) const EXPLAINED_TIE: f32 = 1e-3;
 
+/// What the path a tie break chose gains over the others tied with it: more than
+/// [`EXPLAINED_TIE`], so that it alone explains the question.
+pub(crate) const TIE_BREAK_BONUS: f32 = 10.0 * EXPLAINED_TIE;
+
 /// The anchors grouped by the name the question gives them: nodes that share a name
 /// (an actor and the tag spelled like them) are one named entity of the question, at
 /// the distance of the nearest of them. Sorted, so that the order is stable.

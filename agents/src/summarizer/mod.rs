@@ -39,7 +39,10 @@ use kgmesh_schemas::{
 use kgmesh_stores::GraphStore;
 
 use self::{
-    core::{entity_named, path_evidence, summarize, summarize_scored, SummaryRule, EXPLAINED_TIE},
+    core::{
+        entity_named, path_evidence, summarize, summarize_scored, SummaryRule, EXPLAINED_TIE,
+        TIE_BREAK_BONUS,
+    },
     profile::Profiles,
     reader::Reading,
     spans::SpanModel,
@@ -562,6 +565,7 @@ impl Summarizer {
                 .metapath_fits_ending(&references, &texts, &end_classes)
                 .await;
             let mut scores = fit_scores(&fits);
+            prefer_among_tied(&metapaths, &request.preferred, &mut scores);
             let set_aside = self
                 .set_aside(&asking, (&texts, &line_paths, &ends), &fits, &mut scores)
                 .await;
@@ -589,6 +593,9 @@ impl Summarizer {
             return summarize_scored(request, &self.rule, Some(&scores));
         }
         let profiles = Profiles::new(&asking, &texts, &ends);
+        // The learned reader's choice among the KG-Linker's tied plans comes before
+        // the profiles' (it was trained to choose among such paths).
+        prefer_among_tied(&metapaths, &request.preferred, &mut scores);
         if let Err(error) = profiles.break_tie(vectors, &mut scores).await {
             tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
         }
@@ -980,6 +987,45 @@ async fn answer_class_in_graph(
 fn best_path(scores: &[f32]) -> Option<usize> {
     let best = scores.iter().copied().reduce(f32::max)?;
     scores.iter().position(|&s| s >= best - EXPLAINED_TIE)
+}
+
+/// Raises the lines of the `preferred` relation paths (`SummarizeRequest::preferred`)
+/// by [`TIE_BREAK_BONUS`] where they are tied with the best ([`EXPLAINED_TIE`]) and
+/// some other line is too, so that they alone explain the question; only where every
+/// line tied with them has as many hops (the preference was chosen among paths of its
+/// length). Whether any moved.
+fn prefer_among_tied(metapaths: &[Metapath], preferred: &[Metapath], scores: &mut [f32]) -> bool {
+    let Some(best) = scores.iter().copied().reduce(f32::max) else {
+        return false;
+    };
+    let tied = |score: f32| score >= best - EXPLAINED_TIE;
+    let raised: Vec<bool> = metapaths
+        .iter()
+        .zip(scores.iter())
+        .map(|(metapath, &score)| tied(score) && preferred.contains(metapath))
+        .collect();
+    let Some(length) = metapaths
+        .iter()
+        .zip(&raised)
+        .find_map(|(metapath, &raise)| raise.then_some(metapath.steps.len()))
+    else {
+        return false;
+    };
+    let others: Vec<&Metapath> = metapaths
+        .iter()
+        .zip(scores.iter())
+        .filter(|(metapath, &score)| tied(score) && !preferred.contains(metapath))
+        .map(|(metapath, _)| metapath)
+        .collect();
+    if others.is_empty() || others.iter().any(|m| m.steps.len() != length) {
+        return false;
+    }
+    for (score, raise) in scores.iter_mut().zip(raised) {
+        if raise {
+            *score += TIE_BREAK_BONUS;
+        }
+    }
+    true
 }
 
 /// The relation sequence of the best path ([`best_path`] by `scores`), when the

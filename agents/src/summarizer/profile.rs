@@ -15,15 +15,11 @@
 
 use kgmesh_models::EmbedError;
 
-use super::core::EXPLAINED_TIE;
+use super::core::{EXPLAINED_TIE, TIE_BREAK_BONUS};
 use crate::scoring::relevance::{cosine, TextVectors};
 
 /// Names a path ends at shown in its profile at most (the first in evidence order).
 const PROFILE_ENDS: usize = 5;
-
-/// What the path a tie break chose gains over the others tied with it: more than
-/// [`EXPLAINED_TIE`], so that it alone explains the question.
-const TIE_BREAK_BONUS: f32 = 10.0 * EXPLAINED_TIE;
 
 /// How much nearer to the question the relations of the chosen sequence must read than
 /// those of any other tied with it, where words explain the tied paths alike. Chosen

@@ -2244,6 +2244,7 @@ mod tests {
             max_answers: 10,
             cues: Vec::new(),
             plan: Vec::new(),
+            preferred: Vec::new(),
         }
     }
 

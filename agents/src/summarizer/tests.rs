@@ -77,6 +77,7 @@ fn request(evidence: Vec<Evidence>, topic: Vec<Entity>) -> SummarizeRequest {
         max_answers: 10,
         cues: Vec::new(),
         plan: Vec::new(),
+        preferred: Vec::new(),
     }
 }
 
@@ -1853,4 +1854,91 @@ async fn the_answers_class_is_read_from_what_each_path_reaches() {
     asked.question = "Which clubs are from Tessport?".into();
     let reply = reply_in_time(&summarizer, asked).await;
     assert_eq!(reply.answers[0].text, "Harbor Rovers", "{reply:?}");
+}
+
+/// "who runs Harbor Freight Lines" over the airline's auditor (first in the evidence)
+/// and its ceo: no word of the question names either relation.
+fn runs_request() -> SummarizeRequest {
+    let airline = entity(1, "Harbor Freight Lines");
+    let evidence = vec![
+        walk(
+            &airline,
+            vec![step("auditor", false, &entity(2, "Mina Lowe"))],
+            0.9,
+        ),
+        walk(
+            &airline,
+            vec![step("ceo", false, &entity(3, "Otto Brandt"))],
+            0.9,
+        ),
+    ];
+    let mut asked = request(evidence, vec![airline]);
+    asked.question = "who runs Harbor Freight Lines".into();
+    asked
+}
+
+fn one_hop(relation: &str) -> Metapath {
+    Metapath {
+        steps: vec![RelationStep {
+            relation: relation.into(),
+            direction: Direction::Out,
+        }],
+    }
+}
+
+#[tokio::test]
+async fn the_learned_readers_choice_among_tied_paths_answers_and_a_misfit_still_gives_way() {
+    let with_vectors = rule_with_apart_vectors();
+    for summarizer in [&rule_only(None), &with_vectors] {
+        // Without a preference, the tie goes to the evidence order.
+        let reply = reply_in_time(summarizer, runs_request()).await;
+        assert_eq!(reply.answers[0].text, "Mina Lowe", "{reply:?}");
+        // The KG-Linker's reader chose `ceo` among the plans its first stage tied.
+        let mut asked = runs_request();
+        asked.preferred = vec![one_hop("ceo")];
+        let reply = reply_in_time(summarizer, asked).await;
+        let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+        assert_eq!(texts, ["Otto Brandt"], "{reply:?}");
+        // A preference only breaks ties: a path the words explain better stands.
+        let mut asked = runs_request();
+        asked.question = "who audits Harbor Freight Lines".into();
+        asked.preferred = vec![one_hop("ceo")];
+        let reply = reply_in_time(summarizer, asked).await;
+        assert_eq!(reply.answers[0].text, "Mina Lowe", "{reply:?}");
+        // A preferred path whose ends cannot be what is asked is still set aside.
+        let mut asked = founded_request("who founded Norrland Jet", true);
+        asked.preferred = vec![one_hop("founded_year")];
+        let reply = reply_in_time(summarizer, asked).await;
+        let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+        assert_eq!(texts, ["Maren Ashby"], "{reply:?}");
+    }
+}
+
+#[test]
+fn a_preference_breaks_only_a_tie_among_paths_of_its_length() {
+    let two_hops = Metapath {
+        steps: vec![
+            one_hop("auditor").steps[0].clone(),
+            one_hop("employer").steps[0].clone(),
+        ],
+    };
+    let paths = [one_hop("auditor"), one_hop("ceo"), two_hops];
+    let preferred = [one_hop("ceo")];
+    // Tied with a path of its length: raised alone above the tie.
+    let mut scores = [0.5, 0.5, 0.2];
+    assert!(super::prefer_among_tied(&paths, &preferred, &mut scores));
+    assert!(
+        scores[1] > scores[0] + super::core::EXPLAINED_TIE,
+        "{scores:?}"
+    );
+    // Tied with a longer path too: it was chosen among one-hop paths only, and says
+    // nothing against the longer one.
+    let mut scores = [0.5, 0.5, 0.5];
+    assert!(!super::prefer_among_tied(&paths, &preferred, &mut scores));
+    assert_eq!(scores, [0.5, 0.5, 0.5]);
+    // Below the best, or tied with nothing: nothing moves.
+    let mut scores = [0.6, 0.5, 0.2];
+    assert!(!super::prefer_among_tied(&paths, &preferred, &mut scores));
+    let mut scores = [0.1, 0.5, 0.2];
+    assert!(!super::prefer_among_tied(&paths, &preferred, &mut scores));
 }

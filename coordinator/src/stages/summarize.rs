@@ -22,6 +22,9 @@ pub(crate) struct SummarizeInput<'a> {
     pub cues: &'a [RelationCue],
     /// Relation paths to trust over the summarizer's own reading.
     pub trusted: &'a [Metapath],
+    /// Relation paths the summarizer prefers among those its own reading ties
+    /// (`SummarizeRequest::preferred`).
+    pub preferred: &'a [Metapath],
 }
 
 /// The summarizer's reply, its citations read as the whole context's lines; a failed
@@ -40,6 +43,7 @@ pub(crate) async fn summarize(
         max_answers: cx.max_answers,
         cues: input.cues.to_vec(),
         plan: input.trusted.to_vec(),
+        preferred: input.preferred.to_vec(),
     };
     let mut meta = record.ledger.final_meta(round);
     let grace = cx.config().finalize_grace;

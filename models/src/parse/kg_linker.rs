@@ -103,6 +103,7 @@ pub fn parse(reply: &str, relation_names: &[String]) -> KgLinkReply {
         confidence: None,
         reader_plan: false,
         reader_reaches: None,
+        reader_tie: None,
     }
 }
 

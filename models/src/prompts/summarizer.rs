@@ -72,6 +72,7 @@ mod tests {
             max_answers: 3,
             cues: vec![],
             plan: vec![],
+            preferred: Vec::new(),
         };
         let user = build(&request, 500).messages[1].content.clone();
         assert!(user.contains("at most 3"));

@@ -65,6 +65,12 @@ pub struct KgLinkReply {
     /// is known.
     #[serde(default)]
     pub reader_reaches: Option<Vec<NodeId>>,
+    /// The first of `metapaths`, when the learned reader chose it among plans the
+    /// first stage's word match ranks equally first (it could not tell them apart):
+    /// the summarizer prefers its paths among those its own reading ties. `None`
+    /// otherwise (no tie, or the reader re-ranked the plans itself).
+    #[serde(default)]
+    pub reader_tie: Option<Metapath>,
 }
 
 impl Rpc for KgLinkRequest {

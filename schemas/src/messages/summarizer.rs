@@ -24,6 +24,13 @@ pub struct SummarizeRequest {
     /// plan's. The ends of the evidence paths that follow one of them rank first.
     #[serde(default)]
     pub plan: Vec<Metapath>,
+    /// Relation paths the rule prefers among those its own reading ranks equally
+    /// first, and only there: the learned reader's choice among the KG-Linker's plans
+    /// that its word match could not tell apart (`KgLinkReply::reader_tie`). Unlike
+    /// `plan`, a preferred path is still set aside when its ends cannot be what is
+    /// asked.
+    #[serde(default)]
+    pub preferred: Vec<Metapath>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

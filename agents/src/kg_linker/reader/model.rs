@@ -524,6 +524,20 @@ impl ReaderModel {
         (0..scores.len()).max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)))
     }
 
+    /// Whether the lexicon learned from other graphs' questions associates a word of the
+    /// question with every hop of the candidate `features` describes (its weakest hop's
+    /// association is above 0): evidence for it, not only the absence of evidence
+    /// against it.
+    pub fn lexicon_supports(features: &[f32]) -> bool {
+        let index = FEATURES
+            .iter()
+            .position(|f| *f == "lexicon_hop_min")
+            .expect("the lexicon's features are among the reader's");
+        features
+            .get(index)
+            .is_some_and(|&association| association > 0.0)
+    }
+
     /// Whether the first candidate by these weights is right (an exact one).
     pub fn first_is_right(&self, example: &Example) -> bool {
         let scores: Vec<f32> = example.features.iter().map(|f| self.score(f)).collect();
