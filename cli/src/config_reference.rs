@@ -397,14 +397,17 @@ const KEYS: &[(&str, &str)] = &[
         "reader.enabled",
         "`true`: the learned reader re-ranks the first stage's plans. Off by default: on \
          graphs unlike the benchmarks it chooses better plans, on the benchmarks worse \
-         (`docs/reader.md`). `KGMESH_READER=on` does the same, `KGMESH_READER=off` undoes it.",
+         (`docs/reader.md`); off, it still breaks the first stage's ties when reading by \
+         words (with `reader.confidence`). `KGMESH_READER=on` does the same, \
+         `KGMESH_READER=off` undoes it.",
     ),
     (
         "reader.confidence",
         "`true`: every answer carries the chance that it is right (0 to 1), estimated from \
          the reader's features of the plan it comes from, with re-ranking on or off \
          (`docs/confidence.md`). `false` skips that reading and graph answers carry none \
-         (answers read from documents carry the passage reader's own).",
+         (answers read from documents carry the passage reader's own); with re-ranking \
+         off, the reader then breaks no ties either (`docs/reader.md`).",
     ),
 ];
 

@@ -320,28 +320,38 @@ fn the_auto_embedder_uses_minilm_where_its_files_are_and_says_lexical_elsewhere(
 
 /// With MiniLM, what the paths found is read against the question: "what kind of
 /// movie is Heat" names no relation by any single word, and "which football club does
-/// Tom Hanks play for" has no relation in a film graph. Lexically the first is answered
-/// with the director and the second with a film; with MiniLM the genre, flagged low
-/// confidence, and "I don't know" with the path it would have followed.
+/// Tom Hanks play for" has no relation in a film graph. Lexically, without the learned
+/// reader, the first is answered with the director (the first of the tied paths by
+/// name) and the second with a film; with MiniLM the genre, flagged low confidence, and
+/// "I don't know" with the path it would have followed. (By words with the reader, the
+/// default, its lexicon breaks the first tie: the genre too.)
 #[test]
 fn with_minilm_what_the_paths_found_is_read_against_the_question() {
     let minilm = minilm_dir();
     let kg = sample_kg();
-    let ask = |question: &str, embedder: &str| {
+    let ask_with = |question: &str, embedder: &str, reader: bool| {
         let mut command = kgmesh();
         command
             .args(["ask", question, "--kg"])
             .arg(&kg)
             .env("KGMESH_MINILM_DIR", &minilm)
-            .env("KGMESH__EMBEDDER__KIND", embedder);
+            .env("KGMESH__EMBEDDER__KIND", embedder)
+            .env("KGMESH__READER__CONFIDENCE", reader.to_string());
         run(command)
     };
+    let ask = |question: &str, embedder: &str| ask_with(question, embedder, true);
     let kind = "what kind of movie is Heat";
-    let (code, stdout, stderr) = ask(kind, "none");
+    let (code, stdout, stderr) = ask_with(kind, "none", false);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("1. Michael Mann"),
-        "lexically, evidence order: {stdout}"
+        "lexically, without the reader, evidence order: {stdout}"
+    );
+    let (code, stdout, stderr) = ask(kind, "none");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("1. Crime"),
+        "lexically, the reader breaks the tie: {stdout}"
     );
     // "film" in "what sort of film is Heat" is Heat's class, not a word for the
     // relation asked (MiniLM puts "sort" and "film" nearest `directed by`).
