@@ -1856,23 +1856,23 @@ async fn the_answers_class_is_read_from_what_each_path_reaches() {
     assert_eq!(reply.answers[0].text, "Harbor Rovers", "{reply:?}");
 }
 
-/// "who runs Harbor Freight Lines" over the airline's auditor (first in the evidence)
+/// "who runs Harbor Freight Lines" over the company's auditor (first in the evidence)
 /// and its ceo: no word of the question names either relation.
 fn runs_request() -> SummarizeRequest {
-    let airline = entity(1, "Harbor Freight Lines");
+    let company = entity(1, "Harbor Freight Lines");
     let evidence = vec![
         walk(
-            &airline,
+            &company,
             vec![step("auditor", false, &entity(2, "Mina Lowe"))],
             0.9,
         ),
         walk(
-            &airline,
+            &company,
             vec![step("ceo", false, &entity(3, "Otto Brandt"))],
             0.9,
         ),
     ];
-    let mut asked = request(evidence, vec![airline]);
+    let mut asked = request(evidence, vec![company]);
     asked.question = "who runs Harbor Freight Lines".into();
     asked
 }

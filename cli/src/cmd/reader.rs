@@ -728,9 +728,6 @@ async fn train(config: Config, args: TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Weights trained on every graph of `groups` but `graph`, with a lexicon learned from
-/// those graphs alone (cross-fitted among them, as in training), and `graph`'s examples
-/// read with that lexicon: how the reader reads a graph it has not seen.
 /// Writes every training example (question, candidates, features, targets) as JSON
 /// lines, domain by domain: `groups` holds the trained domains' examples and `held` the
 /// held-out ones', each in `domains`' order; `questions` each domain's linked questions.
@@ -763,6 +760,9 @@ fn write_dump(
     Ok(())
 }
 
+/// Weights trained on every graph of `groups` but `graph`, with a lexicon learned from
+/// those graphs alone (cross-fitted among them, as in training), and `graph`'s examples
+/// read with that lexicon: how the reader reads a graph it has not seen.
 fn fold_without(
     groups: &[(String, Vec<Example>)],
     graph: &str,
