@@ -574,4 +574,11 @@ fn a_tie_the_first_stage_cannot_break_is_broken_by_the_learned_reader() {
     assert_eq!(reply["answers"][0]["text"], "Otto Brandt", "{stdout}");
     // The reader's choice is the plan the confidence reads: both readings agree.
     assert_eq!(reply["readings_agree"], true, "{stdout}");
+    // And the reply says who chose it.
+    let notes = reply["notes"].as_array().expect("notes");
+    assert!(
+        notes.iter().any(|n| n
+            == "round 1: the learned reader chose ceo among plans the question's words read alike"),
+        "{stdout}"
+    );
 }

@@ -149,6 +149,12 @@ impl<'a> Run<'a> {
                 .reader_reaches
                 .clone()
                 .filter(|_| link.confidence.is_some());
+            if let Some(chosen) = &link.reader_tie {
+                self.record.context.note(format!(
+                    "round {round}: the learned reader chose {chosen} among plans the \
+                     question's words read alike"
+                ));
+            }
             self.preferred = link.reader_tie.iter().cloned().collect();
         }
         let finish = link.finish;

@@ -78,6 +78,25 @@ impl Metapath {
     }
 }
 
+/// `r1 -> r2 (inverse)`: each relation by its name, marked where it is followed from
+/// tail to head (or either way).
+impl std::fmt::Display for Metapath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (index, step) in self.steps.iter().enumerate() {
+            if index > 0 {
+                f.write_str(" -> ")?;
+            }
+            f.write_str(&step.relation)?;
+            match step.direction {
+                Direction::Out => {}
+                Direction::In => f.write_str(" (inverse)")?,
+                Direction::Both => f.write_str(" (either way)")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One hop of a concrete path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
@@ -398,6 +417,21 @@ mod path_tests {
             relation: relation.into(),
             direction,
         }
+    }
+
+    #[test]
+    fn a_metapath_reads_as_its_relations_with_their_directions() {
+        let metapath = Metapath {
+            steps: vec![
+                step("directed_by", Direction::In),
+                step("starred_actors", Direction::Out),
+                step("spouse", Direction::Both),
+            ],
+        };
+        assert_eq!(
+            metapath.to_string(),
+            "directed_by (inverse) -> starred_actors -> spouse (either way)"
+        );
     }
 
     #[test]
