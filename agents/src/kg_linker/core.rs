@@ -542,28 +542,25 @@ pub async fn rank_metapaths_with_confidence(
             // per question for an estimate no better overall (docs/confidence.md).
             let model = readers.for_reading(false);
             if model.first_stage_confidence.is_some() {
-                let (reaching, fits, lexical, ids) = (&reaching, &fits, &lexical, &ids);
-                let read = |order: Vec<usize>| async move {
-                    let first = crate::reader::FirstStage {
-                        reaching,
-                        fits,
-                        lexical,
-                        order: &order,
-                    };
-                    crate::reader::candidate_features(
-                        store,
-                        relevance.question(),
-                        relevance.terms(),
-                        None,
-                        ids,
-                        &first,
-                        model.candidates,
-                        Some(&model.lexicon),
-                    )
-                    .await
-                    .map(|candidates| candidates.rows)
+                let first = crate::reader::FirstStage {
+                    reaching: &reaching,
+                    fits: &fits,
+                    lexical: &lexical,
+                    order: &order,
                 };
-                let mut rows = read(order.clone()).await?;
+                let crate::reader::Candidates {
+                    mut rows, types, ..
+                } = crate::reader::candidate_features(
+                    store,
+                    relevance.question(),
+                    relevance.terms(),
+                    None,
+                    &ids,
+                    &first,
+                    model.candidates,
+                    Some(&model.lexicon),
+                )
+                .await?;
                 // Where the first stage's word match ranks several plans equally first,
                 // it cannot tell them apart: the learned reader's choice goes first
                 // when it is one of them. Read by words only: with an embedder, the
@@ -571,7 +568,7 @@ pub async fn rank_metapaths_with_confidence(
                 // (docs/reader.md).
                 let tied = if vectors.is_none() {
                     (0..rows.len())
-                        .filter(|&row| ties_first(reaching, fits, &order, row))
+                        .filter(|&row| ties_first(&reaching, &fits, &order, row))
                         .count()
                 } else {
                     0
@@ -580,14 +577,32 @@ pub async fn rank_metapaths_with_confidence(
                 // for: where it only knows words against the others, the tie stays.
                 let choice = model.first_choice(&rows).filter(|&row| {
                     tied > 1
-                        && ties_first(reaching, fits, &order, row)
+                        && ties_first(&reaching, &fits, &order, row)
                         && crate::reader::ReaderModel::lexicon_supports(&rows[row])
                 });
                 if let Some(row) = choice {
                     if row > 0 {
                         let index = order.remove(row);
                         order.insert(0, index);
-                        rows = read(order.clone()).await?;
+                        // The same candidates, another order: their classes stand.
+                        let first = crate::reader::FirstStage {
+                            reaching: &reaching,
+                            fits: &fits,
+                            lexical: &lexical,
+                            order: &order,
+                        };
+                        rows = crate::reader::candidate_features_read(
+                            relevance.question(),
+                            relevance.terms(),
+                            None,
+                            &ids,
+                            &first,
+                            model.candidates,
+                            Some(&model.lexicon),
+                            types,
+                        )
+                        .await
+                        .rows;
                     }
                     let chosen = &reaching[order[0]].metapath;
                     tracing::debug!(

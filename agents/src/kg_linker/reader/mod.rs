@@ -71,12 +71,40 @@ pub async fn candidate_features(
     limit: usize,
     lexicon: Option<&Lexicon>,
 ) -> StoreResult<Candidates> {
-    let picked: Vec<usize> = first.order.iter().take(limit).copied().collect();
-    let nodes: Vec<NodeId> = picked
+    let nodes: Vec<NodeId> = first
+        .order
         .iter()
+        .take(limit)
         .flat_map(|&i| first.reaching[i].reached.iter().take(CLASS_SAMPLE).copied())
         .collect();
     let types = NodeTypes::read(store, &nodes).await?;
+    Ok(candidate_features_read(
+        question,
+        terms,
+        vectors_opt,
+        sources,
+        first,
+        limit,
+        lexicon,
+        types,
+    )
+    .await)
+}
+
+/// [`candidate_features`] with the classes of what the candidates reach already read
+/// (`types`): the same first `limit` candidates in another order read no class again.
+#[allow(clippy::too_many_arguments)]
+pub async fn candidate_features_read(
+    question: &str,
+    terms: &crate::scoring::text::QuestionTerms,
+    vectors_opt: Option<&TextVectors>,
+    sources: &[NodeId],
+    first: &FirstStage<'_>,
+    limit: usize,
+    lexicon: Option<&Lexicon>,
+    types: NodeTypes,
+) -> Candidates {
+    let picked: Vec<usize> = first.order.iter().take(limit).copied().collect();
     let ask = AnswerAsk::read(question, terms);
     let cosines = match vectors_opt {
         Some(vectors) => {
@@ -167,12 +195,12 @@ pub async fn candidate_features(
             )
         })
         .collect();
-    Ok(Candidates {
+    Candidates {
         picked,
         rows,
         types,
         lexicon_input,
-    })
+    }
 }
 
 /// `first.order` with its first [`ReaderModel::candidates`] re-ordered by `model`, and
