@@ -439,6 +439,23 @@ pub fn class_type(class: &str) -> Option<AnswerType> {
         .map(|(kind, _)| *kind)
 }
 
+/// Whether `word` (lowercase) is one of [`CLASS_WORDS`]' nouns for `kind`, or such a
+/// noun's plural ("countries", "hubs"), as written: no stemming, so that a verb built on
+/// the noun ("placed", "based") is not taken for it.
+pub fn names_kind(word: &str, kind: AnswerType) -> bool {
+    let singulars = [
+        Some(word.to_owned()),
+        word.strip_suffix("ies").map(|w| format!("{w}y")),
+        word.strip_suffix("es").map(str::to_owned),
+        word.strip_suffix('s').map(str::to_owned),
+    ];
+    CLASS_WORDS
+        .iter()
+        .filter(|(k, _)| *k == kind)
+        .flat_map(|(_, nouns)| nouns.iter())
+        .any(|noun| singulars.iter().flatten().any(|w| w == noun))
+}
+
 /// What `question` asks for (see the module documentation).
 pub fn asked(question: &str) -> Asked {
     let all = words(question);

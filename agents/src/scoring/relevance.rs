@@ -707,6 +707,7 @@ impl Relevance {
         // Few distinct relations, many sequences: stem each relation once.
         let mut stems: HashMap<(&str, bool), Vec<String>> = HashMap::new();
         let unknown = self.unknown_words(sequences, &[]);
+        let asks_where = self.terms.asks_where();
         sequences
             .iter()
             .enumerate()
@@ -718,7 +719,13 @@ impl Relevance {
                         let forward = walks_forward(against, index, hop);
                         stems
                             .entry((relation.as_str(), forward))
-                            .or_insert_with(|| self.hop_tokens(relation, forward))
+                            .or_insert_with(|| {
+                                let mut tokens = self.hop_tokens(relation, forward);
+                                if asks_where && forward && reaches_a_place(relation) {
+                                    tokens.push(super::text::ASKED_KIND_TOKEN.to_owned());
+                                }
+                                tokens
+                            })
                             .clone()
                     })
                     .collect();
@@ -1019,6 +1026,14 @@ impl Relevance {
             })
             .collect())
     }
+}
+
+/// Whether the words of `relation`'s name that say what it reaches call it a place
+/// ([`super::text::ASKED_KIND_TOKEN`]).
+fn reaches_a_place(relation: &str) -> bool {
+    super::text::relation_head_words(relation)
+        .iter()
+        .any(|word| super::answer_type::names_kind(word, super::answer_type::AnswerType::Place))
 }
 
 /// The scores of `fits`, in order.

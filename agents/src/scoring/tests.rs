@@ -283,6 +283,68 @@ async fn an_opening_where_names_the_relation_it_stands_out_for() {
     assert_eq!(content, unplaced);
 }
 
+#[test]
+fn reading_by_words_an_opening_where_names_a_last_hop_that_reaches_what_its_name_calls_a_place() {
+    use kgmesh_schemas::graph::Direction;
+
+    // Without an embedder "where" names no relation by its letters; `is_in_country`
+    // says by its name that it reaches a country, a place.
+    let right = metapath(&[
+        ("plays_in_club", Direction::Out),
+        ("is_in_country", Direction::Out),
+    ]);
+    // A detour through the other players of the player's country to their clubs: it
+    // explains "plays" and "club" by two hops, and reaches no place.
+    let detour = metapath(&[
+        ("plays_for_country", Direction::Out),
+        ("is_in_country", Direction::In),
+        ("plays_in_club", Direction::In),
+    ]);
+    // Walked back, `is_in_country` reaches what is in a country.
+    let back = metapath(&[
+        ("plays_in_club", Direction::Out),
+        ("is_in_country", Direction::In),
+    ]);
+    // A place-named relation before the last hop reaches no answer.
+    let through = metapath(&[
+        ("plays_for_country", Direction::Out),
+        ("is_in_country", Direction::In),
+    ]);
+    let relevance = Relevance::lexical(
+        "where is the football club that Saphir_TAIDER plays for",
+        &["Saphir_TAIDER"],
+    );
+    let scores = relevance.metapaths_lexically(&[&right, &detour, &back, &through]);
+    assert!(scores[0] > scores[1], "{scores:?}");
+    assert!(scores[0] > scores[2], "{scores:?}");
+    // Asked otherwise, the hop to the country explains nothing, and the detour, which
+    // explains two words of the question by two hops, reads better.
+    let asked = Relevance::lexical(
+        "how is the football club that Saphir_TAIDER plays for",
+        &["Saphir_TAIDER"],
+    );
+    let other = asked.metapaths_lexically(&[&right, &detour, &back, &through]);
+    assert!(other[1] > other[0], "{other:?}");
+    assert_eq!(scores[2], other[2], "walked back, the hop explains nothing");
+    assert_eq!(scores[3], other[3], "not the last hop");
+    // A name is read as written: a verb built on a place noun names no place.
+    for (named, place) in [
+        ("located_in_city", true),
+        ("place_of_birth", true),
+        ("hubs", true),
+        ("based_in", false),
+        ("placed", false),
+        ("country_code", false),
+    ] {
+        let path = metapath(&[(named, Direction::Out)]);
+        let where_ = Relevance::lexical("where is Harbor Stores", &["Harbor Stores"])
+            .metapaths_lexically(&[&path])[0];
+        let how = Relevance::lexical("how is Harbor Stores", &["Harbor Stores"])
+            .metapaths_lexically(&[&path])[0];
+        assert_eq!(where_ > how, place, "{named}: {where_} against {how}");
+    }
+}
+
 #[tokio::test]
 async fn a_class_word_is_what_a_relation_reaches_only_by_its_head() {
     use kgmesh_schemas::graph::Direction;

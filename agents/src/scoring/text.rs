@@ -8,8 +8,9 @@ use std::collections::HashSet;
 
 pub use kgmesh_models::lexical::text::{
     content_stems, entity_mention_mask, inside_a_longer, is_article, is_determiner, is_stop_word,
-    marked_as_name, name_positions, names_the_class_of_a_name, relation_head_stems, relation_label,
-    relation_stems, relation_words, stem, stem_similarity, word_spans, words, writes_a_name,
+    marked_as_name, name_positions, names_the_class_of_a_name, relation_head_stems,
+    relation_head_words, relation_label, relation_stems, relation_words, stem, stem_similarity,
+    word_spans, words, writes_a_name,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the
@@ -137,6 +138,15 @@ fn token_stem(token: &str) -> (&str, bool) {
 /// The token a hop carries when it follows the previous hop's relation back (see
 /// [`SHARED_VALUE_WORDS`]); no relation name stems to it.
 pub const RETURN_TOKEN: &str = "\u{21a9}";
+
+/// The token a hop walked forward carries, reading by words only, when the question
+/// opens with "where" and the words of the relation's name that say what it reaches
+/// name a place by the plain English nouns of [`super::answer_type::CLASS_WORDS`]
+/// (`is_in_country`, `place of birth`; not `based_in` nor `placed`): on the last hop it
+/// explains "where", as the nearest relation by meaning does with an embedder. Without
+/// it, "where is the club that X plays for" could not name the hop that reaches the
+/// club's country at all, and a detour through other players explaining "club" won.
+pub const ASKED_KIND_TOKEN: &str = "\u{2020}";
 
 /// Whether question word `at` of `all`, itself a [`SHARED_VALUE_WORDS`] marker, follows
 /// another one, with at most a determiner between ("*share the same*", "*also
@@ -329,7 +339,8 @@ fn class_head(
 
 /// Whether two hops' tokens name the same relation, whichever way each walks it.
 fn same_relation(a: &[String], b: &[String]) -> bool {
-    let own = |t: &&String| *t != RETURN_TOKEN && !t.starts_with(CLASS_TOKEN);
+    let own =
+        |t: &&String| *t != RETURN_TOKEN && *t != ASKED_KIND_TOKEN && !t.starts_with(CLASS_TOKEN);
     a.iter().filter(own).eq(b.iter().filter(own))
 }
 
@@ -674,6 +685,12 @@ impl QuestionTerms {
         }
     }
 
+    /// Whether the question opens with "where": it asks for a place
+    /// ([`ASKED_KIND_TOKEN`]).
+    pub fn asks_where(&self) -> bool {
+        self.asked.is_some_and(|asked| self.raw[asked] == "where")
+    }
+
     /// Whether question word `index` is the opening wh-word that asks for a kind of
     /// answer ("*where* is …"); it names a relation by meaning only.
     pub fn asks_a_kind(&self, index: usize) -> bool {
@@ -740,6 +757,12 @@ impl QuestionTerms {
                 }
                 let similarity = if token == RETURN_TOKEN {
                     if self.marks_shared_value(index) {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                } else if token == ASKED_KIND_TOKEN {
+                    if Some(index) == self.asked {
                         1.0
                     } else {
                         0.0
@@ -887,6 +910,25 @@ impl QuestionTerms {
         // teams, one hop past the players.
         for (hop, tokens) in relations.iter().enumerate() {
             let last_hop = hop + 1 == relations.len();
+            // Only the last hop reaches the answers, whose kind the wh-word asks for;
+            // not on a relation the sequence walks twice: a round trip back to another
+            // place of the same relation explains the wh-word no better than the first.
+            let without_kind: Vec<String>;
+            let tokens = if tokens.iter().any(|t| t == ASKED_KIND_TOKEN)
+                && (!last_hop
+                    || relations[..hop]
+                        .iter()
+                        .any(|other| same_relation(other, tokens)))
+            {
+                without_kind = tokens
+                    .iter()
+                    .filter(|t| *t != ASKED_KIND_TOKEN)
+                    .cloned()
+                    .collect();
+                &without_kind
+            } else {
+                tokens
+            };
             // The answers are of the class the question names: the word is explained as
             // a relation's name explains one, before the hop claims a word of its own.
             // The hop is explained by it only where its relation is named like it too

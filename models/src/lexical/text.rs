@@ -501,6 +501,12 @@ pub fn relation_stems(relation: &str) -> Vec<String> {
 /// by"): whether what follows "of" names what has the relation ("original language of
 /// film") or what it reaches ("part of series"), the words alone do not tell.
 pub fn relation_head_stems(relation: &str) -> Vec<String> {
+    content_stems(&relation_head_words(relation).join(" "))
+}
+
+/// The words behind [`relation_head_stems`], lowercased and not stemmed (`placed` is no
+/// `place`).
+pub fn relation_head_words(relation: &str) -> Vec<String> {
     let label = match learned_label(relation) {
         Some(label) => label,
         None => {
@@ -514,7 +520,7 @@ pub fn relation_head_stems(relation: &str) -> Vec<String> {
     } else {
         &all
     };
-    content_stems(&kept.join(" "))
+    kept.iter().filter(|w| !is_stop_word(w)).cloned().collect()
 }
 
 /// How a comparative phrase bounds the number or date after it: "after 2012" is
