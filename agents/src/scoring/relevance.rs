@@ -708,27 +708,37 @@ impl Relevance {
         let mut stems: HashMap<(&str, bool), Vec<String>> = HashMap::new();
         let unknown = self.unknown_words(sequences, &[]);
         let asks_where = self.terms.asks_where();
+        let mut places: HashMap<&str, bool> = HashMap::new();
         sequences
             .iter()
             .enumerate()
             .map(|(index, sequence)| {
-                let relations: Vec<Vec<String>> = sequence
+                let mut relations: Vec<Vec<String>> = sequence
                     .iter()
                     .enumerate()
                     .map(|(hop, relation)| {
                         let forward = walks_forward(against, index, hop);
                         stems
                             .entry((relation.as_str(), forward))
-                            .or_insert_with(|| {
-                                let mut tokens = self.hop_tokens(relation, forward);
-                                if asks_where && forward && reaches_a_place(relation) {
-                                    tokens.push(super::text::ASKED_KIND_TOKEN.to_owned());
-                                }
-                                tokens
-                            })
+                            .or_insert_with(|| self.hop_tokens(relation, forward))
                             .clone()
                     })
                     .collect();
+                if let Some((last, before)) = relations.split_last_mut() {
+                    let hop = before.len();
+                    let relation = sequence[hop].as_str();
+                    if asks_where
+                        && walks_forward(against, index, hop)
+                        && *places
+                            .entry(relation)
+                            .or_insert_with(|| reaches_a_place(relation))
+                        && !before
+                            .iter()
+                            .any(|other| super::text::same_relation(other, last))
+                    {
+                        last.push(super::text::ASKED_KIND_TOKEN.to_owned());
+                    }
+                }
                 let relations = with_end_classes(relations, end_classes.get(index));
                 let relations = with_return_tokens(relations, returns.get(index));
                 self.terms.sequence_fit(

@@ -139,11 +139,13 @@ fn token_stem(token: &str) -> (&str, bool) {
 /// [`SHARED_VALUE_WORDS`]); no relation name stems to it.
 pub const RETURN_TOKEN: &str = "\u{21a9}";
 
-/// The token a hop walked forward carries, reading by words only, when the question
-/// opens with "where" and the words of the relation's name that say what it reaches
-/// name a place by the plain English nouns of [`super::answer_type::CLASS_WORDS`]
-/// (`is_in_country`, `place of birth`; not `based_in` nor `placed`): on the last hop it
-/// explains "where", as the nearest relation by meaning does with an embedder. Without
+/// The token the last hop of a sequence carries, reading by words only, when the
+/// question opens with "where", the hop walks its relation forward, the words of the
+/// relation's name that say what it reaches name a place by the plain English nouns of
+/// [`super::answer_type::CLASS_WORDS`] (`is_in_country`, `place of birth`; not
+/// `based_in` nor `placed`), and no earlier hop walks the same relation (a round trip
+/// back to another place of it explains "where" no better): it explains "where", as the
+/// nearest relation by meaning does with an embedder. Without
 /// it, "where is the club that X plays for" could not name the hop that reaches the
 /// club's country at all, and a detour through other players explaining "club" won.
 pub const ASKED_KIND_TOKEN: &str = "\u{2020}";
@@ -338,7 +340,7 @@ fn class_head(
 }
 
 /// Whether two hops' tokens name the same relation, whichever way each walks it.
-fn same_relation(a: &[String], b: &[String]) -> bool {
+pub(crate) fn same_relation(a: &[String], b: &[String]) -> bool {
     let own =
         |t: &&String| *t != RETURN_TOKEN && *t != ASKED_KIND_TOKEN && !t.starts_with(CLASS_TOKEN);
     a.iter().filter(own).eq(b.iter().filter(own))
@@ -910,25 +912,6 @@ impl QuestionTerms {
         // teams, one hop past the players.
         for (hop, tokens) in relations.iter().enumerate() {
             let last_hop = hop + 1 == relations.len();
-            // Only the last hop reaches the answers, whose kind the wh-word asks for;
-            // not on a relation the sequence walks twice: a round trip back to another
-            // place of the same relation explains the wh-word no better than the first.
-            let without_kind: Vec<String>;
-            let tokens = if tokens.iter().any(|t| t == ASKED_KIND_TOKEN)
-                && (!last_hop
-                    || relations[..hop]
-                        .iter()
-                        .any(|other| same_relation(other, tokens)))
-            {
-                without_kind = tokens
-                    .iter()
-                    .filter(|t| *t != ASKED_KIND_TOKEN)
-                    .cloned()
-                    .collect();
-                &without_kind
-            } else {
-                tokens
-            };
             // The answers are of the class the question names: the word is explained as
             // a relation's name explains one, before the hop claims a word of its own.
             // The hop is explained by it only where its relation is named like it too
