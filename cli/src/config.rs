@@ -221,6 +221,10 @@ pub struct LlmConfig {
     /// it the question is asked again with the model. Unset: the model is asked on
     /// every question.
     pub cascade_below: Option<f32>,
+    /// The model calls a question the cascade sends on may make: 1 (default) asks for
+    /// the KG-Linker's plan only, the judge and summarizer answering without the model;
+    /// the question's whole budget (`budget.llm_calls`) asks every role of `llm.roles`.
+    pub cascade_calls: u32,
 }
 
 /// The roles that use the model unless `llm.roles` says otherwise.
@@ -260,6 +264,7 @@ impl Default for LlmConfig {
             choice_constraint: kgmesh_models::openai::ChoiceConstraint::None,
             roles: DEFAULT_LLM_ROLES.iter().map(|r| (*r).to_owned()).collect(),
             cascade_below: None,
+            cascade_calls: 1,
         }
     }
 }
@@ -804,6 +809,12 @@ impl Config {
         if let Some(below) = self.llm.cascade_below {
             unit("llm.cascade_below", below, &mut problems);
         }
+        if self.llm.cascade_calls == 0 {
+            problems.push(
+                "llm.cascade_calls = 0: a question the cascade sends on needs at least one model call (leave llm.cascade_below unset to never ask the model)"
+                    .to_owned(),
+            );
+        }
         if !(50..=100_000).contains(&self.text.context_tokens) {
             problems.push(format!(
                 "text.context_tokens = {} must be between 50 and 100000",
@@ -1207,6 +1218,15 @@ mod tests {
             assert!(config.is_ok(), "{listen}: {:?}", config.err());
         }
         load("[llm]\nbase_url = \"http://127.0.0.1:8000/v1\"").expect("a URL");
+    }
+
+    #[test]
+    fn a_cascade_that_may_make_no_model_call_is_refused() {
+        let error = load("[llm]\ncascade_below = 0.8\ncascade_calls = 0").unwrap_err();
+        let problems = error.problems.join("\n");
+        assert!(problems.contains("llm.cascade_calls = 0"), "{problems}");
+        let config = load("[llm]\ncascade_below = 0.8").expect("the default");
+        assert_eq!(config.llm.cascade_calls, 1);
     }
 
     #[test]

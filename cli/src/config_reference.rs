@@ -219,6 +219,13 @@ const KEYS: &[(&str, &str)] = &[
          whose answer is kept unless it is worse supported. Unset: the model is asked on \
          every question (`docs/confidence.md`).",
     ),
+    (
+        "llm.cascade_calls",
+        "Model calls a question the cascade sends on may make, at least 1. With 1 the \
+         KG-Linker asks for its plan and the judge and summarizer answer without the \
+         model; the question's whole budget (`budget.llm_calls`) asks every role of \
+         `llm.roles`, as without the cascade.",
+    ),
     // embedder
     (
         "embedder.kind",

@@ -273,7 +273,7 @@ fn a_model_that_never_answers_is_waited_for_once() {
 
 /// The model cascade (`llm.cascade_below`): a question whose LLM-free plan is at least
 /// that confident makes no model call at all, and its answer is the LLM-free one; below
-/// it the roles ask the model as usual.
+/// it the KG-Linker asks the model for its plan.
 #[test]
 fn the_cascade_asks_the_model_only_below_its_threshold() {
     let stub = LlmStub::start(Script::text("As an AI language model, I love pancakes."));
@@ -298,10 +298,11 @@ fn the_cascade_asks_the_model_only_below_its_threshold() {
     assert_eq!(answer_texts(&confident), answer_texts(&llm_free));
     assert_eq!(degraded(&confident), Vec::<String>::new(), "{confident}");
 
-    // Below it the model is asked; this one talks nonsense, so its run falls back and
-    // the LLM-free answer stands, with the fallback said.
+    // Below it the model is asked, once by default (`llm.cascade_calls`): for the
+    // KG-Linker's plan. This one talks nonsense, so its run falls back and the LLM-free
+    // answer stands, with the fallback said.
     let unsure = ask_cascading("1");
-    assert!(stub.requests() > before, "no model call: {unsure}");
+    assert_eq!(stub.requests() - before, 1, "one model call: {unsure}");
     assert_eq!(answer_texts(&unsure), answer_texts(&llm_free), "{unsure}");
     assert!(!degraded(&unsure).is_empty(), "{unsure}");
     let notes = unsure["notes"].to_string();

@@ -67,6 +67,10 @@ pub struct CoordinatorConfig {
     /// at least this (or it came from a replayed plan); below it the question is asked
     /// again with the model. `None`: the model is asked on every question.
     pub cascade_below: Option<f32>,
+    /// The model calls a question sent on by the cascade may make (at most its
+    /// budget's): with 1, the first role of the run that uses the model (the
+    /// KG-Linker, for its plan) asks it, and the others answer without it.
+    pub cascade_calls: u32,
     /// Turns the plan's confidence into the answer's ([`crate::confidence`]); `None`:
     /// the plan's is the answer's. Not applied to a re-ranking reader's plans.
     pub answer_calibration: Option<crate::confidence::AnswerCalibration>,
@@ -120,6 +124,7 @@ impl Default for CoordinatorConfig {
             allowed_roles: AllowedRoles::default(),
             min_confidence: 0.0,
             cascade_below: None,
+            cascade_calls: 1,
             answer_calibration: None,
             hedge: HedgePolicy::default(),
         }

@@ -229,7 +229,12 @@ impl Coordinator {
             budget,
         };
         let reply = match self.config.cascade_below.filter(|_| budget.llm_calls > 0) {
-            None => self.new_run(admitted, None).run().instrument(span).await,
+            None => {
+                self.new_run(admitted, None, true)
+                    .run()
+                    .instrument(span)
+                    .await
+            }
             Some(threshold) => self.cascade(admitted, threshold).instrument(span).await,
         };
         self.recent.remember(
@@ -241,7 +246,8 @@ impl Coordinator {
 
     /// A question's run. `store_at`: store its plan in the cache only when its answer
     /// has at least this confidence (or replayed a plan); `None`: whenever it may.
-    fn new_run(&self, question: Admitted<'_>, store_at: Option<f32>) -> Run<'_> {
+    /// `reserve`: keep the summarizer's model calls for it, out of the first round's.
+    fn new_run(&self, question: Admitted<'_>, store_at: Option<f32>, reserve: bool) -> Run<'_> {
         let Admitted {
             request,
             snapshot,
@@ -249,7 +255,7 @@ impl Coordinator {
             trace,
             budget,
         } = question;
-        let reserved = if budget.llm_calls > 0 {
+        let reserved = if reserve && budget.llm_calls > 0 {
             self.config.summarizer_llm_calls
         } else {
             0
@@ -276,10 +282,12 @@ impl Coordinator {
 
     /// The model cascade: the question is first answered with no model call; an answer
     /// with at least `threshold` confidence (or from a replayed, verified plan) is the
-    /// reply. Below it the question is answered again with the model, and that answer
-    /// is kept unless it is worse supported (no answer, or a role fell back from its
-    /// model), in which case the LLM-free one stands. Either way the reply says so, and
-    /// carries both runs' cost and role calls.
+    /// reply. Below it the question is answered again with at most `cascade_calls`
+    /// model calls; fewer than its budget are spent by the run's roles in their order
+    /// (with one, the KG-Linker's plan: nothing is kept back for the summarizer). That
+    /// answer is kept unless it is worse supported (no answer, or a role fell back from
+    /// its model), in which case the LLM-free one stands. Either way the reply says so,
+    /// and carries both runs' cost and role calls.
     async fn cascade(&self, question: Admitted<'_>, threshold: f32) -> AskReply {
         let started = Instant::now();
         let mut free_budget = question.budget;
@@ -288,7 +296,10 @@ impl Coordinator {
             budget: free_budget,
             ..question.clone()
         };
-        let free = self.new_run(free_question, Some(threshold)).run().await;
+        let free = self
+            .new_run(free_question, Some(threshold), false)
+            .run()
+            .await;
         let shown = |c: Option<f32>| c.map_or("none".to_owned(), |c| format!("{c:.2}"));
         if free.plan_replayed || free.confidence.is_some_and(|c| c >= threshold) {
             let mut reply = free;
@@ -303,12 +314,22 @@ impl Coordinator {
             ));
             return reply;
         }
-        let asked = self.new_run(question, None).run().await;
+        // Fewer calls than the question's budget go to the roles in their order; the
+        // whole budget is spent as on a question asked without the cascade.
+        let limited = self.config.cascade_calls.max(1) < question.budget.llm_calls;
+        let calls = question
+            .budget
+            .llm_calls
+            .min(self.config.cascade_calls.max(1));
+        let mut asked_question = question;
+        asked_question.budget.llm_calls = calls;
+        let asked = self.new_run(asked_question, None, !limited).run().await;
         let worse = asked.answers.is_empty() && !free.answers.is_empty()
             || (!asked.degraded.is_empty() && free.degraded.is_empty());
         let why = format!(
-            "model cascade: the LLM-free answer's confidence {} is below {threshold:.2}, so the model was asked",
-            shown(free.confidence)
+            "model cascade: the LLM-free answer's confidence {} is below {threshold:.2}, so the model was asked (at most {calls} call{})",
+            shown(free.confidence),
+            if calls == 1 { "" } else { "s" }
         );
         let (mut reply, other) = if worse {
             let mut kept = free;

@@ -425,6 +425,71 @@ async fn the_cascade_asks_the_model_only_below_its_threshold() {
 }
 
 #[tokio::test]
+async fn a_question_the_cascade_sends_on_asks_for_the_kg_linkers_plan_alone_unless_given_more() {
+    // The question may make 3 model calls, one kept for the summarizer. Sent on by the
+    // cascade with `cascade_calls` 1, the KG-Linker may make the one call and spends
+    // it, so the judge (and the summarizer) may make none; with the whole budget the
+    // run is the one asked without the cascade: 2 for the KG-Linker, then 1 for the judge.
+    for (cascade_calls, linker_may, judge_may) in [(1, 1, 0), (3, 2, 1)] {
+        let bus = Arc::new(LocalBus::new());
+        let judged = Arc::new(Mutex::new(Vec::new()));
+        let linked = Arc::new(Mutex::new(Vec::new()));
+        let reply = KgLinkReply {
+            linked: vec![scored(1, "Heat")],
+            metapaths: vec![metapath("directed_by")],
+            confidence: Some(0.5),
+            ..KgLinkReply::default()
+        };
+        let recorded = linked.clone();
+        let _handles = (
+            serve::<KgLinkRequest, _, _>(&bus, Role::KG_LINKER, RoleKind::Core, move |request| {
+                let may = request.meta.budget.llm_calls;
+                recorded.lock().unwrap().push(may);
+                let reply = reply.clone();
+                async move {
+                    let spent = Cost {
+                        llm_calls: may.min(1),
+                        ..Cost::default()
+                    };
+                    Reply::ok(reply, spent)
+                }
+            })
+            .await,
+            path_retriever(&bus, "paths").await,
+            ends_summarizer(&bus).await,
+            recording_judge(&bus, judged.clone(), 0).await,
+            cache_manager(&bus, None, Arc::new(Mutex::new(Vec::new()))).await,
+        );
+        let mut config = CoordinatorConfig {
+            cascade_below: Some(0.8),
+            cascade_calls,
+            summarizer_llm_calls: 1,
+            ..test_config()
+        };
+        config.budget.llm_calls = 3;
+        let reply = bounded(coordinator(&bus, config).ask(question()))
+            .await
+            .expect("answered");
+        assert_eq!(reply.answers[0].text, "Michael Mann", "{reply:?}");
+        let linked = linked.lock().unwrap().clone();
+        let judged = judged.lock().unwrap().clone();
+        assert_eq!(linked, vec![0, linker_may], "cascade_calls {cascade_calls}");
+        assert_eq!(judged, vec![0, judge_may], "cascade_calls {cascade_calls}");
+        let said = reply.notes.join(" ");
+        let calls = if cascade_calls == 1 {
+            "1 call)"
+        } else {
+            "3 calls)"
+        };
+        assert!(
+            said.contains(&format!("so the model was asked (at most {calls}")),
+            "{said}"
+        );
+        assert_eq!(reply.cost.llm_calls, 1, "{:?}", reply.cost);
+    }
+}
+
+#[tokio::test]
 async fn the_summarizers_own_confidence_stands_and_one_outside_0_to_1_is_ignored() {
     // The plan's chance is 0.9; the summarizer read the answer from passages and says
     // 0.3. A summarizer's 1.7 is no chance: the plan's estimate stands then.

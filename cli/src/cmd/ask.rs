@@ -208,6 +208,7 @@ pub(crate) fn coordinator_config(config: &Config) -> CoordinatorConfig {
             .llm
             .cascade_below
             .filter(|_| config.reader.confidence),
+        cascade_calls: config.llm.cascade_calls,
         answer_calibration: answer_calibration(config),
         ..CoordinatorConfig::default()
     }
