@@ -483,3 +483,43 @@ fn with_minilm_the_confidence_embeds_nothing_more() {
     assert!(texts_without > 0, "MiniLM was used");
     assert_eq!(texts_with, texts_without);
 }
+
+/// With MiniLM, the word naming the answers' class ("which *city*") names what its
+/// nearest relation points to, as "where" does: `located in` walked back from the city
+/// reaches the libraries in it, not a city. And a relation the path walks there and back
+/// again is one relation, however each hop walks it: "what religious *belief*" is
+/// answered by the parent's religion, not by the others of that religion.
+#[test]
+fn with_minilm_the_answers_class_word_names_a_relation_only_walked_towards_its_object() {
+    let minilm = minilm_dir();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let family = dir.path().join("family.tsv");
+    std::fs::write(
+        &family,
+        "Mihrimar\tparents\tSuleiman\nSuleiman\treligion\tIslam\nAurangzeb\treligion\tIslam\n\
+         Mihrimar\tgender\tfemale\nSuleiman\tgender\tmale\n",
+    )
+    .expect("write the graph");
+    let library = repo_root().join("tests/data/zoo/library/kg.tsv");
+    for (kg, question, expected) in [
+        (
+            library.as_path(),
+            "In which city is the publisher of The Last Compass based?",
+            "Vessarin",
+        ),
+        (
+            family.as_path(),
+            "what religious belief does Mihrimar 's parents follow?",
+            "Islam",
+        ),
+    ] {
+        let mut command = kgmesh();
+        command
+            .args(["ask", question, "--json", "--kg"])
+            .arg(kg)
+            .env("KGMESH__EMBEDDER__MODEL_DIR", &minilm)
+            .env("KGMESH__EMBEDDER__KIND", "minilm");
+        let reply = run_json(command);
+        assert_eq!(reply["answers"][0]["text"], expected, "{question}: {reply}");
+    }
+}

@@ -16,8 +16,8 @@ use kgmesh_schemas::{
 };
 
 use super::text::{
-    is_determiner, LearnedCues, QuestionTerms, SequenceFit, CLAIM_MIN, CLASS_TOKEN, RELATION_TOKEN,
-    RETURN_TOKEN, STRONG_CUE,
+    is_determiner, LearnedCues, QuestionTerms, SequenceFit, AGAINST_TOKEN, CLAIM_MIN, CLASS_TOKEN,
+    RELATION_TOKEN, RETURN_TOKEN, STRONG_CUE,
 };
 
 /// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
@@ -228,10 +228,6 @@ pub fn standing_out(cosines: &[f32]) -> impl Iterator<Item = bool> + '_ {
 /// question word's (as much as a prefix match, so it can claim the word and earn the
 /// focus bonus).
 const EMBEDDED_SYNONYM: f32 = 0.8;
-
-/// Marks the token standing for a whole relation ([`RELATION_TOKEN`]) on a hop that walks
-/// the relation from its object to its subject.
-const AGAINST_TOKEN: char = '\u{2190}';
 
 /// Per hop: whether the hop walks its relation from object to subject.
 fn against_steps(metapaths: &[&Metapath]) -> Vec<Vec<bool>> {
@@ -934,10 +930,11 @@ impl Relevance {
     /// word no name matches, the relation nearest to it by embedding
     /// ([`Self::nearest_relations`]): a hop along that relation may claim the word as
     /// if a stem matched ("sex" names `gender`, "mom" `parents`, "faith" `religion`).
-    /// A wh-word asking for a kind of answer ("*where*", "*when*") names what its
-    /// nearest relation points to, so only a hop walking that relation from subject to
-    /// object may claim it: `located in` walked back from a city reaches what is in the
-    /// city, not a place (`against` as in [`Self::score_sequences`]).
+    /// A word saying what the answers are, a wh-word asking for a kind of answer
+    /// ("*where*", "*when*") or the word naming their class ("which *city*"), names what
+    /// its nearest relation points to, so only a hop walking that relation from subject
+    /// to object may claim it: `located in` walked back from a city reaches what is in
+    /// the city, not a place nor a city (`against` as in [`Self::score_sequences`]).
     async fn sequences_with_words(
         &self,
         sequences: &[Vec<String>],
@@ -976,11 +973,14 @@ impl Relevance {
             .nearest_relations(sequences, vectors, min_cosine, &matched)
             .await?;
         let named: Vec<bool> = nearest.iter().map(Option::is_some).collect();
-        let asked_relation: Option<&str> = nearest
+        // The relations named by a word saying what the answers are: the asking
+        // wh-word ("where") or the word naming the answers' class ("which *city*").
+        let kind_relations: Vec<&str> = nearest
             .iter()
             .enumerate()
-            .find(|(index, _)| self.terms.asks_a_kind(*index))
-            .and_then(|(_, relation)| relation.as_deref());
+            .filter(|(index, _)| self.terms.names_the_answers_class(*index))
+            .filter_map(|(_, relation)| relation.as_deref())
+            .collect();
         let unknown = self.unknown_words(sequences, &named);
         let extra = |token: &str, index: usize| -> f32 {
             let Some(relation) = token.strip_prefix(RELATION_TOKEN) else {
@@ -991,7 +991,7 @@ impl Relevance {
                 None => (relation, false),
             };
             let names = nearest.get(index).and_then(Option::as_deref) == Some(relation);
-            if names && !(walked_back && self.terms.asks_a_kind(index)) {
+            if names && !(walked_back && self.terms.names_the_answers_class(index)) {
                 EMBEDDED_SYNONYM
             } else {
                 0.0
@@ -1011,7 +1011,7 @@ impl Relevance {
                             .unwrap_or_default();
                         // Marked only where it matters, so that a hop's tokens
                         // otherwise read as they did without directions.
-                        let back = asked_relation == Some(relation.as_str())
+                        let back = kind_relations.contains(&relation.as_str())
                             && against
                                 .get(index)
                                 .and_then(|hops| hops.get(hop))

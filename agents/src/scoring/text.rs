@@ -339,11 +339,25 @@ fn class_head(
     }
 }
 
+/// Marks the token standing for a whole relation ([`RELATION_TOKEN`]) on a hop that walks
+/// the relation from its object to its subject.
+pub(crate) const AGAINST_TOKEN: char = '\u{2190}';
+
 /// Whether two hops' tokens name the same relation, whichever way each walks it.
 pub(crate) fn same_relation(a: &[String], b: &[String]) -> bool {
     let own =
         |t: &&String| *t != RETURN_TOKEN && *t != ASKED_KIND_TOKEN && !t.starts_with(CLASS_TOKEN);
-    a.iter().filter(own).eq(b.iter().filter(own))
+    let relation = |t: &String| {
+        if t.starts_with(RELATION_TOKEN) {
+            t.trim_end_matches(AGAINST_TOKEN).to_owned()
+        } else {
+            t.clone()
+        }
+    };
+    a.iter()
+        .filter(own)
+        .map(relation)
+        .eq(b.iter().filter(own).map(relation))
 }
 
 /// The order in which a question's words name the hops of a relation chain that starts
