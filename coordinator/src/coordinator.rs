@@ -316,11 +316,9 @@ impl Coordinator {
         }
         // Fewer calls than the question's budget go to the roles in their order; the
         // whole budget is spent as on a question asked without the cascade.
-        let limited = self.config.cascade_calls.max(1) < question.budget.llm_calls;
-        let calls = question
-            .budget
-            .llm_calls
-            .min(self.config.cascade_calls.max(1));
+        let cap = self.config.cascade_calls.max(1);
+        let limited = cap < question.budget.llm_calls;
+        let calls = question.budget.llm_calls.min(cap);
         let mut asked_question = question;
         asked_question.budget.llm_calls = calls;
         let asked = self.new_run(asked_question, None, !limited).run().await;
