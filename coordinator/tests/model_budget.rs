@@ -373,10 +373,26 @@ async fn replying_linker(
     reply: KgLinkReply,
     budgets: Arc<Mutex<Vec<u32>>>,
 ) -> Box<dyn kgmesh_bus::ServiceHandle> {
+    linker_spending(bus, reply, budgets, false).await
+}
+
+/// [`replying_linker`], spending one model call on a request that may make one when
+/// `spends`.
+async fn linker_spending(
+    bus: &Arc<LocalBus>,
+    reply: KgLinkReply,
+    budgets: Arc<Mutex<Vec<u32>>>,
+    spends: bool,
+) -> Box<dyn kgmesh_bus::ServiceHandle> {
     serve::<KgLinkRequest, _, _>(bus, Role::KG_LINKER, RoleKind::Core, move |request| {
-        budgets.lock().unwrap().push(request.meta.budget.llm_calls);
+        let may = request.meta.budget.llm_calls;
+        budgets.lock().unwrap().push(may);
         let reply = reply.clone();
-        async move { Reply::ok(reply, Cost::default()) }
+        let spent = Cost {
+            llm_calls: if spends { may.min(1) } else { 0 },
+            ..Cost::default()
+        };
+        async move { Reply::ok(reply, spent) }
     })
     .await
 }
@@ -440,21 +456,8 @@ async fn a_question_the_cascade_sends_on_asks_for_the_kg_linkers_plan_alone_unle
             confidence: Some(0.5),
             ..KgLinkReply::default()
         };
-        let recorded = linked.clone();
         let _handles = (
-            serve::<KgLinkRequest, _, _>(&bus, Role::KG_LINKER, RoleKind::Core, move |request| {
-                let may = request.meta.budget.llm_calls;
-                recorded.lock().unwrap().push(may);
-                let reply = reply.clone();
-                async move {
-                    let spent = Cost {
-                        llm_calls: may.min(1),
-                        ..Cost::default()
-                    };
-                    Reply::ok(reply, spent)
-                }
-            })
-            .await,
+            linker_spending(&bus, reply, linked.clone(), true).await,
             path_retriever(&bus, "paths").await,
             ends_summarizer(&bus).await,
             recording_judge(&bus, judged.clone(), 0).await,

@@ -347,17 +347,14 @@ pub(crate) const AGAINST_TOKEN: char = '\u{2190}';
 pub(crate) fn same_relation(a: &[String], b: &[String]) -> bool {
     let own =
         |t: &&String| *t != RETURN_TOKEN && *t != ASKED_KIND_TOKEN && !t.starts_with(CLASS_TOKEN);
-    let relation = |t: &String| {
-        if t.starts_with(RELATION_TOKEN) {
-            t.trim_end_matches(AGAINST_TOKEN).to_owned()
-        } else {
-            t.clone()
-        }
-    };
+    // Only a relation's token ([`RELATION_TOKEN`]) ever ends in the mark.
     a.iter()
         .filter(own)
-        .map(relation)
-        .eq(b.iter().filter(own).map(relation))
+        .map(|t| t.trim_end_matches(AGAINST_TOKEN))
+        .eq(b
+            .iter()
+            .filter(own)
+            .map(|t| t.trim_end_matches(AGAINST_TOKEN)))
 }
 
 /// The order in which a question's words name the hops of a relation chain that starts
