@@ -351,9 +351,28 @@ fn text_eval_scores_unanswerable_questions_and_answer_types() {
         )
         .as_bytes(),
     );
-    let eval = jsonl_eval(out.path(), &questions);
+    let results = docs.path().join("results");
+    let mut eval = jsonl_eval(out.path(), &questions);
+    eval.arg("--out").arg(&results);
     let (code, stdout, stderr) = run(eval);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // --out keeps what was printed, and each question's answers beside its gold ones.
+    let summary = std::fs::read_to_string(results.join("summary.md")).expect("summary.md");
+    assert_eq!(summary, stdout);
+    let answers: Vec<serde_json::Value> =
+        std::fs::read_to_string(results.join("answers.jsonl"))
+            .expect("answers.jsonl")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers[0]["question"], "where was Salt Road shot");
+    assert_eq!(answers[0]["gold"], serde_json::json!(["Bergen"]));
+    assert_eq!(answers[0]["answers"][0], "Bergen", "{answers:?}");
+    assert_eq!(answers[0]["right"], true);
+    assert_eq!(answers[0]["covered"], true);
+    assert_eq!(answers[2]["answers"], serde_json::json!([]), "{answers:?}");
+    assert_eq!(answers[2]["right"], false);
     // Hits@1 over the two answerable questions, the unanswerable one declined.
     let row = stdout
         .lines()

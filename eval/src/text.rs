@@ -46,6 +46,54 @@ pub struct TextRun {
     pub selection: String,
     /// Where to write the reader's candidate spans per question (no model only).
     pub span_examples: Option<PathBuf>,
+    /// A folder for `summary.md` (what is printed) and `answers.jsonl` (each question's
+    /// answers beside its gold ones), made if missing; nothing is written without one.
+    pub out: Option<PathBuf>,
+}
+
+/// What the run prints, kept to be written to `summary.md` as well.
+#[derive(Default)]
+struct Tee {
+    text: String,
+}
+
+impl Tee {
+    fn push(&mut self, text: &str) {
+        print!("{text}");
+        self.text.push_str(text);
+    }
+}
+
+/// `println!` onto a [`Tee`].
+macro_rules! say {
+    ($tee:expr) => {
+        $tee.push("\n")
+    };
+    ($tee:expr, $($arg:tt)*) => {
+        $tee.push(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// One question's reply in `answers.jsonl`.
+#[derive(serde::Serialize)]
+struct AnswerLine<'a> {
+    channels: String,
+    id: &'a str,
+    source: &'a str,
+    question: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    asks: Option<&'a str>,
+    gold: &'a [String],
+    /// The answers given, first first (with a model: its first answer written in the
+    /// context, the one scored).
+    answers: Vec<String>,
+    confidence: Option<f32>,
+    /// The first answer is a gold one.
+    right: bool,
+    /// A gold answer is written in the retrieved context.
+    covered: bool,
 }
 
 /// Scores of one channel setting.
@@ -114,8 +162,25 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("cannot open the text index in {}", run.dir.display()))?;
     let index = loaded.searcher.index();
-    println!("text evaluation: answers from documents alone (no graph)");
-    println!(
+    let mut tee = Tee::default();
+    let mut answers_out = match &run.out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let path = dir.join("answers.jsonl");
+            Some(std::io::BufWriter::new(
+                std::fs::File::create(&path)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+            ))
+        }
+        None => None,
+    };
+    say!(
+        tee,
+        "text evaluation: answers from documents alone (no graph)"
+    );
+    say!(
+ tee,
         "index      {} ({} files, {:.2} MB, {} chunks, {} passages, {} keywords, {} skeleton triples{})",
         run.dir.display(),
         index.files.len(),
@@ -130,7 +195,8 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             .map(|m| format!(" by {m}"))
             .unwrap_or_default()
     );
-    println!(
+    say!(
+        tee,
         "search     L = {} tokens, θ = {}, question vectors: {}",
         run.settings.context_tokens,
         run.settings.theta,
@@ -141,9 +207,10 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             .unwrap_or_else(|| "none (lexical)".to_owned())
     );
     if let Some(note) = &loaded.note {
-        println!("note       {note}");
+        say!(tee, "note       {note}");
     }
-    println!(
+    say!(
+        tee,
         "reader     {}",
         match (&run.llm, &run.embedder) {
             (Some(m), _) => format!("model {} (summarizer prompt), cache none", m.name()),
@@ -161,7 +228,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             ),
         }
     );
-    println!("questions  {} ({})", questions.len(), run.selection);
+    say!(tee, "questions  {} ({})", questions.len(), run.selection);
     let mut rows = Vec::new();
     let mut span_out = match &run.span_examples {
         Some(path) if run.llm.is_none() => Some(std::io::BufWriter::new(
@@ -175,7 +242,8 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
     };
     for &channels in &run.channels {
         if channels != Channels::Keyword && index.skeleton.is_empty() {
-            println!(
+            say!(
+                tee,
                 "channels {channels}: skipped, the index has no skeleton (index with a model)"
             );
             continue;
@@ -236,13 +304,11 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                 .map(|h| loaded.searcher.tokens_of(h))
                 .sum::<usize>();
             let context_norm = normalize(&context_text);
-            if question
+            let covered = question
                 .answers
                 .iter()
-                .any(|a| contains_phrase(&context_norm, &normalize(a)))
-            {
-                scores.covered += 1;
-            }
+                .any(|a| contains_phrase(&context_norm, &normalize(a)));
+            scores.covered += usize::from(covered);
             let request = SummarizeRequest {
                 question: question.question.clone(),
                 context: Context {
@@ -257,6 +323,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             };
             let started = Instant::now();
             let mut first_text: Option<String> = None;
+            let mut given: Vec<String> = Vec::new();
             let mut confidence: Option<f32> = None;
             let first = match &run.llm {
                 Some(llm) => {
@@ -270,6 +337,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                             );
                             // As the summarizer role does: an answer must be written in
                             // the context (a name the model invented is no answer).
+                            given = parsed.answers.iter().map(|a| a.text.clone()).collect();
                             parsed
                                 .answers
                                 .iter()
@@ -290,7 +358,8 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                         write_span_example(out, &summarizer, &request, question).await?;
                     }
                     let reply = summarizer.rule_reply(&request).await;
-                    first_text = reply.answers.first().map(|a| a.text.clone());
+                    given = reply.answers.iter().map(|a| a.text.clone()).collect();
+                    first_text = given.first().cloned();
                     confidence = reply.confidence.filter(|_| first_text.is_some());
                     first_text.as_deref().map(normalize)
                 }
@@ -299,6 +368,23 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             let hit = matches!(&first, Some(given) if question.answers.iter().any(|a| normalize(a) == *given));
             if let Some(chance) = confidence {
                 scores.confidences.push((chance, hit));
+            }
+            if let Some(out) = answers_out.as_mut() {
+                let line = AnswerLine {
+                    channels: channels.to_string(),
+                    id: &question.id,
+                    source: &question.source,
+                    question: &question.question,
+                    kind: question.kind.as_deref(),
+                    asks: question.asks.as_deref(),
+                    gold: &question.answers,
+                    answers: given,
+                    confidence,
+                    right: hit,
+                    covered,
+                };
+                serde_json::to_writer(&mut *out, &line)?;
+                std::io::Write::write_all(out, b"\n")?;
             }
             scores.replies.push(Replied {
                 answerable: !question.answers.is_empty(),
@@ -362,9 +448,12 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
     if let Some(mut out) = span_out {
         std::io::Write::flush(&mut out).context("cannot write span examples")?;
     }
-    println!();
-    println!("| channels | questions | n | coverage | Hits@1 | no answer | unanswerable declined | context tokens (mean) | retrieval p50 | p99 | reader p50 |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    if let Some(mut out) = answers_out {
+        std::io::Write::flush(&mut out).context("cannot write answers.jsonl")?;
+    }
+    say!(tee);
+    say!(tee, "| channels | questions | n | coverage | Hits@1 | no answer | unanswerable declined | context tokens (mean) | retrieval p50 | p99 | reader p50 |");
+    say!(tee, "|---|---|---|---|---|---|---|---|---|---|---|");
     let mut typing: Vec<(Channels, std::collections::BTreeMap<String, AsksScores>)> = Vec::new();
     let mut calibrated: Vec<Calibrated> = Vec::new();
     let mut withheld: Vec<(Channels, Vec<Replied>)> = Vec::new();
@@ -389,7 +478,8 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
             format!("{} of {}", scores.declined, scores.unanswerable)
         };
         let reader = format!("{:.2} ms", percentile(&scores.reader_ms, 50.0));
-        println!(
+        say!(
+ tee,
             "| {channels} | {source} | {} | {:.1} % | {hits} | {unusable} | {declined} | {:.0} | {:.2} ms | {:.2} ms | {reader} |",
             scores.latencies_ms.len(),
             100.0 * scores.covered as f64 / answerable,
@@ -425,12 +515,13 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         }
     }
     if !kinds.is_empty() {
-        println!();
-        println!("by question type (JSONL's `type`):");
-        println!(
+        say!(tee);
+        say!(tee, "by question type (JSONL's `type`):");
+        say!(
+            tee,
             "| channels | questions | type | n | Hits@1 (answerable) | declined (unanswerable) |"
         );
-        println!("|---|---|---|---|---|---|");
+        say!(tee, "|---|---|---|---|---|---|");
         for (channels, source, by_kind) in &kinds {
             for (kind, [n, answerable, hits, declined]) in by_kind {
                 let hits = if *answerable == 0 {
@@ -444,34 +535,44 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                 } else {
                     format!("{declined} of {unanswerable}")
                 };
-                println!("| {channels} | {source} | {kind} | {n} | {hits} | {declined} |");
+                say!(
+                    tee,
+                    "| {channels} | {source} | {kind} | {n} | {hits} | {declined} |"
+                );
             }
         }
     }
-    print_confidence(&calibrated);
+    print_confidence(&mut tee, &calibrated);
     if !calibrated.is_empty() {
         for (channels, replies) in &withheld {
-            println!();
-            println!(
+            say!(tee);
+            say!(
+ tee,
                 "answers withheld below a confidence (`--min-confidence`), channels {channels}, all question files together:"
             );
-            print!(
-                "{}",
-                withholding_table(&withholding(replies, &WITHHOLDING_THRESHOLDS))
-            );
+            tee.push(&withholding_table(&withholding(
+                replies,
+                &WITHHOLDING_THRESHOLDS,
+            )));
         }
     }
     for (channels, by_asks) in typing.iter().filter(|(_, b)| !b.is_empty()) {
-        println!();
-        println!("answer types, channels {channels} (all question files together; the reader's own typing against the `asks` the files give):");
-        println!("| asks | questions | Hits@1 | question read as asking it | first answers of that type | gold answers typed so |");
-        println!("|---|---|---|---|---|---|");
+        say!(tee);
+        say!(tee, "answer types, channels {channels} (all question files together; the reader's own typing against the `asks` the files give):");
+        say!(tee, "| asks | questions | Hits@1 | question read as asking it | first answers of that type | gold answers typed so |");
+        say!(tee, "|---|---|---|---|---|---|");
         let mut total = AsksScores::default();
         for (asks, s) in by_asks {
-            print_asks(asks, s);
+            print_asks(&mut tee, asks, s);
             total.add(s);
         }
-        print_asks("all", &total);
+        print_asks(&mut tee, "all", &total);
+    }
+    if let Some(dir) = &run.out {
+        let path = dir.join("summary.md");
+        std::fs::write(&path, &tee.text)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("kgmesh eval: wrote {} and answers.jsonl", path.display());
     }
     Ok(())
 }
@@ -514,21 +615,22 @@ type Calibrated = (Channels, String, Vec<(f32, bool)>);
 
 /// How well the passage answers' confidence means what it says, per question file and
 /// pooled per channel setting ([`Calibration`]).
-fn print_confidence(calibrated: &[Calibrated]) {
+fn print_confidence(tee: &mut Tee, calibrated: &[Calibrated]) {
     if calibrated.is_empty() {
         return;
     }
-    println!();
-    println!("confidence of the answers that carry one (an answer to an unanswerable question is wrong):");
-    println!("| channels | questions | {} |", Calibration::CELLS);
-    println!(
+    say!(tee);
+    say!(tee, "confidence of the answers that carry one (an answer to an unanswerable question is wrong):");
+    say!(tee, "| channels | questions | {} |", Calibration::CELLS);
+    say!(
+        tee,
         "|---|---|{}",
         "---|".repeat(Calibration::CELLS.split('|').count())
     );
     let mut pooled: Vec<(Channels, Vec<(f32, bool)>)> = Vec::new();
     for (channels, source, pairs) in calibrated {
         if let Some(calibration) = Calibration::of(pairs) {
-            println!("| {channels} | {source} | {} |", calibration.cells());
+            say!(tee, "| {channels} | {source} | {} |", calibration.cells());
         }
         match pooled.iter_mut().find(|(c, _)| c == channels) {
             Some((_, all)) => all.extend_from_slice(pairs),
@@ -539,7 +641,7 @@ fn print_confidence(calibrated: &[Calibrated]) {
         let files = calibrated.iter().filter(|(c, ..)| *c == channels).count();
         if files > 1 {
             if let Some(calibration) = Calibration::of(&pairs) {
-                println!("| {channels} | all | {} |", calibration.cells());
+                say!(tee, "| {channels} | all | {} |", calibration.cells());
             }
         }
     }
@@ -554,7 +656,7 @@ fn merge_asks(
     }
 }
 
-fn print_asks(asks: &str, s: &AsksScores) {
+fn print_asks(tee: &mut Tee, asks: &str, s: &AsksScores) {
     let share = |n: usize, of: usize| {
         if of == 0 {
             "–".to_owned()
@@ -562,7 +664,8 @@ fn print_asks(asks: &str, s: &AsksScores) {
             format!("{:.0} % ({n}/{of})", 100.0 * n as f64 / of as f64)
         }
     };
-    println!(
+    say!(
+        tee,
         "| {asks} | {} | {} | {} | {} | {} |",
         s.questions,
         share(s.hits, s.answerable),

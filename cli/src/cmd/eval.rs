@@ -93,7 +93,9 @@ struct RunArgs {
     server: Option<String>,
 
     /// Folder for report.json, summary.md and plot.svg
-    /// (default: eval-results/<name>-<time>).
+    /// (default: eval-results/<name>-<time>). Documents alone (`--text-index` without a
+    /// graph): summary.md (the printed tables) and answers.jsonl (each question's answers
+    /// beside its gold ones), written only when given.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 
@@ -526,6 +528,7 @@ fn run_text(config: Config, args: RunArgs, kind: DatasetKind) -> anyhow::Result<
                 progress: !args.no_progress,
                 selection,
                 span_examples: args.span_examples.clone(),
+                out: args.out.clone(),
             },
             questions,
         )
