@@ -359,12 +359,11 @@ fn text_eval_scores_unanswerable_questions_and_answer_types() {
     // --out keeps what was printed, and each question's answers beside its gold ones.
     let summary = std::fs::read_to_string(results.join("summary.md")).expect("summary.md");
     assert_eq!(summary, stdout);
-    let answers: Vec<serde_json::Value> =
-        std::fs::read_to_string(results.join("answers.jsonl"))
-            .expect("answers.jsonl")
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a JSON line"))
-            .collect();
+    let answers: Vec<serde_json::Value> = std::fs::read_to_string(results.join("answers.jsonl"))
+        .expect("answers.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
     assert_eq!(answers.len(), 3, "{answers:?}");
     assert_eq!(answers[0]["question"], "where was Salt Road shot");
     assert_eq!(answers[0]["gold"], serde_json::json!(["Bergen"]));
