@@ -430,12 +430,30 @@ pub const CLASS_WORDS: &[(AnswerType, &[&str])] = &[
     ),
 ];
 
-/// The answer type a class word asks for, by [`CLASS_WORDS`].
+/// The answer type a class word asks for, by [`CLASS_WORDS`]: the noun as written (or
+/// its plural) first, then by stem, so that a noun sharing its stem with another kind's
+/// ("office" and "officer") is read as itself.
 pub fn class_type(class: &str) -> Option<AnswerType> {
     let stemmed = stem(class);
+    let singulars = [
+        Some(class.to_owned()),
+        class.strip_suffix("ies").map(|w| format!("{w}y")),
+        class.strip_suffix("es").map(str::to_owned),
+        class.strip_suffix('s').map(str::to_owned),
+    ];
     CLASS_WORDS
         .iter()
-        .find(|(_, nouns)| nouns.iter().any(|n| *n == class || stem(n) == stemmed))
+        .find(|(_, nouns)| {
+            singulars
+                .iter()
+                .flatten()
+                .any(|w| nouns.contains(&w.as_str()))
+        })
+        .or_else(|| {
+            CLASS_WORDS
+                .iter()
+                .find(|(_, nouns)| nouns.iter().any(|n| stem(n) == stemmed))
+        })
         .map(|(kind, _)| *kind)
 }
 
@@ -1043,6 +1061,10 @@ mod tests {
         );
         assert_eq!(kind("What did Omar Haddad design?"), None);
         assert_eq!(kind("Tell me about Veltra"), None);
+        // A noun is read as itself before a noun of another kind with its stem.
+        assert_eq!(kind("In which office does the team work?"), Some(Place));
+        assert_eq!(kind("Which offices did it open?"), Some(Place));
+        assert_eq!(kind("Which officer signed it?"), Some(Person));
         assert_eq!(
             asked("Which engine did he design?").class.as_deref(),
             Some("engine")

@@ -594,10 +594,22 @@ impl Reading {
         let cosine = |i: usize| cosines.and_then(|c| c.get(i)).copied();
         // By words: enough of the question, one word outside its names; by meaning: near
         // enough to the question, writing some of it.
+        let question_stems: HashSet<String> = self.question_words.iter().map(|q| stem(q)).collect();
+        // The word naming the answers' class written beside one of its names, in a
+        // sentence or paragraph naming the entity ("in which office does X work": "X,
+        // which operates from the Brennick *office*"), stands for a word of the question.
+        let class_beside = |i: usize| {
+            self.wants.class.is_some()
+                && self.statements[i].names.iter().any(|&named| named > 0)
+                && self.statements[i].candidates.iter().any(|name| {
+                    self.candidate_fit(name, &question_stems)
+                        .is_some_and(|fits| fits.class)
+                })
+        };
         let by_words: Vec<bool> = (0..n)
             .map(|i| {
                 coverage[i] >= MIN_COVERAGE
-                    && (self.share(&matched[i]) > 0.0 || self.asked.is_empty())
+                    && (self.share(&matched[i]) > 0.0 || self.asked.is_empty() || class_beside(i))
             })
             .collect();
         let by_meaning: Vec<bool> = (0..n)
@@ -674,9 +686,43 @@ impl Reading {
             row[f("statement_rank")] = 1.0 / (1.0 + rank(i));
             row
         };
-        let question_stems: HashSet<String> = self.question_words.iter().map(|q| stem(q)).collect();
         // The question's class word ("which *films*"), by stem.
         let class = self.wants.class.as_deref().map(stem);
+        // A quantity asked other than a count ("how long", "how big"): a plain number is
+        // read with the unit written after it ("5 seconds", "40,000 crowns"), the bare
+        // number being the other reading. A count ("how *many* …") is the number alone,
+        // and an amount says its currency itself ("€150 per call").
+        let measure = self.wants.kind == Some(AnswerType::Number)
+            && !self
+                .question_words
+                .windows(2)
+                .any(|w| w[0] == "how" && w[1] == "many");
+        let unit_reading = |row: &mut [f32], name: &Name, offered: &[Name]| {
+            if !measure {
+                return;
+            }
+            let with_unit = match name.variant {
+                Variant::WithUnit
+                    if name.text.rsplit_once(' ').is_some_and(|(number, _)| {
+                        answer_type::form_type(number, "") == AnswerType::Number
+                    }) =>
+                {
+                    false
+                }
+                Variant::Whole if answer_type::form_type(&name.text, "") != AnswerType::Number => {
+                    return
+                }
+                Variant::Whole => offered.iter().any(|other| {
+                    other.variant == Variant::WithUnit
+                        && other
+                            .text
+                            .rsplit_once(' ')
+                            .is_some_and(|(number, _)| number == name.text)
+                }),
+                _ => return,
+            };
+            row[f("with_unit")] = f32::from(u8::from(with_unit));
+        };
         let mut rows: Vec<SpanRow> = Vec::new();
         for &i in &readable {
             let statement = &self.statements[i];
@@ -690,6 +736,7 @@ impl Reading {
                 if let Some(fits) = self.candidate_fit(name, &question_stems) {
                     let mut row = statement_row(i, self.share(&matched[i]));
                     fits.write(&mut row, name, self.wants.kind);
+                    unit_reading(&mut row, name, &statement.candidates);
                     row[f("statement_spans")] = 1.0 / offered;
                     row[f("opener_by_class")] = f32::from(u8::from(name.opener && class_written));
                     rows.push(SpanRow {
@@ -709,6 +756,7 @@ impl Reading {
                 if let Some(fits) = self.candidate_fit(name, &question_stems) {
                     let mut row = statement_row(chain.first, chain.both);
                     fits.write(&mut row, name, self.wants.kind);
+                    unit_reading(&mut row, name, &chain.next.candidates);
                     row[f("statement_spans")] = 1.0 / chain.next.candidates.len() as f32;
                     row[f("chain")] = 1.0;
                     row[f("chain_gain")] = chain.both - self.share(&matched[chain.first]);
@@ -1741,7 +1789,8 @@ fn topic_spans(
     let word_at = |t: usize| token_text(text, &tokens[t]);
     let is_word = |t: usize| word_at(t).chars().next().is_some_and(char::is_alphanumeric);
     // Not a part of a longer name: "Simon" in "Brett Simon", "Salt" in "Great Salt
-    // Lake". A stop word opening the sentence may stand before it ("The Monsters").
+    // Lake". A stop word opening the sentence may stand before it ("The Monsters"), and
+    // a number, which opens no name ("In 2023 Lumora Water Trust turned twelve").
     let whole = |range: &std::ops::Range<usize>| {
         let after = range.end < sentence.end
             && is_word(range.end)
@@ -1750,7 +1799,7 @@ fn topic_spans(
         let before = range.start > sentence_start && {
             let t = range.start - 1;
             is_word(t)
-                && capitalized(word_at(t))
+                && word_at(t).starts_with(char::is_uppercase)
                 && !(t == sentence_start && is_stop_word(&word_at(t).to_lowercase()))
         };
         !after && !before
@@ -1868,8 +1917,6 @@ fn names_in(
         {
             end -= 2;
         }
-        let name_text = slice(text, tokens, start..end);
-        let name_words = words(&name_text);
         // A name opens its sentence when only markup stands before it, or when it
         // opens a line ("## New", "- **Fixed:** …", a table's first cell).
         let opens = tokens[range.start..start]
@@ -1879,6 +1926,27 @@ fn names_in(
                 text[tokens[range.start + k].end as usize..tokens[start].start as usize]
                     .contains('\n')
             });
+        // A stop word capitalized because it opens the sentence, other than an
+        // article, opens no name: "When Elsbeth Marrow founded …", "In 2023 …".
+        // What follows it no longer opens the sentence.
+        let mut start = start;
+        let first = token_text(text, &tokens[start]).to_lowercase();
+        let opens = if opens
+            && end - start > 1
+            && is_stop_word(&first)
+            && !is_article(&first)
+            && !glued(&tokens[start], &tokens[start + 1])
+        {
+            start += 1;
+            while start + 1 < end && NAME_JOINERS.contains(&token_text(text, &tokens[start])) {
+                start += 1;
+            }
+            false
+        } else {
+            opens
+        };
+        let name_text = slice(text, tokens, start..end);
+        let name_words = words(&name_text);
         // A sentence's opening stop word is no name, nor a contraction of one ("They'd").
         let stop_opener = opens
             && name_words.first().is_some_and(|w| is_stop_word(w))
@@ -2653,5 +2721,51 @@ mod tests {
             ["Saturday 14 September 2024"]
         );
         assert_eq!(names("how much did Veltra spend"), ["4,500 euros"]);
+    }
+
+    #[test]
+    fn a_number_or_an_opening_stop_word_is_no_part_of_the_name_beside_it() {
+        // "In 2023 Lumora Water Trust …" names the Trust (a number before a name opens
+        // no longer name), so the sentence after it is about the Trust; and "When" is
+        // not the founder's first name.
+        let text = "In 2023 Lumora Water Trust turned twelve. When Elsbeth Marrow founded the \
+            Trust in Port Alvane in 2011, it had two rigs.\n\n\
+            Project manager Jomo Varga joined Lumora in 2016.";
+        let reply = answer_to("Who founded Lumora Water Trust?", text);
+        assert_eq!(texts(&reply).first(), Some(&"Elsbeth Marrow"), "{reply:?}");
+    }
+
+    #[test]
+    fn the_class_word_beside_a_name_says_enough_of_the_question() {
+        // "work" is written nowhere; "office", the class asked (a place, not an
+        // officer), stands beside Brennick in a sentence naming the centre.
+        let text = "The Security Operations Centre, which operates from the Brennick office \
+            around the clock, assigns an incident lead.\n\n\
+            The Travel Desk is coordinated by Dario Fenwell.";
+        let reply = answer_to(
+            "In which office does the Security Operations Centre work?",
+            text,
+        );
+        assert_eq!(texts(&reply), ["Brennick"], "{reply:?}");
+    }
+
+    #[test]
+    fn a_measure_is_read_with_its_unit_and_a_count_without() {
+        let text = "To pair a sensor, hold its button for 5 seconds until the light \
+            blinks. The Aerolith hub supports 64 sensors.";
+        assert_eq!(
+            texts(&answer_to(
+                "How long do I hold the button on a sensor?",
+                text
+            )),
+            ["5 seconds"]
+        );
+        assert_eq!(
+            texts(&answer_to(
+                "How many sensors does the Aerolith hub support?",
+                text
+            )),
+            ["64"]
+        );
     }
 }
