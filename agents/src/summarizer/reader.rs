@@ -18,7 +18,9 @@
 //!    sentences with the tokenizer documents are indexed with. A *name* is a run of
 //!    words that begin with a capital letter or a digit, joined by what joins names
 //!    ("of", "the", "&", a glued apostrophe or hyphen, an initial's full stop), and
-//!    ended by a line break or a column's gap; a possessive's "'s" is not its own.
+//!    ended by a line break or a column's gap; a possessive's "'s" is not its own, nor
+//!    a stop word other than an article that opens the sentence ("When Elsbeth Marrow
+//!    …"), and a number before the entity's name does not make it part of a longer one.
 //!    Numbers, amounts and dates are read whole ("$349", "€1.2 million", "4,500
 //!    euros", "Saturday 14 September 2024", "2024-03-12"), a code or a model's number
 //!    with its name ("AV-221", "Aurelle 900"). Every name is typed by its form and by
@@ -27,14 +29,16 @@
 //!    names listed beside it ("A, B and X star in it"), plus the name its paragraph
 //!    opens with; and other readings of them ([`name_variants`], [`phrases`]): a
 //!    name's parts at a preposition, a name without the common word opening it, a
-//!    number with its unit, runs of lower-case words.
+//!    number with its unit (the first reading where a measure other than a count is
+//!    asked: "5 seconds" for "how long"), runs of lower-case words.
 //! 4. **Statements** (`Reading::coverage`): the share of the question's words (a
 //!    class word the lexicon does not type too, not the rest of the wh-phrase; rarer
 //!    words among the context's sentences weigh more) a sentence writes, a word its
 //!    paragraph writes counting [`PASSAGE_SHARE`], the entity's names counting whole
 //!    ("Claire Danes" writes nothing of "Claire Skinner"). A sentence *says enough*
 //!    when it writes at least [`MIN_COVERAGE`] of the question and one word outside
-//!    its names, or, with an embedder, reads within cosine [`MIN_COSINE`] of it. The
+//!    its names (or the class word asked beside one of its names, naming the entity),
+//!    or, with an embedder, reads within cosine [`MIN_COSINE`] of it. The
 //!    reader answers only when some sentence about the entity (it, its paragraph or
 //!    its file names it) says enough; then every sentence about it that says enough,
 //!    or whose sentence or paragraph names the entity, offers its spans. With an
@@ -592,8 +596,6 @@ impl Reading {
         let n = self.statements.len();
         let coverage: Vec<f32> = self.statements.iter().map(|s| self.coverage(s)).collect();
         let cosine = |i: usize| cosines.and_then(|c| c.get(i)).copied();
-        // By words: enough of the question, one word outside its names; by meaning: near
-        // enough to the question, writing some of it.
         let question_stems: HashSet<String> = self.question_words.iter().map(|q| stem(q)).collect();
         // The word naming the answers' class written beside one of its names, in a
         // sentence or paragraph naming the entity ("in which office does X work": "X,
@@ -606,6 +608,8 @@ impl Reading {
                         .is_some_and(|fits| fits.class)
                 })
         };
+        // By words: enough of the question, one word outside its names (or the class
+        // word beside a name); by meaning: near enough to the question, writing some of it.
         let by_words: Vec<bool> = (0..n)
             .map(|i| {
                 coverage[i] >= MIN_COVERAGE
@@ -2725,9 +2729,9 @@ mod tests {
 
     #[test]
     fn a_number_or_an_opening_stop_word_is_no_part_of_the_name_beside_it() {
-        // "In 2023 Lumora Water Trust …" names the Trust (a number before a name opens
-        // no longer name), so the sentence after it is about the Trust; and "When" is
-        // not the founder's first name.
+        // "In 2023 Lumora Water Trust …" names the Trust (a number before a name does not
+        // make it part of a longer one), so the sentence after it is about the Trust; and
+        // "When" is not the founder's first name.
         let text = "In 2023 Lumora Water Trust turned twelve. When Elsbeth Marrow founded the \
             Trust in Port Alvane in 2011, it had two rigs.\n\n\
             Project manager Jomo Varga joined Lumora in 2016.";
