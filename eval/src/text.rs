@@ -180,7 +180,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         "text evaluation: answers from documents alone (no graph)"
     );
     say!(
- tee,
+        tee,
         "index      {} ({} files, {:.2} MB, {} chunks, {} passages, {} keywords, {} skeleton triples{})",
         run.dir.display(),
         index.files.len(),
@@ -479,7 +479,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         };
         let reader = format!("{:.2} ms", percentile(&scores.reader_ms, 50.0));
         say!(
- tee,
+            tee,
             "| {channels} | {source} | {} | {:.1} % | {hits} | {unusable} | {declined} | {:.0} | {:.2} ms | {:.2} ms | {reader} |",
             scores.latencies_ms.len(),
             100.0 * scores.covered as f64 / answerable,
@@ -547,7 +547,7 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
         for (channels, replies) in &withheld {
             say!(tee);
             say!(
- tee,
+                tee,
                 "answers withheld below a confidence (`--min-confidence`), channels {channels}, all question files together:"
             );
             tee.push(&withholding_table(&withholding(
