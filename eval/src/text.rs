@@ -383,8 +383,8 @@ pub async fn run(run: TextRun, questions: Vec<Question>) -> anyhow::Result<()> {
                     right: hit,
                     covered,
                 };
-                serde_json::to_writer(&mut *out, &line)?;
-                std::io::Write::write_all(out, b"\n")?;
+                serde_json::to_writer(&mut *out, &line).context("cannot write answers.jsonl")?;
+                std::io::Write::write_all(out, b"\n").context("cannot write answers.jsonl")?;
             }
             scores.replies.push(Replied {
                 answerable: !question.answers.is_empty(),
