@@ -435,12 +435,7 @@ pub const CLASS_WORDS: &[(AnswerType, &[&str])] = &[
 /// ("office" and "officer") is read as itself.
 pub fn class_type(class: &str) -> Option<AnswerType> {
     let stemmed = stem(class);
-    let singulars = [
-        Some(class.to_owned()),
-        class.strip_suffix("ies").map(|w| format!("{w}y")),
-        class.strip_suffix("es").map(str::to_owned),
-        class.strip_suffix('s').map(str::to_owned),
-    ];
+    let singulars = as_written(class);
     CLASS_WORDS
         .iter()
         .find(|(_, nouns)| {
@@ -457,16 +452,22 @@ pub fn class_type(class: &str) -> Option<AnswerType> {
         .map(|(kind, _)| *kind)
 }
 
-/// Whether `word` (lowercase) is one of [`CLASS_WORDS`]' nouns for `kind`, or such a
-/// noun's plural ("countries", "hubs"), as written: no stemming, so that a verb built on
-/// the noun ("placed", "based") is not taken for it.
-pub fn names_kind(word: &str, kind: AnswerType) -> bool {
-    let singulars = [
+/// A lower-case word as written and the singulars its plural ending may stand for
+/// ("countries": "countrie", "countri", "country"), to look a noun up without stemming.
+fn as_written(word: &str) -> [Option<String>; 4] {
+    [
         Some(word.to_owned()),
         word.strip_suffix("ies").map(|w| format!("{w}y")),
         word.strip_suffix("es").map(str::to_owned),
         word.strip_suffix('s').map(str::to_owned),
-    ];
+    ]
+}
+
+/// Whether `word` (lowercase) is one of [`CLASS_WORDS`]' nouns for `kind`, or such a
+/// noun's plural ("countries", "hubs"), as written: no stemming, so that a verb built on
+/// the noun ("placed", "based") is not taken for it.
+pub fn names_kind(word: &str, kind: AnswerType) -> bool {
+    let singulars = as_written(word);
     CLASS_WORDS
         .iter()
         .filter(|(k, _)| *k == kind)
