@@ -303,7 +303,7 @@ pub async fn first_stage(
             .then(a_path.steps.len().cmp(&b_path.steps.len()))
             .then(a_path.cmp(b_path))
     });
-    misfits_last(store, relevance.asking(), &reaching, &fits, &mut order).await?;
+    misfits_last(store, relevance, &reaching, &fits, &mut order).await?;
     Ok((reaching, fits, lexical, order))
 }
 
@@ -311,7 +311,7 @@ pub async fn first_stage(
 const FORM_SAMPLE: usize = 5;
 
 /// Reached nodes read per metapath to tell what class they are of ([`hop_classes`]).
-const CLASS_SAMPLE: usize = 5;
+pub(crate) const CLASS_SAMPLE: usize = 5;
 
 /// For each metapath, per hop, the classes of the nodes its walk reaches at that hop
 /// ([`classes_held`] by a sample of [`CLASS_SAMPLE`] nodes the metapath's prefix of that
@@ -405,6 +405,45 @@ pub fn classes_held(
     held
 }
 
+/// The kinds of name (a person, an organization, a place …) that at least half of
+/// `group` is of, as the class words of [`classes_held`] name them in the answer types'
+/// lexicon ([`answer_type::stem_type`]): what the relations pointing to the nodes call
+/// them (`spouse` a person, `place_of_birth` a place) and their declared classes' head
+/// nouns; and an organization where a node's name says so by its form ("Northgale
+/// Systems", [`answer_type::form_type`]), since a relation's agent noun (`developer`,
+/// `owner`) may call a company what the lexicon reads as a person. Empty where nothing
+/// names a kind.
+pub fn kinds_held(
+    types: &crate::reader::types::NodeTypes,
+    group: &[NodeId],
+    holders: &HashMap<String, Vec<String>>,
+) -> Vec<answer_type::AnswerType> {
+    let organization = answer_type::AnswerType::Organization;
+    let mut kinds: Vec<answer_type::AnswerType> = classes_held(types, group, None, holders)
+        .iter()
+        .filter_map(|stem| answer_type::stem_type(stem))
+        .collect();
+    if group.iter().any(|&node| {
+        types
+            .name(node)
+            .is_some_and(|name| answer_type::form_type(name, "") == organization)
+    }) {
+        kinds.push(organization);
+    }
+    kinds.sort_by_key(|kind| kind.name());
+    kinds.dedup();
+    kinds
+}
+
+/// Whether `kinds` ([`kinds_held`]) rule out answering a question asking for `asked`:
+/// some kind is named and none fits what is asked ([`answer_type::fit`] 0).
+pub fn kinds_misfit(asked: answer_type::AnswerType, kinds: &[answer_type::AnswerType]) -> bool {
+    !kinds.is_empty()
+        && kinds
+            .iter()
+            .all(|&kind| answer_type::fit(asked, kind) == 0.0)
+}
+
 /// When the first of `order` reaches only what cannot answer the question by its form
 /// (numbers where a person or place is asked, names where a date or year is,
 /// [`answer_type::form_misfits`]) and another metapath reaches something that can
@@ -416,16 +455,17 @@ pub fn classes_held(
 /// → where X was born → a publisher based there → the year it was founded) explains
 /// no more of the question than the form of its end, and stays where it was. The
 /// summarizer sets aside such evidence paths the same way; planning by it brings the
-/// path that can answer into the evidence at all. `asking`: the question's words
-/// outside its entities' names.
+/// path that can answer into the evidence at all. The question's words outside its
+/// entities' names are read ([`Relevance::asking`]). When the first's form fits, the
+/// kind of name it reaches may still not ([`kinds_last`]).
 async fn misfits_last(
     store: &dyn GraphStore,
-    asking: &str,
+    relevance: &Relevance,
     reaching: &[Reaching],
     fits: &[SequenceFit],
     order: &mut [usize],
 ) -> StoreResult<()> {
-    let Some(asked) = answer_type::asked_by_form(asking) else {
+    let Some(asked) = answer_type::asked_by_form(relevance.asking()) else {
         return Ok(());
     };
     let mut sample: Vec<NodeId> = reaching
@@ -452,9 +492,12 @@ async fn misfits_last(
             forms.peek().is_some() && forms.all(|name| answer_type::form_misfits(asked, name))
         })
         .collect();
-    let Some(&first) = order.first().filter(|&&i| misfit[i]) else {
+    let Some(&first) = order.first() else {
         return Ok(());
     };
+    if !misfit[first] {
+        return kinds_last(store, relevance, reaching, fits, order).await;
+    }
     let unexplained = fits[first].unexplained_hops;
     // The asking word explains one hop by the form of its end.
     let answers = |i: usize| !misfit[i] && fits[i].unexplained_hops <= unexplained + 1;
@@ -463,6 +506,67 @@ async fn misfits_last(
     }
     Ok(())
 }
+
+/// When the question's wh-word asks for a person or a place
+/// ([`answer_type::asked_by_wh_word`]) and the first of `order` reaches names the
+/// relations pointing to them call another kind ([`kinds_held`]: "where does X's spouse
+/// work", a spouse being a person), the candidates among the first [`KIND_CANDIDATES`]
+/// that reach no other kind, leaving at most one more hop unexplained, go first: those
+/// that reach the kind asked (or a near one, [`answer_type::fit`]) before those whose
+/// kind nothing names, each in its order. The summarizer sets aside evidence paths the
+/// same way.
+async fn kinds_last(
+    store: &dyn GraphStore,
+    relevance: &Relevance,
+    reaching: &[Reaching],
+    fits: &[SequenceFit],
+    order: &mut [usize],
+) -> StoreResult<()> {
+    let Some(asked) = answer_type::asked_by_wh_word(relevance.asking()) else {
+        return Ok(());
+    };
+    let sample = |i: usize| &reaching[i].reached[..reaching[i].reached.len().min(CLASS_SAMPLE)];
+    let holders = relevance.holder_words();
+    let first = order[0];
+    let types = node_types(store, sample(first)).await;
+    if !kinds_misfit(asked, &kinds_held(&types, sample(first), holders)) {
+        return Ok(());
+    }
+    let window = order.len().min(KIND_CANDIDATES);
+    let nodes: Vec<NodeId> = order[..window]
+        .iter()
+        .flat_map(|&i| sample(i).iter().copied())
+        .collect();
+    let types = node_types(store, &nodes).await;
+    let unexplained = fits[first].unexplained_hops;
+    // Per candidate: 0 reaches the kind asked, 1 no named kind, 2 another kind or too far.
+    let rank: HashMap<usize, u8> = order[..window]
+        .iter()
+        .map(|&i| {
+            let kinds = kinds_held(&types, sample(i), holders);
+            let rank = if kinds_misfit(asked, &kinds) || fits[i].unexplained_hops > unexplained + 1
+            {
+                2
+            } else if kinds
+                .iter()
+                .any(|&kind| answer_type::fit(asked, kind) > 0.0)
+            {
+                0
+            } else {
+                1
+            };
+            (i, rank)
+        })
+        .collect();
+    if rank.values().any(|&r| r < 2) {
+        order[..window].sort_by_key(|i| rank[i]);
+    }
+    Ok(())
+}
+
+/// Candidates read for the kind of what they reach when the first reaches another kind
+/// than the one asked ([`misfits_last`]).
+const KIND_CANDIDATES: usize = 40;
 
 /// Metapaths around `entities`, ranked against the question, best first: the first
 /// stage's order, its best candidates re-ranked by the learned reader

@@ -603,6 +603,47 @@ async fn a_plan_reaching_what_cannot_answer_by_its_form_goes_after_one_that_can(
     assert_ne!(first("what about Human Error").await, dated);
 }
 
+#[tokio::test]
+async fn a_plan_reaching_another_kind_of_name_than_asked_goes_after_one_that_can() {
+    use crate::scoring::fixtures::graph;
+
+    // "work" names no relation: by words the spouse explains the question best, but
+    // "where" asks for a place and the relations pointing to a spouse call it a person;
+    // an institution (an organization) may be where someone works, a shirt size is of
+    // no kind the words name.
+    let graph = graph(&[
+        ("Vera Holm", "spouse", "Anton Holm"),
+        ("Anton Holm", "spouse", "Vera Holm"),
+        ("Anton Holm", "institution", "Harbor College"),
+        ("Anton Holm", "shirt_size", "L"),
+        ("Vera Holm", "children", "Ida Holm"),
+    ]);
+    let vera = entity(&graph, "Vera Holm");
+    let first = |question: &'static str| {
+        let graph = &graph;
+        let vera = vera.clone();
+        async move {
+            let relevance = Relevance::lexical(question, &["Vera Holm"]);
+            rank_metapaths(graph, &relevance, &[vera], &EnumerateLimits::default(), 3)
+                .await
+                .unwrap()[0]
+                .metapath
+                .steps
+                .clone()
+        }
+    };
+    let spouse = vec![step("spouse", Direction::Out)];
+    assert_eq!(
+        first("where does Vera Holm's spouse work").await,
+        vec![
+            step("spouse", Direction::Out),
+            step("institution", Direction::Out)
+        ]
+    );
+    // "who" asks for a person, which a spouse is.
+    assert_eq!(first("who is Vera Holm's spouse").await, spouse);
+}
+
 /// A graph whose relation names hold the words its questions call entities by.
 const CALLED: &[(&str, &str, &str)] = &[
     ("Heat", "is_a", "film"),

@@ -98,6 +98,25 @@ pub fn asked_by_form(asking: &str) -> Option<AnswerType> {
         .filter(|kind| matches!(kind, Person | Place | Date | Year))
 }
 
+/// What a question asks for by its wh-word alone ("who" a person, "where" a place),
+/// when no class word says more: a class word read from a longer phrase may be a
+/// possessive chain's first link ("what is X's *children*'s place of birth"), the
+/// wh-word cannot. `asking`: the question's words outside its entities' names.
+pub fn asked_by_wh_word(asking: &str) -> Option<AnswerType> {
+    let asked = asked(asking);
+    // "who is *the* place of birth of …": a noun phrase after the auxiliary names what
+    // is asked, whatever the wh-word.
+    let all = words(asking);
+    let at = *asked.phrase.first()?;
+    let named = all
+        .get(at + 1)
+        .is_some_and(|w| AUXILIARIES.contains(&w.as_str()))
+        && all.get(at + 2).is_some_and(|w| is_article(w));
+    asked.kind.filter(|kind| {
+        asked.class.is_none() && !named && matches!(kind, AnswerType::Person | AnswerType::Place)
+    })
+}
+
 /// How well a span of type `span` answers a question asking for `asked`, in `[0, 1]`:
 /// 1 for the type asked, less for a near one (an organization for "who", a year for
 /// "when"), 0 for a numeric span where a name is asked or the reverse.
@@ -449,6 +468,15 @@ pub fn class_type(class: &str) -> Option<AnswerType> {
                 .iter()
                 .find(|(_, nouns)| nouns.iter().any(|n| stem(n) == stemmed))
         })
+        .map(|(kind, _)| *kind)
+}
+
+/// The answer type a class word's stem names ([`crate::scoring::text::stem`] of one of
+/// [`CLASS_WORDS`]' nouns): what a relation reaching nodes of that class reaches.
+pub fn stem_type(stemmed: &str) -> Option<AnswerType> {
+    CLASS_WORDS
+        .iter()
+        .find(|(_, nouns)| nouns.iter().any(|n| stem(n) == stemmed))
         .map(|(kind, _)| *kind)
 }
 
@@ -1032,6 +1060,24 @@ mod tests {
 
     fn kind(question: &str) -> Option<AnswerType> {
         asked(question).kind
+    }
+
+    #[test]
+    fn the_wh_word_alone_asks_for_a_person_or_a_place() {
+        use AnswerType::*;
+        assert_eq!(asked_by_wh_word("where does 's spouse work"), Some(Place));
+        assert_eq!(asked_by_wh_word("who directed"), Some(Person));
+        // A class word or a noun after "is the" says what is asked instead.
+        assert_eq!(asked_by_wh_word("which city was born in"), None);
+        assert_eq!(
+            asked_by_wh_word("who is the place of birth of 's son"),
+            None
+        );
+        // Dates and years are told by their form.
+        assert_eq!(asked_by_wh_word("when was founded"), None);
+        assert_eq!(stem_type(&stem("spouse")), Some(Person));
+        assert_eq!(stem_type(&stem("place")), Some(Place));
+        assert_eq!(stem_type(&stem("genre")), None);
     }
 
     #[test]

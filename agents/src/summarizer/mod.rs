@@ -567,7 +567,13 @@ impl Summarizer {
             let mut scores = fit_scores(&fits);
             prefer_among_tied(&metapaths, &request.preferred, &mut scores);
             let set_aside = self
-                .set_aside(&asking, (&texts, &line_paths, &ends), &fits, &mut scores)
+                .set_aside(
+                    &asking,
+                    (&texts, &line_paths, &ends),
+                    &fits,
+                    relevance.holder_words(),
+                    &mut scores,
+                )
                 .await;
             let mut reply = summarize_scored(request, &self.rule, Some(&scores));
             flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
@@ -600,7 +606,13 @@ impl Summarizer {
             tracing::warn!(%error, "path profiles not embedded; ties left to evidence order");
         }
         let set_aside = self
-            .set_aside(&asking, (&texts, &line_paths, &ends), &fits, &mut scores)
+            .set_aside(
+                &asking,
+                (&texts, &line_paths, &ends),
+                &fits,
+                relevance.holder_words(),
+                &mut scores,
+            )
             .await;
         // Verified plans taught what the cued words mean: a path they explain is not
         // far from the question for reading far from it by meaning.
@@ -644,8 +656,11 @@ impl Summarizer {
     /// Sets aside the paths that cannot answer the question: those whose answers the graph
     /// declares of another class than the one asked ([`other_class_lines`], on the
     /// process's graph when it has one), those naming their start's class
-    /// ([`class_lines`]) and those whose answers' form cannot be what is asked
-    /// ([`misfit_lines`]). Each set aside goes below every other path ([`demote`]) when
+    /// ([`class_lines`]), those whose answers the relations pointing to them call
+    /// another kind of name than the one asked ([`other_kind_lines`], on the process's
+    /// graph, reading a relation's words as `holders` says, see
+    /// [`crate::kg_linker::core::holder_words`]) and those whose answers' form cannot be
+    /// what is asked ([`misfit_lines`]). Each set aside goes below every other path ([`demote`]) when
     /// the best-scored path is in it; setting one aside may bring another's path first, so
     /// they are applied until none moves anything (at most [`SET_ASIDE_PASSES`] times).
     /// Each reads `asking`, the question's words outside its entities' names
@@ -657,6 +672,7 @@ impl Summarizer {
         asking: &str,
         paths: (&[String], &[Option<&Path>], &[String]),
         fits: &[SequenceFit],
+        holders: &HashMap<String, Vec<String>>,
         scores: &mut [f32],
     ) -> Vec<SetAside> {
         let (texts, line_paths, ends) = paths;
@@ -673,6 +689,11 @@ impl Summarizer {
                     .map(|step| (step.relation.as_str(), step.inverse))
             })
             .collect();
+        if let Some(graph) = &self.graph_opt {
+            gates.extend(
+                other_kind_lines(graph.as_ref(), asking, (texts, line_paths), holders).await,
+            );
+        }
         gates.extend(class_lines(&last, fits));
         gates.extend(misfit_lines(asking, ends));
         let mut done: Vec<SetAside> = Vec::new();
@@ -741,6 +762,12 @@ enum SetAside {
     Form {
         asked: answer_type::AnswerType,
         form: answer_type::AnswerType,
+    },
+    /// What they end at is called (by the relations pointing to it) a kind of name the
+    /// question does not ask for: the kind asked and theirs.
+    Kind {
+        asked: answer_type::AnswerType,
+        kind: answer_type::AnswerType,
     },
     /// They end by naming their start's class over this type relation, which no word of
     /// the question asks for.
@@ -835,6 +862,50 @@ async fn other_class_lines(
     }
     let aside = of_class.iter().map(|c| *c == Some(false)).collect();
     Some((SetAside::OtherClass(class), aside))
+}
+
+/// The lines whose answers are of another kind of name than the one asked, as the
+/// relations pointing to them call them ([`crate::kg_linker::core::kinds_held`], read over
+/// the ends of every line along the same relations): "where does X's spouse work" is
+/// not answered by the spouse (a person), nor "who …" by a place. Only where the
+/// wh-word alone asks for a person or a place ([`answer_type::asked_by_wh_word`]; a
+/// date's or year's form says more than a relation's name).
+async fn other_kind_lines(
+    graph: &dyn GraphStore,
+    asking: &str,
+    (texts, line_paths): (&[String], &[Option<&Path>]),
+    holders: &HashMap<String, Vec<String>>,
+) -> Option<(SetAside, Vec<bool>)> {
+    let asked = answer_type::asked_by_wh_word(asking)?;
+    let mut ends: HashMap<&str, Vec<NodeId>> = HashMap::new();
+    for (text, path) in texts.iter().zip(line_paths) {
+        if let Some(path) = path.filter(|p| !p.steps.is_empty()) {
+            let group = ends.entry(text.as_str()).or_default();
+            if group.len() < crate::kg_linker::core::CLASS_SAMPLE {
+                group.push(path.end().id);
+            }
+        }
+    }
+    let nodes: Vec<NodeId> = ends.values().flatten().copied().collect();
+    if nodes.is_empty() {
+        return None;
+    }
+    let types = crate::kg_linker::core::node_types(graph, &nodes).await;
+    let mut kind_of: HashMap<&str, answer_type::AnswerType> = HashMap::new();
+    for (text, group) in &ends {
+        let kinds = crate::kg_linker::core::kinds_held(&types, group, holders);
+        if crate::kg_linker::core::kinds_misfit(asked, &kinds) {
+            kind_of.insert(text, kinds[0]);
+        }
+    }
+    let aside: Vec<bool> = texts
+        .iter()
+        .map(|t| kind_of.contains_key(t.as_str()))
+        .collect();
+    let kind = texts
+        .iter()
+        .find_map(|t| kind_of.get(t.as_str()).copied())?;
+    Some((SetAside::Kind { asked, kind }, aside))
 }
 
 /// The lines that end by naming their start's class over a type relation (`is_a`,
@@ -936,6 +1007,10 @@ fn say_set_aside(reply: &mut SummarizeReply, set_aside: Vec<SetAside>) {
             SetAside::Form { asked, form } => format!(
                 "Paths whose answers are each a {form} were set aside: the question asks \
                  for a {asked}."
+            ),
+            SetAside::Kind { asked, kind } => format!(
+                "Paths whose answers the graph's relations call a {kind} were set aside: \
+                 the question asks for a {asked}."
             ),
             SetAside::Class(relation) => format!(
                 "Paths ending at a class over `{relation}` were set aside: no word of the \

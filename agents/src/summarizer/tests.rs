@@ -1769,6 +1769,53 @@ async fn a_path_whose_answers_the_graph_declares_of_another_class_gives_way() {
 }
 
 #[tokio::test]
+async fn a_path_whose_answers_the_graphs_relations_call_another_kind_gives_way() {
+    use crate::scoring::fixtures::{entity as node, graph};
+
+    let kg = graph(&[
+        ("Vera Holm", "spouse", "Anton Holm"),
+        ("Anton Holm", "spouse", "Vera Holm"),
+        ("Anton Holm", "employer", "Harbor College"),
+    ]);
+    let vera = node(&kg, "Vera Holm");
+    let anton = node(&kg, "Anton Holm");
+    let evidence = vec![
+        walk(&vera, vec![step("spouse", false, &anton)], 0.9),
+        walk(
+            &vera,
+            vec![
+                step("spouse", false, &anton),
+                step("employer", false, &node(&kg, "Harbor College")),
+            ],
+            0.9,
+        ),
+    ];
+    let summarizer = Summarizer {
+        graph_opt: Some(Arc::new(kg)),
+        ..rule_only(None)
+    };
+    let mut asked = request(evidence, vec![vera]);
+    // "work" names neither path: the spouse explains more of the question, but a
+    // spouse is a person and "where" asks for a place.
+    asked.question = "where does Vera Holm's spouse work".into();
+    let reply = reply_in_time(&summarizer, asked.clone()).await;
+    assert_eq!(reply.answers[0].text, "Harbor College", "{reply:?}");
+    assert!(
+        reply.explanation.contains(
+            "Paths whose answers the graph's relations call a person were set aside: the \
+             question asks for a place."
+        ),
+        "{}",
+        reply.explanation
+    );
+    // "who" asks for a person: the spouse answers.
+    asked.question = "who is Vera Holm's spouse".into();
+    let reply = reply_in_time(&summarizer, asked).await;
+    assert_eq!(reply.answers[0].text, "Anton Holm", "{reply:?}");
+    assert!(!reply.explanation.contains("set aside"), "{reply:?}");
+}
+
+#[tokio::test]
 async fn paths_are_judged_with_the_classes_the_graph_declares() {
     use crate::scoring::fixtures;
     // Idris is a doctor: in "the department Idris Penhallow works in", "department"
