@@ -507,8 +507,8 @@ async fn misfits_last(
     Ok(())
 }
 
-/// When the question's wh-word asks for a person or a place
-/// ([`answer_type::asked_by_wh_word`]) and the first of `order` reaches names the
+/// When the question's wh-phrase asks for a person or a place ("who", "where", "which city")
+/// ([`answer_type::asked_by_wh_phrase`]) and the first of `order` reaches names the
 /// relations pointing to them call another kind ([`kinds_held`]: "where does X's spouse
 /// work", a spouse being a person), the candidates among the first [`KIND_CANDIDATES`]
 /// that reach no other kind, leaving at most one more hop unexplained, go first: those
@@ -522,7 +522,7 @@ async fn kinds_last(
     fits: &[SequenceFit],
     order: &mut [usize],
 ) -> StoreResult<()> {
-    let Some(asked) = answer_type::asked_by_wh_word(relevance.asking()) else {
+    let Some(asked) = answer_type::asked_by_wh_phrase(relevance.asking()) else {
         return Ok(());
     };
     let sample = |i: usize| &reaching[i].reached[..reaching[i].reached.len().min(CLASS_SAMPLE)];

@@ -98,11 +98,13 @@ pub fn asked_by_form(asking: &str) -> Option<AnswerType> {
         .filter(|kind| matches!(kind, Person | Place | Date | Year))
 }
 
-/// What a question asks for by its wh-word alone ("who" a person, "where" a place),
-/// when no class word says more: a class word read from a longer phrase may be a
-/// possessive chain's first link ("what is X's *children*'s place of birth"), the
-/// wh-word cannot. `asking`: the question's words outside its entities' names.
-pub fn asked_by_wh_word(asking: &str) -> Option<AnswerType> {
+/// Whether a question asks for a person or a place by its wh-phrase's own words: the
+/// wh-word alone ("who", "where"), or a class word right after it ("which *city*",
+/// "what *company*" typed by [`CLASS_WORDS`]). A class word read further along may be a
+/// possessive chain's first link ("what is X's *children*'s place of birth"), and a noun
+/// after "is the" says what is asked whatever the wh-word ("who is the place of birth
+/// of …"): neither counts. `asking`: the question's words outside its entities' names.
+pub fn asked_by_wh_phrase(asking: &str) -> Option<AnswerType> {
     let asked = asked(asking);
     // "who is *the* place of birth of …": a noun phrase after the auxiliary names what
     // is asked, whatever the wh-word.
@@ -112,8 +114,12 @@ pub fn asked_by_wh_word(asking: &str) -> Option<AnswerType> {
         .get(at + 1)
         .is_some_and(|w| AUXILIARIES.contains(&w.as_str()))
         && all.get(at + 2).is_some_and(|w| is_article(w));
+    // "which *city* …", "what *company* …": the class word right after the wh-word.
+    let class_next = asked.phrase.get(1) == Some(&(at + 1));
     asked.kind.filter(|kind| {
-        asked.class.is_none() && !named && matches!(kind, AnswerType::Person | AnswerType::Place)
+        (asked.class.is_none() || class_next)
+            && !named
+            && matches!(kind, AnswerType::Person | AnswerType::Place)
     })
 }
 
@@ -1063,18 +1069,25 @@ mod tests {
     }
 
     #[test]
-    fn the_wh_word_alone_asks_for_a_person_or_a_place() {
+    fn the_wh_phrase_alone_asks_for_a_person_or_a_place() {
         use AnswerType::*;
-        assert_eq!(asked_by_wh_word("where does 's spouse work"), Some(Place));
-        assert_eq!(asked_by_wh_word("who directed"), Some(Person));
-        // A class word or a noun after "is the" says what is asked instead.
-        assert_eq!(asked_by_wh_word("which city was born in"), None);
+        assert_eq!(asked_by_wh_phrase("where does 's spouse work"), Some(Place));
+        assert_eq!(asked_by_wh_phrase("who directed"), Some(Person));
+        // A class word right after the wh-word says it too.
+        assert_eq!(asked_by_wh_phrase("which city was born in"), Some(Place));
         assert_eq!(
-            asked_by_wh_word("who is the place of birth of 's son"),
+            asked_by_wh_phrase("which developers does have"),
+            Some(Person)
+        );
+        // Not one further along, nor a noun after "is the", nor an untyped class word.
+        assert_eq!(asked_by_wh_phrase("what is the city of birth"), None);
+        assert_eq!(asked_by_wh_phrase("which genre is"), None);
+        assert_eq!(
+            asked_by_wh_phrase("who is the place of birth of 's son"),
             None
         );
         // Dates and years are told by their form.
-        assert_eq!(asked_by_wh_word("when was founded"), None);
+        assert_eq!(asked_by_wh_phrase("when was founded"), None);
         assert_eq!(stem_type(&stem("spouse")), Some(Person));
         assert_eq!(stem_type(&stem("place")), Some(Place));
         assert_eq!(stem_type(&stem("genre")), None);

@@ -868,15 +868,15 @@ async fn other_class_lines(
 /// relations pointing to them call them ([`crate::kg_linker::core::kinds_held`], read over
 /// the ends of every line along the same relations): "where does X's spouse work" is
 /// not answered by the spouse (a person), nor "who …" by a place. Only where the
-/// wh-word alone asks for a person or a place ([`answer_type::asked_by_wh_word`]; a
-/// date's or year's form says more than a relation's name).
+/// wh-phrase's own words ask for a person or a place ([`answer_type::asked_by_wh_phrase`];
+/// a date's or year's form says more than a relation's name).
 async fn other_kind_lines(
     graph: &dyn GraphStore,
     asking: &str,
     (texts, line_paths): (&[String], &[Option<&Path>]),
     holders: &HashMap<String, Vec<String>>,
 ) -> Option<(SetAside, Vec<bool>)> {
-    let asked = answer_type::asked_by_wh_word(asking)?;
+    let asked = answer_type::asked_by_wh_phrase(asking)?;
     let mut ends: HashMap<&str, Vec<NodeId>> = HashMap::new();
     for (text, path) in texts.iter().zip(line_paths) {
         if let Some(path) = path.filter(|p| !p.steps.is_empty()) {
