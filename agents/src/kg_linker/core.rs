@@ -507,8 +507,8 @@ async fn misfits_last(
     Ok(())
 }
 
-/// When the question's wh-phrase asks for a person or a place ("who", "where", "which city")
-/// ([`answer_type::asked_by_wh_phrase`]) and the first of `order` reaches names the
+/// When the question's wh-phrase asks for a person or a place ("who", "where", "which
+/// city", [`answer_type::asked_by_wh_phrase`]) and the first of `order` reaches names the
 /// relations pointing to them call another kind ([`kinds_held`]: "where does X's spouse
 /// work", a spouse being a person), the candidates among the first [`KIND_CANDIDATES`]
 /// that reach no other kind, leaving at most one more hop unexplained, go first: those
@@ -565,7 +565,8 @@ async fn kinds_last(
 }
 
 /// Candidates read for the kind of what they reach when the first reaches another kind
-/// than the one asked ([`misfits_last`]).
+/// than the one asked ([`kinds_last`]). Chosen before any measurement: the first stage's
+/// order puts the plans that explain as much of the question first.
 const KIND_CANDIDATES: usize = 40;
 
 /// Metapaths around `entities`, ranked against the question, best first: the first

@@ -656,17 +656,17 @@ impl Summarizer {
     /// Sets aside the paths that cannot answer the question: those whose answers the graph
     /// declares of another class than the one asked ([`other_class_lines`], on the
     /// process's graph when it has one), those naming their start's class
-    /// ([`class_lines`]), those whose answers the relations pointing to them call
-    /// another kind of name than the one asked ([`other_kind_lines`], on the process's
-    /// graph, reading a relation's words as `holders` says, see
+    /// ([`class_lines`]), those whose answers the relations pointing to them call another
+    /// kind of name than the one asked ([`other_kind_lines`], on the process's graph,
+    /// reading a relation's words as `holders` says, see
     /// [`crate::kg_linker::core::holder_words`]) and those whose answers' form cannot be
-    /// what is asked ([`misfit_lines`]). Each set aside goes below every other path ([`demote`]) when
-    /// the best-scored path is in it; setting one aside may bring another's path first, so
-    /// they are applied until none moves anything (at most [`SET_ASIDE_PASSES`] times).
-    /// Each reads `asking`, the question's words outside its entities' names
-    /// ([`words_asking`]), so that a name's words are not taken for what is asked. `paths`
-    /// holds each evidence line's relation sequence as text, its path and the name it
-    /// ends at.
+    /// what is asked ([`misfit_lines`]). Each set aside goes below every other path
+    /// ([`demote`]) when the best-scored path is in it; setting one aside may bring
+    /// another's path first, so they are applied until none moves anything (at most
+    /// [`SET_ASIDE_PASSES`] times). Each reads `asking`, the question's words outside its
+    /// entities' names ([`words_asking`]), so that a name's words are not taken for what is
+    /// asked. `paths` holds each evidence line's relation sequence as text, its path and
+    /// the name it ends at.
     async fn set_aside(
         &self,
         asking: &str,
@@ -865,11 +865,12 @@ async fn other_class_lines(
 }
 
 /// The lines whose answers are of another kind of name than the one asked, as the
-/// relations pointing to them call them ([`crate::kg_linker::core::kinds_held`], read over
-/// the ends of every line along the same relations): "where does X's spouse work" is
-/// not answered by the spouse (a person), nor "who …" by a place. Only where the
-/// wh-phrase's own words ask for a person or a place ([`answer_type::asked_by_wh_phrase`];
-/// a date's or year's form says more than a relation's name).
+/// relations pointing to them call them ([`crate::kg_linker::core::kinds_held`], read
+/// over the ends of every line along the same relations): "where does X's spouse work"
+/// is not answered by the spouse (a person), nor "who …" by a place. Only where the
+/// wh-phrase's own words ask for a person or a place
+/// ([`answer_type::asked_by_wh_phrase`]; a date's or year's form says more than a
+/// relation's name).
 async fn other_kind_lines(
     graph: &dyn GraphStore,
     asking: &str,
