@@ -532,8 +532,9 @@ async fn kinds_last(
     if !kinds_misfit(asked, &kinds_held(&types, sample(first), holders)) {
         return Ok(());
     }
+    // The others' kinds, the first's being read already.
     let window = order.len().min(KIND_CANDIDATES);
-    let nodes: Vec<NodeId> = order[..window]
+    let nodes: Vec<NodeId> = order[1..window]
         .iter()
         .flat_map(|&i| sample(i).iter().copied())
         .collect();
@@ -543,6 +544,9 @@ async fn kinds_last(
     let rank: HashMap<usize, u8> = order[..window]
         .iter()
         .map(|&i| {
+            if i == first {
+                return (i, 2);
+            }
             let kinds = kinds_held(&types, sample(i), holders);
             let rank = if kinds_misfit(asked, &kinds) || fits[i].unexplained_hops > unexplained + 1
             {
