@@ -469,12 +469,8 @@ pub fn class_type(class: &str) -> Option<AnswerType> {
                 .flatten()
                 .any(|w| nouns.contains(&w.as_str()))
         })
-        .or_else(|| {
-            CLASS_WORDS
-                .iter()
-                .find(|(_, nouns)| nouns.iter().any(|n| stem(n) == stemmed))
-        })
         .map(|(kind, _)| *kind)
+        .or_else(|| stem_type(&stemmed))
 }
 
 /// The answer type a class word's stem names ([`crate::scoring::text::stem`] of one of
