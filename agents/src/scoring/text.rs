@@ -218,6 +218,10 @@ pub struct QuestionTerms {
     /// *heir*", "the *son* of …"): each such word is one hop of the chain, whether or
     /// not a relation's name says so.
     linked: Vec<bool>,
+    /// Per stem: the word says something of the node a possessive chain names, so the
+    /// answer lies beyond that node ([`predicate_words`]: "what does X's kid *do* for a
+    /// *living*", "what *killed* X's father").
+    predicate: Vec<bool>,
     /// Per stem: the word says what class the named entity is ("the *film* [Heat]",
     /// "what kind of *film* is [Heat]"): the node the question starts from, which no
     /// hop reaches, so no relation is claimed by it, however its name reads.
@@ -357,6 +361,51 @@ pub(crate) fn same_relation(a: &[String], b: &[String]) -> bool {
             .map(|t| t.trim_end_matches(AGAINST_TOKEN)))
 }
 
+/// Which of `all` (the question's words; the named entity at `at`, `len` words long)
+/// say something of the node its possessive chain names, rather than name that node:
+/// the answer is then what they reach from it, one hop past the chain. Read from the
+/// clause's shape alone, in three forms: with "do" as the auxiliary before the name,
+/// the words after the chain's last link are the clause's verb and what follows it
+/// ("what does X 's kid *do* for a *living*", "what does X 's employer *make*"); with
+/// "be", a participle after the last link and what follows it ("what is X 's kid
+/// *working* on"); a single word between the opening wh-word and the name is the verb
+/// whose subject the wh-word is ("what *killed* the X 's father").
+fn predicate_words(all: &[String], at: usize, len: usize) -> Vec<bool> {
+    let mut marks = vec![false; all.len()];
+    let end = at + len;
+    if all.get(end).map(String::as_str) != Some("s")
+        || !all.first().is_some_and(|w| WH_WORDS.contains(&w.as_str()))
+    {
+        return marks;
+    }
+    let Some(last_s) = (end..all.len()).rev().find(|&i| all[i] == "s") else {
+        return marks;
+    };
+    let link = (last_s + 1..all.len()).find(|&i| !is_stop_word(&all[i]));
+    let before = if at > 0 && is_article(&all[at - 1]) {
+        at - 1
+    } else {
+        at
+    };
+    // One word between the wh-word and the name: the verb of the wh-word.
+    if before == 2 && !is_stop_word(&all[1]) {
+        marks[1] = true;
+    }
+    let Some(link) = link else { return marks };
+    let auxiliary = before.checked_sub(1).map(|i| all[i].as_str());
+    let from = match auxiliary {
+        Some("do" | "does" | "did") => Some(link + 1),
+        Some("is" | "are" | "was" | "were") => {
+            (link + 1..all.len()).find(|&i| all[i].len() > 4 && all[i].ends_with("ing"))
+        }
+        _ => None,
+    };
+    for i in from.into_iter().flat_map(|from| from..all.len()) {
+        marks[i] = !is_stop_word(&all[i]);
+    }
+    marks
+}
+
 /// The order in which a question's words name the hops of a relation chain that starts
 /// at its one named entity, from the sentence structure alone: first the words of a
 /// possessive chain after the name ("X 's mother 's father"), then the words before the
@@ -482,6 +531,13 @@ impl QuestionTerms {
             }
             _ => vec![None; content.len()],
         };
+        let predicate: Vec<bool> = match spans.as_slice() {
+            [(at, len)] => {
+                let marks = predicate_words(&all, *at, *len);
+                content.iter().map(|&(i, _)| marks[i]).collect()
+            }
+            _ => vec![false; content.len()],
+        };
         let answers_class: Vec<bool> = content
             .iter()
             .map(|&(i, _)| asks_a_kind(i) || asks_for_kind_at(&all, i))
@@ -558,7 +614,7 @@ impl QuestionTerms {
                     || names_the_class_of_a_name(&all, i, &inside_names)
             })
             .collect();
-        let linked = content
+        let linked: Vec<bool> = content
             .iter()
             .map(|&(i, _)| {
                 let previous = if i > 0 { all[i - 1].as_str() } else { "" };
@@ -584,7 +640,13 @@ impl QuestionTerms {
                     .position(|(i, _)| *i > wh)
                     .or_else(|| content.iter().rposition(|(i, _)| *i < wh))
             })
-            .filter(|&index| Some(index) != asked);
+            .filter(|&index| Some(index) != asked)
+            // A chain link that a predicate follows names the node the answer is
+            // reached from, not the answer: the predicate's word names it.
+            .map(|index| match predicate.iter().position(|&p| p) {
+                Some(said) if linked.get(index).copied().unwrap_or(false) => said,
+                _ => index,
+            });
         Self {
             positions: content.iter().map(|(i, _)| *i).collect(),
             stems: content.into_iter().map(|(_, s)| s).collect(),
@@ -598,6 +660,7 @@ impl QuestionTerms {
             order,
             shared,
             linked,
+            predicate,
             entity_class,
             class_run,
             class_head,
@@ -702,6 +765,14 @@ impl QuestionTerms {
     /// ([`ASKED_KIND_TOKEN`]).
     pub fn asks_where(&self) -> bool {
         self.asked.is_some_and(|asked| self.raw[asked] == "where")
+    }
+
+    /// Whether the question opens with "where" or "when": the wh-word and the clause's
+    /// verb ask for one hop together ("where does X 's father *work*"), so the verb
+    /// stands for no hop of its own.
+    fn asks_adverbially(&self) -> bool {
+        self.asked
+            .is_some_and(|asked| matches!(self.raw[asked].as_str(), "where" | "when"))
     }
 
     /// Whether question word `index` is the opening wh-word that asks for a kind of
@@ -1058,6 +1129,8 @@ impl QuestionTerms {
                 !used[i]
                     && unknown.is_some_and(|unknown| unknown.get(i).copied().unwrap_or(false))
                     && (self.linked.get(i).copied().unwrap_or(false)
+                        || (self.predicate.get(i).copied().unwrap_or(false)
+                            && !self.asks_adverbially())
                         || (named_chain && !beside_named(i)))
                     && !self.names_a_class(i)
                     && !self.marks_shared_value(i)
@@ -1683,6 +1756,58 @@ mod tests {
             "date",
         );
         assert!(one > twice, "{one} vs {twice}");
+    }
+
+    #[test]
+    fn what_a_clause_says_of_a_possessive_chains_node_is_read_as_its_predicate() {
+        let marked = |question: &str| {
+            let all = words(question);
+            let at = all.iter().position(|w| w == "ada").unwrap();
+            let marks = predicate_words(&all, at, 1);
+            all.iter()
+                .zip(marks)
+                .filter(|(_, m)| *m)
+                .map(|(w, _)| w.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(marked("what does Ada's kid do for a living"), ["living"]);
+        assert_eq!(marked("what does Ada's employer make"), ["make"]);
+        assert_eq!(marked("what is Ada's kid working on"), ["working"]);
+        assert_eq!(marked("what killed the Ada's father"), ["killed"]);
+        // The chain's node is what is asked: no predicate.
+        assert!(marked("what is Ada's phone number").is_empty());
+        assert!(marked("who is Ada's kid").is_empty());
+        assert!(marked("which country is Ada's label based in").is_empty());
+        assert!(marked("what films did Ada direct").is_empty());
+    }
+
+    #[test]
+    fn a_predicate_no_relation_explains_stands_for_a_hop_past_the_possessive_chain() {
+        let score = |question: &str, unknown_word: &str, relations: &[&str]| {
+            let terms = QuestionTerms::new(question, &["Ada"]);
+            let unknown: Vec<bool> = terms
+                .stems()
+                .iter()
+                .map(|s| *s == stem(unknown_word))
+                .collect();
+            let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
+            terms.sequence_score_open(&relations, None, None, Some(&unknown))
+        };
+        // "working" is no relation's word: the child is not the answer, what the child
+        // works at is.
+        for (question, word) in [
+            ("what is Ada's child working on", "working"),
+            ("what does Ada's child do for a living", "living"),
+        ] {
+            let past = score(question, word, &["children", "profession"]);
+            let at = score(question, word, &["children"]);
+            assert!(past > at, "{question}: {past} vs {at}");
+        }
+        // Asked by "where", the verb and the wh-word name one hop together.
+        let question = "where does Ada's father work";
+        let one = score(question, "work", &["parents", "employer"]);
+        let two = score(question, "work", &["parents", "employer", "located_in"]);
+        assert!(one > two, "{one} vs {two}");
     }
 
     #[test]
