@@ -1781,17 +1781,31 @@ mod tests {
         assert!(marked("what films did Ada direct").is_empty());
     }
 
+    /// `relations` scored against `question` (naming `entity`), knowing that
+    /// `unknown_word` is no relation's word, and not knowing it.
+    fn open_scores(
+        question: &str,
+        entity: &str,
+        unknown_word: &str,
+        relations: &[&str],
+    ) -> (f32, f32) {
+        let terms = QuestionTerms::new(question, &[entity]);
+        let unknown: Vec<bool> = terms
+            .stems()
+            .iter()
+            .map(|s| *s == stem(unknown_word))
+            .collect();
+        let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
+        (
+            terms.sequence_score_open(&relations, None, None, Some(&unknown)),
+            terms.sequence_score_open(&relations, None, None, None),
+        )
+    }
+
     #[test]
     fn a_predicate_no_relation_explains_stands_for_a_hop_past_the_possessive_chain() {
         let score = |question: &str, unknown_word: &str, relations: &[&str]| {
-            let terms = QuestionTerms::new(question, &["Ada"]);
-            let unknown: Vec<bool> = terms
-                .stems()
-                .iter()
-                .map(|s| *s == stem(unknown_word))
-                .collect();
-            let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
-            terms.sequence_score_open(&relations, None, None, Some(&unknown))
+            open_scores(question, "Ada", unknown_word, relations).0
         };
         // "working" is no relation's word: the child is not the answer, what the child
         // works at is.
@@ -1813,17 +1827,7 @@ mod tests {
     #[test]
     fn a_word_no_relation_explains_stands_for_the_hop_a_named_chain_lacks() {
         let score = |question: &str, unknown_word: &str, relations: &[&str]| {
-            let terms = QuestionTerms::new(question, &["Tern"]);
-            let unknown: Vec<bool> = terms
-                .stems()
-                .iter()
-                .map(|s| *s == stem(unknown_word))
-                .collect();
-            let relations: Vec<Vec<String>> = relations.iter().map(|r| content_stems(r)).collect();
-            (
-                terms.sequence_score_open(&relations, None, None, Some(&unknown)),
-                terms.sequence_score_open(&relations, None, None, None),
-            )
+            open_scores(question, "Tern", unknown_word, relations)
         };
         let three = ["founder", "written_by", "maintained_by"];
         let two = ["founder", "written_by"];

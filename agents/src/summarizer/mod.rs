@@ -681,6 +681,9 @@ impl Summarizer {
             let end_ids: Vec<Option<NodeId>> =
                 line_paths.iter().map(|p| p.map(|p| p.end().id)).collect();
             gates.extend(other_class_lines(graph.as_ref(), asking, &end_ids).await);
+            gates.extend(
+                other_kind_lines(graph.as_ref(), asking, (texts, line_paths), holders).await,
+            );
         }
         let last: Vec<Option<(&str, bool)>> = line_paths
             .iter()
@@ -689,11 +692,6 @@ impl Summarizer {
                     .map(|step| (step.relation.as_str(), step.inverse))
             })
             .collect();
-        if let Some(graph) = &self.graph_opt {
-            gates.extend(
-                other_kind_lines(graph.as_ref(), asking, (texts, line_paths), holders).await,
-            );
-        }
         gates.extend(class_lines(&last, fits));
         gates.extend(misfit_lines(asking, ends));
         let mut done: Vec<SetAside> = Vec::new();
