@@ -41,6 +41,7 @@ use kgmesh_schemas::{
 
 use crate::{
     cache_manager::warm::metapath_of,
+    kg_linker::reader::types::is_type_relation,
     runtime::role_config,
     scoring::{
         relevance::Relevance,
@@ -158,19 +159,32 @@ pub fn summarize_scored(
     if let Some(reply) = grounded_answers(request, max_answers) {
         return reply;
     }
-    let topic_ids: HashSet<NodeId> = request.topic_entities.iter().map(|e| e.id).collect();
-    let topic_names: HashSet<String> = request
+    let anchors = anchors(&request.question, &request.topic_entities);
+    // A node the question writes that the evidence connects to its entity through
+    // another node ("which Aerostel aircraft first flew in *1991*") is a condition on
+    // that node: one more entity of the question, not an answer.
+    let values = written_values(request, &anchors);
+    let topic: Vec<Entity> = request
         .topic_entities
         .iter()
-        .map(|e| e.name.to_lowercase())
+        .chain(&values)
+        .cloned()
         .collect();
-    let anchors = anchors(&request.question, &request.topic_entities);
-    let named = named_anchors(&request.topic_entities, &anchors);
+    let anchors: HashSet<NodeId> = anchors
+        .into_iter()
+        .chain(values.iter().map(|e| e.id))
+        .collect();
+    let topic_ids: HashSet<NodeId> = topic.iter().map(|e| e.id).collect();
+    let topic_names: HashSet<String> = topic.iter().map(|e| e.name.to_lowercase()).collect();
+    let named = named_anchors(&topic, &anchors);
     // Which named entities the question writes as names (brackets, capitals, several
-    // words), not merely contains as words.
+    // words, a written value), not merely contains as words.
     let written: Vec<bool> = named
         .iter()
-        .map(|(name, _)| marked_as_name(&request.question, name))
+        .map(|(name, nodes)| {
+            nodes.iter().any(|id| values.iter().any(|v| v.id == *id))
+                || marked_as_name(&request.question, name)
+        })
         .collect();
     let named: Vec<Vec<NodeId>> = named.into_iter().map(|(_, nodes)| nodes).collect();
     let mut candidates = collect(
@@ -782,6 +796,77 @@ fn named_anchors(topic: &[Entity], anchors: &HashSet<NodeId>) -> Vec<(String, Ve
     }
     named.sort_by(|a, b| a.1.cmp(&b.1));
     named
+}
+
+/// The values the question writes that the evidence connects to one of its named
+/// entities ([`anchors`]) through another node: a node whose name the question writes
+/// word for word (a number, a name, a lower-case word), not inside a longer name of
+/// the question's entities, and not a class (the far end of a type relation in the
+/// evidence: "the *supplier* in Fairmoor" names no condition). "Which Aerostel aircraft
+/// first flew in 1991" is answered by the node between Aerostel and 1991 ("Aerostel <-
+/// manufacturer <- Stratos 7 -> first flight -> 1991"), as a question naming both
+/// would be.
+fn written_values(request: &SummarizeRequest, anchors: &HashSet<NodeId>) -> Vec<Entity> {
+    let question = words(&request.question);
+    let topic_spans: Vec<(usize, usize)> = request
+        .topic_entities
+        .iter()
+        .flat_map(|e| word_spans(&question, &words(&e.name)))
+        .collect();
+    let distance = EvidenceGraph::new(&request.context).distances(anchors);
+    // Classes the evidence shows as such: the far end of a type relation.
+    let mut classes: HashSet<NodeId> = HashSet::new();
+    for evidence in &request.context.evidence {
+        match &evidence.item {
+            EvidenceItem::Triple(triple) if is_type_relation(&triple.relation) => {
+                classes.insert(triple.tail.id);
+            }
+            EvidenceItem::Path(path) => {
+                let mut previous = &path.start;
+                for step in &path.steps {
+                    if is_type_relation(&step.relation) {
+                        classes.insert(if step.inverse {
+                            previous.id
+                        } else {
+                            step.node.id
+                        });
+                    }
+                    previous = &step.node;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut values: Vec<Entity> = Vec::new();
+    let mut consider = |node: &Entity| {
+        // A node named as one of the question's entities is that entity's mention.
+        if distance.get(&node.id).is_none_or(|&d| d < 2)
+            || request
+                .topic_entities
+                .iter()
+                .any(|e| e.id == node.id || e.name.eq_ignore_ascii_case(&node.name))
+            || values.iter().any(|v| v.id == node.id)
+        {
+            return;
+        }
+        let written = word_spans(&question, &words(&node.name))
+            .into_iter()
+            .any(|span| !inside_a_longer(span, &topic_spans));
+        if written && !classes.contains(&node.id) {
+            values.push(node.clone());
+        }
+    };
+    for evidence in &request.context.evidence {
+        match &evidence.item {
+            EvidenceItem::Path(path) => consider(path.end()),
+            EvidenceItem::Triple(triple) => {
+                consider(&triple.head);
+                consider(&triple.tail);
+            }
+            EvidenceItem::Query { .. } | EvidenceItem::Excerpt(_) => {}
+        }
+    }
+    values
 }
 
 /// Question entities named word for word in the question; all of them when none is

@@ -1989,3 +1989,124 @@ fn a_preference_breaks_only_a_tie_among_paths_of_its_length() {
     let mut scores = [0.1, 0.5, 0.2];
     assert!(!super::prefer_among_tied(&paths, &preferred, &mut scores));
 }
+
+#[test]
+fn a_value_the_question_writes_past_a_node_constrains_that_node() {
+    let maker = entity(1, "Aerostel");
+    let (stratos, corvid) = (entity(2, "Stratos 7"), entity(3, "Corvid 320"));
+    let (y1991, y1984) = (entity(4, "1991"), entity(5, "1984"));
+    let flew = |model: &Entity, year: &Entity| {
+        walk(
+            &maker,
+            vec![
+                step("manufacturer", true, model),
+                step("first_flight", false, year),
+            ],
+            1.0,
+        )
+    };
+    let evidence = vec![
+        flew(&corvid, &y1984),
+        flew(&stratos, &y1991),
+        path(&maker, "manufacturer", &corvid, 0.8),
+        path(&maker, "manufacturer", &stratos, 0.8),
+    ];
+    // The year the question writes is no answer: the aircraft before it is.
+    let mut asked = request(evidence.clone(), vec![maker.clone()]);
+    asked.question = "Which Aerostel aircraft first flew in 1991?".into();
+    let reply = summarize(&asked, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts.first(), Some(&"Stratos 7"), "{reply:?}");
+    assert!(!texts.contains(&"1991"), "{texts:?}");
+    // A year the question does not write constrains nothing: the years are the answers.
+    let mut open = request(evidence.clone(), vec![maker.clone()]);
+    open.question = "When did Aerostel's aircraft first fly?".into();
+    let reply = summarize(&open, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert!(
+        texts.contains(&"1991") && texts.contains(&"1984"),
+        "{reply:?}"
+    );
+    // A value one hop from the question's entity is what the question asks about, not
+    // a constraint past a node.
+    let mut direct = request(
+        vec![path(&maker, "founded", &y1991, 1.0)],
+        vec![maker.clone()],
+    );
+    direct.question = "Was Aerostel founded in 1991?".into();
+    let reply = summarize(&direct, &SummaryRule::default());
+    assert_eq!(
+        reply.answers.first().map(|a| a.text.as_str()),
+        Some("1991"),
+        "{reply:?}"
+    );
+}
+
+#[test]
+fn a_lower_case_name_is_a_condition_and_a_class_the_question_writes_is_not() {
+    let town = entity(1, "Fairmoor");
+    let dairy = entity(2, "Greyfield Dairy");
+    let (milk, cheese) = (entity(3, "Milk"), entity(4, "Cheddar"));
+    let (snacks, supplier) = (entity(5, "Snacks"), entity(6, "Supplier"));
+    let store = entity(7, "Linwick Market Hall");
+    let evidence = vec![
+        walk(
+            &town,
+            vec![
+                step("based_in", true, &dairy),
+                step("supplied_by", true, &milk),
+                step("stocked_at", false, &store),
+            ],
+            1.0,
+        ),
+        walk(
+            &town,
+            vec![
+                step("based_in", true, &dairy),
+                step("supplied_by", true, &cheese),
+                step("in_category", false, &snacks),
+            ],
+            0.6,
+        ),
+        walk(
+            &town,
+            vec![
+                step("based_in", true, &dairy),
+                step("LABEL", false, &supplier),
+            ],
+            0.5,
+        ),
+        walk(
+            &town,
+            vec![
+                step("based_in", true, &dairy),
+                step("supplied_by", true, &milk),
+            ],
+            0.4,
+        ),
+        walk(
+            &town,
+            vec![
+                step("based_in", true, &dairy),
+                step("supplied_by", true, &cheese),
+            ],
+            0.4,
+        ),
+    ];
+    // "supplier" names the dairy's class: no condition, the best path's end answers.
+    let mut classed = request(evidence.clone(), vec![town.clone()]);
+    classed.question = "Which stores stock products from the supplier in Fairmoor?".into();
+    let reply = summarize(&classed, &SummaryRule::default());
+    assert_eq!(
+        reply.answers.first().map(|a| a.text.as_str()),
+        Some("Linwick Market Hall"),
+        "{reply:?}"
+    );
+    // "snacks", written in lower case, names the category the cheese is in.
+    let mut constrained = request(evidence, vec![town]);
+    constrained.question = "Which snacks come from suppliers in Fairmoor?".into();
+    let reply = summarize(&constrained, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts.first(), Some(&"Cheddar"), "{reply:?}");
+    assert!(!texts.contains(&"Snacks"), "{texts:?}");
+}
