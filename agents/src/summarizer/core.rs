@@ -41,7 +41,7 @@ use kgmesh_schemas::{
 
 use crate::{
     cache_manager::warm::metapath_of,
-    kg_linker::reader::types::is_type_relation,
+    reader::types::is_type_relation,
     runtime::role_config,
     scoring::{
         relevance::Relevance,
@@ -163,7 +163,8 @@ pub fn summarize_scored(
     // A node the question writes that the evidence connects to its entity through
     // another node ("which Aerostel aircraft first flew in *1991*") is a condition on
     // that node: one more entity of the question, not an answer.
-    let values = written_values(request, &anchors);
+    let graph = EvidenceGraph::new(&request.context);
+    let values = written_values(request, &graph, &anchors);
     let topic: Vec<Entity> = request
         .topic_entities
         .iter()
@@ -189,6 +190,7 @@ pub fn summarize_scored(
     let named: Vec<Vec<NodeId>> = named.into_iter().map(|(_, nodes)| nodes).collect();
     let mut candidates = collect(
         &request.context,
+        &graph,
         &topic_ids,
         &topic_names,
         (&anchors, &named, &written),
@@ -365,12 +367,12 @@ fn asks_how_many(question: &str) -> bool {
 /// Candidates, best first.
 fn collect(
     context: &Context,
+    graph: &EvidenceGraph,
     topic_ids: &HashSet<NodeId>,
     topic_names: &HashSet<String>,
     (anchors, named, written): (&HashSet<NodeId>, &[Vec<NodeId>], &[bool]),
 ) -> Vec<Candidate> {
     let normalized = context.normalized_scores();
-    let graph = EvidenceGraph::new(context);
     let distance = graph.distances(topic_ids);
     let mut by_key: HashMap<CandidateKey, usize> = HashMap::new();
     let mut candidates: Vec<Candidate> = Vec::new();
@@ -806,14 +808,18 @@ fn named_anchors(topic: &[Entity], anchors: &HashSet<NodeId>) -> Vec<(String, Ve
 /// first flew in 1991" is answered by the node between Aerostel and 1991 ("Aerostel <-
 /// manufacturer <- Stratos 7 -> first flight -> 1991"), as a question naming both
 /// would be.
-fn written_values(request: &SummarizeRequest, anchors: &HashSet<NodeId>) -> Vec<Entity> {
+fn written_values(
+    request: &SummarizeRequest,
+    graph: &EvidenceGraph,
+    anchors: &HashSet<NodeId>,
+) -> Vec<Entity> {
     let question = words(&request.question);
     let topic_spans: Vec<(usize, usize)> = request
         .topic_entities
         .iter()
         .flat_map(|e| word_spans(&question, &words(&e.name)))
         .collect();
-    let distance = EvidenceGraph::new(&request.context).distances(anchors);
+    let distance = graph.distances(anchors);
     // Classes the evidence shows as such: the far end of a type relation.
     let mut classes: HashSet<NodeId> = HashSet::new();
     for evidence in &request.context.evidence {
