@@ -73,21 +73,43 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// The local part of a relation name written as an IRI or a prefixed name
 /// (`http://dbpedia.org/ontology/birthPlace` → `birthPlace`, `dbo:genre` → `genre`);
-/// a plain name is its own local part.
+/// a plain name is its own local part. A name with spaces is a label, never an IRI:
+/// its slashes and colons are words' punctuation (Wikidata's "position played on team /
+/// speciality" reads whole, not as "speciality").
 pub fn local_name(relation: &str) -> &str {
+    if relation.trim().contains(char::is_whitespace) {
+        return relation;
+    }
     relation
         .rsplit(['/', '#', ':'])
         .find(|part| !part.is_empty())
         .unwrap_or(relation)
 }
 
+/// The alternative of a label written as several ("position played on team /
+/// speciality", Wikidata's way of giving a property two names) that the relation is
+/// read by: the shortest, the plainest name of what the relation reaches (the first of
+/// equally short ones). Only a slash with spaces around it separates alternatives
+/// ("located in/on" is one name). Reading every alternative at once would let the
+/// longer one's describing words ("played", "team") name the relation for any question
+/// about playing for a team.
+pub fn label_reading(label: &str) -> &str {
+    label
+        .split(" / ")
+        .map(str::trim)
+        .filter(|alternative| !alternative.is_empty())
+        .min_by_key(|alternative| words(alternative).len())
+        .unwrap_or(label)
+}
+
 /// A relation as words: its learned label's words, else its local name's
-/// (`directed_by` → "directed by", `http://example.org/worksFor` → "works for"). What
-/// embedders read and what question words are matched against.
+/// (`directed_by` → "directed by", `http://example.org/worksFor` → "works for"), a
+/// label of alternatives by [`label_reading`]. What embedders read and what question
+/// words are matched against.
 pub fn relation_label(relation: &str) -> String {
     match learned_label(relation) {
-        Some(label) => words(&label).join(" "),
-        None => words(local_name(relation)).join(" "),
+        Some(label) => words(label_reading(&label)).join(" "),
+        None => words(label_reading(local_name(relation))).join(" "),
     }
 }
 
@@ -126,6 +148,23 @@ mod tests {
         assert_eq!(relation_shown("http://example.org/worksFor"), "works for");
         // Nothing of the IRI's host is read as a word.
         assert!(!relation_label("http://example.org/worksFor").contains("org"));
+        // A name with spaces is a label, not an IRI: a colon is punctuation, a slash
+        // with spaces around it separates alternatives, read by the shortest; shown
+        // whole.
+        assert_eq!(
+            relation_label("position played on team / speciality"),
+            "speciality"
+        );
+        assert_eq!(relation_label("director / manager"), "director");
+        assert_eq!(
+            relation_label("located in/on physical feature"),
+            "located in on physical feature"
+        );
+        assert_eq!(relation_label("rank: final"), "rank final");
+        assert_eq!(
+            relation_shown("position played on team / speciality"),
+            "position played on team / speciality"
+        );
         learn_relation_labels([("http://test.invalid/p17", "Employer Of")]);
         assert_eq!(relation_label("http://test.invalid/p17"), "employer of");
         assert_eq!(relation_shown("http://test.invalid/p17"), "Employer Of");

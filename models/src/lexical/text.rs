@@ -9,7 +9,8 @@
 use std::collections::HashSet;
 
 pub use kgmesh_schemas::relation_text::{
-    learn_relation_labels, learned_label, local_name, relation_label, relation_shown, words,
+    label_reading, learn_relation_labels, learned_label, local_name, relation_label,
+    relation_shown, words,
 };
 
 /// English function words that carry no relation meaning (also dropped from relation
@@ -508,10 +509,16 @@ pub fn relation_head_stems(relation: &str) -> Vec<String> {
 /// `place`).
 pub fn relation_head_words(relation: &str) -> Vec<String> {
     let label = match learned_label(relation) {
-        Some(label) => label,
+        Some(label) => label_reading(&label).to_owned(),
         None => {
+            // A dotted id's last segment; a label with spaces is read by its shortest
+            // alternative.
             let local = local_name(relation);
-            local.rsplit('.').next().unwrap_or(local).to_owned()
+            if local.contains(char::is_whitespace) {
+                label_reading(local).to_owned()
+            } else {
+                local.rsplit('.').next().unwrap_or(local).to_owned()
+            }
         }
     };
     let all = words(&label);
@@ -901,5 +908,10 @@ mod tests {
         );
         assert_eq!(heads("directed_by"), [stem("directed")]);
         assert_eq!(heads("part of series"), relation_stems("part of series"));
+        // A label of alternatives is read by its shortest, as relation_label reads it.
+        assert_eq!(
+            heads("position played on team / speciality"),
+            [stem("speciality")]
+        );
     }
 }
