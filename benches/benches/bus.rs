@@ -146,6 +146,7 @@ fn summarizer_handler() -> Arc<dyn Handler> {
                         answers: Vec::new(),
                         explanation: format!("{} lines", request.body.context.evidence.len()),
                         confidence: None,
+                        decline: None,
                     };
                     encode_reply(content_type, &WireReply::ok(reply, Cost::default()))
                 }

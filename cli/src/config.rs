@@ -847,6 +847,11 @@ impl Config {
             &mut problems,
         );
         unit(
+            "summarizer.far_answer_min_confidence",
+            self.summarizer.far_answer_min_confidence,
+            &mut problems,
+        );
+        unit(
             "traverser.min_relevance",
             self.traverser.min_relevance,
             &mut problems,

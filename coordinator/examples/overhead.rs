@@ -266,6 +266,7 @@ async fn start_stand_ins(bus: &Arc<dyn Bus>) -> Vec<Box<dyn ServiceHandle>> {
                     answers,
                     explanation: "bench".into(),
                     confidence: None,
+                    decline: None,
                 },
                 Cost::default(),
             )

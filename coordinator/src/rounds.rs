@@ -278,6 +278,13 @@ impl<'a> Run<'a> {
             },
         );
         // The cascade's LLM-free run stores only an answer it will keep.
+        let mut explanation = summary.explanation;
+        let mut low_confidence = summary.low_confidence;
+        if let Some(decline) = &summary.decline {
+            let note = reply::decline_far(decline, confidence, &mut answers, &mut explanation);
+            low_confidence &= !answers.is_empty();
+            self.record.context.note(note);
+        }
         let kept = self
             .cx
             .store_at
@@ -299,8 +306,8 @@ impl<'a> Run<'a> {
         }
         let input = ReplyInput {
             answers,
-            explanation: summary.explanation,
-            low_confidence: summary.low_confidence,
+            explanation,
+            low_confidence,
             partial,
             confidence,
             plan_chance,

@@ -126,6 +126,7 @@ async fn director_summarizer(bus: &Arc<LocalBus>) -> Box<dyn kgmesh_bus::Service
                 answers,
                 explanation: "test".into(),
                 confidence: None,
+                decline: None,
             },
             Cost::default(),
         )

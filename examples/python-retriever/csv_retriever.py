@@ -34,7 +34,7 @@ from nats.micro import add_service
 
 # The wire schema version this agent speaks (kgmesh_schemas::SCHEMA_VERSION): it is part
 # of every subject and must match the `Kgmesh-Schema` header of each request.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 JSON = "application/json"
 
 

@@ -10,7 +10,7 @@ use crate::{budget::Cost, AgentError, Budget, QuestionId};
 
 /// The wire schema version this build speaks. Bump on any incompatible change to a
 /// message in this crate; the golden-bytes test fails until you do.
-pub const SCHEMA_VERSION: u16 = 9;
+pub const SCHEMA_VERSION: u16 = 10;
 
 /// The operation every kgmesh agent serves besides its own: a message on it carrying
 /// a [`headers::CALL_ID`] cancels that call's work (the losers of a hedged call).

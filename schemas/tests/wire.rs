@@ -29,7 +29,7 @@ use kgmesh_schemas::{
         path_follower::{ExpandReply, ExpandRequest, Expansion},
         query_executor::{QueryReply, QueryRequest, SchemaReply, SchemaRequest},
         retrieve::{RetrieveReply, RetrieveRequest},
-        summarizer::{Answer, SummarizeReply, SummarizeRequest},
+        summarizer::{Answer, Decline, SummarizeReply, SummarizeRequest},
         traverser::TraversalStep,
     },
     AgentError, Budget, ContentType, Deadline, Depth, Meta, NodeId, QuestionId, Reply, Request,
@@ -423,6 +423,10 @@ fn every_rpc_round_trips_in_both_content_types() {
             ],
             explanation: "from evidence 0".into(),
             confidence: None,
+            decline: Some(Decline {
+                below: 0.5,
+                why: "the path is far from the question".into(),
+            }),
         },
     );
     round_trip_rpc(
@@ -678,17 +682,17 @@ fn all_errors() -> Vec<AgentError> {
 /// and freeze the new bytes here.
 ///
 /// How the start reads (bincode 2, standard config: little-endian varints):
-/// `09` schema_version 9 · `10` + 16 bytes: the question id (uuid as bytes) ·
+/// `0a` schema_version 10 · `10` + 16 bytes: the question id (uuid as bytes) ·
 /// `02` round · `02` rounds · `03` depth · `1e` breadth 30 · `03` depth expansions ·
 /// `0c` llm calls 12 · `fb 60 ea` tokens 60000 · `fb e8 03` result rows 1000 ·
 /// `fd` + 8 bytes: the deadline · `37` + 55 bytes: traceparent · `00` empty tracestate ·
 /// `0c` + 12 bytes: the UTF-8 text.
-const GOLDEN_ECHO_REQUEST_V9: &str =
-    "09100123456789abcdef00112233445566770202031e030cfb60eafbe803fd0068e5cf8b010000373030\
+const GOLDEN_ECHO_REQUEST_V10: &str =
+    "0a100123456789abcdef00112233445566770202031e030cfb60eafbe803fd0068e5cf8b010000373030\
 2d30616637363531393136636434336464383434386562323131633830333139632d6237616436623731\
 36393230333333312d3031000c68c3a96c6c6f2c2077697265";
 
-const GOLDEN_ECHO_REQUEST_V9_JSON: &str = r#"{"meta":{"schema_version":9,"question_id":"01234567-89ab-cdef-0011-223344556677","round":2,"budget":{"rounds":2,"depth":3,"breadth":30,"depth_expansions":3,"llm_calls":12,"tokens":60000,"result_rows":1000,"deadline":{"unix_ms":1700000000000}},"trace":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":""}},"body":{"text":"héllo, wire"}}"#;
+const GOLDEN_ECHO_REQUEST_V10_JSON: &str = r#"{"meta":{"schema_version":10,"question_id":"01234567-89ab-cdef-0011-223344556677","round":2,"budget":{"rounds":2,"depth":3,"breadth":30,"depth_expansions":3,"llm_calls":12,"tokens":60000,"result_rows":1000,"deadline":{"unix_ms":1700000000000}},"trace":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":""}},"body":{"text":"héllo, wire"}}"#;
 
 fn golden_request() -> Request<EchoRequest> {
     Request {
@@ -704,14 +708,14 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 #[test]
-fn golden_bytes_of_schema_version_9() {
-    assert_eq!(SCHEMA_VERSION, 9, "a new version needs new golden bytes");
+fn golden_bytes_of_schema_version_10() {
+    assert_eq!(SCHEMA_VERSION, 10, "a new version needs new golden bytes");
     let bincode = codec::encode(ContentType::Bincode, &golden_request()).unwrap();
-    assert_eq!(hex(&bincode), GOLDEN_ECHO_REQUEST_V9);
+    assert_eq!(hex(&bincode), GOLDEN_ECHO_REQUEST_V10);
     let json = codec::encode(ContentType::Json, &golden_request()).unwrap();
     assert_eq!(
         std::str::from_utf8(&json).unwrap(),
-        GOLDEN_ECHO_REQUEST_V9_JSON
+        GOLDEN_ECHO_REQUEST_V10_JSON
     );
     // And the frozen bytes still decode into the same request.
     let decoded: Request<EchoRequest> = codec::decode(ContentType::Bincode, &bincode).unwrap();
@@ -739,7 +743,7 @@ fn garbage_truncation_and_padding_are_typed_errors() {
     let result = codec::decode::<Request<EchoRequest>>(ContentType::Json, b"{\"meta\": 3}");
     assert!(matches!(result, Err(CodecError::Decode(_))), "{result:?}");
     // A depth outside 1..=3 is refused at decode time, not later.
-    let bad_depth = GOLDEN_ECHO_REQUEST_V9_JSON.replace("\"depth\":3", "\"depth\":9");
+    let bad_depth = GOLDEN_ECHO_REQUEST_V10_JSON.replace("\"depth\":3", "\"depth\":9");
     let result = codec::decode::<Request<EchoRequest>>(ContentType::Json, bad_depth.as_bytes());
     assert!(matches!(result, Err(CodecError::Decode(_))), "{result:?}");
     assert!(matches!(

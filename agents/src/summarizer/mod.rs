@@ -32,7 +32,7 @@ use kgmesh_schemas::{
     graph::{Metapath, Path},
     messages::{
         context::EvidenceItem,
-        summarizer::{Answer, SummarizeReply, SummarizeRequest},
+        summarizer::{Answer, Decline, SummarizeReply, SummarizeRequest},
     },
     AgentError, Role, RoleKind,
 };
@@ -254,6 +254,7 @@ impl Summarizer {
                                 .unwrap_or(&read.explanation)
                         ),
                         confidence: None,
+                        decline: None,
                     },
                     None => reply,
                 },
@@ -288,6 +289,7 @@ impl Summarizer {
                     answers: Vec::new(),
                     explanation: format!("I don't know: {why}."),
                     confidence: None,
+                    decline: None,
                 };
                 return (reply, None);
             }
@@ -626,29 +628,34 @@ impl Summarizer {
             Some(_) => answer_class_in_graph(vectors, &request.question, &names, &relations).await,
             None => None,
         };
-        if let (Some(far), None) = (&far, &asked_class) {
-            return SummarizeReply {
-                low_confidence: false,
-                answers: Vec::new(),
-                explanation: format!("I don't know: {far}."),
-                confidence: None,
-            };
-        }
         let mut reply = summarize_scored(request, &self.rule, Some(&scores));
         flag_unexplained(&mut reply, unexplained_best(&texts, &fits, &scores));
         say_set_aside(&mut reply, set_aside);
-        if let (Some(far), Some(class), false) = (far, asked_class, reply.answers.is_empty()) {
+        if let (Some(far), false) = (far, reply.answers.is_empty()) {
             let lead = if reply.low_confidence {
                 "Also,"
             } else {
                 "Low confidence:"
             };
             reply.low_confidence = true;
-            reply.explanation = format!(
-                "{} {lead} {far}; answered because what the question asks for (\"{class}\") \
-                 reads near a relation of the graph.",
-                reply.explanation
-            );
+            match asked_class {
+                Some(class) => {
+                    reply.explanation = format!(
+                        "{} {lead} {far}; answered because what the question asks for \
+                         (\"{class}\") reads near a relation of the graph.",
+                        reply.explanation
+                    );
+                }
+                // Far by meaning, the answers stand only if the coordinator, which
+                // estimates their chance, finds them likely enough.
+                None => {
+                    reply.explanation = format!("{} {lead} {far}.", reply.explanation);
+                    reply.decline = Some(Decline {
+                        below: self.rule.far_answer_min_confidence,
+                        why: far,
+                    });
+                }
+            }
         }
         reply
     }
@@ -996,6 +1003,7 @@ fn nothing_of_the_form_asked(
              {other}."
         ),
         confidence: None,
+        decline: None,
     })
 }
 

@@ -532,6 +532,7 @@ impl Reading {
             answers,
             explanation,
             confidence: model.chance(&scores, &texts, &features),
+            decline: None,
         };
         (reply, support)
     }
@@ -580,6 +581,7 @@ impl Reading {
             answers: Vec::new(),
             explanation,
             confidence: None,
+            decline: None,
         }
     }
 

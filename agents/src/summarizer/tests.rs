@@ -975,27 +975,45 @@ async fn a_tie_words_explain_alike_goes_to_the_relations_clearly_nearest() {
 }
 
 #[tokio::test]
-async fn a_best_path_far_from_the_question_by_meaning_is_no_answer() {
+async fn a_best_path_far_from_the_question_by_meaning_is_answered_on_a_condition() {
     use crate::scoring::fixtures::TYPES_MEAN_GENRE;
 
     // A football question asked of a film graph: "player" is no relation of it, and
-    // the table places the question's words apart from every path's profile.
+    // the table places the question's words apart from every path's profile. The
+    // path's end is given on a condition: declined unless its confidence, which the
+    // coordinator estimates, reaches the rule's bar.
     let spain = entity(1, "Spain");
     let evidence = vec![path(&spain, "has_tags", &entity(2, "Talk to Her"), 0.9)];
     let mut request = request(evidence, vec![spain]);
     request.question = "which football club has a player from Spain".into();
-    let reply = embedded_reply(TYPES_MEAN_GENRE, SummaryRule::default(), &request).await;
-    assert!(reply.answers.is_empty(), "{reply:?}");
+    let rule = SummaryRule {
+        far_answer_min_confidence: 0.7,
+        ..SummaryRule::default()
+    };
+    let reply = embedded_reply(TYPES_MEAN_GENRE, rule, &request).await;
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["Talk to Her"], "{reply:?}");
+    assert!(reply.low_confidence, "{reply:?}");
+    let decline = reply.decline.as_ref().expect("a condition on the answers");
+    assert_eq!(decline.below, 0.7);
     assert!(
-        reply.explanation.starts_with(
-            "I don't know: the path that best explains the question (has tags (inverse)) is \
-             far from its words by meaning"
+        decline.why.starts_with(
+            "the path that best explains the question (has tags (inverse)) is far from its \
+             words by meaning"
         ),
+        "{}",
+        decline.why
+    );
+    assert!(
+        reply
+            .explanation
+            .contains("the path that best explains the question (has tags (inverse)) is far"),
         "{}",
         reply.explanation
     );
     // Turned off, or where something besides the question's words chose the path (a
-    // plan the evidence follows, learned cues), the path's end is the answer.
+    // plan the evidence follows, learned cues), the path's end is the answer, on no
+    // condition.
     let off = SummaryRule {
         abstain_relations_cosine: 0.0,
         ..SummaryRule::default()
@@ -1022,6 +1040,7 @@ async fn a_best_path_far_from_the_question_by_meaning_is_no_answer() {
         let reply = embedded_reply(TYPES_MEAN_GENRE, rule, request).await;
         let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
         assert_eq!(texts, ["Talk to Her"], "{reply:?}");
+        assert_eq!(reply.decline, None, "{reply:?}");
     }
 }
 
@@ -1066,15 +1085,17 @@ async fn a_far_path_is_answered_low_confidence_when_the_asked_class_is_the_graph
         "{}",
         answered.explanation
     );
-    // A class the table places apart from every relation: "I don't know", as before.
-    let abstained = reply("which football club has a player from Spain").await;
-    assert!(abstained.answers.is_empty(), "{abstained:?}");
+    assert_eq!(answered.decline, None, "{answered:?}");
+    // A class the table places apart from every relation: answered on the condition
+    // that the coordinator finds the answer likely enough.
+    let conditional = reply("which football club has a player from Spain").await;
+    let decline = conditional.decline.as_ref().expect("{conditional:?}");
     assert!(
-        abstained
-            .explanation
-            .starts_with("I don't know: the path that best explains the question"),
+        decline
+            .why
+            .starts_with("the path that best explains the question"),
         "{}",
-        abstained.explanation
+        decline.why
     );
 }
 

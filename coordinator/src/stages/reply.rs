@@ -5,7 +5,11 @@
 
 use kgmesh_schemas::{
     graph::{Entity, Metapath, ScoredEntity},
-    messages::{ask::AskReply, context::EvidenceItem, summarizer::Answer},
+    messages::{
+        ask::AskReply,
+        context::EvidenceItem,
+        summarizer::{Answer, Decline},
+    },
     NodeId,
 };
 
@@ -131,6 +135,42 @@ pub(crate) fn confidence(
         }
         _ => (Some(plan), None),
     }
+}
+
+/// Applies the summarizer's condition on its answers (`SummarizeReply::decline`): they
+/// stand when their confidence reaches it, else the reply declines them, naming them as
+/// possible; with no confidence estimated they are declined. Returns a note saying
+/// which.
+pub(crate) fn decline_far(
+    decline: &Decline,
+    confidence: Option<f32>,
+    answers: &mut Vec<Answer>,
+    explanation: &mut String,
+) -> String {
+    let below = decline.below;
+    let shown = confidence.map_or_else(|| "none estimated".to_owned(), |c| format!("{c:.2}"));
+    if confidence.is_some_and(|c| c >= below) && !answers.is_empty() {
+        return format!(
+            "summarizer: answers far from the question by meaning kept (confidence {shown}, \
+             at least {below:.2})"
+        );
+    }
+    let possible: Vec<String> = answers.iter().take(3).map(|a| a.text.clone()).collect();
+    *explanation = if possible.is_empty() {
+        format!("I don't know: {}.", decline.why)
+    } else {
+        format!(
+            "I don't know: {}, and the answer's confidence ({shown}) is below {below:.2}; \
+             possibly {}.",
+            decline.why,
+            possible.join(", ")
+        )
+    };
+    answers.clear();
+    format!(
+        "summarizer: answers far from the question by meaning declined (confidence {shown}, \
+         below {below:.2})"
+    )
 }
 
 /// Everything the reply says besides what the record holds.
@@ -268,4 +308,48 @@ fn cache_use(
         plural(cache.examples.len(), "past question"),
         cache.examples[0].question
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(text: &str) -> Answer {
+        Answer {
+            text: text.to_owned(),
+            entity: None,
+            score: 1.0,
+            evidence: vec![0],
+        }
+    }
+
+    #[test]
+    fn answers_far_from_the_question_stand_only_when_likely_enough() {
+        let decline = Decline {
+            below: 0.5,
+            why: "the path is far from its words by meaning".to_owned(),
+        };
+        let run = |confidence: Option<f32>| {
+            let mut answers = vec![answer("Talk to Her"), answer("Volver")];
+            let mut explanation = "2 answers from the graph.".to_owned();
+            let note = decline_far(&decline, confidence, &mut answers, &mut explanation);
+            (answers, explanation, note)
+        };
+        let (answers, explanation, note) = run(Some(0.62));
+        assert_eq!(answers.len(), 2);
+        assert_eq!(explanation, "2 answers from the graph.");
+        assert!(note.contains("kept (confidence 0.62"), "{note}");
+        for (confidence, shown) in [(Some(0.31), "0.31"), (None, "none estimated")] {
+            let (answers, explanation, note) = run(confidence);
+            assert!(answers.is_empty(), "{confidence:?}");
+            assert_eq!(
+                explanation,
+                format!(
+                    "I don't know: the path is far from its words by meaning, and the \
+                     answer's confidence ({shown}) is below 0.50; possibly Talk to Her, Volver."
+                )
+            );
+            assert!(note.contains("declined"), "{note}");
+        }
+    }
 }

@@ -102,6 +102,7 @@ pub(crate) async fn summarize(
                 answers: Vec::new(),
                 explanation: "no answer: the summarizer failed".to_owned(),
                 confidence: None,
+                decline: None,
             }
         }
     }

@@ -247,6 +247,7 @@ pub async fn ends_summarizer(bus: &Arc<LocalBus>) -> Box<dyn ServiceHandle> {
                     answers,
                     explanation: explanation.into(),
                     confidence: None,
+                    decline: None,
                 },
                 Cost::default(),
             )
@@ -277,6 +278,7 @@ pub async fn mann_summarizer(
                     }],
                     explanation: "test".into(),
                     confidence,
+                    decline: None,
                 },
                 Cost::default(),
             )

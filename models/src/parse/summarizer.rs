@@ -61,6 +61,7 @@ pub fn parse(reply: &str, evidence_count: usize, max_answers: usize) -> Summariz
             .trim()
             .to_owned(),
         confidence: None,
+        decline: None,
     }
 }
 

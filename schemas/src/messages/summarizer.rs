@@ -62,6 +62,22 @@ pub struct SummarizeReply {
     /// the coordinator (answers from the graph's paths).
     #[serde(default)]
     pub confidence: Option<f32>,
+    /// The answers are given on a condition: the rule read them as far from the
+    /// question, and the reply declines them ("I don't know") unless their confidence,
+    /// which the coordinator estimates, reaches `below`. `None`: no condition.
+    #[serde(default)]
+    pub decline: Option<Decline>,
+}
+
+/// When a reply's answers are to be declined (`SummarizeReply::decline`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+pub struct Decline {
+    /// The confidence the answers need to stand.
+    pub below: f32,
+    /// Why they might not, for people ("the path that best explains the question
+    /// (inception) is far from its words by meaning …").
+    pub why: String,
 }
 
 impl Rpc for SummarizeRequest {
