@@ -251,7 +251,7 @@ impl<'a> Run<'a> {
         // The plan's chance and what is read beside it apply to a fresh graph reading,
         // not to a passage answer with its own estimate or a replayed plan.
         let plan_estimated = summary.confidence.is_none() && !self.plan_replayed;
-        let plan_followed = self
+        let mut plan_followed = self
             .plan_confidence
             .and(reply::plan_followed(
                 &self.record,
@@ -260,9 +260,9 @@ impl<'a> Run<'a> {
                 &self.found.topic,
             ))
             .filter(|_| plan_estimated);
-        let readings_agree = reply::readings_agree(self.reader_reaches.as_deref(), &answers)
+        let mut readings_agree = reply::readings_agree(self.reader_reaches.as_deref(), &answers)
             .filter(|_| plan_estimated);
-        let (confidence, plan_chance) = reply::confidence(
+        let (mut confidence, mut plan_chance) = reply::confidence(
             &self.cx,
             ConfidenceInput {
                 summarized: summary.confidence,
@@ -277,14 +277,19 @@ impl<'a> Run<'a> {
                 linked: self.found.topic.len(),
             },
         );
-        // The cascade's LLM-free run stores only an answer it will keep.
         let mut explanation = summary.explanation;
         let mut low_confidence = summary.low_confidence;
         if let Some(decline) = &summary.decline {
             let note = reply::decline_far(decline, confidence, &mut answers, &mut explanation);
-            low_confidence &= !answers.is_empty();
+            if answers.is_empty() {
+                // Declined, the reply gives no answer to be confident in: as for any
+                // reply without answers, the model cascade then asks the model.
+                (confidence, plan_chance, low_confidence) = (None, None, false);
+                (plan_followed, readings_agree) = (None, None);
+            }
             self.record.context.note(note);
         }
+        // The cascade's LLM-free run stores only an answer it will keep.
         let kept = self
             .cx
             .store_at
