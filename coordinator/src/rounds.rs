@@ -278,13 +278,13 @@ impl<'a> Run<'a> {
             },
         );
         let mut explanation = summary.explanation;
-        let mut low_confidence = summary.low_confidence;
         if let Some(decline) = &summary.decline {
             let note = reply::decline_far(decline, confidence, &mut answers, &mut explanation);
             if answers.is_empty() {
                 // Declined, the reply gives no answer to be confident in: as for any
-                // reply without answers, the model cascade then asks the model.
-                (confidence, plan_chance, low_confidence) = (None, None, false);
+                // reply without answers, the model cascade then asks the model (the
+                // low-confidence flag `assemble` drops by itself without answers).
+                (confidence, plan_chance) = (None, None);
                 (plan_followed, readings_agree) = (None, None);
             }
             self.record.context.note(note);
@@ -312,7 +312,7 @@ impl<'a> Run<'a> {
         let input = ReplyInput {
             answers,
             explanation,
-            low_confidence,
+            low_confidence: summary.low_confidence,
             partial,
             confidence,
             plan_chance,

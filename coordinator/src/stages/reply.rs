@@ -155,15 +155,14 @@ pub(crate) fn decline_far(
              at least {below:.2})"
         );
     }
-    let possible: Vec<String> = answers.iter().take(3).map(|a| a.text.clone()).collect();
-    *explanation = if possible.is_empty() {
+    *explanation = if answers.is_empty() {
         format!("I don't know: {}.", decline.why)
     } else {
         format!(
             "I don't know: {}, and the answer's confidence ({shown}) is below {below:.2}; \
              possibly {}.",
             decline.why,
-            possible.join(", ")
+            possibly(answers)
         )
     };
     answers.clear();
@@ -171,6 +170,12 @@ pub(crate) fn decline_far(
         "summarizer: answers far from the question by meaning declined (confidence {shown}, \
          below {below:.2})"
     )
+}
+
+/// The first answers of a declined reply, named as possible ("A, B, C").
+fn possibly(answers: &[Answer]) -> String {
+    let first: Vec<&str> = answers.iter().take(3).map(|a| a.text.as_str()).collect();
+    first.join(", ")
 }
 
 /// Everything the reply says besides what the record holds.
@@ -203,11 +208,10 @@ pub(crate) fn assemble(
     crate::context::cite_each_line_once(&evidence, &mut answers, &mut explanation);
     let min_confidence = cx.config().min_confidence;
     if let Some(chance) = input.confidence.filter(|c| *c < min_confidence) {
-        let possible: Vec<String> = answers.iter().take(3).map(|a| a.text.clone()).collect();
         explanation = format!(
             "I don't know: the best reading of the question is unlikely to be right \
              (confidence {chance:.2}, below {min_confidence:.2}); possibly {}.",
-            possible.join(", ")
+            possibly(&answers)
         );
         answers.clear();
     }
