@@ -217,13 +217,34 @@ async fn link_mentions(
     };
     let mut added = false;
     for ((mention, is_draft), links) in mentions.into_iter().zip(reply.links) {
+        let candidates = closest_reading(links.candidates);
         found
             .linked_mentions
-            .insert(mention.to_lowercase(), links.candidates.clone());
-        added |= found.adopt_candidates(links.candidates, is_draft);
+            .insert(mention.to_lowercase(), candidates.clone());
+        added |= found.adopt_candidates(candidates, is_draft);
     }
     added
 }
+
+/// A mention that names no node exactly is read as its closest name (and any as close):
+/// it names one thing, and the linker's other near names are not more of the question's
+/// entities. Taken as such, they were walked from as well and read as a conjunction
+/// ("Where is Harbor Stret Library?" answered with the books held at both "Harbor Street
+/// Library" and "Author's Lane Library"). Exact matches (score 1, a name and its
+/// namesakes) are kept as the linker gives them.
+fn closest_reading(mut candidates: Vec<ScoredEntity>) -> Vec<ScoredEntity> {
+    let best = candidates
+        .iter()
+        .map(|c| c.score)
+        .fold(f32::NEG_INFINITY, f32::max);
+    if best < EXACT_LINK {
+        candidates.retain(|c| c.score >= best);
+    }
+    candidates
+}
+
+/// The score the entity linker gives a name written as the mention writes it.
+const EXACT_LINK: f32 = 1.0;
 
 /// Adds `entity` unless its id is already there; true when added.
 pub(crate) fn push_unique(list: &mut Vec<ScoredEntity>, entity: ScoredEntity) -> bool {
@@ -232,4 +253,55 @@ pub(crate) fn push_unique(list: &mut Vec<ScoredEntity>, entity: ScoredEntity) ->
     }
     list.push(entity);
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use kgmesh_schemas::{graph::Entity, NodeId};
+
+    use super::*;
+
+    fn scored(id: u64, name: &str, score: f32) -> ScoredEntity {
+        ScoredEntity {
+            entity: Entity {
+                id: NodeId(id),
+                name: name.to_owned(),
+            },
+            score,
+        }
+    }
+
+    fn names(candidates: &[ScoredEntity]) -> Vec<&str> {
+        candidates.iter().map(|c| c.entity.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_misspelled_mention_is_read_as_its_closest_name_only() {
+        let near = vec![
+            scored(6, "Harbor Street Library", 0.93),
+            scored(49, "Author's Lane Library", 0.44),
+        ];
+        assert_eq!(names(&closest_reading(near)), ["Harbor Street Library"]);
+        // Names as close as each other are all kept: nothing tells them apart.
+        let tied = vec![
+            scored(1, "Quarrydb 1.0", 0.63),
+            scored(2, "Quarrydb 2.0", 0.63),
+            scored(3, "Quarry", 0.5),
+        ];
+        assert_eq!(
+            names(&closest_reading(tied)),
+            ["Quarrydb 1.0", "Quarrydb 2.0"]
+        );
+        assert!(closest_reading(Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn exact_names_and_their_namesakes_are_kept_as_linked() {
+        let exact = vec![
+            scored(1, "Up", 1.0),
+            scored(2, "Up", 1.0),
+            scored(3, "Upside", 0.6),
+        ];
+        assert_eq!(names(&closest_reading(exact)), ["Up", "Up", "Upside"]);
+    }
 }
