@@ -23,7 +23,7 @@ use kgmesh_models::parse::pattern::{is_unknown, PatternTriple};
 
 use crate::scoring::text::{
     inside_a_longer, is_article, name_positions, names_the_class_of_a_name, word_spans, words,
-    QuestionTerms,
+    QuestionTerms, PREPOSITIONS,
 };
 
 /// A pattern node.
@@ -304,13 +304,6 @@ fn phrase(terms: &QuestionTerms, run: &Run) -> String {
     words.join(" ")
 }
 
-/// Words that make a following name the object of a preposition inside a noun phrase
-/// ("the films acted *by* X were released …"): the words after such a name belong to
-/// the sentence around that noun phrase, not to the name.
-const PREPOSITIONS: &[&str] = &[
-    "about", "as", "at", "by", "for", "from", "in", "into", "of", "on", "to", "with",
-];
-
 /// The position of a run's last word.
 fn last(terms: &QuestionTerms, run: &Run) -> usize {
     terms.position(*run.terms.last().unwrap_or(&run.terms[0]))
@@ -355,6 +348,9 @@ fn chain_order(
         .rev()
         .find(|w| !is_article(w) && !is_class_word(terms, all, w))
         .map(String::as_str);
+    // A preposition makes a following name its object inside a noun phrase ("the films
+    // acted *by* X were released …"): the words after such a name belong to the sentence
+    // around that noun phrase, not to the name.
     let after_object = governor.is_some_and(|w| PREPOSITIONS.contains(&w));
     let asks = |run: &Run| {
         class_only(terms, run)

@@ -8,9 +8,9 @@ use std::collections::HashSet;
 
 pub use kgmesh_models::lexical::text::{
     content_stems, entity_mention_mask, inside_a_longer, is_article, is_determiner, is_stop_word,
-    marked_as_name, name_positions, names_the_class_of_a_name, relation_head_stems,
-    relation_head_words, relation_label, relation_stems, relation_words, stem, stem_similarity,
-    word_spans, words, writes_a_name,
+    marked_as_name, name_positions, names_the_class_of_a_name, names_what_it_reaches,
+    relation_head_stems, relation_head_words, relation_label, relation_stems, relation_words, stem,
+    stem_similarity, word_spans, words, writes_a_name, PREPOSITIONS,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the

@@ -508,11 +508,22 @@ pub fn relation_head_stems(relation: &str) -> Vec<String> {
 /// The words behind [`relation_head_stems`], lowercased and not stemmed (`placed` is no
 /// `place`).
 pub fn relation_head_words(relation: &str) -> Vec<String> {
+    let all = relation_reading_words(relation);
+    let kept: &[String] = if all.len() > 1 && all.iter().all(|w| !is_stop_word(w)) {
+        &all[all.len() - 1..]
+    } else {
+        &all
+    };
+    kept.iter().filter(|w| !is_stop_word(w)).cloned().collect()
+}
+
+/// The words a relation's name is read by, lowercased: a learned label's, else the local
+/// name's (a dotted id's last segment; a label with spaces read by its shortest
+/// alternative).
+fn relation_reading_words(relation: &str) -> Vec<String> {
     let label = match learned_label(relation) {
         Some(label) => label_reading(&label).to_owned(),
         None => {
-            // A dotted id's last segment; a label with spaces is read by its shortest
-            // alternative.
             let local = local_name(relation);
             if local.contains(char::is_whitespace) {
                 label_reading(local).to_owned()
@@ -521,13 +532,25 @@ pub fn relation_head_words(relation: &str) -> Vec<String> {
             }
         }
     };
-    let all = words(&label);
-    let kept: &[String] = if all.len() > 1 && all.iter().all(|w| !is_stop_word(w)) {
-        &all[all.len() - 1..]
-    } else {
-        &all
-    };
-    kept.iter().filter(|w| !is_stop_word(w)).cloned().collect()
+    words(&label)
+}
+
+/// Prepositions: a name after one is its object ("the films acted *by* X").
+pub const PREPOSITIONS: &[&str] = &[
+    "about", "as", "at", "by", "for", "from", "in", "into", "of", "on", "to", "with",
+];
+
+/// Whether a relation's name may say what the relation reaches. A name ending in "of" or
+/// "for" says what its subject is or does to what it reaches (`captain of`, `member of`,
+/// `version of`, `plays for`): the club a player captains or plays for is no captain or
+/// player, the software a version is of no version. Other names may name it: a passive
+/// agent its role (the `directed by` of a film is its director), a compound its head
+/// (`home stadium`, `plays in club`), and a participle before "in" or "at" what reaches
+/// a place (`based in`, `located in`).
+pub fn names_what_it_reaches(relation: &str) -> bool {
+    relation_reading_words(relation)
+        .last()
+        .is_none_or(|last| !matches!(last.as_str(), "of" | "for"))
 }
 
 /// How a comparative phrase bounds the number or date after it: "after 2012" is
@@ -883,6 +906,28 @@ mod tests {
         assert_eq!(mask("who directed Arthur"), [true]);
         // Written whole elsewhere in the question, it is named there.
         assert_eq!(mask("is Arthur_BOKA in Arthur"), [true]);
+    }
+
+    #[test]
+    fn a_relation_ending_in_of_or_for_does_not_say_what_it_reaches() {
+        for relation in [
+            "plays_for",
+            "http://example.org/league#captainOf",
+            "member of",
+            "people.person.version_of",
+        ] {
+            assert!(!names_what_it_reaches(relation), "{relation}");
+        }
+        for relation in [
+            "directed_by",
+            "home_stadium",
+            "plays_in_club",
+            "based in",
+            "aviation.airline.hubs",
+            "original language of film",
+        ] {
+            assert!(names_what_it_reaches(relation), "{relation}");
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use kgmesh_schemas::{graph::Direction, NodeId};
 use kgmesh_stores::{GraphStore, NeighborEdges, NeighborQuery, StoreResult};
 
-use crate::scoring::text::{content_stems, relation_label, words};
+use crate::scoring::text::{content_stems, names_what_it_reaches, relation_label, words};
 
 /// Whether a relation declares its head's class: its name, read as words, is one of
 /// the conventions for "is of type" (`rdf:type` → "type", `is_a`, `instance of`,
@@ -144,7 +144,9 @@ impl NodeTypes {
     }
 
     /// The relations pointing to the node (walked from their heads to it), type
-    /// relations and `except` left out: what call the node what it is.
+    /// relations, `except` and those whose names relate their subject to it rather than
+    /// say what it is ([`names_what_it_reaches`]: the club a player `plays for`) left
+    /// out: what call the node what it is.
     fn pointing<'a>(
         &'a self,
         node: NodeId,
@@ -155,7 +157,10 @@ impl NodeTypes {
             .into_iter()
             .flatten()
             .filter(move |(relation, outward)| {
-                !outward && Some(relation.as_str()) != except && !is_type_relation(relation)
+                !outward
+                    && Some(relation.as_str()) != except
+                    && !is_type_relation(relation)
+                    && names_what_it_reaches(relation)
             })
             .map(|(relation, _)| relation.as_str())
     }
