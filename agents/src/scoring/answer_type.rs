@@ -75,6 +75,19 @@ impl AnswerType {
     }
 }
 
+impl AnswerType {
+    /// The name with its indefinite article ("a person", "an organization").
+    pub fn with_article(self) -> String {
+        let name = self.name();
+        let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {name}")
+    }
+}
+
 impl std::fmt::Display for AnswerType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -82,20 +95,25 @@ impl std::fmt::Display for AnswerType {
 }
 
 /// Whether `name`, by its form alone, cannot answer a question asking for `asked`: a
-/// number, year, date or amount where a name is asked (a person, a place), or a name
-/// where a date or year is asked. Only numbers are told from names by form.
+/// number, year, date or amount where a name is asked (a person, a place), or anything
+/// but a date or a year where one is asked (a name, a count, a capacity: "when was the
+/// stadium renovated" is not answered "52000"). Names are not told apart by form.
 pub fn form_misfits(asked: AnswerType, name: &str) -> bool {
-    form_type(name, "").is_numeric() != asked.is_numeric()
+    let form = form_type(name, "");
+    match asked {
+        AnswerType::Date | AnswerType::Year => !matches!(form, AnswerType::Date | AnswerType::Year),
+        _ => form.is_numeric() != asked.is_numeric(),
+    }
 }
 
 /// What a question asks for, when the form of an answer can rule one out
-/// ([`form_misfits`]): a person, a place, a date or a year. `asking`: the question's
-/// words outside its entities' names.
+/// ([`form_misfits`]): a person, an organization, a place, a date or a year. `asking`:
+/// the question's words outside its entities' names.
 pub fn asked_by_form(asking: &str) -> Option<AnswerType> {
-    use AnswerType::{Date, Person, Place, Year};
+    use AnswerType::{Date, Organization, Person, Place, Year};
     asked(asking)
         .kind
-        .filter(|kind| matches!(kind, Person | Place | Date | Year))
+        .filter(|kind| matches!(kind, Person | Organization | Place | Date | Year))
 }
 
 /// Whether a question asks for a person or a place by its wh-phrase's own words: the
@@ -592,10 +610,17 @@ fn class_word(all: &[String], at: usize) -> Option<usize> {
             }
             Some(head)
         } else {
-            // "what is X's budget": the word after the possessive's "s".
+            // "what is X's budget": the word after the possessive's "s", or the
+            // compound's head there ("what is X's unit *price*").
             (i..all.len().min(i + 6))
                 .find(|&j| word(j) == "s" && content(j + 1))
-                .map(|j| j + 1)
+                .map(|j| {
+                    let mut head = j + 1;
+                    while content(head + 1) && !TRANSPARENT.contains(&word(head)) {
+                        head += 1;
+                    }
+                    head
+                })
         }
     } else {
         None
@@ -1102,6 +1127,9 @@ mod tests {
         assert_eq!(kind("What year was it founded?"), Some(Year));
         assert_eq!(kind("What is the price of the Nimbus kit?"), Some(Amount));
         assert_eq!(kind("What was Veltra's budget for 2024?"), Some(Amount));
+        // A compound after the possessive is read by its head: a unit price is a price.
+        assert_eq!(kind("What is Blue Heron Tea's unit price?"), Some(Amount));
+        assert_eq!(kind("What is Ann's children's school?"), Some(Person));
         assert_eq!(
             kind("What is the name of the company that bought it?"),
             Some(Organization)
@@ -1125,6 +1153,22 @@ mod tests {
             asked("Which engine did he design?").class.as_deref(),
             Some("engine")
         );
+    }
+
+    #[test]
+    fn a_form_rules_out_what_it_cannot_answer() {
+        use AnswerType::*;
+        // Numbers against names, either way.
+        assert!(form_misfits(Person, "1994"));
+        assert!(form_misfits(Organization, "1991"));
+        assert!(!form_misfits(Place, "Port Kell"));
+        assert!(form_misfits(Year, "Port Kell"));
+        // Only a date or a year answers "when": a count or a capacity does not.
+        assert!(form_misfits(Date, "52000"));
+        assert!(form_misfits(Date, "4,500"));
+        assert!(!form_misfits(Date, "1994"));
+        assert!(!form_misfits(Date, "2024-01-19"));
+        assert!(!form_misfits(Year, "12 March 2024"));
     }
 
     #[test]

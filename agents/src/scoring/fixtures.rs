@@ -188,6 +188,35 @@ pub const PERSON_AND_TEAM: WordTable = WordTable {
     ],
 };
 
+/// The kinds' descriptions apart (a person, an organization, a place, a thing) and
+/// classes' names near one each: "professor" a person, "building" a place, "course" a
+/// thing.
+pub const KINDS_OF_CLASSES: WordTable = WordTable {
+    name: "kinds-of-classes",
+    reserved: 4,
+    words: &[
+        ("a person", &[(0, 1.0)]),
+        ("a man", &[(0, 1.0)]),
+        ("a woman", &[(0, 1.0)]),
+        ("someone's full name", &[(0, 1.0)]),
+        ("a company", &[(1, 1.0)]),
+        ("an organization", &[(1, 1.0)]),
+        ("a business firm", &[(1, 1.0)]),
+        ("a team or department", &[(1, 1.0)]),
+        ("a place", &[(2, 1.0)]),
+        ("a city", &[(2, 1.0)]),
+        ("a town", &[(2, 1.0)]),
+        ("a region", &[(2, 1.0)]),
+        ("a product", &[(3, 1.0)]),
+        ("a thing", &[(3, 1.0)]),
+        ("a document", &[(3, 1.0)]),
+        ("an event", &[(3, 1.0)]),
+        ("professor", &[(0, 0.9), (3, 0.3)]),
+        ("building", &[(2, 0.9), (3, 0.3)]),
+        ("course", &[(3, 0.9), (1, 0.3)]),
+    ],
+};
+
 /// Reads "original language" near languages' names and "film" near films' titles;
 /// "sports team" near clubs' names, "member" near nothing.
 pub const LANGUAGES_OF_FILMS: WordTable = WordTable {

@@ -689,7 +689,14 @@ impl Summarizer {
                 line_paths.iter().map(|p| p.map(|p| p.end().id)).collect();
             gates.extend(other_class_lines(graph.as_ref(), asking, &end_ids).await);
             gates.extend(
-                other_kind_lines(graph.as_ref(), asking, (texts, line_paths), holders).await,
+                other_kind_lines(
+                    graph.as_ref(),
+                    asking,
+                    (texts, line_paths),
+                    holders,
+                    self.vectors_opt.as_deref(),
+                )
+                .await,
             );
         }
         let last: Vec<Option<(&str, bool)>> = line_paths
@@ -705,7 +712,10 @@ impl Summarizer {
         for _ in 0..SET_ASIDE_PASSES {
             let mut moved = false;
             for (why, aside) in &gates {
-                if demote(texts, scores, aside) {
+                // A class the graph declares tells one answer from another reached
+                // alike (the nurses among a department's staff).
+                let by_line = matches!(why, SetAside::OtherClass(_));
+                if demote(texts, scores, aside, by_line) {
                     moved = true;
                     if !done.contains(why) {
                         done.push(why.clone());
@@ -783,25 +793,40 @@ enum SetAside {
 }
 
 /// Ranks below every other line each line of the relation sequences whose every line
-/// `aside` marks, when the best-scored line ([`best_path`]) is one of them and a line of
-/// another sequence is not. Whether anything moved.
-fn demote(texts: &[String], scores: &mut [f32], aside: &[bool]) -> bool {
+/// `aside` marks (with `by_line`, each line `aside` marks, whatever its sequence's other
+/// lines), when one of them is among the best-scored lines (tied with the best,
+/// [`EXPLAINED_TIE`]: the answers are then chosen among those lines by their support, and
+/// an answer reached along several such sequences would win on it) and a line not set
+/// aside remains. Whether anything moved.
+fn demote(texts: &[String], scores: &mut [f32], aside: &[bool], by_line: bool) -> bool {
     let mut sequence_aside: HashMap<&str, bool> = HashMap::new();
     for (text, &line_aside) in texts.iter().zip(aside) {
         *sequence_aside.entry(text.as_str()).or_insert(true) &= line_aside;
     }
-    let Some(best) = best_path(scores) else {
+    let is_aside: Vec<bool> = texts
+        .iter()
+        .zip(aside)
+        .map(|(text, &line_aside)| {
+            if by_line {
+                line_aside
+            } else {
+                sequence_aside.get(text.as_str()).copied().unwrap_or(false)
+            }
+        })
+        .collect();
+    let Some(best) = scores.iter().copied().reduce(f32::max) else {
         return false;
     };
-    let is_aside = |text: &String| sequence_aside.get(text.as_str()).copied().unwrap_or(false);
-    if !is_aside(&texts[best]) || texts.iter().all(is_aside) {
+    let best_aside = scores
+        .iter()
+        .zip(&is_aside)
+        .any(|(&score, &aside)| aside && score >= best - EXPLAINED_TIE);
+    if !best_aside || is_aside.iter().all(|&aside| aside) {
         return false;
     }
     let floor = scores.iter().copied().fold(f32::INFINITY, f32::min) - 1.0;
-    for (text, score) in texts.iter().zip(scores.iter_mut()) {
-        if is_aside(text) {
-            *score = floor;
-        }
+    for (score, _) in scores.iter_mut().zip(&is_aside).filter(|(_, &a)| a) {
+        *score = floor;
     }
     true
 }
@@ -881,6 +906,7 @@ async fn other_kind_lines(
     asking: &str,
     (texts, line_paths): (&[String], &[Option<&Path>]),
     holders: &HashMap<String, Vec<String>>,
+    vectors: Option<&TextVectors>,
 ) -> Option<(SetAside, Vec<bool>)> {
     let asked = answer_type::asked_by_wh_phrase(asking)?;
     let mut ends: HashMap<&str, Vec<NodeId>> = HashMap::new();
@@ -897,9 +923,23 @@ async fn other_kind_lines(
         return None;
     }
     let types = crate::kg_linker::core::node_types(graph, &nodes).await;
+    let by_meaning = match vectors {
+        Some(vectors) => kinds_of_classes_by_meaning(vectors, &types, &nodes).await,
+        None => HashMap::new(),
+    };
     let mut kind_of: HashMap<&str, answer_type::AnswerType> = HashMap::new();
     for (text, group) in &ends {
-        let kinds = crate::kg_linker::core::kinds_held(&types, group, holders);
+        // A class the graph declares says what its nodes are; read by meaning, its name
+        // is typed whether or not a word list knows it ("building"), and the names of
+        // the relations pointing to them only guess ("taught in" is no teacher). The
+        // relations' names themselves are not read by meaning: they say how a node is
+        // reached, not what it is (`nationality`).
+        let declared = !by_meaning.is_empty() && group.iter().all(|&n| types.has_declared(n));
+        let kinds = if declared {
+            kinds_held_by_meaning(&types, group, &by_meaning)
+        } else {
+            crate::kg_linker::core::kinds_held(&types, group, holders)
+        };
         if crate::kg_linker::core::kinds_misfit(asked, &kinds) {
             kind_of.insert(text, kinds[0]);
         }
@@ -912,6 +952,64 @@ async fn other_kind_lines(
         .iter()
         .find_map(|t| kind_of.get(t.as_str()).copied())?;
     Some((SetAside::Kind { asked, kind }, aside))
+}
+
+/// The kind by meaning ([`typing::kinds_by_meaning`]) of the name of each class the
+/// graph declares `nodes` of ([`crate::reader::types::NodeTypes::class_texts`]). Empty
+/// when none declares one, or when they cannot be embedded (noted).
+async fn kinds_of_classes_by_meaning(
+    vectors: &TextVectors,
+    types: &crate::reader::types::NodeTypes,
+    nodes: &[NodeId],
+) -> HashMap<String, answer_type::AnswerType> {
+    let mut texts: Vec<String> = nodes
+        .iter()
+        .filter(|&&node| types.has_declared(node))
+        .flat_map(|&node| types.class_texts(node, None))
+        .collect();
+    texts.sort();
+    texts.dedup();
+    match typing::kinds_by_meaning(vectors, &texts).await {
+        Ok(kinds) => texts
+            .into_iter()
+            .zip(kinds)
+            .filter_map(|(text, kind)| Some((text, kind?)))
+            .collect(),
+        Err(error) => {
+            tracing::warn!(%error, "class names not typed by meaning; paths kept as ranked");
+            HashMap::new()
+        }
+    }
+}
+
+/// The kinds by meaning (`by_meaning`, see [`kinds_of_classes_by_meaning`]) the declared
+/// classes of at least half of `group` read as ("building" is a place, though no word
+/// list says so).
+fn kinds_held_by_meaning(
+    types: &crate::reader::types::NodeTypes,
+    group: &[NodeId],
+    by_meaning: &HashMap<String, answer_type::AnswerType>,
+) -> Vec<answer_type::AnswerType> {
+    let mut count: HashMap<answer_type::AnswerType, usize> = HashMap::new();
+    for &node in group {
+        let mut kinds: Vec<answer_type::AnswerType> = types
+            .class_texts(node, None)
+            .iter()
+            .filter_map(|text| by_meaning.get(text).copied())
+            .collect();
+        kinds.sort_by_key(|kind| kind.name());
+        kinds.dedup();
+        for kind in kinds {
+            *count.entry(kind).or_default() += 1;
+        }
+    }
+    let mut kinds: Vec<answer_type::AnswerType> = count
+        .into_iter()
+        .filter(|&(_, n)| 2 * n >= group.len())
+        .map(|(kind, _)| kind)
+        .collect();
+    kinds.sort_by_key(|kind| kind.name());
+    kinds
 }
 
 /// The lines that end by naming their start's class over a type relation (`is_a`,
@@ -976,11 +1074,17 @@ fn nothing_of_the_form_asked(
     ends: &[String],
 ) -> Option<SummarizeReply> {
     let asked = answer_type::asked_by_form(asking)?;
-    let mut found = ends.iter().filter(|end| !end.is_empty()).peekable();
-    found.peek()?;
+    let found: Vec<&str> = ends
+        .iter()
+        .filter(|end| !end.is_empty())
+        .map(String::as_str)
+        .collect();
+    if found.is_empty() {
+        return None;
+    }
     // An edge answers only from a node the question names.
     let topic: HashSet<NodeId> = request.topic_entities.iter().map(|e| e.id).collect();
-    let mut nodes = request
+    let nodes: Vec<&str> = request
         .context
         .evidence
         .iter()
@@ -988,19 +1092,28 @@ fn nothing_of_the_form_asked(
             EvidenceItem::Triple(t) if topic.contains(&t.head.id) => Some(t.tail.name.as_str()),
             EvidenceItem::Triple(t) if topic.contains(&t.tail.id) => Some(t.head.name.as_str()),
             _ => None,
-        });
-    if !found.all(|end| answer_type::form_misfits(asked, end))
-        || !nodes.all(|name| answer_type::form_misfits(asked, name))
-    {
+        })
+        .collect();
+    let everything = || found.iter().chain(&nodes);
+    if !everything().all(|name| answer_type::form_misfits(asked, name)) {
         return None;
     }
-    let other = if asked.is_numeric() { "name" } else { "number" };
+    // What was found instead: names, numbers (a count where a date is asked), or both.
+    let numeric = |name: &&&str| answer_type::form_type(name, "").is_numeric();
+    let other = match (
+        everything().any(|n| numeric(&n)),
+        everything().all(|n| numeric(&n)),
+    ) {
+        (_, true) => "number",
+        (false, _) => "name",
+        (true, false) => "name or a number",
+    };
     Some(SummarizeReply {
         low_confidence: false,
         answers: Vec::new(),
         explanation: format!(
-            "I don't know: the question asks for a {asked}, and everything found is a \
-             {other}."
+            "I don't know: the question asks for {}, and everything found is a {other}.",
+            asked.with_article()
         ),
         confidence: None,
         decline: None,
@@ -1012,12 +1125,15 @@ fn say_set_aside(reply: &mut SummarizeReply, set_aside: Vec<SetAside>) {
     for aside in set_aside {
         let why = match aside {
             SetAside::Form { asked, form } => format!(
-                "Paths whose answers are each a {form} were set aside: the question asks \
-                 for a {asked}."
+                "Paths whose answers are each {} were set aside: the question asks for {}.",
+                form.with_article(),
+                asked.with_article()
             ),
             SetAside::Kind { asked, kind } => format!(
-                "Paths whose answers the graph's relations call a {kind} were set aside: \
-                 the question asks for a {asked}."
+                "Paths whose answers the graph calls {} were set aside: the \
+                 question asks for {}.",
+                kind.with_article(),
+                asked.with_article()
             ),
             SetAside::Class(relation) => format!(
                 "Paths ending at a class over `{relation}` were set aside: no word of the \

@@ -1613,14 +1613,23 @@ async fn a_path_answering_with_numbers_gives_way_where_a_person_is_asked() {
             reply.explanation
         );
 
-        // Where a year is asked, the year answers, and nothing is said.
+        // Where a year is asked, the year answers; the founder's path, which reads the
+        // question as well, is set aside with it and not given as a second answer.
         let reply = reply_in_time(
             summarizer,
             founded_request("when was Norrland Jet founded", true),
         )
         .await;
-        assert_eq!(reply.answers[0].text, "1995", "{reply:?}");
-        assert!(!reply.explanation.contains("set aside"), "{reply:?}");
+        let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+        assert_eq!(texts, ["1995"], "{reply:?}");
+        assert!(
+            reply.explanation.ends_with(
+                "Paths whose answers are each a person were set aside: the question asks for \
+                 a date."
+            ),
+            "{}",
+            reply.explanation
+        );
 
         // With nothing of the asked form found, no answer: a year cannot be who.
         let reply = reply_in_time(
@@ -1823,7 +1832,7 @@ async fn a_path_whose_answers_the_graphs_relations_call_another_kind_gives_way()
     assert_eq!(reply.answers[0].text, "Harbor College", "{reply:?}");
     assert!(
         reply.explanation.contains(
-            "Paths whose answers the graph's relations call a person were set aside: the \
+            "Paths whose answers the graph calls a person were set aside: the \
              question asks for a place."
         ),
         "{}",
@@ -2130,4 +2139,122 @@ fn a_lower_case_name_is_a_condition_and_a_class_the_question_writes_is_not() {
     let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
     assert_eq!(texts.first(), Some(&"Cheddar"), "{reply:?}");
     assert!(!texts.contains(&"Snacks"), "{texts:?}");
+}
+
+#[test]
+fn a_set_aside_line_tied_with_the_best_goes_below_the_others() {
+    let texts: Vec<String> = [
+        "headquarters (inverse)",
+        "headquarters (inverse)",
+        "headquarters (inverse) -> manufacturer (inverse) -> first flight",
+    ]
+    .map(String::from)
+    .to_vec();
+    // Every line reads the question alike; the first is not set aside, the year is.
+    let mut scores = vec![0.5, 0.5, 0.5];
+    assert!(super::demote(
+        &texts,
+        &mut scores,
+        &[false, false, true],
+        false
+    ));
+    assert!(
+        scores[2] < scores[0] && scores[0] == scores[1],
+        "{scores:?}"
+    );
+    // A line below the best decides nothing.
+    let mut scores = vec![0.5, 0.5, 0.2];
+    assert!(!super::demote(
+        &texts,
+        &mut scores,
+        &[false, false, true],
+        false
+    ));
+    assert_eq!(scores, [0.5, 0.5, 0.2]);
+    // By sequence, one line of a sequence whose other line stands stays; by line it goes.
+    let mut scores = vec![0.5, 0.5, 0.2];
+    assert!(!super::demote(
+        &texts,
+        &mut scores,
+        &[false, true, false],
+        false
+    ));
+    assert!(super::demote(
+        &texts,
+        &mut scores,
+        &[false, true, false],
+        true
+    ));
+    assert!(scores[1] < scores[2] && scores[2] < scores[0], "{scores:?}");
+    // Nothing goes when everything would.
+    let mut scores = vec![0.5, 0.5, 0.5];
+    assert!(!super::demote(
+        &texts,
+        &mut scores,
+        &[true, true, true],
+        true
+    ));
+}
+
+#[tokio::test]
+async fn a_declared_class_is_typed_by_meaning_where_no_word_list_knows_it() {
+    use crate::scoring::{
+        fixtures::{entity as node, graph, KINDS_OF_CLASSES},
+        relevance::TextVectors,
+    };
+
+    let kg = graph(&[
+        ("Linear Algebra", "taught_in", "Marlowe Tower"),
+        ("Amara Okonkwo-Bell", "teaches", "Linear Algebra"),
+        ("Marlowe Tower", "is_a", "building"),
+        ("Amara Okonkwo-Bell", "is_a", "professor"),
+        ("Linear Algebra", "is_a", "course"),
+    ]);
+    let course = node(&kg, "Linear Algebra");
+    let lines = [
+        walk(
+            &course,
+            vec![step("taught_in", false, &node(&kg, "Marlowe Tower"))],
+            0.9,
+        ),
+        walk(
+            &course,
+            vec![step("teaches", true, &node(&kg, "Amara Okonkwo-Bell"))],
+            0.9,
+        ),
+    ];
+    let paths: Vec<Option<&Path>> = lines
+        .iter()
+        .map(|line| match &line.item {
+            EvidenceItem::Path(path) => Some(path),
+            _ => None,
+        })
+        .collect();
+    let texts: Vec<String> = ["taught in", "teaches (inverse)"]
+        .map(String::from)
+        .to_vec();
+    let holders = std::collections::HashMap::new();
+    let vectors = TextVectors::new(Arc::new(KINDS_OF_CLASSES), 100);
+    let read =
+        |vectors| super::other_kind_lines(&kg, "who teaches", (&texts, &paths), &holders, vectors);
+    // By words, `taught in` calls the building a teacher's: nothing is set aside.
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), read(None))
+            .await
+            .expect("in time"),
+        None
+    );
+    // The graph declares it a building, which reads as a place by meaning.
+    let (why, aside) = tokio::time::timeout(Duration::from_secs(10), read(Some(&vectors)))
+        .await
+        .expect("in time")
+        .expect("the building is set aside");
+    assert_eq!(aside, [true, false]);
+    assert_eq!(
+        why,
+        super::SetAside::Kind {
+            asked: crate::scoring::answer_type::AnswerType::Person,
+            kind: crate::scoring::answer_type::AnswerType::Place,
+        }
+    );
 }

@@ -76,6 +76,66 @@ pub fn fit_of_kind(share: f32) -> f32 {
     (2.0 * share).min(1.0)
 }
 
+/// The kind each of `texts` (a class's name, "building", "research group") reads as by
+/// meaning: the kind whose nearest description holds at least half of the softmax over
+/// the kinds (see the module's doc; from half, [`fit_of_kind`] reads a kind as fully
+/// fitting), else `None`. What the graph's class names say when no class word of
+/// [`crate::scoring::answer_type::CLASS_WORDS`] names them.
+pub async fn kinds_by_meaning(
+    vectors: &TextVectors,
+    texts: &[String],
+) -> Result<Vec<Option<AnswerType>>, EmbedError> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let nearness = nearness_to_kinds(vectors, texts).await?;
+    Ok(nearness
+        .iter()
+        .map(|near| {
+            let best = near.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let total: f32 = near
+                .iter()
+                .map(|n| ((n - best) / KIND_TEMPERATURE).exp())
+                .sum();
+            let at = near.iter().position(|&n| n == best)?;
+            (1.0 / total >= 0.5).then_some(KIND_DESCRIPTIONS[at].0)
+        })
+        .collect())
+}
+
+/// Each of `texts`' cosine to its nearest description of each kind, in
+/// [`KIND_DESCRIPTIONS`]' order.
+async fn nearness_to_kinds(
+    vectors: &TextVectors,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let mut inputs: Vec<String> = KIND_DESCRIPTIONS
+        .iter()
+        .flat_map(|(_, descriptions)| descriptions.iter().map(|d| (*d).to_owned()))
+        .collect();
+    let described = inputs.len();
+    inputs.extend(texts.iter().cloned());
+    let found = vectors.vectors(&inputs).await?;
+    let (descriptions, spans) = found.split_at(described);
+    Ok(spans
+        .iter()
+        .map(|span| {
+            let mut at = 0;
+            KIND_DESCRIPTIONS
+                .iter()
+                .map(|(_, words)| {
+                    let near = descriptions[at..at + words.len()]
+                        .iter()
+                        .map(|d| cosine(span, d))
+                        .fold(f32::NEG_INFINITY, f32::max);
+                    at += words.len();
+                    near
+                })
+                .collect()
+        })
+        .collect())
+}
+
 /// For each of `texts`, the softmax share of `asked` among the kinds by meaning
 /// (see the module's doc); `None` when `asked` is not such a kind.
 pub async fn shares_of_kind(
@@ -89,36 +149,17 @@ pub async fn shares_of_kind(
     if texts.is_empty() {
         return Ok(Some(Vec::new()));
     }
-    let mut inputs: Vec<String> = KIND_DESCRIPTIONS
+    let at = KIND_DESCRIPTIONS
         .iter()
-        .flat_map(|(_, descriptions)| descriptions.iter().map(|d| (*d).to_owned()))
-        .collect();
-    let described = inputs.len();
-    inputs.extend(texts.iter().cloned());
-    let found = vectors.vectors(&inputs).await?;
-    let (descriptions, spans) = found.split_at(described);
-    let shares = spans
+        .position(|(kind, _)| *kind == asked)
+        .unwrap_or(0);
+    let shares = nearness_to_kinds(vectors, texts)
+        .await?
         .iter()
-        .map(|span| {
-            let mut at = 0;
-            let mut asked_near = 0.0;
-            let nearness: Vec<f32> = KIND_DESCRIPTIONS
+        .map(|near| {
+            let total: f32 = near
                 .iter()
-                .map(|(kind, words)| {
-                    let near = descriptions[at..at + words.len()]
-                        .iter()
-                        .map(|d| cosine(span, d))
-                        .fold(f32::NEG_INFINITY, f32::max);
-                    at += words.len();
-                    if *kind == asked {
-                        asked_near = near;
-                    }
-                    near
-                })
-                .collect();
-            let total: f32 = nearness
-                .iter()
-                .map(|n| ((n - asked_near) / KIND_TEMPERATURE).exp())
+                .map(|n| ((n - near[at]) / KIND_TEMPERATURE).exp())
                 .sum();
             1.0 / total
         })
