@@ -121,16 +121,18 @@ pub fn asked_by_form(asking: &str) -> Option<AnswerType> {
 /// "what *company*" typed by [`CLASS_WORDS`]). A class word read further along may be a
 /// possessive chain's first link ("what is X's *children*'s place of birth"), and a noun
 /// after "is the" says what is asked whatever the wh-word ("who is the place of birth
-/// of …"): neither counts. `asking`: the question's words outside its entities' names.
+/// of …"): neither counts. After another auxiliary the noun phrase is the clause's
+/// subject ("where did *the head* of X study"), and the wh-word still asks. `asking`:
+/// the question's words outside its entities' names.
 pub fn asked_by_wh_phrase(asking: &str) -> Option<AnswerType> {
     let asked = asked(asking);
-    // "who is *the* place of birth of …": a noun phrase after the auxiliary names what
-    // is asked, whatever the wh-word.
+    // "who is *the* place of birth of …": a noun phrase after the copula names what is
+    // asked, whatever the wh-word.
     let all = words(asking);
     let at = *asked.phrase.first()?;
     let named = all
         .get(at + 1)
-        .is_some_and(|w| AUXILIARIES.contains(&w.as_str()))
+        .is_some_and(|w| COPULAS.contains(&w.as_str()))
         && all.get(at + 2).is_some_and(|w| is_article(w));
     // "which *city* …", "what *company* …": the class word right after the wh-word.
     let class_next = asked.phrase.get(1) == Some(&(at + 1));
@@ -180,6 +182,10 @@ pub(crate) const AUXILIARIES: &[&str] = &[
     "is", "was", "are", "were", "did", "does", "do", "has", "have", "had", "will", "would", "can",
     "could", "should", "must",
 ];
+
+/// The forms of "be" among [`AUXILIARIES`]: after a wh-word, the noun phrase that follows
+/// one is what the question asks for.
+const COPULAS: &[&str] = &["is", "was", "are", "were"];
 
 /// Nouns that stand for the class of the noun after "of" ("the *name* of the company",
 /// "what *kind* of engine").
@@ -1106,6 +1112,11 @@ mod tests {
         assert_eq!(
             asked_by_wh_phrase("who is the place of birth of 's son"),
             None
+        );
+        // After another auxiliary, the noun phrase is the subject: the wh-word asks.
+        assert_eq!(
+            asked_by_wh_phrase("where did the head of the study"),
+            Some(Place)
         );
         // Dates and years are told by their form.
         assert_eq!(asked_by_wh_phrase("when was founded"), None);
