@@ -73,9 +73,7 @@ impl AnswerType {
             AnswerType::Date | AnswerType::Year | AnswerType::Amount | AnswerType::Number
         )
     }
-}
 
-impl AnswerType {
     /// The name with its indefinite article ("a person", "an organization").
     pub fn with_article(self) -> String {
         let name = self.name();
@@ -1140,6 +1138,7 @@ mod tests {
         assert_eq!(kind("What was Veltra's budget for 2024?"), Some(Amount));
         // A compound after the possessive is read by its head: a unit price is a price.
         assert_eq!(kind("What is Blue Heron Tea's unit price?"), Some(Amount));
+        // A possessive chain's next link is no part of the compound.
         assert_eq!(kind("What is Ann's children's school?"), Some(Person));
         assert_eq!(
             kind("What is the name of the company that bought it?"),

@@ -1,6 +1,7 @@
 //! Answer types by meaning: how near a candidate span's own words read, by embedding,
 //! to the kind of name a question asks for (a person, an organization, a place) rather
-//! than to the other kinds.
+//! than to the other kinds; and, for the graph, what kind of name a class the graph
+//! declares is ([`kinds_by_meaning`]: a "building" is a place).
 //!
 //! A name's form types it ([`crate::scoring::answer_type::form_type`]) where it shows a
 //! designator, a title or a preposition; otherwise two or three plain capitalized words
