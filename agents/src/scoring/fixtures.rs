@@ -160,39 +160,12 @@ pub const TEAM_BARELY_NEARER_CLUB: WordTable = WordTable {
     ],
 };
 
-/// The kinds of name ([`crate::summarizer::typing::KIND_DESCRIPTIONS`]) on three axes
-/// (a person, an organization, the rest), with "Beatrix Nwosu" near a person and
-/// "Customer Care" near an organization.
-pub const PERSON_AND_TEAM: WordTable = WordTable {
-    name: "person-and-team",
-    reserved: 3,
-    words: &[
-        ("a person", &[(0, 1.0)]),
-        ("a man", &[(0, 1.0)]),
-        ("a woman", &[(0, 1.0)]),
-        ("someone's full name", &[(0, 1.0)]),
-        ("a company", &[(1, 1.0)]),
-        ("an organization", &[(1, 1.0)]),
-        ("a business firm", &[(1, 1.0)]),
-        ("a team or department", &[(1, 1.0)]),
-        ("a place", &[(2, 1.0)]),
-        ("a city", &[(2, 1.0)]),
-        ("a town", &[(2, 1.0)]),
-        ("a region", &[(2, 1.0)]),
-        ("a product", &[(2, 1.0)]),
-        ("a thing", &[(2, 1.0)]),
-        ("a document", &[(2, 1.0)]),
-        ("an event", &[(2, 1.0)]),
-        ("Beatrix Nwosu", &[(0, 0.9), (1, 0.3), (2, 0.3)]),
-        ("Customer Care", &[(0, 0.3), (1, 0.9), (2, 0.3)]),
-    ],
-};
-
-/// The kinds' descriptions apart (a person, an organization, a place, a thing) and
-/// classes' names near one each: "professor" a person, "building" a place, "course" a
-/// thing.
-pub const KINDS_OF_CLASSES: WordTable = WordTable {
-    name: "kinds-of-classes",
+/// The kinds of name ([`crate::summarizer::typing::KIND_DESCRIPTIONS`]) on four axes (a
+/// person, an organization, a place, a thing), with names and class names near one each:
+/// "Beatrix Nwosu" and "professor" a person, "Customer Care" an organization, "building"
+/// a place, "course" a thing.
+pub const KINDS_OF_NAMES: WordTable = WordTable {
+    name: "kinds-of-names",
     reserved: 4,
     words: &[
         ("a person", &[(0, 1.0)]),
@@ -211,6 +184,8 @@ pub const KINDS_OF_CLASSES: WordTable = WordTable {
         ("a thing", &[(3, 1.0)]),
         ("a document", &[(3, 1.0)]),
         ("an event", &[(3, 1.0)]),
+        ("Beatrix Nwosu", &[(0, 0.9), (1, 0.3), (2, 0.3)]),
+        ("Customer Care", &[(0, 0.3), (1, 0.9), (2, 0.3)]),
         ("professor", &[(0, 0.9), (3, 0.3)]),
         ("building", &[(2, 0.9), (3, 0.3)]),
         ("course", &[(3, 0.9), (1, 0.3)]),

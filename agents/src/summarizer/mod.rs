@@ -927,6 +927,8 @@ async fn other_kind_lines(
         Some(vectors) => kinds_of_classes_by_meaning(vectors, &types, &nodes).await,
         None => HashMap::new(),
     };
+    // Read by meaning only where some declared class's name is typed at all.
+    let typed_any = by_meaning.values().any(|kinds| !kinds.is_empty());
     let mut kind_of: HashMap<&str, answer_type::AnswerType> = HashMap::new();
     for (text, group) in &ends {
         // A class the graph declares says what its nodes are; read by meaning, its name
@@ -934,9 +936,8 @@ async fn other_kind_lines(
         // the relations pointing to them only guess ("taught in" is no teacher). The
         // relations' names themselves are not read by meaning: they say how a node is
         // reached, not what it is (`nationality`).
-        let declared = !by_meaning.is_empty() && group.iter().all(|&n| types.has_declared(n));
-        let kinds = if declared {
-            kinds_held_by_meaning(&types, group, &by_meaning)
+        let kinds = if typed_any && group.iter().all(|n| by_meaning.contains_key(n)) {
+            kinds_held_by_meaning(group, &by_meaning)
         } else {
             crate::kg_linker::core::kinds_held(&types, group, holders)
         };
@@ -954,54 +955,63 @@ async fn other_kind_lines(
     Some((SetAside::Kind { asked, kind }, aside))
 }
 
-/// The kind by meaning ([`typing::kinds_by_meaning`]) of the name of each class the
-/// graph declares `nodes` of ([`crate::reader::types::NodeTypes::class_texts`]). Empty
-/// when none declares one, or when they cannot be embedded (noted).
+/// The kinds by meaning ([`typing::kinds_by_meaning`]) of the names of the classes each
+/// of `nodes` that declares one is declared of
+/// ([`crate::reader::types::NodeTypes::class_texts`]), every such node present even where
+/// no name is typed. Empty when none declares a class, or when the names cannot be
+/// embedded (noted).
 async fn kinds_of_classes_by_meaning(
     vectors: &TextVectors,
     types: &crate::reader::types::NodeTypes,
     nodes: &[NodeId],
-) -> HashMap<String, answer_type::AnswerType> {
-    let mut texts: Vec<String> = nodes
+) -> HashMap<NodeId, Vec<answer_type::AnswerType>> {
+    let declared: Vec<(NodeId, Vec<String>)> = nodes
         .iter()
         .filter(|&&node| types.has_declared(node))
-        .flat_map(|&node| types.class_texts(node, None))
+        .map(|&node| (node, types.class_texts(node, None)))
         .collect();
+    let mut texts: Vec<String> = declared.iter().flat_map(|(_, t)| t.clone()).collect();
     texts.sort();
     texts.dedup();
-    match typing::kinds_by_meaning(vectors, &texts).await {
-        Ok(kinds) => texts
-            .into_iter()
-            .zip(kinds)
-            .filter_map(|(text, kind)| Some((text, kind?)))
-            .collect(),
+    let kinds = match typing::kinds_by_meaning(vectors, &texts).await {
+        Ok(kinds) => kinds,
         Err(error) => {
             tracing::warn!(%error, "class names not typed by meaning; paths kept as ranked");
-            HashMap::new()
+            return HashMap::new();
         }
-    }
+    };
+    let kind_of: HashMap<&str, answer_type::AnswerType> = texts
+        .iter()
+        .zip(kinds)
+        .filter_map(|(text, kind)| Some((text.as_str(), kind?)))
+        .collect();
+    declared
+        .into_iter()
+        .map(|(node, names)| {
+            let mut kinds: Vec<answer_type::AnswerType> = names
+                .iter()
+                .filter_map(|name| kind_of.get(name.as_str()).copied())
+                .collect();
+            kinds.sort_by_key(|kind| kind.name());
+            kinds.dedup();
+            (node, kinds)
+        })
+        .collect()
 }
 
-/// The kinds by meaning (`by_meaning`, see [`kinds_of_classes_by_meaning`]) the declared
-/// classes of at least half of `group` read as ("building" is a place, though no word
-/// list says so).
+/// The kinds (`by_meaning`, see [`kinds_of_classes_by_meaning`]) at least half of `group`
+/// reads as ("building" is a place, though no word list says so).
 fn kinds_held_by_meaning(
-    types: &crate::reader::types::NodeTypes,
     group: &[NodeId],
-    by_meaning: &HashMap<String, answer_type::AnswerType>,
+    by_meaning: &HashMap<NodeId, Vec<answer_type::AnswerType>>,
 ) -> Vec<answer_type::AnswerType> {
     let mut count: HashMap<answer_type::AnswerType, usize> = HashMap::new();
-    for &node in group {
-        let mut kinds: Vec<answer_type::AnswerType> = types
-            .class_texts(node, None)
-            .iter()
-            .filter_map(|text| by_meaning.get(text).copied())
-            .collect();
-        kinds.sort_by_key(|kind| kind.name());
-        kinds.dedup();
-        for kind in kinds {
-            *count.entry(kind).or_default() += 1;
-        }
+    for kind in group
+        .iter()
+        .filter_map(|node| by_meaning.get(node))
+        .flatten()
+    {
+        *count.entry(*kind).or_default() += 1;
     }
     let mut kinds: Vec<answer_type::AnswerType> = count
         .into_iter()
@@ -1099,11 +1109,8 @@ fn nothing_of_the_form_asked(
         return None;
     }
     // What was found instead: names, numbers (a count where a date is asked), or both.
-    let numeric = |name: &&&str| answer_type::form_type(name, "").is_numeric();
-    let other = match (
-        everything().any(|n| numeric(&n)),
-        everything().all(|n| numeric(&n)),
-    ) {
+    let numeric = |name: &&str| answer_type::form_type(name, "").is_numeric();
+    let other = match (everything().any(numeric), everything().all(numeric)) {
         (_, true) => "number",
         (false, _) => "name",
         (true, false) => "name or a number",

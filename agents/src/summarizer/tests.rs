@@ -1561,7 +1561,7 @@ async fn a_name_whose_words_read_as_a_team_does_not_answer_who() {
     assert_eq!(by_form.answers[0].text, "Customer Care", "{by_form:?}");
     // Read by meaning, its words say a team, and the person answers.
     let summarizer = rule_only(Some(Arc::new(crate::scoring::relevance::TextVectors::new(
-        Arc::new(crate::scoring::fixtures::PERSON_AND_TEAM),
+        Arc::new(crate::scoring::fixtures::KINDS_OF_NAMES),
         64,
     ))));
     let by_meaning = reply_in_time(&summarizer, asked).await;
@@ -2199,7 +2199,7 @@ fn a_set_aside_line_tied_with_the_best_goes_below_the_others() {
 #[tokio::test]
 async fn a_declared_class_is_typed_by_meaning_where_no_word_list_knows_it() {
     use crate::scoring::{
-        fixtures::{entity as node, graph, KINDS_OF_CLASSES},
+        fixtures::{entity as node, graph, KINDS_OF_NAMES},
         relevance::TextVectors,
     };
 
@@ -2234,7 +2234,7 @@ async fn a_declared_class_is_typed_by_meaning_where_no_word_list_knows_it() {
         .map(String::from)
         .to_vec();
     let holders = std::collections::HashMap::new();
-    let vectors = TextVectors::new(Arc::new(KINDS_OF_CLASSES), 100);
+    let vectors = TextVectors::new(Arc::new(KINDS_OF_NAMES), 100);
     let read =
         |vectors| super::other_kind_lines(&kg, "who teaches", (&texts, &paths), &holders, vectors);
     // By words, `taught in` calls the building a teacher's: nothing is set aside.

@@ -173,7 +173,7 @@ mod tests {
     use std::{sync::Arc, time::Duration};
 
     use super::*;
-    use crate::scoring::fixtures::PERSON_AND_TEAM;
+    use crate::scoring::fixtures::KINDS_OF_NAMES;
 
     #[test]
     fn a_kind_holding_half_the_share_fits_fully() {
@@ -195,7 +195,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_name_reading_as_a_team_gets_a_small_share_of_a_person() {
-        let vectors = TextVectors::new(Arc::new(PERSON_AND_TEAM), 64);
+        let vectors = TextVectors::new(Arc::new(KINDS_OF_NAMES), 64);
         let texts = vec!["Beatrix Nwosu".to_owned(), "Customer Care".to_owned()];
         let shares = tokio::time::timeout(
             Duration::from_secs(10),

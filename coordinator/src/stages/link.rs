@@ -244,7 +244,7 @@ fn closest_reading(mut candidates: Vec<ScoredEntity>) -> Vec<ScoredEntity> {
 }
 
 /// The score the entity linker gives a name written as the mention writes it.
-const EXACT_LINK: f32 = 1.0;
+pub(crate) const EXACT_LINK: f32 = 1.0;
 
 /// Adds `entity` unless its id is already there; true when added.
 pub(crate) fn push_unique(list: &mut Vec<ScoredEntity>, entity: ScoredEntity) -> bool {

@@ -13,7 +13,7 @@ use kgmesh_schemas::{
     NodeId,
 };
 
-use super::{cache_lookup::CacheFound, replay::ReplayReport, RunContext};
+use super::{cache_lookup::CacheFound, link::EXACT_LINK, replay::ReplayReport, RunContext};
 use crate::{calls::RunRecord, error::REQUIRED_ROLES};
 
 /// Whether the answers may be incomplete: a budget ran out (noted in the reply), or a
@@ -216,7 +216,7 @@ pub(crate) fn assemble(
         answers.clear();
     }
     // A name the question misspells is read as the closest one; the reply says so.
-    let nothing_exact = input.topic.iter().all(|t| t.score < 1.0);
+    let nothing_exact = input.topic.iter().all(|t| t.score < EXACT_LINK);
     let read_as: Vec<String> = input
         .topic
         .iter()
