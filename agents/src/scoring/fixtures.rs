@@ -77,6 +77,21 @@ pub const KIND_OF_MOVIE_MEANS_GENRE: WordTable = WordTable {
     ],
 };
 
+/// Embeds "acted in" as near the profile of a film's director path as near the
+/// relation `cast member` (cosine 0.61 to each), less near the cast path's profile
+/// (0.51), and apart from the relation `director`: by what it found alone, the
+/// director's path reads nearest; by relations and profile together, the cast's.
+pub const ACTED_NEARER_DIRECTOR_BY_PROFILE: WordTable = WordTable {
+    name: "acted-nearer-director-by-profile",
+    reserved: 3,
+    words: &[
+        ("acted in", &[(0, 0.6), (1, 0.6), (2, 0.5)]),
+        ("cast member", &[(0, 1.0)]),
+        ("director: Iain Softley", &[(1, 1.0)]),
+        ("cast member: Angelina Jolie, Jonny Lee Miller", &[(2, 1.0)]),
+    ],
+};
+
 /// Embeds "films" and "film" halfway between "genre" and "actors" (cosine 0.71 to each)
 /// and every other word apart: a class word as close to two relations as to either.
 pub const FILMS_NEAR_GENRE_AND_ACTORS: WordTable = WordTable {

@@ -7,8 +7,9 @@
 //!
 //! Two uses in the summarizer's rule, both only with an embedder:
 //! - [`Profiles::break_tie`]: among the best-scored paths, when no question word
-//!   explains any of them, the one whose profile reads nearest to the question; when
-//!   words explain them all alike, the one whose relations alone read clearly nearest;
+//!   explains any of them, the one whose profile and relations together read nearest
+//!   to the question; when words explain them all alike, the one whose relations alone
+//!   read clearly nearest;
 //! - [`Profiles::nearness_below`]: how near the path that explains the question best is to
 //!   it, so that a question the graph has no relation for ("which football club has a
 //!   player from Spain", asked of a film graph) ends in "I don't know".
@@ -71,8 +72,13 @@ impl<'a> Profiles<'a> {
     /// words cannot break; the paths of the relation sequence chosen gain
     /// [`TIE_BREAK_BONUS`]:
     /// - when the best score is below zero (no word explains any of the best paths, as
-    ///   in "what kind of movie is X" over a film's relations), the sequence whose
-    ///   profile (its relations and what it found) is nearest to the question;
+    ///   in "what kind of movie is X" over a film's relations), the sequence nearest to
+    ///   the question by the sum of two cosines: its profile's (its relations and what
+    ///   it found) and its relations' alone. The profile tells a film's genres from its
+    ///   director where no relation name reads near the question; the relations keep
+    ///   the names found from outweighing them ("who acted in X" reads nearer
+    ///   `director: <a name>` than `cast member: <three names>`, but nearer `cast
+    ///   member` than `director`);
     /// - when words explain the tied paths alike ("which football team do players from
     ///   X play for": "players" and "play" name `plays_in_club` as well as
     ///   `plays_position`), the sequence whose relations alone read nearest to the
@@ -108,19 +114,26 @@ impl<'a> Profiles<'a> {
         if candidates.len() < 2 {
             return Ok(());
         }
+        // The question, each candidate's relations, then (unexplained) their profiles.
         let mut inputs = vec![self.question.to_owned()];
-        inputs.extend(candidates.iter().map(|text| {
-            if explained {
-                text.to_string()
-            } else {
-                self.profile(text)
-            }
-        }));
+        inputs.extend(candidates.iter().map(|text| text.to_string()));
+        if !explained {
+            inputs.extend(candidates.iter().map(|text| self.profile(text)));
+        }
         let vectors = vectors.vectors(&inputs).await?;
-        let mut ranked: Vec<(f32, &str)> = vectors[1..]
+        let n = candidates.len();
+        let mut ranked: Vec<(f32, &str)> = candidates
             .iter()
-            .zip(&candidates)
-            .map(|(vector, text)| (cosine(&vectors[0], vector), *text))
+            .enumerate()
+            .map(|(i, text)| {
+                let relations = cosine(&vectors[0], &vectors[1 + i]);
+                let found = if explained {
+                    0.0
+                } else {
+                    cosine(&vectors[0], &vectors[1 + n + i])
+                };
+                (relations + found, *text)
+            })
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
         let Some(&(nearest, chosen)) = ranked.first() else {
@@ -189,6 +202,40 @@ mod tests {
             self.0.lock().unwrap().extend(texts.iter().cloned());
             TYPES_MEAN_GENRE.embed(texts).await
         }
+    }
+
+    #[tokio::test]
+    async fn an_unexplained_tie_goes_to_the_path_nearest_by_relations_and_profile() {
+        use crate::scoring::fixtures::ACTED_NEARER_DIRECTOR_BY_PROFILE;
+        let vectors = TextVectors::new(Arc::new(ACTED_NEARER_DIRECTOR_BY_PROFILE), 100);
+        let texts = [
+            "director".to_owned(),
+            "cast member".to_owned(),
+            "cast member".to_owned(),
+        ];
+        let ends = [
+            "Iain Softley".to_owned(),
+            "Angelina Jolie".to_owned(),
+            "Jonny Lee Miller".to_owned(),
+        ];
+        let profiles = Profiles::new("acted in", &texts, &ends);
+        // No word explains either relation: both score below zero, tied.
+        let mut scores = [-0.5, -0.5, -0.5];
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            profiles.break_tie(&vectors, &mut scores),
+        )
+        .await
+        .expect("in time")
+        .expect("embedded");
+        assert_eq!(
+            scores[0], -0.5,
+            "the director's path is not raised: {scores:?}"
+        );
+        assert!(
+            scores[1] > -0.5 && scores[1] == scores[2],
+            "every line of the cast's path is raised: {scores:?}"
+        );
     }
 
     #[tokio::test]
