@@ -121,18 +121,16 @@ impl<'a> Profiles<'a> {
             inputs.extend(candidates.iter().map(|text| self.profile(text)));
         }
         let vectors = vectors.vectors(&inputs).await?;
-        let n = candidates.len();
+        let Some((question, rest)) = vectors.split_first() else {
+            return Ok(());
+        };
+        let (relations, profiles) = rest.split_at(candidates.len());
         let mut ranked: Vec<(f32, &str)> = candidates
             .iter()
             .enumerate()
             .map(|(i, text)| {
-                let relations = cosine(&vectors[0], &vectors[1 + i]);
-                let found = if explained {
-                    0.0
-                } else {
-                    cosine(&vectors[0], &vectors[1 + n + i])
-                };
-                (relations + found, *text)
+                let found = profiles.get(i).map_or(0.0, |p| cosine(question, p));
+                (cosine(question, &relations[i]) + found, *text)
             })
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
