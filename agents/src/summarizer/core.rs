@@ -44,6 +44,7 @@ use crate::{
     reader::types::is_type_relation,
     runtime::role_config,
     scoring::{
+        answer_type::{self, AnswerType},
         relevance::Relevance,
         text::{inside_a_longer, marked_as_name, word_spans, words},
     },
@@ -245,10 +246,15 @@ pub fn summarize_scored(
         .collect();
     let found = kept.len();
     // A number the graph stores for what the question names ("how many units in
-    // stock …": `unitsInStock`) is the count itself.
-    let stored_number = kept
-        .first()
-        .is_some_and(|c| c.entity.is_none() && c.explained && c.text.parse::<f64>().is_ok());
+    // stock …": `unitsInStock`) is the count itself; so is the one number the best
+    // paths reach, named or not, a node named by a number in a triple graph too ("how
+    // many people does the arena hold": `capacity` 38500), unless its form reads as a
+    // year: a count of one number is never what is asked.
+    let stored_number = kept.first().is_some_and(|c| {
+        c.text.parse::<f64>().is_ok()
+            && (c.entity.is_none() && c.explained
+                || found == 1 && answer_type::form_type(&c.text, "") != AnswerType::Year)
+    });
     let counts = asks_how_many(&request.question) && !stored_number;
     let mut answers: Vec<Answer> = kept
         .into_iter()

@@ -1270,6 +1270,29 @@ fn a_property_the_question_names_outranks_the_neighbours_a_path_reaches() {
     assert_eq!(texts.first(), Some(&"39"), "{texts:?}");
 }
 
+#[test]
+fn how_many_of_the_one_number_a_path_reaches_is_that_number_not_one() {
+    // A triple graph stores the arena's capacity as a node named "38500"; no word of
+    // the question names `capacity`.
+    let arena = entity(1, "Kingsgate Arena");
+    let capacity = entity(2, "38500");
+    let opened = entity(3, "1998");
+    let mut request = request(
+        vec![path(&arena, "capacity", &capacity, 1.0)],
+        vec![arena.clone()],
+    );
+    request.question = "how many people does Kingsgate Arena hold".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["38500"], "{reply:?}");
+    // A year is no count: counted, it is one thing reached.
+    let mut request = self::request(vec![path(&arena, "opened_in", &opened, 1.0)], vec![arena]);
+    request.question = "how many people does Kingsgate Arena hold".into();
+    let reply = summarize(&request, &SummaryRule::default());
+    let texts: Vec<&str> = reply.answers.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(texts, ["1", "1998"], "{reply:?}");
+}
+
 /// A model that declares a 4,096-token window gets a prompt that fits it: the evidence
 /// is cut to its best lines. Without a declared window the same context is sent whole.
 #[tokio::test]
