@@ -1005,6 +1005,13 @@ impl QuestionTerms {
                 .iter()
                 .enumerate()
                 .any(|(other, same)| other != hop && same_relation(same, tokens));
+            // A hop walking the previous one back returns to nodes of the kind the walk
+            // left, and the word naming the answers' class is not its to claim: "which
+            // films did X direct" is not a walk from X's films to their language and
+            // back to every film in it, whose way back, `original language of film`,
+            // reaches films. A relation word it may still claim ("the films written by
+            // the screenwriter of X").
+            let returns = tokens.iter().any(|t| t == RETURN_TOKEN);
             let past_class = of_class[..hop].contains(&Some(true));
             let mut named_by_class = false;
             if let Some(head) = class_head.filter(|&head| {
@@ -1026,7 +1033,7 @@ impl QuestionTerms {
                     .enumerate()
                     .map(|(i, &used)| {
                         used || (blocks_class && self.entity_class.get(i).copied().unwrap_or(false))
-                            || (blocks_head && Some(i) == class_head)
+                            || ((blocks_head || returns) && Some(i) == class_head)
                     })
                     .collect()
             };
@@ -1395,6 +1402,37 @@ mod tests {
             ],
         );
         assert!(one > back_and_forth, "{one} vs {back_and_forth}");
+    }
+
+    #[test]
+    fn walking_back_claims_no_class_word() {
+        // Leaving X's films forward over `original language of film` and walking it back
+        // reaches films again; "films" names what has the relation (the graph's names
+        // tell, `holder`), so the way back would explain it.
+        let holder = vec!["film".to_owned()];
+        let mut back = relation_tokens_holding("original language of film", false, &holder);
+        back.push(RETURN_TOKEN.to_owned());
+        let detour = vec![
+            relation_tokens("director", false),
+            relation_tokens_holding("original language of film", true, &holder),
+            back,
+        ];
+        let direct = vec![relation_tokens("director", false)];
+        let terms = QuestionTerms::new(
+            "which films did Theo Angelopoulos direct",
+            &["Theo Angelopoulos"],
+        );
+        let fit = |stems: &[Vec<String>]| {
+            terms
+                .sequence_fit(stems, None, None, None, Some(false))
+                .score
+        };
+        assert!(
+            fit(&direct) > fit(&detour),
+            "{} vs {}",
+            fit(&direct),
+            fit(&detour)
+        );
     }
 
     #[test]
