@@ -222,6 +222,12 @@ pub struct QuestionTerms {
     /// answer lies beyond that node ([`predicate_words`]: "what does X's kid *do* for a
     /// *living*", "what *killed* X's father").
     predicate: Vec<bool>,
+    /// The verb whose subject the asking "who" is, in a question naming one entity
+    /// ("who *acted* in the films written by X"): it says how the answers relate to
+    /// what the rest of the question names, so where another word names a hop it
+    /// stands for a hop of its own, whether or not a relation's name says so
+    /// ([`Self::sequence_fit`]).
+    asker_verb: Option<usize>,
     /// Per stem: the word says what class the named entity is ("the *film* [Heat]",
     /// "what kind of *film* is [Heat]"): the node the question starts from, which no
     /// hop reaches, so no relation is claimed by it, however its name reads.
@@ -542,6 +548,15 @@ impl QuestionTerms {
             .iter()
             .map(|&(i, _)| asks_a_kind(i) || asks_for_kind_at(&all, i))
             .collect();
+        // With two names or more the question joins conditions ("who plays at position
+        // F for country C"), and the verb is each condition's.
+        let asker_verb = (spans.len() == 1
+            && all.first().map(String::as_str) == Some("who")
+            && all
+                .get(1)
+                .is_some_and(|w| !AUXILIARIES.contains(&w.as_str()) && !is_stop_word(w)))
+        .then(|| content.iter().position(|&(i, _)| i == 1))
+        .flatten();
         let asked = content.iter().position(|&(i, _)| asks_a_kind(i));
         // The run of words naming the answers' class: the first such word (no asking
         // wh-word) and the words right after it.
@@ -661,6 +676,7 @@ impl QuestionTerms {
             shared,
             linked,
             predicate,
+            asker_verb,
             entity_class,
             class_run,
             class_head,
@@ -1128,7 +1144,11 @@ impl QuestionTerms {
         // in the movies directed by the director of X"), a word no relation explains
         // stands for a hop the same way, unless it sits beside a word that names a hop:
         // it qualifies that word then ("play *professional* in", "film *co*-writers").
+        // So does the verb of an asking "who" where a word names one hop ("who *acted*
+        // in the movies written by X"); where none does, the verb is all the question
+        // says of the one relation ("who *runs* X"), and no hop is explained.
         let named_chain = explained.iter().filter(|e| **e).count() >= 2;
+        let named_hop = explained.contains(&true);
         let beside_named =
             |i: usize| (i > 0 && used[i - 1]) || used.get(i + 1).copied().unwrap_or(false);
         let mut open: Vec<usize> = (0..self.stems.len())
@@ -1138,7 +1158,8 @@ impl QuestionTerms {
                     && (self.linked.get(i).copied().unwrap_or(false)
                         || (self.predicate.get(i).copied().unwrap_or(false)
                             && !self.asks_adverbially())
-                        || (named_chain && !beside_named(i)))
+                        || (named_chain && !beside_named(i))
+                        || (self.asker_verb == Some(i) && named_hop && !beside_named(i)))
                     && !self.names_a_class(i)
                     && !self.marks_shared_value(i)
             })
@@ -1883,6 +1904,37 @@ mod tests {
         let (longer, _) = score(question, "professionally", &three);
         let (shorter, _) = score(question, "professionally", &two);
         assert!(shorter > longer, "{shorter} vs {longer}");
+    }
+
+    #[test]
+    fn the_verb_of_an_asking_who_stands_for_a_hop_no_relation_names() {
+        let score = |question: &str, unknown_word: &str, relations: &[&str]| {
+            open_scores(question, "Ada", unknown_word, relations)
+        };
+        // "acted" is no relation's word (`cast_member`): the answers are one hop past
+        // the films Ada wrote, not the films.
+        let question = "who acted in the films written by Ada";
+        let (past, past_blind) = score(question, "acted", &["screenwriter", "cast_member"]);
+        let (films, films_blind) = score(question, "acted", &["screenwriter"]);
+        assert!(past > films, "{past} vs {films}");
+        // Without knowing which words no relation explains, the films win.
+        assert!(films_blind > past_blind);
+        // An auxiliary after "who" is no verb of the answers ("who is ...").
+        let question = "who is the screenwriter of Ada";
+        let (one, _) = score(question, "is", &["screenwriter"]);
+        let (two, _) = score(question, "is", &["screenwriter", "cast_member"]);
+        assert!(one > two, "{one} vs {two}");
+        // Beside a word that names a hop, the verb qualifies it ("wrote the lyrics").
+        let question = "who wrote the lyrics to Ada";
+        let (one, _) = score(question, "wrote", &["lyrics_by"]);
+        let (two, _) = score(question, "wrote", &["lyrics_by", "member_of"]);
+        assert!(one > two, "{one} vs {two}");
+        // Where no word names a hop, the verb is all the question says of the one
+        // relation: it is not taken as explaining it.
+        let terms = QuestionTerms::new("who runs the Ada department", &["Ada"]);
+        let unknown: Vec<bool> = terms.stems().iter().map(|s| *s == stem("runs")).collect();
+        let fit = terms.sequence_fit(&[content_stems("head")], None, None, Some(&unknown), None);
+        assert_eq!(fit.unexplained_hops, 1, "{fit:?}");
     }
 
     #[test]
