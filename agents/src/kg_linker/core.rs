@@ -376,15 +376,33 @@ pub async fn node_types(
 /// it: a declared class tells one node from the others reached alike (the nurses among
 /// a department's staff), the relations' names only what most of them are. What a
 /// question's class word is matched with ([`Relevance::metapath_fits_ending`]).
+///
+/// A past participle before a preposition other than "by" (`programmed in`,
+/// [`crate::scoring::text::participle_not_by_agent`]) calls nothing here: a noun
+/// sharing its stem names what has the relation as often as what it reaches (the
+/// languages programs are `programmed in` are no programs). Its stem still says
+/// what kind of name the nodes are ([`kinds_held`]: `based in` reaches a place).
 pub fn classes_held(
     types: &crate::reader::types::NodeTypes,
     group: &[NodeId],
     own: Option<NodeId>,
     holders: &HashMap<String, Vec<String>>,
 ) -> Vec<String> {
+    stems_held(types, group, own, holders, false)
+}
+
+/// [`classes_held`], with the stems of participles before a preposition other than
+/// "by" where `participles`.
+fn stems_held(
+    types: &crate::reader::types::NodeTypes,
+    group: &[NodeId],
+    own: Option<NodeId>,
+    holders: &HashMap<String, Vec<String>>,
+    participles: bool,
+) -> Vec<String> {
     let mut count: HashMap<String, usize> = HashMap::new();
     for &node in group {
-        let mut stems = types.reached_name_stems(node, holders);
+        let mut stems = types.reached_name_stems(node, holders, participles);
         if own.is_none() {
             stems.extend(types.declared_heads(node).map(str::to_owned));
         }
@@ -419,7 +437,7 @@ pub fn kinds_held(
     holders: &HashMap<String, Vec<String>>,
 ) -> Vec<answer_type::AnswerType> {
     let organization = answer_type::AnswerType::Organization;
-    let mut kinds: Vec<answer_type::AnswerType> = classes_held(types, group, None, holders)
+    let mut kinds: Vec<answer_type::AnswerType> = stems_held(types, group, None, holders, true)
         .iter()
         .filter_map(|stem| answer_type::stem_type(stem))
         .collect();

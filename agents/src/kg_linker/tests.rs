@@ -818,6 +818,50 @@ async fn the_class_the_answers_are_of_is_read_from_the_graph_not_walked_to() {
 }
 
 #[tokio::test]
+async fn a_participle_not_before_by_names_nothing_it_reaches() {
+    use super::core::{classes_held, kinds_held, node_types};
+    use crate::scoring::text::stem;
+
+    let graph = crate::scoring::fixtures::graph(&[
+        ("Quarrydb", "programmed_in", "Tern"),
+        ("Quarrydb", "readable_file_format", "Plainsheet"),
+        ("Format Forge", "programmed_in", "Tern"),
+        ("Format Forge", "readable_file_format", "Murmur Audio"),
+        ("Murmur Player", "programmed_in", "Brask"),
+        ("Murmur Player", "readable_file_format", "Murmur Audio"),
+        ("Murmur Player", "based_in", "Port Sallow"),
+    ]);
+    let index = build_name_index(&graph).await.unwrap();
+    // The languages programs are programmed in are no programs: the class word names
+    // neither the relation walked forward nor what it reaches.
+    let reply = link_by_words(
+        &graph,
+        &index,
+        "Which programs can open Murmur Audio files?",
+    )
+    .await;
+    assert_eq!(
+        reply.metapaths[0].steps,
+        vec![step("readable_file_format", Direction::In)],
+        "{:?}",
+        reply.metapaths
+    );
+    let node = |name: &str| entity(&graph, name).id;
+    let types = node_types(&graph, &[node("Tern"), node("Port Sallow")]).await;
+    let held = |name: &str| classes_held(&types, &[node(name)], None, &Default::default());
+    assert!(
+        !held("Tern").contains(&stem("program")),
+        "{:?}",
+        held("Tern")
+    );
+    // What kind of name it reaches, the participle still says: `based in` a place.
+    assert_eq!(
+        kinds_held(&types, &[node("Port Sallow")], &Default::default()),
+        vec![crate::scoring::answer_type::AnswerType::Place]
+    );
+}
+
+#[tokio::test]
 async fn what_a_node_is_called_is_its_declared_class_head_and_what_points_to_it() {
     use super::core::{classes_held, node_types};
     use crate::scoring::text::stem;

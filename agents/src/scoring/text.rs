@@ -9,8 +9,9 @@ use std::collections::HashSet;
 pub use kgmesh_models::lexical::text::{
     content_stems, entity_mention_mask, inside_a_longer, is_article, is_determiner, is_stop_word,
     marked_as_name, name_positions, names_the_class_of_a_name, names_what_it_reaches,
-    relation_head_stems, relation_head_words, relation_label, relation_stems, relation_words, stem,
-    stem_similarity, word_spans, words, writes_a_name, PREPOSITIONS,
+    participle_not_by_agent, relation_head_stems, relation_head_words, relation_label,
+    relation_stems, relation_words, stem, stem_similarity, word_spans, words, writes_a_name,
+    PREPOSITIONS,
 };
 
 /// Question words that ask for the answer; the content word next to one names what the
@@ -92,10 +93,14 @@ pub fn relation_tokens_holding(relation: &str, forward: bool, holder: &[String])
             })
             .collect();
     }
+    // A participle not before "by" says nothing of what the hop reaches
+    // ([`participle_not_by_agent`]): "which *programs*" names no `programmed in`
+    // walked forward to languages.
+    let participle = participle_not_by_agent(relation);
     stems
         .into_iter()
         .map(|stem| {
-            if heads.contains(&stem) && !holder.contains(&stem) {
+            if heads.contains(&stem) && !holder.contains(&stem) && !participle {
                 stem
             } else {
                 format!("{MODIFIER_TOKEN}{stem}")

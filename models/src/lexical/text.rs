@@ -535,6 +535,24 @@ fn relation_reading_words(relation: &str) -> Vec<String> {
     words(&label)
 }
 
+/// Whether a relation's name is a past participle and a preposition other than "by"
+/// (`programmed in`, `based on`, `graduated from`, `headquartered in`): what it
+/// reaches is no doer of the verb, so a noun sharing the verb's stem names what has
+/// the relation as often as what it reaches (a *program* is `programmed in` a
+/// language, a *graduate* `graduated from` a university). After "by" (`directed by`)
+/// it reaches the doer, whom such a noun names (the *director*).
+pub fn participle_not_by_agent(relation: &str) -> bool {
+    match relation_reading_words(relation).as_slice() {
+        [verb, preposition] => {
+            verb.len() > 4
+                && verb.ends_with("ed")
+                && preposition != "by"
+                && PREPOSITIONS.contains(&preposition.as_str())
+        }
+        _ => false,
+    }
+}
+
 /// Prepositions: a name after one is its object ("the films acted *by* X").
 pub const PREPOSITIONS: &[&str] = &[
     "about", "as", "at", "by", "for", "from", "in", "into", "of", "on", "to", "with",
@@ -661,6 +679,29 @@ pub fn trailing_comparative(words: &[String], at: usize) -> Option<Comparative> 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_participle_before_a_preposition_other_than_by() {
+        for relation in [
+            "programmed_in",
+            "based on",
+            "http://example.org/uni/graduatedFrom",
+            "headquarteredIn",
+        ] {
+            assert!(participle_not_by_agent(relation), "{relation}");
+        }
+        for relation in [
+            "directed_by",
+            "influenced by",
+            "home_stadium",
+            "set_in",
+            "plays_for",
+            "locatedInBuilding",
+            "operating system",
+        ] {
+            assert!(!participle_not_by_agent(relation), "{relation}");
+        }
+    }
 
     #[test]
     fn edit_distance_counts_letter_edits_and_swaps_when_asked() {

@@ -14,7 +14,9 @@ use std::collections::{HashMap, HashSet};
 use kgmesh_schemas::{graph::Direction, NodeId};
 use kgmesh_stores::{GraphStore, NeighborEdges, NeighborQuery, StoreResult};
 
-use crate::scoring::text::{content_stems, names_what_it_reaches, relation_label, words};
+use crate::scoring::text::{
+    content_stems, names_what_it_reaches, participle_not_by_agent, relation_label, words,
+};
 
 /// Whether a relation declares its head's class: its name, read as words, is one of
 /// the conventions for "is of type" (`rdf:type` → "type", `is_a`, `instance of`,
@@ -182,13 +184,17 @@ impl NodeTypes {
     /// Stems of what the relations pointing to the node call what they reach
     /// ([`reached_name_stems`] with each relation's `holders`; type relations left out):
     /// `former_club` makes a node a club, `original language of film` a language, not a
-    /// film, where the graph's names show that films have languages.
+    /// film, where the graph's names show that films have languages. Relations named
+    /// by a past participle before a preposition other than "by" (`programmed in`)
+    /// only where `participles`.
     pub fn reached_name_stems(
         &self,
         node: NodeId,
         holders: &HashMap<String, Vec<String>>,
+        participles: bool,
     ) -> HashSet<String> {
         self.pointing(node, None)
+            .filter(|relation| participles || !participle_not_by_agent(relation))
             .flat_map(|relation| {
                 let holder = holders.get(relation).map_or(&[][..], Vec::as_slice);
                 reached_name_stems(relation, holder)
