@@ -458,13 +458,17 @@ pub fn content_stems(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// How alike two stems are, in `[0, 1]`.
+/// How alike two stems are, in `[0, 1]`. One beginning the other is alike, where the
+/// shorter has four letters or more, or three and the longer at most two more ("act"
+/// and "actor"): a three-letter stem begins too many words ("come" is no "composer",
+/// nor "home" a "homeland"; on the domain zoo "come from" named `composer` and
+/// "hometown" `home library`).
 pub fn stem_similarity(a: &str, b: &str) -> f32 {
     if a == b {
         return 1.0;
     }
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    if short.len() >= 3 && long.starts_with(short) {
+    if short.len() >= 3 && long.starts_with(short) && (short.len() > 3 || long.len() <= 5) {
         return 0.8;
     }
     // The head of an English compound is its last part ("filmmaker" is a "maker").
@@ -936,6 +940,11 @@ mod tests {
         assert_eq!(stem_similarity("filmmak", "mak"), 0.0);
         assert_eq!(stem_similarity("playwright", "wright"), 0.8);
         assert_eq!(stem_similarity("genre", "year"), 0.0);
+        // A three-letter stem begins too many words: it meets a word two letters
+        // longer at most ("act" an "actor"), not "come" a "composer".
+        assert_eq!(stem_similarity(&stem("come"), &stem("composer")), 0.0);
+        assert_eq!(stem_similarity(&stem("home"), &stem("homeland")), 0.0);
+        assert!(stem_similarity(&stem("run"), &stem("runner")) >= 0.8);
     }
 
     #[test]
