@@ -532,7 +532,8 @@ async fn misfits_last(
 /// that reach no other kind, leaving at most one more hop unexplained, go first: those
 /// that reach the kind asked (or a near one, [`answer_type::fit`]) before those whose
 /// kind nothing names, each in its order. The summarizer sets aside evidence paths the
-/// same way.
+/// same way. Where the first's kinds fit, its ties are ordered by the kind asked
+/// ([`asked_kind_first_among_ties`]).
 async fn kinds_last(
     store: &dyn GraphStore,
     relevance: &Relevance,
@@ -547,8 +548,9 @@ async fn kinds_last(
     let holders = relevance.holder_words();
     let first = order[0];
     let types = node_types(store, sample(first)).await;
-    if !kinds_misfit(asked, &kinds_held(&types, sample(first), holders)) {
-        return Ok(());
+    let first_kinds = kinds_held(&types, sample(first), holders);
+    if !kinds_misfit(asked, &first_kinds) {
+        return asked_kind_first_among_ties(store, relevance, reaching, fits, order, asked).await;
     }
     // The others' kinds, the first's being read already.
     let window = order.len().min(KIND_CANDIDATES);
@@ -590,6 +592,50 @@ async fn kinds_last(
 /// than the one asked ([`kinds_last`]). Chosen before any measurement: the first stage's
 /// order puts the plans that explain as much of the question first.
 const KIND_CANDIDATES: usize = 40;
+
+/// Among the candidates tied first (as alike by the question's words, as many hops
+/// unexplained, as long), those reaching the kind of name the question asks for
+/// ([`kinds_held`]) go first, each in its order, when the first does not reach it:
+/// "who works at X" over departments `part of` X is the staff working in them, not the
+/// department its medical director works in (a department may answer "who", but
+/// less well than a person).
+async fn asked_kind_first_among_ties(
+    store: &dyn GraphStore,
+    relevance: &Relevance,
+    reaching: &[Reaching],
+    fits: &[SequenceFit],
+    order: &mut [usize],
+    asked: answer_type::AnswerType,
+) -> StoreResult<()> {
+    let first = order[0];
+    let tied = order
+        .iter()
+        .take_while(|&&i| {
+            fits[i].score == fits[first].score
+                && fits[i].unexplained_hops == fits[first].unexplained_hops
+                && reaching[i].metapath.steps.len() == reaching[first].metapath.steps.len()
+        })
+        .count()
+        .min(KIND_CANDIDATES);
+    if tied < 2 {
+        return Ok(());
+    }
+    let sample = |i: usize| &reaching[i].reached[..reaching[i].reached.len().min(CLASS_SAMPLE)];
+    let nodes: Vec<NodeId> = order[..tied]
+        .iter()
+        .flat_map(|&i| sample(i).iter().copied())
+        .collect();
+    let types = node_types(store, &nodes).await;
+    let holders = relevance.holder_words();
+    let reaches_asked: HashMap<usize, bool> = order[..tied]
+        .iter()
+        .map(|&i| (i, kinds_held(&types, sample(i), holders).contains(&asked)))
+        .collect();
+    if !reaches_asked[&first] && reaches_asked.values().any(|&r| r) {
+        order[..tied].sort_by_key(|i| !reaches_asked[i]);
+    }
+    Ok(())
+}
 
 /// Metapaths around `entities`, ranked against the question, best first: the first
 /// stage's order, its best candidates re-ranked by the learned reader

@@ -818,6 +818,40 @@ async fn the_class_the_answers_are_of_is_read_from_the_graph_not_walked_to() {
 }
 
 #[tokio::test]
+async fn among_plans_read_alike_the_one_reaching_the_kind_asked_goes_first() {
+    let graph = crate::scoring::fixtures::graph(&[
+        ("Valley Cardiology", "part_of", "Linden Medical Center"),
+        ("Valley Oncology", "part_of", "Linden Medical Center"),
+        (
+            "Linden Medical Center",
+            "medical_director",
+            "Dr. Obi Marchetti",
+        ),
+        ("Dr. Obi Marchetti", "works_in", "Valley Cardiology"),
+        ("Mireille Okoro", "works_in", "Valley Oncology"),
+        ("Dr. Lucia Wenner", "works_in", "Valley Oncology"),
+        ("Dr. Obi Marchetti", "is_a", "doctor"),
+        ("Mireille Okoro", "is_a", "nurse"),
+        ("Dr. Lucia Wenner", "is_a", "doctor"),
+        ("Valley Cardiology", "is_a", "department"),
+        ("Valley Oncology", "is_a", "department"),
+    ]);
+    let index = build_name_index(&graph).await.unwrap();
+    // "works" names `works_in` alone: the medical director's department and the staff
+    // of the departments part of the center read alike; "who" asks for a person.
+    let reply = link_by_words(&graph, &index, "Who works at Linden Medical Center?").await;
+    assert_eq!(
+        reply.metapaths[0].steps,
+        vec![
+            step("part_of", Direction::In),
+            step("works_in", Direction::In)
+        ],
+        "{:?}",
+        reply.metapaths
+    );
+}
+
+#[tokio::test]
 async fn a_participle_not_before_by_names_nothing_it_reaches() {
     use super::core::{classes_held, kinds_held, node_types};
     use crate::scoring::text::stem;
