@@ -437,9 +437,15 @@ pub fn kinds_held(
     holders: &HashMap<String, Vec<String>>,
 ) -> Vec<answer_type::AnswerType> {
     let organization = answer_type::AnswerType::Organization;
+    // A participle not before "by" reaches no doer of its verb: its stem says no
+    // person ("taught in" reaches a building, not a teacher).
+    let named = classes_held(types, group, None, holders);
     let mut kinds: Vec<answer_type::AnswerType> = stems_held(types, group, None, holders, true)
         .iter()
-        .filter_map(|stem| answer_type::stem_type(stem))
+        .filter_map(|stem| {
+            let kind = answer_type::stem_type(stem)?;
+            (named.contains(stem) || kind != answer_type::AnswerType::Person).then_some(kind)
+        })
         .collect();
     if group.iter().any(|&node| {
         types

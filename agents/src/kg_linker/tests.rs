@@ -864,6 +864,8 @@ async fn a_participle_not_before_by_names_nothing_it_reaches() {
         ("Murmur Player", "programmed_in", "Brask"),
         ("Murmur Player", "readable_file_format", "Murmur Audio"),
         ("Murmur Player", "based_in", "Port Sallow"),
+        ("Linear Algebra", "taught_in", "Marlowe Tower"),
+        ("Marlowe Tower", "is_a", "building"),
     ]);
     let index = build_name_index(&graph).await.unwrap();
     // The languages programs are programmed in are no programs: the class word names
@@ -892,6 +894,13 @@ async fn a_participle_not_before_by_names_nothing_it_reaches() {
     assert_eq!(
         kinds_held(&types, &[node("Port Sallow")], &Default::default()),
         vec![crate::scoring::answer_type::AnswerType::Place]
+    );
+    // But no person: what a course is `taught in` is no teacher.
+    let types = node_types(&graph, &[node("Marlowe Tower")]).await;
+    let kinds = kinds_held(&types, &[node("Marlowe Tower")], &Default::default());
+    assert!(
+        !kinds.contains(&crate::scoring::answer_type::AnswerType::Person),
+        "{kinds:?}"
     );
 }
 

@@ -548,13 +548,26 @@ fn relation_reading_words(relation: &str) -> Vec<String> {
 pub fn participle_not_by_agent(relation: &str) -> bool {
     match relation_reading_words(relation).as_slice() {
         [verb, preposition] => {
-            verb.len() > 4
-                && verb.ends_with("ed")
+            (verb.len() > 4 && verb.ends_with("ed") || irregular_participle(verb))
                 && preposition != "by"
                 && PREPOSITIONS.contains(&preposition.as_str())
         }
         _ => false,
     }
+}
+
+/// Whether `word` is a verb's irregular past form in [`IRREGULAR`] ("taught",
+/// "written", "held"), not a noun or an "-ing" form the table also holds.
+fn irregular_participle(word: &str) -> bool {
+    IRREGULAR.iter().any(|(form, base)| {
+        *form == word
+            && !word.ends_with("ing")
+            && !word.ends_with("er")
+            && !word.ends_with("ers")
+            && !matches!(*base, "child" | "person" | "man" | "woman")
+            && word != "death"
+            && word != "dead"
+    })
 }
 
 /// Prepositions: a name after one is its object ("the films acted *by* X").
@@ -691,6 +704,8 @@ mod tests {
             "based on",
             "http://example.org/uni/graduatedFrom",
             "headquarteredIn",
+            "taughtIn",
+            "written in",
         ] {
             assert!(participle_not_by_agent(relation), "{relation}");
         }
@@ -702,6 +717,8 @@ mod tests {
             "plays_for",
             "locatedInBuilding",
             "operating system",
+            "writer of",
+            "people in",
         ] {
             assert!(!participle_not_by_agent(relation), "{relation}");
         }
