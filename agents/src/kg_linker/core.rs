@@ -381,7 +381,8 @@ pub async fn node_types(
 /// [`crate::scoring::text::participle_not_by_agent`]) calls nothing here: a noun
 /// sharing its stem names what has the relation as often as what it reaches (the
 /// languages programs are `programmed in` are no programs). Its stem still says
-/// what kind of name the nodes are ([`kinds_held`]: `based in` reaches a place).
+/// what kind of name the nodes are ([`kinds_held`]: `based in` reaches a place), but
+/// never a person (what a course is `taught in` is no teacher).
 pub fn classes_held(
     types: &crate::reader::types::NodeTypes,
     group: &[NodeId],

@@ -540,7 +540,8 @@ fn relation_reading_words(relation: &str) -> Vec<String> {
 }
 
 /// Whether a relation's name is a past participle and a preposition other than "by"
-/// (`programmed in`, `based on`, `graduated from`, `headquartered in`): what it
+/// (`programmed in`, `based on`, `graduated from`, `headquartered in`; an irregular
+/// participle of the stemmer's table too, `taught in`, `written in`): what it
 /// reaches is no doer of the verb, so a noun sharing the verb's stem names what has
 /// the relation as often as what it reaches (a *program* is `programmed in` a
 /// language, a *graduate* `graduated from` a university). After "by" (`directed by`)
