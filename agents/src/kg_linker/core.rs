@@ -393,7 +393,7 @@ pub fn classes_held(
 }
 
 /// [`classes_held`], with the stems of participles before a preposition other than
-/// "by" where `participles`.
+/// "by" that name no person where `participles` (what [`kinds_held`] reads).
 fn stems_held(
     types: &crate::reader::types::NodeTypes,
     group: &[NodeId],
@@ -438,15 +438,9 @@ pub fn kinds_held(
     holders: &HashMap<String, Vec<String>>,
 ) -> Vec<answer_type::AnswerType> {
     let organization = answer_type::AnswerType::Organization;
-    // A participle not before "by" reaches no doer of its verb: its stem says no
-    // person ("taught in" reaches a building, not a teacher).
-    let named = classes_held(types, group, None, holders);
     let mut kinds: Vec<answer_type::AnswerType> = stems_held(types, group, None, holders, true)
         .iter()
-        .filter_map(|stem| {
-            let kind = answer_type::stem_type(stem)?;
-            (named.contains(stem) || kind != answer_type::AnswerType::Person).then_some(kind)
-        })
+        .filter_map(|stem| answer_type::stem_type(stem))
         .collect();
     if group.iter().any(|&node| {
         types
@@ -557,15 +551,14 @@ async fn kinds_last(
     let types = node_types(store, sample(first)).await;
     let first_kinds = kinds_held(&types, sample(first), holders);
     if !kinds_misfit(asked, &first_kinds) {
-        return asked_kind_first_among_ties(store, relevance, reaching, fits, order, asked).await;
+        if !first_kinds.contains(&asked) {
+            asked_kind_first_among_ties(store, relevance, reaching, fits, order, asked).await;
+        }
+        return Ok(());
     }
     // The others' kinds, the first's being read already.
     let window = order.len().min(KIND_CANDIDATES);
-    let nodes: Vec<NodeId> = order[1..window]
-        .iter()
-        .flat_map(|&i| sample(i).iter().copied())
-        .collect();
-    let types = node_types(store, &nodes).await;
+    let kinds_of = kinds_reached(store, relevance, reaching, &order[1..window]).await;
     let unexplained = fits[first].unexplained_hops;
     // Per candidate: 0 reaches the kind asked, 1 no named kind, 2 another kind or too far.
     let rank: HashMap<usize, u8> = order[..window]
@@ -574,9 +567,8 @@ async fn kinds_last(
             if i == first {
                 return (i, 2);
             }
-            let kinds = kinds_held(&types, sample(i), holders);
-            let rank = if kinds_misfit(asked, &kinds) || fits[i].unexplained_hops > unexplained + 1
-            {
+            let kinds = &kinds_of[&i];
+            let rank = if kinds_misfit(asked, kinds) || fits[i].unexplained_hops > unexplained + 1 {
                 2
             } else if kinds
                 .iter()
@@ -600,9 +592,31 @@ async fn kinds_last(
 /// order puts the plans that explain as much of the question first.
 const KIND_CANDIDATES: usize = 40;
 
+/// The kinds of name each of `candidates` (indices into `reaching`) reaches
+/// ([`kinds_held`] by a sample of [`CLASS_SAMPLE`] of its ends), their classes read in
+/// one call.
+async fn kinds_reached(
+    store: &dyn GraphStore,
+    relevance: &Relevance,
+    reaching: &[Reaching],
+    candidates: &[usize],
+) -> HashMap<usize, Vec<answer_type::AnswerType>> {
+    let sample = |i: usize| &reaching[i].reached[..reaching[i].reached.len().min(CLASS_SAMPLE)];
+    let nodes: Vec<NodeId> = candidates
+        .iter()
+        .flat_map(|&i| sample(i).iter().copied())
+        .collect();
+    let types = node_types(store, &nodes).await;
+    let holders = relevance.holder_words();
+    candidates
+        .iter()
+        .map(|&i| (i, kinds_held(&types, sample(i), holders)))
+        .collect()
+}
+
 /// Among the candidates tied first (as alike by the question's words, as many hops
 /// unexplained, as long), those reaching the kind of name the question asks for
-/// ([`kinds_held`]) go first, each in its order, when the first does not reach it:
+/// ([`kinds_held`]) go first, each in its order; for a first that does not reach it:
 /// "who works at X" over departments `part of` X is the staff working in them, not the
 /// department its medical director works in (a department may answer "who", but
 /// less well than a person).
@@ -613,7 +627,7 @@ async fn asked_kind_first_among_ties(
     fits: &[SequenceFit],
     order: &mut [usize],
     asked: answer_type::AnswerType,
-) -> StoreResult<()> {
+) {
     let first = order[0];
     let tied = order
         .iter()
@@ -625,23 +639,13 @@ async fn asked_kind_first_among_ties(
         .count()
         .min(KIND_CANDIDATES);
     if tied < 2 {
-        return Ok(());
+        return;
     }
-    let sample = |i: usize| &reaching[i].reached[..reaching[i].reached.len().min(CLASS_SAMPLE)];
-    let nodes: Vec<NodeId> = order[..tied]
-        .iter()
-        .flat_map(|&i| sample(i).iter().copied())
-        .collect();
-    let types = node_types(store, &nodes).await;
-    let holders = relevance.holder_words();
-    let reaches_asked: HashMap<usize, bool> = order[..tied]
-        .iter()
-        .map(|&i| (i, kinds_held(&types, sample(i), holders).contains(&asked)))
-        .collect();
-    if !reaches_asked[&first] && reaches_asked.values().any(|&r| r) {
-        order[..tied].sort_by_key(|i| !reaches_asked[i]);
+    let kinds_of = kinds_reached(store, relevance, reaching, &order[1..tied]).await;
+    let reaches_asked = |i: &usize| *i != first && kinds_of[i].contains(&asked);
+    if order[1..tied].iter().any(reaches_asked) {
+        order[..tied].sort_by_key(|i| !reaches_asked(i));
     }
-    Ok(())
 }
 
 /// Metapaths around `entities`, ranked against the question, best first: the first

@@ -184,20 +184,27 @@ impl NodeTypes {
     /// Stems of what the relations pointing to the node call what they reach
     /// ([`reached_name_stems`] with each relation's `holders`; type relations left out):
     /// `former_club` makes a node a club, `original language of film` a language, not a
-    /// film, where the graph's names show that films have languages. Relations named
-    /// by a past participle before a preposition other than "by" (`programmed in`)
-    /// only where `participles`.
+    /// film, where the graph's names show that films have languages. A relation named
+    /// by a past participle before a preposition other than "by" (`programmed in`,
+    /// [`participle_not_by_agent`]) gives its stems only where `participles`, and
+    /// then none naming a person: it reaches no doer of its verb (what a course is
+    /// `taught in` is no teacher), though it may say another kind (`based in`, a place).
     pub fn reached_name_stems(
         &self,
         node: NodeId,
         holders: &HashMap<String, Vec<String>>,
         participles: bool,
     ) -> HashSet<String> {
+        use crate::scoring::answer_type::{stem_type, AnswerType};
         self.pointing(node, None)
-            .filter(|relation| participles || !participle_not_by_agent(relation))
             .flat_map(|relation| {
+                let participle = participle_not_by_agent(relation);
                 let holder = holders.get(relation).map_or(&[][..], Vec::as_slice);
                 reached_name_stems(relation, holder)
+                    .into_iter()
+                    .filter(move |stem| {
+                        !participle || (participles && stem_type(stem) != Some(AnswerType::Person))
+                    })
             })
             .collect()
     }
