@@ -16,8 +16,8 @@ use kgmesh_schemas::{
 };
 
 use super::text::{
-    is_determiner, LearnedCues, QuestionTerms, SequenceFit, AGAINST_TOKEN, CLAIM_MIN, CLASS_TOKEN,
-    RELATION_TOKEN, RETURN_TOKEN, STRONG_CUE,
+    is_determiner, is_stop_word, LearnedCues, QuestionTerms, SequenceFit, AGAINST_TOKEN, CLAIM_MIN,
+    CLASS_TOKEN, RELATION_TOKEN, RETURN_TOKEN, STRONG_CUE,
 };
 
 /// Embeddings of texts, computed once and kept up to `capacity` entries (then the cache
@@ -913,16 +913,37 @@ impl Relevance {
     /// "what" that is the object of the clause after it, whose subject is not a phrase
     /// of its own ("what *movies* did X star in", "what *films* are about X"), is read as
     /// after "which": it is what the answers are, not a relation of theirs ("movies"
-    /// sits near `genre`).
+    /// sits near `genre`). So is one after "what are the" ("what are the *movies* that
+    /// share …").
     fn names_answers_of_a_kind(&self, index: usize) -> bool {
-        let Some((word, all)) = self.answers_class_word(index) else {
+        let Some((word, all)) = self.answers_class_word(index).or_else(|| {
+            // The noun ending a longer class phrase: "which historical *novels*".
+            let word = self.terms.raw_words().get(index)?;
+            self.terms
+                .is_the_answers_class_noun(index)
+                .then(|| (word, super::text::words(&self.question)))
+        }) else {
             return false;
         };
+        let before = |at: usize, back: usize| at.checked_sub(back).map_or("", |i| all[i].as_str());
+        // Where the phrase the word ends begins.
+        let start = |mut at: usize| {
+            while at > 0
+                && !is_stop_word(&all[at - 1])
+                && !matches!(all[at - 1].as_str(), "many" | "much")
+            {
+                at -= 1;
+            }
+            at
+        };
         super::text::looks_plural(word)
-            && all.windows(2).enumerate().any(|(at, pair)| {
-                pair[1] == *word
-                    && (matches!(pair[0].as_str(), "which" | "many")
-                        || (pair[0] == "what" && heads_inverted_clause(&all, at + 1)))
+            && all.iter().enumerate().any(|(at, w)| {
+                w == word
+                    && (matches!(before(start(at), 1), "which" | "many")
+                        || (before(at, 1) == "what" && heads_inverted_clause(&all, at))
+                        || (before(start(at), 1) == "the"
+                            && matches!(before(start(at), 2), "are" | "were")
+                            && matches!(before(start(at), 3), "what" | "which")))
             })
     }
 

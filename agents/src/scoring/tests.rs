@@ -126,13 +126,17 @@ async fn a_word_near_every_relation_names_none_a_word_near_one_names_it() {
     let distinct = scores(MOVIES_MEAN_ACTORS).await;
     assert!(distinct[0] > distinct[1], "{distinct:?}");
     // A plural after "which" or "how many" names the kind of the answers (or of what
-    // is counted), even where it reads near one relation alone; so does one after
-    // "what" that is the object of the clause after it.
+    // is counted), even where it reads near one relation alone, as does the plural
+    // ending a longer phrase there; so does one after "what" that is the object of
+    // the clause after it, and one after "what are the".
     for question in [
         "which movies did Michael Mann direct",
+        "which american movies did Michael Mann direct",
         "how many movies did Michael Mann direct",
+        "how many american movies did Michael Mann direct",
         "what movies did Michael Mann direct",
         "what movies are about Michael Mann",
+        "what are the movies that Michael Mann directed",
     ] {
         let relevance = Relevance::lexical(question, &["Michael Mann"]).with_word_vectors(
             Arc::new(TextVectors::new(Arc::new(MOVIES_MEAN_ACTORS), 100)),

@@ -174,12 +174,16 @@ fn opens_relative_clause(word: &str) -> bool {
 }
 
 /// Whether question word `at` of `all` names the kind of thing asked for: it follows
-/// "what" / "which" ("which *ships*", "what *sex*") or "how many" / "how much" ("how
-/// many *captains*"), where it is the class of what is counted.
+/// "what" / "which" ("which *ships*", "what *sex*"), "what are the" / "which were the"
+/// ("what are the *films* that …", "what were the release *dates* of …") or "how many"
+/// / "how much" ("how many *captains*"), where it is the class of what is counted.
 fn asks_for_kind_at(all: &[String], at: usize) -> bool {
     let before = |back: usize| at.checked_sub(back).map_or("", |i| all[i].as_str());
     matches!(before(1), "what" | "which")
         || (before(2) == "how" && matches!(before(1), "many" | "much"))
+        || (before(1) == "the"
+            && matches!(before(2), "are" | "were")
+            && matches!(before(3), "what" | "which"))
 }
 
 /// A question's content words, ready to be matched against relation names and entity
@@ -325,9 +329,10 @@ fn class_head(
     let after = all.get(content[last].0 + 1).map(String::as_str);
     // "what *types* are the films …": the word names an attribute of the nodes the
     // phrase after it describes, whose values are no class of the graph's.
-    // "what *caused* the …": a verb, whose object follows it.
+    // "what *caused* the …": a verb, whose object follows it. A relative pronoun opens
+    // no such phrase ("what are the *films* that …").
     let at = content[first].0;
-    if after.is_some_and(is_determiner)
+    if after.is_some_and(|w| is_determiner(w) && !opens_relative_clause(w))
         || (at > 0
             && all[at - 1] == "what"
             && matches!(after, Some("is" | "are" | "was" | "were"))
@@ -344,6 +349,12 @@ fn class_head(
         looks_plural(&all[content[k].0])
             && (k == first || k < last || after_word.is_none_or(|w| AUXILIARIES.contains(&w)))
     };
+    // After "what are the" the run is a noun phrase, ended by its head ("what were the
+    // release *dates* of …").
+    let copula_form = at >= 3 && asks_for_kind_at(all, at) && all[at - 1] == "the";
+    if copula_form && looks_plural(&all[content[last].0]) {
+        return Some(last);
+    }
     if let Some(plural) = (first..=last).find(|&k| noun_plural(k)) {
         return Some(plural);
     }
@@ -748,7 +759,7 @@ impl QuestionTerms {
     /// Whether question word `index` is the one noun naming the answers' class ("which
     /// *films*", the last of a longer class phrase: "which record *label*", "what side
     /// *effects*", where the words before it qualify it), not an asking wh-word.
-    fn is_the_answers_class_noun(&self, index: usize) -> bool {
+    pub(crate) fn is_the_answers_class_noun(&self, index: usize) -> bool {
         self.answers_class_head() == Some(index)
     }
 
@@ -1635,6 +1646,18 @@ mod tests {
                 "how many books did Marta Okonkwo write",
                 "Marta Okonkwo",
                 Some("books"),
+            ),
+            // "what are the X": the plural after the copula and article, heading a
+            // relative clause too.
+            (
+                "what are the films that have the same actor of The Tin Star",
+                "The Tin Star",
+                Some("films"),
+            ),
+            (
+                "what were the release dates of the films directed by Michael Mann",
+                "Michael Mann",
+                Some("dates"),
             ),
             // An attribute of the nodes after it, and an asking wh-word: no class.
             (
