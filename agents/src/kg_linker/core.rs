@@ -476,7 +476,8 @@ pub fn kinds_misfit(asked: answer_type::AnswerType, kinds: &[answer_type::Answer
 /// summarizer sets aside such evidence paths the same way; planning by it brings the
 /// path that can answer into the evidence at all. The question's words outside its
 /// entities' names are read ([`Relevance::asking`]). When the first's form fits, the
-/// kind of name it reaches may still not ([`kinds_last`]).
+/// kind of name it reaches may still not ([`kinds_last`]), nor that of the one put first
+/// here.
 async fn misfits_last(
     store: &dyn GraphStore,
     relevance: &Relevance,
@@ -522,6 +523,9 @@ async fn misfits_last(
     let answers = |i: usize| !misfit[i] && fits[i].unexplained_hops <= unexplained + 1;
     if order.iter().any(|&i| answers(i)) {
         order.sort_by_key(|&i| !answers(i));
+        // The one now first reaches the form asked; the kind of name it reaches may
+        // still not be ("where is X": a stadium's clubs before the town it is in).
+        return kinds_last(store, relevance, reaching, fits, order).await;
     }
     Ok(())
 }

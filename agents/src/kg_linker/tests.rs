@@ -852,6 +852,27 @@ async fn among_plans_read_alike_the_one_reaching_the_kind_asked_goes_first() {
 }
 
 #[tokio::test]
+async fn the_kind_asked_is_read_after_the_form_asked() {
+    let graph = crate::scoring::fixtures::graph(&[
+        ("Millbrook Ground", "capacity", "17800"),
+        ("Aldwick Wanderers", "home_stadium", "Millbrook Ground"),
+        ("Millbrook Ground", "located_in", "Aldwick"),
+        ("Aldwick Wanderers", "based_in", "Aldwick"),
+        ("Ivo Petrasek", "former_club", "Aldwick Wanderers"),
+    ]);
+    let index = build_name_index(&graph).await.unwrap();
+    // No word names a relation: the capacity, a number, cannot say where; of the plans
+    // left the first reaches a club, an organization, and "where" asks for a place.
+    let reply = link_by_words(&graph, &index, "Where is Millbrook Ground?").await;
+    assert_eq!(
+        reply.metapaths[0].steps,
+        vec![step("located_in", Direction::Out)],
+        "{:?}",
+        reply.metapaths
+    );
+}
+
+#[tokio::test]
 async fn a_participle_not_before_by_names_nothing_it_reaches() {
     use super::core::{classes_held, kinds_held, node_types};
     use crate::scoring::text::stem;
