@@ -903,8 +903,9 @@ impl Relevance {
             .then(|| (word, super::text::words(&self.question)))
     }
 
-    /// Whether question word `index` is a plural noun right after "which" or "how many"
-    /// ("which *books* did X write", "how many *books* …"): it names the kind of entity
+    /// Whether question word `index` is a plural noun right after "which" or "how many",
+    /// or ending the class phrase there ("which *books* did X write", "how many *books*
+    /// …", "which historical *novels*"): it names the kind of entity
     /// the answers are (or that is counted), which a relation near it by meaning
     /// ("books" reads near `held at` and `home library`) does not explain.
     /// After "what" a word may name an attribute the answer is a value of ("what *sex*" is
