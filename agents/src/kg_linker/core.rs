@@ -549,11 +549,11 @@ async fn kinds_last(
     let Some(asked) = answer_type::asked_by_wh_phrase(relevance.asking()) else {
         return Ok(());
     };
-    let sample = |i: usize| &reaching[i].reached[..reaching[i].reached.len().min(CLASS_SAMPLE)];
-    let holders = relevance.holder_words();
     let first = order[0];
-    let types = node_types(store, sample(first)).await;
-    let first_kinds = kinds_held(&types, sample(first), holders);
+    let first_kinds = kinds_reached(store, relevance, reaching, &[first])
+        .await
+        .remove(&first)
+        .unwrap_or_default();
     if !kinds_misfit(asked, &first_kinds) {
         if !first_kinds.contains(&asked) {
             asked_kind_first_among_ties(store, relevance, reaching, fits, order, asked).await;

@@ -942,9 +942,7 @@ impl Relevance {
                 w == word
                     && (matches!(before(start(at), 1), "which" | "many")
                         || (before(at, 1) == "what" && heads_inverted_clause(&all, at))
-                        || (before(start(at), 1) == "the"
-                            && matches!(before(start(at), 2), "are" | "were")
-                            && matches!(before(start(at), 3), "what" | "which")))
+                        || super::text::follows_what_are_the(&all, start(at)))
             })
     }
 

@@ -181,9 +181,16 @@ fn asks_for_kind_at(all: &[String], at: usize) -> bool {
     let before = |back: usize| at.checked_sub(back).map_or("", |i| all[i].as_str());
     matches!(before(1), "what" | "which")
         || (before(2) == "how" && matches!(before(1), "many" | "much"))
-        || (before(1) == "the"
-            && matches!(before(2), "are" | "were")
-            && matches!(before(3), "what" | "which"))
+        || follows_what_are_the(all, at)
+}
+
+/// Whether word `at` of `all` follows "what are the" / "which were the" ("what are the
+/// *films* that …"): the noun phrase it opens names the answers' class.
+pub(crate) fn follows_what_are_the(all: &[String], at: usize) -> bool {
+    let before = |back: usize| at.checked_sub(back).map_or("", |i| all[i].as_str());
+    before(1) == "the"
+        && matches!(before(2), "are" | "were")
+        && matches!(before(3), "what" | "which")
 }
 
 /// A question's content words, ready to be matched against relation names and entity
@@ -351,8 +358,7 @@ fn class_head(
     };
     // After "what are the" the run is a noun phrase, ended by its head ("what were the
     // release *dates* of …").
-    let copula_form = at >= 3 && asks_for_kind_at(all, at) && all[at - 1] == "the";
-    if copula_form && looks_plural(&all[content[last].0]) {
+    if follows_what_are_the(all, at) && looks_plural(&all[content[last].0]) {
         return Some(last);
     }
     if let Some(plural) = (first..=last).find(|&k| noun_plural(k)) {
