@@ -21,7 +21,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kgmesh_models::lexical::text::{is_article, is_stop_word, stem, words};
+use kgmesh_models::lexical::text::{is_article, is_determiner, is_stop_word, stem, words};
 
 /// What an answer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -1029,6 +1029,17 @@ pub struct NameTypes {
 impl NameTypes {
     /// Counts one place where `name` is written, after the lower-cased word `previous`.
     pub fn add(&mut self, name: &str, previous: &str) {
+        self.add_before(name, previous, "");
+    }
+
+    /// [`Self::add`], where the lower-cased word `next` follows the name. A name
+    /// between a determiner and a noun for a person or an organization ("*the*
+    /// Accounts Payable *manager*", "*our* Customer Care *agents*", "*the* Talent
+    /// Acquisition *team*") premodifies the noun: it names a unit or a company, not a
+    /// person (no determiner stands before a person's name, nor does the name before
+    /// "manager"). Without the determiner the noun may be a verb ("X *chairs* the
+    /// board").
+    pub fn add_before(&mut self, name: &str, previous: &str, next: &str) {
         let key = words(name).join(" ");
         if name.split_whitespace().count() == 1 {
             self.alone.insert(key.clone());
@@ -1038,6 +1049,11 @@ impl NameTypes {
             AnswerType::Person
         } else if PLACE_CUES.contains(&previous) {
             AnswerType::Place
+        } else if is_determiner(previous)
+            && !next.is_empty()
+            && (names_kind(next, AnswerType::Person) || names_kind(next, AnswerType::Organization))
+        {
+            AnswerType::Organization
         } else {
             return;
         };
@@ -1223,6 +1239,23 @@ mod tests {
             AnswerType::Person
         );
         assert_eq!(names.type_of("1994", ""), AnswerType::Year);
+    }
+
+    #[test]
+    fn a_name_between_a_determiner_and_a_noun_for_people_is_no_person() {
+        let mut names = NameTypes::default();
+        names.add_before("Customer Care", "our", "agents");
+        names.add_before("Talent Acquisition", "the", "team");
+        // A verb after a person's name is no cue, nor is a noun without a determiner.
+        names.add_before("Gideon Whitlock", "", "chairs");
+        names.add_before("Lena Ortiz", ",", "manager");
+        assert_eq!(names.type_of("Customer Care", ""), AnswerType::Organization);
+        assert_eq!(
+            names.type_of("Talent Acquisition", ""),
+            AnswerType::Organization
+        );
+        assert_eq!(names.type_of("Gideon Whitlock", ""), AnswerType::Person);
+        assert_eq!(names.type_of("Lena Ortiz", ""), AnswerType::Person);
     }
 
     #[test]

@@ -119,6 +119,10 @@ struct Name {
     weak: bool,
     /// The lower-cased word written right before it ("" at its sentence's start).
     previous: String,
+    /// The lower-cased word written right after it when that word ends the phrase
+    /// (what follows it is no content word: "the X *team* and …", not "the X *contact*
+    /// centre"); "" otherwise.
+    next: String,
     /// The content words near it in its sentence ([`NEAR_TOKENS`] each side), lower
     /// case, each with its distance in tokens.
     near: Vec<(String, usize)>,
@@ -162,6 +166,7 @@ impl Name {
             text,
             weak,
             previous: String::new(),
+            next: String::new(),
             near: Vec::new(),
             kind: AnswerType::Thing,
             list: 0,
@@ -1233,7 +1238,7 @@ impl PassageNames {
             );
             for sentence in split_sentences(text, &tokens) {
                 for (_, name) in names_in(text, &tokens, &sentence, &[]) {
-                    out.types.add(&name.text, &name.previous);
+                    out.types.add_before(&name.text, &name.previous, &name.next);
                     if !name.weak {
                         out.written.insert(name.words);
                     }
@@ -2143,7 +2148,7 @@ fn phrases(
 }
 
 /// Fills in what `name`, written at tokens `r` of the sentence `sentence`, has around
-/// it: the word before it and the content words near it.
+/// it: the words right before and after it and the content words near it.
 fn describe(
     text: &str,
     tokens: &[Token],
@@ -2154,6 +2159,21 @@ fn describe(
     name.previous = match r.start.checked_sub(1) {
         Some(t) if t >= sentence.start => token_text(text, &tokens[t]).to_lowercase(),
         _ => String::new(),
+    };
+    let word_at = |t: usize| {
+        if t < sentence.end {
+            token_text(text, &tokens[t]).to_lowercase()
+        } else {
+            String::new()
+        }
+    };
+    let after_next = word_at(r.end + 1);
+    name.next = if after_next.chars().next().is_some_and(char::is_alphanumeric)
+        && !is_stop_word(&after_next)
+    {
+        String::new()
+    } else {
+        word_at(r.end)
     };
     let before = r.start.saturating_sub(NEAR_TOKENS).max(sentence.start)..r.start;
     let after = r.end..(r.end + NEAR_TOKENS).min(sentence.end);
@@ -2675,6 +2695,22 @@ mod tests {
         assert!(
             !reply.answers.iter().any(|a| a.text.contains("Kaurismaki")),
             "{reply:?}"
+        );
+    }
+
+    #[test]
+    fn a_name_before_the_noun_ending_its_phrase_names_a_unit() {
+        let text = "Tickets go to Customer Care first. Most calls reach our Customer Care \
+            agents. They work from the Quenford contact centre.";
+        let request = request("who answers calls", vec![passage(0, text)]);
+        assert_eq!(
+            type_in_context(&request, "Customer Care"),
+            AnswerType::Organization
+        );
+        // "contact" does not end its phrase: Quenford premodifies "contact centre".
+        assert_ne!(
+            type_in_context(&request, "Quenford"),
+            AnswerType::Organization
         );
     }
 

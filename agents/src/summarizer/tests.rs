@@ -1572,16 +1572,25 @@ async fn passages_read_by_words_when_the_embedder_fails_say_so() {
 async fn a_name_whose_words_read_as_a_team_does_not_answer_who() {
     // Two plain capitalized words are a person by their form, and "Customer Care"
     // stands nearer the verb asked about than the person who did it.
-    let mut asked = request(
-        vec![passage(
-            "Beatrix Nwosu, who supervises our Customer Care agents, has approved a \
-             one-off warranty exception for your Vireo 2.",
-        )],
-        Vec::new(),
+    let with_passage = |text: &str| {
+        let mut asked = request(vec![passage(text)], Vec::new());
+        asked.question = "who approved the warranty exception for the Vireo 2".into();
+        asked
+    };
+    let asked = with_passage(
+        "Beatrix Nwosu, who supervises Customer Care, has approved a one-off warranty \
+         exception for your Vireo 2.",
     );
-    asked.question = "who approved the warranty exception for the Vireo 2".into();
     let by_form = reply_in_time(&rule_only(None), asked.clone()).await;
     assert_eq!(by_form.answers[0].text, "Customer Care", "{by_form:?}");
+    // Written between a determiner and a noun for people, it names a unit by its
+    // place alone.
+    let unit = with_passage(
+        "Beatrix Nwosu, who supervises our Customer Care agents, has approved a \
+         one-off warranty exception for your Vireo 2.",
+    );
+    let by_place = reply_in_time(&rule_only(None), unit).await;
+    assert_eq!(by_place.answers[0].text, "Beatrix Nwosu", "{by_place:?}");
     // Read by meaning, its words say a team, and the person answers.
     let summarizer = rule_only(Some(Arc::new(crate::scoring::relevance::TextVectors::new(
         Arc::new(crate::scoring::fixtures::KINDS_OF_NAMES),
