@@ -1027,19 +1027,15 @@ pub struct NameTypes {
 }
 
 impl NameTypes {
-    /// Counts one place where `name` is written, after the lower-cased word `previous`.
-    pub fn add(&mut self, name: &str, previous: &str) {
-        self.add_before(name, previous, "");
-    }
-
-    /// [`Self::add`], where the lower-cased word `next` follows the name. A name
+    /// Counts one place where `name` is written, after the lower-cased word `previous`
+    /// and before the lower-cased word `next` ("" where none is read). A name
     /// between a determiner and a noun for a person or an organization ("*the*
     /// Accounts Payable *manager*", "*our* Customer Care *agents*", "*the* Talent
     /// Acquisition *team*") premodifies the noun: it names a unit or a company, not a
     /// person (no determiner stands before a person's name, nor does the name before
     /// "manager"). Without the determiner the noun may be a verb ("X *chairs* the
     /// board").
-    pub fn add_before(&mut self, name: &str, previous: &str, next: &str) {
+    pub fn add(&mut self, name: &str, previous: &str, next: &str) {
         let key = words(name).join(" ");
         if name.split_whitespace().count() == 1 {
             self.alone.insert(key.clone());
@@ -1225,12 +1221,12 @@ mod tests {
     #[test]
     fn a_name_is_typed_by_every_place_it_is_written() {
         let mut names = NameTypes::default();
-        names.add("Tarsk", "");
-        names.add("Tarsk", "in");
-        names.add("Lena Ortiz", "");
-        names.add("Veltra Labs", "at");
-        names.add("Aurelie Marie Castaing", "");
-        names.add("Castaing", "");
+        names.add("Tarsk", "", "");
+        names.add("Tarsk", "in", "");
+        names.add("Lena Ortiz", "", "");
+        names.add("Veltra Labs", "at", "");
+        names.add("Aurelie Marie Castaing", "", "");
+        names.add("Castaing", "", "");
         assert_eq!(names.type_of("Tarsk", ""), AnswerType::Place);
         assert_eq!(names.type_of("Lena Ortiz", ""), AnswerType::Person);
         assert_eq!(names.type_of("Veltra Labs", ""), AnswerType::Organization);
@@ -1244,11 +1240,11 @@ mod tests {
     #[test]
     fn a_name_between_a_determiner_and_a_noun_for_people_is_no_person() {
         let mut names = NameTypes::default();
-        names.add_before("Customer Care", "our", "agents");
-        names.add_before("Talent Acquisition", "the", "team");
+        names.add("Customer Care", "our", "agents");
+        names.add("Talent Acquisition", "the", "team");
         // A verb after a person's name is no cue, nor is a noun without a determiner.
-        names.add_before("Gideon Whitlock", "", "chairs");
-        names.add_before("Lena Ortiz", ",", "manager");
+        names.add("Gideon Whitlock", "", "chairs");
+        names.add("Lena Ortiz", ",", "manager");
         assert_eq!(names.type_of("Customer Care", ""), AnswerType::Organization);
         assert_eq!(
             names.type_of("Talent Acquisition", ""),

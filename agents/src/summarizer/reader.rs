@@ -1240,7 +1240,7 @@ impl PassageNames {
             );
             for sentence in split_sentences(text, &tokens) {
                 for (_, name) in names_in(text, &tokens, &sentence, &[]) {
-                    out.types.add_before(&name.text, &name.previous, &name.next);
+                    out.types.add(&name.text, &name.previous, &name.next);
                     if !name.weak {
                         out.written.insert(name.words);
                     }
