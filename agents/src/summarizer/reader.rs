@@ -15,7 +15,9 @@
 //!    only when the passages never write it in lower case). It may be none. A file
 //!    that writes its name whole may refer back to it by a short form ([`Topic`]).
 //! 3. **Sentences and spans.** Each passage is cut into paragraphs (blank lines) and
-//!    sentences with the tokenizer documents are indexed with. A *name* is a run of
+//!    sentences with the tokenizer documents are indexed with; a list's item and a
+//!    table's row are sentences of their own, a row read under its table's header (its
+//!    words, and each cell's column name near the cell). A *name* is a run of
 //!    words that begin with a capital letter or a digit, joined by what joins names
 //!    ("of", "the", "&", a glued apostrophe or hyphen, an initial's full stop), and
 //!    ended by a line break or a column's gap; a possessive's "'s" is not its own, nor
@@ -26,7 +28,8 @@
 //!    with its name ("AV-221", "Aurelle 900"). Every name is typed by its form and by
 //!    all the places the passages write it ([`answer_type::NameTypes`]). A sentence's
 //!    spans are its names less the entity's and, when it names the entity, less the
-//!    names listed beside it ("A, B and X star in it"), plus the name its paragraph
+//!    names listed beside it ("A, B and X star in it"; commas alone join no list:
+//!    "Yusra Kell, Firmware team lead"), plus the name its paragraph
 //!    opens with; and other readings of them ([`name_variants`], [`phrases`]): a
 //!    name's parts at a preposition, a name without the common word opening it, a
 //!    number with its unit (the first reading where a measure other than a count is
@@ -1699,6 +1702,28 @@ fn passage_statements(
         if candidates.is_empty() {
             continue;
         }
+        // A table's row is read under its header: a cell's column names what it is
+        // ("| Product | Price |" over "| Aerolith S2 | $89 |").
+        let header = table_header(text, &tokens, &sentences, n);
+        if let Some(header) = &header {
+            for c in candidates.iter_mut().filter(|c| !c.opener) {
+                let Some((r, _)) = names.get(c.position) else {
+                    continue;
+                };
+                let column = tokens[sentence.tokens.start..r.start]
+                    .iter()
+                    .filter(|t| token_text(text, t) == "|")
+                    .count();
+                if let Some(cell) = column.checked_sub(1).and_then(|k| header.cells.get(k)) {
+                    c.near.extend(
+                        words(cell)
+                            .into_iter()
+                            .filter(|w| !is_stop_word(w))
+                            .map(|w| (w, 1)),
+                    );
+                }
+            }
+        }
         // What the sentence says: its words outside every name it writes, and outside
         // the "and" of a list of names.
         let mut relation: Vec<String> = Vec::new();
@@ -1714,6 +1739,11 @@ fn passage_statements(
         }
         relation.extend(words(&slice(text, &tokens, at..sentence.tokens.end)));
         let bytes = chunk::bytes_of(&tokens, &sentence.tokens);
+        let mut written = text[bytes.clone()].to_owned();
+        if let Some(header) = &header {
+            relation.extend(words(&header.line));
+            written = format!("{} … {written}", header.line);
+        }
         out.push(Statement {
             relation: relation.join(" "),
             candidates,
@@ -1733,8 +1763,8 @@ fn passage_statements(
                 })
                 .collect(),
             evidence: line,
-            sentence: text[bytes.clone()].to_owned(),
-            stems: content_stems(&text[bytes.clone()]),
+            stems: content_stems(&written),
+            sentence: written,
             file: excerpt.file.clone(),
             citation: format!("{}:{}", excerpt.file, excerpt.offset + bytes.start as u64),
         });
@@ -1751,10 +1781,28 @@ fn slice(text: &str, tokens: &[Token], range: std::ops::Range<usize>) -> String 
 }
 
 /// The passage's sentences, an initial's full stop ("Samuel L. Jackson") not ending
-/// one, each marked when a blank line (or the passage's start) comes before it.
+/// one, each marked when a blank line (or the passage's start) comes before it. A line
+/// that opens a list's item ("- ", "* ", "1. ") or a table's row ("| …") starts a
+/// sentence of its own: each says its own thing ("- Yusra Kell, Firmware team lead").
 fn split_sentences(text: &str, tokens: &[Token]) -> Vec<Sentence> {
     let mut out: Vec<Sentence> = Vec::new();
-    for range in chunk::sentences(tokens, 0..tokens.len()) {
+    // The lines that open an item or a row first, then the tokenizer's sentences
+    // within each (its cap on a sentence's length counted from the item's start).
+    let mut pieces: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = 0;
+    for i in 1..tokens.len() {
+        let gap = &text[tokens[i - 1].end as usize..tokens[i].start as usize];
+        let line = &text[tokens[i].start as usize..];
+        if gap.contains('\n') && (opens_item(line) || line.starts_with('|')) {
+            pieces.push(start..i);
+            start = i;
+        }
+    }
+    pieces.push(start..tokens.len());
+    let items = pieces
+        .into_iter()
+        .flat_map(|piece| chunk::sentences(tokens, piece));
+    for range in items {
         let opens_paragraph = match range.start.checked_sub(1) {
             None => true,
             Some(previous) => {
@@ -1778,6 +1826,64 @@ fn split_sentences(text: &str, tokens: &[Token]) -> Vec<Sentence> {
         });
     }
     out
+}
+
+/// The header a table's row is read under ([`table_header`]).
+struct Header {
+    /// The header row as written.
+    line: String,
+    /// Its cells' text, first column first.
+    cells: Vec<String>,
+}
+
+/// The header of sentence `n` when it is a table's row below one: the first of the
+/// rows it stands among, when a rule row ("|---|---|") follows that first row.
+fn table_header(text: &str, tokens: &[Token], sentences: &[Sentence], n: usize) -> Option<Header> {
+    let written = |k: usize| slice(text, tokens, sentences[k].tokens.clone());
+    let is_row = |k: usize| {
+        let start = sentences[k].tokens.start;
+        token_text(text, &tokens[start]) == "|"
+            && (start == 0
+                || text[tokens[start - 1].end as usize..tokens[start].start as usize]
+                    .contains('\n'))
+    };
+    let rule = |k: usize| {
+        written(k)
+            .chars()
+            .all(|c| matches!(c, '|' | '-' | ':' | ' ' | '\t'))
+    };
+    if !is_row(n) || rule(n) {
+        return None;
+    }
+    let mut first = n;
+    while first > 0 && is_row(first - 1) {
+        first -= 1;
+    }
+    if first + 1 >= n || !rule(first + 1) {
+        return None;
+    }
+    let line = written(first);
+    let cells = line
+        .split('|')
+        .skip(1)
+        .map(|cell| cell.trim().to_owned())
+        .collect();
+    Some(Header { line, cells })
+}
+
+/// Whether a line starting with `line` opens a list's item: a bullet ("-", "*", "+",
+/// "•") or a number with "." or ")", then a space.
+fn opens_item(line: &str) -> bool {
+    let marker = if line.starts_with(['-', '*', '+', '•']) {
+        line.chars().next().map_or(0, char::len_utf8)
+    } else {
+        let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 3 || !line[digits..].starts_with(['.', ')']) {
+            return false;
+        }
+        digits + 1
+    };
+    line[marker..].starts_with([' ', '\t'])
 }
 
 /// One capital letter: an initial.
@@ -2023,7 +2129,7 @@ fn names_in(
     out.sort_by_key(|(r, _)| r.start);
     for i in 0..out.len() {
         out[i].1.position = i;
-        out[i].1.list = if i > 0 && in_a_list(text, tokens, &out[i - 1].0, &out[i].0) {
+        out[i].1.list = if i > 0 && list_join(text, tokens, &out[i - 1].0, &out[i].0).is_some() {
             out[i - 1].1.list
         } else {
             i
@@ -2283,43 +2389,53 @@ fn numeric_spans(
     out
 }
 
-/// Whether the names at token ranges `a` and `b` (in this order) stand in one list:
-/// only a comma, "and", "or", "&" or "," and "and" between them.
-fn in_a_list(
+/// How the names at token ranges `a` and `b` (in this order) are joined when they may
+/// stand in one list: `Some(true)` by "and", "or", "&" (maybe after a comma),
+/// `Some(false)` by a comma alone, `None` when anything else stands between them.
+fn list_join(
     text: &str,
     tokens: &[Token],
     a: &std::ops::Range<usize>,
     b: &std::ops::Range<usize>,
-) -> bool {
+) -> Option<bool> {
     let between: Vec<&str> = (a.end..b.start)
         .map(|t| token_text(text, &tokens[t]))
         .collect();
-    matches!(
-        between.as_slice(),
-        [","] | ["and"] | ["or"] | ["&"] | [",", "and"] | [",", "or"]
-    )
+    match between.as_slice() {
+        [","] => Some(false),
+        ["and"] | ["or"] | ["&"] | [",", "and"] | [",", "or"] => Some(true),
+        _ => None,
+    }
 }
 
-/// The names listed with the ones at `at` ("A, B and X"): what stands between two
-/// neighbours is only a comma, "and", "or", "&" or "," and "and".
+/// The names listed with the ones at `at` ("A, B and X"): neighbours joined by a
+/// comma, "and", "or", "&" or "," and "and", one of them at least by a conjunction.
+/// Names joined by commas alone are no list: "Yusra Kell, Firmware team lead" says
+/// who leads the team.
 fn listed_with(
     text: &str,
     tokens: &[Token],
     names: &[(std::ops::Range<usize>, Name)],
     at: &[usize],
 ) -> Vec<usize> {
-    let joined = |a: usize, b: usize| in_a_list(text, tokens, &names[a].0, &names[b].0);
+    let join = |a: usize, b: usize| list_join(text, tokens, &names[a].0, &names[b].0);
     let mut out = Vec::new();
     for &i in at {
-        let mut j = i;
-        while j > 0 && joined(j - 1, j) {
-            j -= 1;
-            out.push(j);
+        let (mut first, mut last) = (i, i);
+        let mut conjunction = false;
+        while let Some(by) = first.checked_sub(1).and_then(|j| join(j, first)) {
+            conjunction |= by;
+            first -= 1;
         }
-        let mut j = i;
-        while j + 1 < names.len() && joined(j, j + 1) {
-            j += 1;
-            out.push(j);
+        while let Some(by) = (last + 1 < names.len())
+            .then(|| join(last, last + 1))
+            .flatten()
+        {
+            conjunction |= by;
+            last += 1;
+        }
+        if conjunction {
+            out.extend((first..=last).filter(|&j| j != i));
         }
     }
     out
@@ -2851,6 +2967,44 @@ mod tests {
                 text
             )),
             ["64"]
+        );
+    }
+
+    #[test]
+    fn each_item_of_a_list_is_read_on_its_own_and_commas_alone_join_no_list() {
+        let text = "Attendees:\n- Mirela Dorn, Payments team lead\n- Osric Vale, Search \
+                    team lead\n- Tamsin Hale, designer";
+        let reply = answer_to("Who leads the Search team?", text);
+        assert_eq!(texts(&reply).first(), Some(&"Osric Vale"), "{reply:?}");
+        assert!(
+            reply
+                .explanation
+                .contains("\"- Osric Vale, Search team lead\""),
+            "{}",
+            reply.explanation
+        );
+    }
+
+    #[test]
+    fn a_tables_row_is_read_under_its_header() {
+        let text = "| Line | Approved for 2025 | Spent to 30 June |\n|---|---|---|\n\
+                    | Kestrel rollout | €410,000 | €120,000 |\n\
+                    | Project Wren | €2.5 million | €700,000 |\n\
+                    | Field trials | €90,000 | €15,000 |";
+        let approved = answer_to("How much was approved for Project Wren?", text);
+        assert_eq!(
+            texts(&approved).first(),
+            Some(&"€2.5 million"),
+            "{approved:?}"
+        );
+        let spent = answer_to("How much had been spent on Project Wren by 30 June?", text);
+        assert_eq!(texts(&spent).first(), Some(&"€700,000"), "{spent:?}");
+        assert!(
+            spent
+                .explanation
+                .contains("| Project Wren | €2.5 million | €700,000 |"),
+            "{}",
+            spent.explanation
         );
     }
 }
