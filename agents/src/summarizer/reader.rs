@@ -10,7 +10,8 @@
 //!    "what is the price of", a thing for a class word the lexicon does not type.
 //! 2. **The entity asked about.** The names the question writes between brackets or
 //!    quotes, else the entities linked in it, else every run of its words that the
-//!    passages write as a name (longest first, whatever case the question writes it
+//!    passages write as a name, or before a preposition within one ("Harold Quist" of
+//!    "Harold Quist of Tanner Street") (longest first, whatever case the question writes it
 //!    in; a date or number is a constraint, not an entity; a single lower-case word
 //!    only when the passages never write it in lower case). It may be none. A file
 //!    that writes its name whole may refer back to it by a short form ([`Topic`]).
@@ -1212,8 +1213,8 @@ pub fn type_in_context(request: &SummarizeRequest, text: &str) -> AnswerType {
 }
 
 /// What the passages write as names, read in one pass: the type of every name from all
-/// the places it is written, the names that are not a sentence's weak opener (what a
-/// question's words may name), and the words also written in lower case (common words,
+/// the places it is written, the names that are not a sentence's weak opener and what
+/// stands in them before a preposition (what a question's words may name), and the words also written in lower case (common words,
 /// not names).
 struct PassageNames {
     types: NameTypes,
@@ -1245,6 +1246,17 @@ impl PassageNames {
                 for (_, name) in names_in(text, &tokens, &sentence, &[]) {
                     out.types.add(&name.text, &name.previous, &name.next);
                     if !name.weak {
+                        // What stands before a preposition in it names too: "Harold
+                        // Quist" of "Harold Quist of Tanner Street" (not what follows,
+                        // "the Annual General Meeting" of "Minutes of the …").
+                        let head = name
+                            .words
+                            .split(|w| PART_JOINERS.contains(&w.as_str()))
+                            .next()
+                            .unwrap_or_default();
+                        if !head.is_empty() && head.len() < name.words.len() {
+                            out.written.insert(head.to_vec());
+                        }
                         out.written.insert(name.words);
                     }
                 }
@@ -1931,14 +1943,21 @@ fn topic_spans(
     // Not a part of a longer name: "Simon" in "Brett Simon", "Salt" in "Great Salt
     // Lake". A stop word opening the sentence may stand before it ("The Monsters"), and
     // a number, which opens no name ("In 2023 Lumora Water Trust turned twelve").
+    // A line break or a column's gap ends a name, as in [`names_in`].
+    let apart = |a: usize, b: usize| {
+        let gap = &text[tokens[a].end as usize..tokens[b].start as usize];
+        gap.contains(['\n', '\t']) || gap.contains("  ")
+    };
     let whole = |range: &std::ops::Range<usize>| {
         let after = range.end < sentence.end
+            && !apart(range.end - 1, range.end)
             && is_word(range.end)
             && (capitalized(word_at(range.end))
                 || glued(&tokens[range.end - 1], &tokens[range.end]));
         let before = range.start > sentence_start && {
             let t = range.start - 1;
-            is_word(t)
+            !apart(t, range.start)
+                && is_word(t)
                 && word_at(t).starts_with(char::is_uppercase)
                 && !(t == sentence_start && is_stop_word(&word_at(t).to_lowercase()))
         };
@@ -3005,6 +3024,20 @@ mod tests {
                 .contains("| Project Wren | €2.5 million | €700,000 |"),
             "{}",
             spent.explanation
+        );
+    }
+
+    #[test]
+    fn a_name_the_passages_write_only_within_a_longer_one_is_asked_about() {
+        let text = "Nell Hart of Mill Lane complained on 9 March 2024 about the bus route.\n\n\
+                    RESIDENTS\nEdwin Marsh of Copper Street complained on 3 March 2024 that \
+                    the street had not been gritted.";
+        let reply = answer_to("When did Edwin Marsh complain?", text);
+        assert_eq!(texts(&reply), ["3 March 2024"], "{reply:?}");
+        assert!(
+            reply.explanation.contains("about \"edwin marsh\""),
+            "{}",
+            reply.explanation
         );
     }
 }
