@@ -1029,6 +1029,16 @@ impl Reading {
             return None;
         }
         let fit = match self.wants.kind {
+            // A date answers "which year" only when it writes one ("Monday" does not).
+            Some(AnswerType::Year)
+                if name.kind == AnswerType::Date
+                    && !name
+                        .words
+                        .iter()
+                        .any(|w| answer_type::form_type(w, "") == AnswerType::Year) =>
+            {
+                0.0
+            }
             Some(kind) => answer_type::fit(kind, name.kind),
             None => 0.5,
         };
@@ -3039,5 +3049,18 @@ mod tests {
             "{}",
             reply.explanation
         );
+    }
+
+    #[test]
+    fn a_date_that_writes_no_year_does_not_answer_which_year() {
+        let text = "Quorn Labs, founded by Ada Pike, said on Monday that it would hire forty \
+                    engineers.";
+        let reply = answer_to("In what year was Quorn Labs founded?", text);
+        assert!(reply.answers.is_empty(), "{reply:?}");
+        let dated = answer_to(
+            "In what year was Quorn Labs founded?",
+            "Quorn Labs was founded on 4 May 2011 by Ada Pike.",
+        );
+        assert_eq!(texts(&dated), ["4 May 2011"], "{dated:?}");
     }
 }
