@@ -24,8 +24,10 @@
 //!    ended by a line break or a column's gap; a possessive's "'s" is not its own, nor
 //!    a stop word other than an article that opens the sentence ("When Elsbeth Marrow
 //!    …"), and a number before the entity's name does not make it part of a longer one.
-//!    Numbers, amounts and dates are read whole ("$349", "€1.2 million", "4,500
-//!    euros", "Saturday 14 September 2024", "2024-03-12"), a code or a model's number
+//!    A term in code quotes or capitalized emphasis is one name ("`fold.toml`",
+//!    "*Lumicaris brenningi*"). Numbers, amounts and dates are read whole ("$349",
+//!    "€1.2 million", "4,500 euros", "Saturday 14 September 2024", "2024-03-12"), a
+//!    code or a model's number
 //!    with its name ("AV-221", "Aurelle 900"). Every name is typed by its form and by
 //!    all the places the passages write it ([`answer_type::NameTypes`]). A sentence's
 //!    spans are its names less the entity's and, when it names the entity, less the
@@ -2155,6 +2157,24 @@ fn names_in(
             out.push((number, name));
         }
     }
+    // A term the text marks as one, in code quotes or emphasis ("`fold.toml`",
+    // "*Lumicaris brenningi*"), is one name though it writes lower case, and replaces
+    // the names within it ([`marked_spans`]); never across a name's edge.
+    for marked in marked_spans(text, tokens, range.clone()) {
+        let crosses = |r: &std::ops::Range<usize>| {
+            overlaps(r, &marked) && !(marked.start <= r.start && r.end <= marked.end)
+        };
+        if topics.iter().any(|t| overlaps(t, &marked))
+            || out.iter().any(|(r, _)| *r == marked || crosses(r))
+        {
+            continue;
+        }
+        out.retain(|(r, _)| !overlaps(r, &marked));
+        let name = Name::new(slice(text, tokens, marked.clone()), false);
+        if !name.words.is_empty() {
+            out.push((marked, name));
+        }
+    }
     out.sort_by_key(|(r, _)| r.start);
     for i in 0..out.len() {
         out[i].1.position = i;
@@ -2166,6 +2186,60 @@ fn names_in(
     }
     for (r, name) in &mut out {
         describe(text, tokens, &range, r, name);
+    }
+    out
+}
+
+/// The most tokens a marked term ([`marked_spans`]) holds.
+const MAX_MARKED_TOKENS: usize = 12;
+
+/// The token ranges a sentence marks as terms: between code quotes ("`fold.toml`"), or
+/// between emphasis marks when the first word is capitalized and a later one is not
+/// ("*Lumicaris brenningi*"; "*Nine Harbours*" is a name already). The marks are glued
+/// to the term, the closing one as long as the opening one.
+fn marked_spans(
+    text: &str,
+    tokens: &[Token],
+    range: std::ops::Range<usize>,
+) -> Vec<std::ops::Range<usize>> {
+    let t = |i: usize| token_text(text, &tokens[i]);
+    // The end of the run of `mark` glued together from `i`.
+    let run_end = |i: usize, mark: &str| {
+        let mut j = i + 1;
+        while j < range.end && t(j) == mark && glued(&tokens[j - 1], &tokens[j]) {
+            j += 1;
+        }
+        j
+    };
+    let mut out = Vec::new();
+    let mut i = range.start;
+    while i < range.end {
+        let mark = t(i);
+        if mark != "`" && mark != "*" {
+            i += 1;
+            continue;
+        }
+        let open = run_end(i, mark);
+        if open >= range.end || !glued(&tokens[open - 1], &tokens[open]) {
+            i = open;
+            continue;
+        }
+        let limit = (open + MAX_MARKED_TOKENS).min(range.end);
+        let close = (open + 1..limit).find(|&k| {
+            t(k) == mark && glued(&tokens[k - 1], &tokens[k]) && run_end(k, mark) - k == open - i
+        });
+        match close {
+            Some(k) => {
+                // Emphasis only where the capitalized runs that make names would cut
+                // the term short ("*Lumicaris brenningi*", not "**New:**").
+                let lower = (open + 1..k).any(|j| t(j).starts_with(char::is_lowercase));
+                if mark == "`" || (capitalized(t(open)) && lower) {
+                    out.push(open..k);
+                }
+                i = run_end(k, mark);
+            }
+            None => i = open,
+        }
     }
     out
 }
@@ -3062,5 +3136,25 @@ mod tests {
             "Quorn Labs was founded on 4 May 2011 by Ada Pike.",
         );
         assert_eq!(texts(&dated), ["4 May 2011"], "{dated:?}");
+    }
+
+    #[test]
+    fn a_term_in_code_quotes_or_emphasis_is_one_name() {
+        let code = answer_to(
+            "What file does Pellworth read its settings from?",
+            "Since version 2.0, Pellworth reads its settings from `pell.conf` instead of \
+             environment variables.",
+        );
+        assert_eq!(texts(&code).first(), Some(&"pell.conf"), "{code:?}");
+        let emphasis = answer_to(
+            "Which sea snail did Ines Vale describe?",
+            "In 1961 Ines Vale described *Nerita vallensis*, a small sea snail of the \
+             northern coast.",
+        );
+        assert_eq!(
+            texts(&emphasis).first(),
+            Some(&"Nerita vallensis"),
+            "{emphasis:?}"
+        );
     }
 }
