@@ -53,7 +53,8 @@
 //!    ([`Reading::with_synonyms`]).
 //! 5. **Span scores** ([`Reading::spans`], [`super::spans`]): a linear scorer over each
 //!    span's features: its statement's coverage and cosine, its type's fit to what is
-//!    asked ([`answer_type::fit`]; a year never answers "who", and is not offered),
+//!    asked ([`answer_type::fit`]; a year never answers "who", nor a date that writes
+//!    no year "which year", and is not offered),
 //!    the question's words written near it (nearer counting more), the question's
 //!    class word beside it, and how it was read; with an embedder, the summarizer adds
 //!    how well the span's words read as the kind of name asked ([`super::typing`]).
