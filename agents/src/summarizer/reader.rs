@@ -3158,4 +3158,30 @@ mod tests {
             "{emphasis:?}"
         );
     }
+
+    #[test]
+    fn broken_lists_tables_and_marks_are_read_without_fault() {
+        let texts = [
+            "|",
+            "||\n|\n|---|",
+            "`",
+            "**",
+            "* \n- \n1. \n12) x",
+            "| A | B |\n|---|\n| `x` | *Yves z* |\n| Ana Ruiz |",
+            "Kestrel `unclosed code *Emph and more",
+            "• Ünïcödé Ärger – item\n• ‘Quoted Name’ for Kestrel\n• 1) €5 fee",
+            "Kestrel ** ** `` * * | | -",
+        ];
+        for text in texts {
+            let request = request("Who runs Kestrel?", vec![passage(0, text)]);
+            if let Ok(reading) = Reading::new(&request) {
+                let reply = reading.answer(&SummaryRule::default(), 3, None);
+                assert!(reply.answers.len() <= 3, "{text:?}: {reply:?}");
+                assert!(
+                    reply.answers.iter().all(|a| !a.text.trim().is_empty()),
+                    "{text:?}: {reply:?}"
+                );
+            }
+        }
+    }
 }
