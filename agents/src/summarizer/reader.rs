@@ -11,32 +11,33 @@
 //! 2. **The entity asked about.** The names the question writes between brackets or
 //!    quotes, else the entities linked in it, else every run of its words that the
 //!    passages write as a name, or before a preposition within one ("Harold Quist" of
-//!    "Harold Quist of Tanner Street") (longest first, whatever case the question writes it
-//!    in; a date or number is a constraint, not an entity; a single lower-case word
-//!    only when the passages never write it in lower case). It may be none. A file
-//!    that writes its name whole may refer back to it by a short form ([`Topic`]).
+//!    "Harold Quist of Tanner Street"), longest first, whatever case the question
+//!    writes it in (a date or number is a constraint, not an entity; a single
+//!    lower-case word only when the passages never write it in lower case). It may be
+//!    none. A file that writes its name whole may refer back to it by a short form
+//!    ([`Topic`]).
 //! 3. **Sentences and spans.** Each passage is cut into paragraphs (blank lines) and
 //!    sentences with the tokenizer documents are indexed with; a list's item and a
 //!    table's row are sentences of their own, a row read under its table's header (its
-//!    words, and each cell's column name near the cell). A *name* is a run of
-//!    words that begin with a capital letter or a digit, joined by what joins names
-//!    ("of", "the", "&", a glued apostrophe or hyphen, an initial's full stop), and
-//!    ended by a line break or a column's gap; a possessive's "'s" is not its own, nor
-//!    a stop word other than an article that opens the sentence ("When Elsbeth Marrow
-//!    …"), and a number before the entity's name does not make it part of a longer one.
-//!    A term in code quotes or capitalized emphasis is one name ("`fold.toml`",
-//!    "*Lumicaris brenningi*"). Numbers, amounts and dates are read whole ("$349",
-//!    "€1.2 million", "4,500 euros", "Saturday 14 September 2024", "2024-03-12"), a
-//!    code or a model's number
-//!    with its name ("AV-221", "Aurelle 900"). Every name is typed by its form and by
-//!    all the places the passages write it ([`answer_type::NameTypes`]). A sentence's
-//!    spans are its names less the entity's and, when it names the entity, less the
-//!    names listed beside it ("A, B and X star in it"; commas alone join no list:
-//!    "Yusra Kell, Firmware team lead"), plus the name its paragraph
-//!    opens with; and other readings of them ([`name_variants`], [`phrases`]): a
-//!    name's parts at a preposition, a name without the common word opening it, a
-//!    number with its unit (the first reading where a measure other than a count is
-//!    asked: "5 seconds" for "how long"), runs of lower-case words.
+//!    words, and each cell's column name near the cell). A *name* is a run of words
+//!    that begin with a capital letter or a digit, joined by what joins names ("of",
+//!    "the", "&", a glued apostrophe or hyphen, an initial's full stop), and ended by a
+//!    line break or a column's gap; a possessive's "'s" is not its own, nor a stop word
+//!    other than an article that opens the sentence ("When Elsbeth Marrow …"), and a
+//!    number before the entity's name does not make it part of a longer one. A term in
+//!    code quotes, or in emphasis that capitalized runs would cut short, is one name
+//!    ("`fold.toml`", "*Lumicaris brenningi*"). Numbers, amounts and dates are read
+//!    whole ("$349", "€1.2 million", "4,500 euros", "Saturday 14 September 2024",
+//!    "2024-03-12"), a code or a model's number with its name ("AV-221", "Aurelle
+//!    900"). Every name is typed by its form and by all the places the passages write
+//!    it ([`answer_type::NameTypes`]). A sentence's spans are its names less the
+//!    entity's and, when it names the entity, less the names listed beside it ("A, B
+//!    and X star in it"; commas alone join no list: "Yusra Kell, Firmware team lead"),
+//!    plus the name its paragraph opens with; and other readings of them
+//!    ([`name_variants`], [`phrases`]): a name's parts at a preposition, a name without
+//!    the common word opening it, a number with its unit (the first reading where a
+//!    measure other than a count is asked: "5 seconds" for "how long"), runs of
+//!    lower-case words.
 //! 4. **Statements** (`Reading::coverage`): the share of the question's words (a
 //!    class word the lexicon does not type too, not the rest of the wh-phrase; rarer
 //!    words among the context's sentences weigh more) a sentence writes, a word its
@@ -54,15 +55,14 @@
 //! 5. **Span scores** ([`Reading::spans`], [`super::spans`]): a linear scorer over each
 //!    span's features: its statement's coverage and cosine, its type's fit to what is
 //!    asked ([`answer_type::fit`]; a year never answers "who", nor a date that writes
-//!    no year "which year", and is not offered),
-//!    the question's words written near it (nearer counting more), the question's
-//!    class word beside it, and how it was read; with an embedder, the summarizer adds
-//!    how well the span's words read as the kind of name asked ([`super::typing`]).
-//!    A name the question writes is no answer. The best span answers, with the names
-//!    listed beside it and every span scored within [`SummaryRule::keep_within`] of
-//!    it, each with its share of the scorer's softmax as its score; the explanation
-//!    quotes its sentence with its `file:offset`. None: "I don't know", with the
-//!    reason.
+//!    no year "which year", and is not offered), the question's words written near it
+//!    (nearer counting more), the question's class word beside it, and how it was read;
+//!    with an embedder, the summarizer adds how well the span's words read as the kind
+//!    of name asked ([`super::typing`]). A name the question writes is no answer. The
+//!    best span answers, with the names listed beside it and every span scored within
+//!    [`SummaryRule::keep_within`] of it, each with its share of the scorer's softmax
+//!    as its score; the explanation quotes its sentence with its `file:offset`. None:
+//!    "I don't know", with the reason.
 //! 6. **A second read** (`Reading::chains`), when no sentence explains every question
 //!    word: the statements about the names the best sentences propose, chained when
 //!    the two together explain more of the question ("who heads the team that built
@@ -1227,8 +1227,8 @@ pub fn type_in_context(request: &SummarizeRequest, text: &str) -> AnswerType {
 
 /// What the passages write as names, read in one pass: the type of every name from all
 /// the places it is written, the names that are not a sentence's weak opener and what
-/// stands in them before a preposition (what a question's words may name), and the words also written in lower case (common words,
-/// not names).
+/// stands in them before a preposition (what a question's words may name), and the
+/// words also written in lower case (common words, not names).
 struct PassageNames {
     types: NameTypes,
     written: HashSet<Vec<String>>,
