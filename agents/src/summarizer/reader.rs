@@ -17,27 +17,27 @@
 //!    none. A file that writes its name whole may refer back to it by a short form
 //!    ([`Topic`]).
 //! 3. **Sentences and spans.** Each passage is cut into paragraphs (blank lines) and
-//!    sentences with the tokenizer documents are indexed with; a list's item and a
-//!    table's row are sentences of their own, a row read under its table's header (its
-//!    words, and each cell's column name near the cell). A *name* is a run of words
-//!    that begin with a capital letter or a digit, joined by what joins names ("of",
-//!    "the", "&", a glued apostrophe or hyphen, an initial's full stop), and ended by a
-//!    line break or a column's gap; a possessive's "'s" is not its own, nor a stop word
-//!    other than an article that opens the sentence ("When Elsbeth Marrow …"), and a
-//!    number before the entity's name does not make it part of a longer one. A term in
-//!    code quotes, or in emphasis that capitalized runs would cut short, is one name
-//!    ("`fold.toml`", "*Lumicaris brenningi*"). Numbers, amounts and dates are read
-//!    whole ("$349", "€1.2 million", "4,500 euros", "Saturday 14 September 2024",
-//!    "2024-03-12"), a code or a model's number with its name ("AV-221", "Aurelle
-//!    900"). Every name is typed by its form and by all the places the passages write
-//!    it ([`answer_type::NameTypes`]). A sentence's spans are its names less the
-//!    entity's and, when it names the entity, less the names listed beside it ("A, B
-//!    and X star in it"; commas alone join no list: "Yusra Kell, Firmware team lead"),
-//!    plus the name its paragraph opens with; and other readings of them
-//!    ([`name_variants`], [`phrases`]): a name's parts at a preposition, a name without
-//!    the common word opening it, a number with its unit (the first reading where a
-//!    measure other than a count is asked: "5 seconds" for "how long"), runs of
-//!    lower-case words.
+//!    sentences with the tokenizer documents are indexed with (one ending inside a
+//!    quotation ends after its closing quote); a list's item and a table's row are
+//!    sentences of their own, a row read under its table's header (its words, and each
+//!    cell's column name near the cell). A *name* is a run of words that begin with a
+//!    capital letter or a digit, joined by what joins names ("of", "the", "&", a glued
+//!    apostrophe or hyphen, an initial's full stop), and ended by a line break or a
+//!    column's gap; a possessive's "'s" is not its own, nor a stop word other than an
+//!    article that opens the sentence ("When Elsbeth Marrow …"), and a number before
+//!    the entity's name does not make it part of a longer one. A term in code quotes,
+//!    or in emphasis that capitalized runs would cut short, is one name ("`fold.toml`",
+//!    "*Lumicaris brenningi*"). Numbers, amounts and dates are read whole ("$349",
+//!    "€1.2 million", "4,500 euros", "Saturday 14 September 2024", "2024-03-12"), a
+//!    code or a model's number with its name ("AV-221", "Aurelle 900"). Every name is
+//!    typed by its form and by all the places the passages write it
+//!    ([`answer_type::NameTypes`]). A sentence's spans are its names less the entity's
+//!    and, when it names the entity, less the names listed beside it ("A, B and X star
+//!    in it"; commas alone join no list: "Yusra Kell, Firmware team lead"), plus the
+//!    name its paragraph opens with; and other readings of them ([`name_variants`],
+//!    [`phrases`]): a name's parts at a preposition, a name without the common word
+//!    opening it, a number with its unit (the first reading where a measure other than
+//!    a count is asked: "5 seconds" for "how long"), runs of lower-case words.
 //! 4. **Statements** (`Reading::coverage`): the share of the question's words (a
 //!    class word the lexicon does not type too, not the rest of the wh-phrase; rarer
 //!    words among the context's sentences weigh more) a sentence writes, a word its
@@ -1809,16 +1809,29 @@ fn slice(text: &str, tokens: &[Token], range: std::ops::Range<usize>) -> String 
 /// one, each marked when a blank line (or the passage's start) comes before it. A line
 /// that opens a list's item ("- ", "* ", "1. ") or a table's row ("| …") starts a
 /// sentence of its own: each says its own thing ("- Yusra Kell, Firmware team lead").
+/// A sentence ending inside a quotation ends after its closing quote.
 fn split_sentences(text: &str, tokens: &[Token]) -> Vec<Sentence> {
     let mut out: Vec<Sentence> = Vec::new();
     // The lines that open an item or a row first, then the tokenizer's sentences
     // within each (its cap on a sentence's length counted from the item's start).
+    // A sentence that ends inside a quotation ("… no sea." He also …) ends there too.
+    let quoted_end = |i: usize| {
+        i >= 2
+            && matches!(
+                token_text(text, &tokens[i - 1]),
+                "\"" | "\u{201d}" | "'" | "\u{2019}"
+            )
+            && matches!(token_text(text, &tokens[i - 2]), "." | "!" | "?")
+            && glued(&tokens[i - 2], &tokens[i - 1])
+            && !glued(&tokens[i - 1], &tokens[i])
+            && token_text(text, &tokens[i]).starts_with(char::is_uppercase)
+    };
     let mut pieces: Vec<std::ops::Range<usize>> = Vec::new();
     let mut start = 0;
     for i in 1..tokens.len() {
         let gap = &text[tokens[i - 1].end as usize..tokens[i].start as usize];
         let line = &text[tokens[i].start as usize..];
-        if gap.contains('\n') && (opens_item(line) || line.starts_with('|')) {
+        if (gap.contains('\n') && (opens_item(line) || line.starts_with('|'))) || quoted_end(i) {
             pieces.push(start..i);
             start = i;
         }
@@ -3183,5 +3196,20 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_sentence_ending_inside_a_quotation_ends_there() {
+        let text = "Omar Tell ran the harbour lab, a time he called \"years of forms.\" He \
+                    also wrote the novel Grey Harbour.";
+        let reply = answer_to("Which novel did Omar Tell write?", text);
+        assert_eq!(texts(&reply).first(), Some(&"Grey Harbour"), "{reply:?}");
+        assert!(
+            reply
+                .explanation
+                .contains("\"He also wrote the novel Grey Harbour.\""),
+            "{}",
+            reply.explanation
+        );
     }
 }
