@@ -1812,8 +1812,9 @@ fn slice(text: &str, tokens: &[Token], range: std::ops::Range<usize>) -> String 
 /// A sentence ending inside a quotation ends after its closing quote.
 fn split_sentences(text: &str, tokens: &[Token]) -> Vec<Sentence> {
     let mut out: Vec<Sentence> = Vec::new();
-    // The lines that open an item or a row first, then the tokenizer's sentences
-    // within each (its cap on a sentence's length counted from the item's start).
+    // The lines that open an item or a row, and the ends inside quotations, first;
+    // then the tokenizer's sentences within each piece (its cap on a sentence's length
+    // counted from the piece's start).
     // A sentence that ends inside a quotation ("… no sea." He also …) ends there too.
     let quoted_end = |i: usize| {
         i >= 2
