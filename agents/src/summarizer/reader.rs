@@ -1832,7 +1832,7 @@ fn split_sentences(text: &str, tokens: &[Token]) -> Vec<Sentence> {
     for i in 1..tokens.len() {
         let gap = &text[tokens[i - 1].end as usize..tokens[i].start as usize];
         let line = &text[tokens[i].start as usize..];
-        if (gap.contains('\n') && (opens_item(line) || line.starts_with('|'))) || quoted_end(i) {
+        if (gap.contains('\n') && opens_item(line)) || opens_row(text, tokens, i) || quoted_end(i) {
             pieces.push(start..i);
             start = i;
         }
@@ -1879,13 +1879,7 @@ struct Header {
 /// rows it stands among, when a rule row ("|---|---|") follows that first row.
 fn table_header(text: &str, tokens: &[Token], sentences: &[Sentence], n: usize) -> Option<Header> {
     let written = |k: usize| slice(text, tokens, sentences[k].tokens.clone());
-    let is_row = |k: usize| {
-        let start = sentences[k].tokens.start;
-        token_text(text, &tokens[start]) == "|"
-            && (start == 0
-                || text[tokens[start - 1].end as usize..tokens[start].start as usize]
-                    .contains('\n'))
-    };
+    let is_row = |k: usize| opens_row(text, tokens, sentences[k].tokens.start);
     let rule = |k: usize| {
         written(k)
             .chars()
@@ -1908,6 +1902,12 @@ fn table_header(text: &str, tokens: &[Token], sentences: &[Sentence], n: usize) 
         .map(|cell| cell.trim().to_owned())
         .collect();
     Some(Header { line, cells })
+}
+
+/// Whether token `i` opens a table's row: a "|" opening the passage or a line.
+fn opens_row(text: &str, tokens: &[Token], i: usize) -> bool {
+    token_text(text, &tokens[i]) == "|"
+        && (i == 0 || text[tokens[i - 1].end as usize..tokens[i].start as usize].contains('\n'))
 }
 
 /// Whether a line starting with `line` opens a list's item: a bullet ("-", "*", "+",
@@ -1942,6 +1942,14 @@ fn capitalized(word: &str) -> bool {
         .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())
 }
 
+/// Whether what stands between tokens `a` and `b` ends a name: a line break or a
+/// column's gap (a tab, two spaces): "ROAD RESURFACING\nThe Town Manager",
+/// "BK-131552    Product".
+fn ends_name(text: &str, a: &Token, b: &Token) -> bool {
+    let gap = &text[a.end as usize..b.start as usize];
+    gap.contains(['\n', '\t']) || gap.contains("  ")
+}
+
 /// No space between two tokens.
 fn glued(a: &Token, b: &Token) -> bool {
     a.end == b.start
@@ -1971,10 +1979,7 @@ fn topic_spans(
     // Lake". A stop word opening the sentence may stand before it ("The Monsters"), and
     // a number, which opens no name ("In 2023 Lumora Water Trust turned twelve").
     // A line break or a column's gap ends a name, as in [`names_in`].
-    let apart = |a: usize, b: usize| {
-        let gap = &text[tokens[a].end as usize..tokens[b].start as usize];
-        gap.contains(['\n', '\t']) || gap.contains("  ")
-    };
+    let apart = |a: usize, b: usize| ends_name(text, &tokens[a], &tokens[b]);
     let whole = |range: &std::ops::Range<usize>| {
         let after = range.end < sentence.end
             && !apart(range.end - 1, range.end)
@@ -2047,10 +2052,7 @@ fn names_in(
             let word = token_text(text, next);
             let alnum = word.chars().next().is_some_and(char::is_alphanumeric);
             let previous = &tokens[end - 1];
-            // A line break or a column's gap ends a name ("ROAD RESURFACING\nThe Town
-            // Manager", "BK-131552    Product").
-            let gap = &text[previous.end as usize..next.start as usize];
-            if gap.contains(['\n', '\t']) || gap.contains("  ") {
+            if ends_name(text, previous, next) {
                 break;
             }
             if glued(previous, next) {
